@@ -1,0 +1,101 @@
+// The search-engine port. Services talk only to this interface; the composition root picks
+// the adapter (embedded engine by default, Typesense when TYPESENSE_URL is set).
+//
+// Versions: a *major* version ("7") is a self-contained snapshot written by a bulk ingest or a
+// checkpoint (coalesce). A *minor* version ("7.3") is one record-level change applied on top of
+// its parent ("7" or "7.n"). Minor versions form a tree inside their major: activating an older
+// version and writing again branches from it. The engine keeps each major's records once and
+// each change once, so versions share storage instead of copying the index.
+
+/** A record as stored and returned. Field semantics: SPEC.md 2.1. */
+export interface SearchRecord {
+  id: string;
+  title: string;
+  weight?: number;
+  images?: string[];
+  latitude?: string;
+  longitude?: string;
+  data?: Record<string, unknown>;
+}
+
+/** "7" (major) or "7.3" (minor). */
+export type VersionId = string;
+
+export type FilterComparison = "=" | "!=" | "<" | "<=" | ">" | ">=";
+
+/** Filter over numeric and boolean fields of `data`, parsed from e.g. `data.price<20 && data.inStock=true`. */
+export type FilterExpr =
+  | { kind: "and" | "or"; args: FilterExpr[] }
+  | { kind: "not"; arg: FilterExpr }
+  | { kind: "cmp"; path: string[]; op: FilterComparison; value: number | boolean };
+
+export interface SearchRequest {
+  /** Raw user input; the engine normalises and tokenises it (DESIGN.md, Ranking). */
+  query: string;
+  /** `title`: prefix autocomplete on title. `all`: whole-token match on title and text fields of data. */
+  scope: "title" | "all";
+  weighted: boolean;
+  geo?: { latitude: number; longitude: number };
+  filter?: FilterExpr;
+  /** 1..100 */
+  limit: number;
+}
+
+export interface SearchHit {
+  record: SearchRecord;
+  /** Great-circle distance to the query point, when geo was given and the record has coordinates. */
+  distanceMeters?: number;
+}
+
+/** One record-level change creating a minor version. */
+export interface RecordChange {
+  version: VersionId;
+  parent: VersionId;
+  upserts: SearchRecord[];
+  deletes: string[];
+}
+
+export interface BulkWriter {
+  /** Adds a batch; ids are unique within the batch stream (a later duplicate replaces the earlier one). */
+  add(records: SearchRecord[]): Promise<void>;
+  /** Makes the major version durable and queryable. */
+  commit(): Promise<{ records: number }>;
+  /** Discards everything written; the version never becomes visible. */
+  abort(): Promise<void>;
+}
+
+export interface EngineVersionInfo {
+  version: VersionId;
+  parent: VersionId | null;
+  records: number;
+}
+
+export interface SearchEngine {
+  readonly name: string;
+  /** Opens or creates storage; reloads persisted indexes. */
+  open(): Promise<void>;
+  close(): Promise<void>;
+  /** True when the engine can serve queries (used by /readyz). */
+  ping(): Promise<boolean>;
+
+  /** `indexKey` is an opaque stable key chosen by the service (the index's id), never the tenant-visible name. */
+  createIndex(indexKey: string): Promise<void>;
+  dropIndex(indexKey: string): Promise<void>;
+
+  /** Starts writing major version `major` from scratch (bulk ingest). */
+  bulkWriter(indexKey: string, major: number): Promise<BulkWriter>;
+  /** Applies a change durably: when the promise resolves the change survives kill -9. */
+  applyChange(indexKey: string, change: RecordChange): Promise<void>;
+  /** Writes the full content of version `from` as the self-contained major version `major`. */
+  checkpoint(indexKey: string, from: VersionId, major: number): Promise<{ records: number }>;
+  /** Tells the engine which version is live, so it may keep that view hot (Typesense: the alias). */
+  activate(indexKey: string, version: VersionId): Promise<void>;
+  /** Drops a version's storage; the service never drops the active version or an ancestor of a kept one. */
+  dropVersion(indexKey: string, version: VersionId): Promise<void>;
+  /** Versions the engine holds, for reconciliation at start-up. */
+  versions(indexKey: string): Promise<EngineVersionInfo[]>;
+
+  search(indexKey: string, version: VersionId, request: SearchRequest): Promise<SearchHit[]>;
+  get(indexKey: string, version: VersionId, id: string): Promise<SearchRecord | null>;
+  count(indexKey: string, version: VersionId): Promise<number>;
+}
