@@ -671,7 +671,7 @@ export type components = {
             /** @description Longitude in decimal degrees, as a string; enables geo bias. Give it with `latitude`. */
             longitude?: components["schemas"]["Coordinate"];
             /** @description Tenant-defined JSON. Text fields are whole-token searchable with `scope=all`; numeric and boolean fields are filterable. Returned verbatim. */
-            data?: Record<string, never>;
+            data?: Record<string, unknown>;
         };
         IndexUpdateRequest: {
             visibility?: components["schemas"]["Visibility"];
@@ -806,14 +806,14 @@ export type components = {
             id?: number | string;
             /** @description `initialize`, `tools/list`, `tools/call`, `ping` or a notification. */
             method: string;
-            params?: Record<string, never>;
+            params?: Record<string, unknown>;
         };
         /** @description A JSON-RPC 2.0 response: `result` on success, `error` otherwise. */
         JsonRpcResponse: {
             /** @enum {string} */
             jsonrpc: "2.0";
             id: number | string | null;
-            result?: Record<string, never>;
+            result?: Record<string, unknown>;
             error?: components["schemas"]["JsonRpcError"];
         };
         Liveness: {
@@ -930,7 +930,7 @@ export type components = {
             /** @description Longitude in decimal degrees, as a string; enables geo bias. Give it with `latitude`. */
             longitude?: components["schemas"]["Coordinate"];
             /** @description Tenant-defined JSON. Text fields are whole-token searchable with `scope=all`; numeric and boolean fields are filterable. Returned verbatim. */
-            data?: Record<string, never>;
+            data?: Record<string, unknown>;
         };
         /** @description A region Sift serves from. */
         Region: {
@@ -991,7 +991,7 @@ export type components = {
             /** @description Longitude in decimal degrees, as a string; enables geo bias. Give it with `latitude`. */
             longitude?: components["schemas"]["Coordinate"];
             /** @description Tenant-defined JSON. Text fields are whole-token searchable with `scope=all`; numeric and boolean fields are filterable. Returned verbatim. */
-            data?: Record<string, never>;
+            data?: Record<string, unknown>;
             /**
              * Format: double
              * @description Distance in metres from the query's `latitude`/`longitude`, when both were given and the record has coordinates.
@@ -1018,8 +1018,8 @@ export type components = {
             name: components["schemas"]["IndexName"];
             serviceName: components["schemas"]["ServiceName"];
             visibility: components["schemas"]["Visibility"];
-            /** @description The version searches and record reads see; null until the first write. */
-            activeVersion: components["schemas"]["VersionId"] | null;
+            /** @description The version searches and record reads see; `0`, empty, for a new index. */
+            activeVersion: components["schemas"]["VersionId"];
             /**
              * Format: double-int
              * @description Records in the active version.

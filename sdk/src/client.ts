@@ -1,0 +1,60 @@
+// The full client: every operation typed from the contract through `api` (openapi-fetch), plus
+// helpers that return data or throw SiftError.
+import type { components, paths } from "../../generated/types.ts";
+import { createApi, unwrap, type ClientOptions, type SearchParams } from "./search-client.ts";
+
+type Schemas = components["schemas"];
+export type RecordInput = Schemas["RecordInput"];
+export type IndexRecord = Schemas["IndexRecord"];
+export type WriteResult = Schemas["WriteResult"];
+export type IngestStatus = Schemas["IngestStatus"];
+export type IndexVersion = Schemas["IndexVersion"];
+export type Paths = paths;
+
+export function createClient(options: ClientOptions) {
+  const { api, router } = createApi(options);
+  const index = (indexName: string) => ({ path: { indexName } });
+  const record = (indexName: string, recordId: string) => ({ path: { indexName, recordId } });
+
+  return {
+    /** Every operation of the contract, typed: `api.GET("/v1/indexes/{indexName}", …)`. */
+    api,
+    router,
+    search: (params: SearchParams, init: { signal?: AbortSignal } = {}) =>
+      unwrap(api.GET("/v1/search", { params: { query: params }, ...(init.signal ? { signal: init.signal } : {}) })),
+    records: {
+      get: (indexName: string, recordId: string, version?: string) =>
+        unwrap(api.GET("/v1/indexes/{indexName}/records/{recordId}", { params: { ...record(indexName, recordId), query: { version } } })),
+      put: (indexName: string, recordId: string, body: RecordInput) =>
+        unwrap(api.PUT("/v1/indexes/{indexName}/records/{recordId}", { params: record(indexName, recordId), body })),
+      delete: (indexName: string, recordId: string) =>
+        unwrap(api.DELETE("/v1/indexes/{indexName}/records/{recordId}", { params: record(indexName, recordId) })),
+    },
+    indexes: {
+      list: () => unwrap(api.GET("/v1/indexes")),
+      get: (indexName: string) => unwrap(api.GET("/v1/indexes/{indexName}", { params: index(indexName) })),
+      create: (body: Schemas["IndexCreateRequest"]) => unwrap(api.POST("/v1/indexes", { body })),
+      update: (indexName: string, body: Schemas["IndexUpdateRequest"]) =>
+        unwrap(api.PATCH("/v1/indexes/{indexName}", { params: index(indexName), body })),
+      delete: (indexName: string) => unwrap(api.DELETE("/v1/indexes/{indexName}", { params: index(indexName) })),
+    },
+    services: {
+      list: () => unwrap(api.GET("/v1/services")),
+      create: (body: Schemas["ServiceCreateRequest"]) => unwrap(api.POST("/v1/services", { body })),
+    },
+    versions: {
+      list: (indexName: string) => unwrap(api.GET("/v1/indexes/{indexName}/versions", { params: index(indexName) })),
+      activate: (indexName: string, version: string) =>
+        unwrap(api.POST("/v1/indexes/{indexName}/versions/{version}/activate", { params: { path: { indexName, version } } })),
+      coalesce: (indexName: string) => unwrap(api.POST("/v1/indexes/{indexName}/coalesce", { params: index(indexName) })),
+    },
+    uploads: {
+      start: (indexName: string) => unwrap(api.POST("/v1/uploads/start", { body: { indexName } })),
+      complete: (body: Schemas["UploadCompleteRequest"]) => unwrap(api.POST("/v1/uploads/complete", { body })),
+      status: (indexName: string, indexVersion: string) =>
+        unwrap(api.GET("/v1/uploads/{indexName}/{indexVersion}", { params: { path: { indexName, indexVersion } } })),
+    },
+  };
+}
+
+export type SiftClient = ReturnType<typeof createClient>;

@@ -1,0 +1,41 @@
+// The SDK against a Prism mock of generated/openapi.yaml: what a team running contract tests
+// against our mock sees. Typed results come from the contract's examples.
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { startPrismMock, type Prism } from "../../test/support/prism.ts";
+import { createClient, SiftError } from "../src/index.ts";
+
+let mock: Prism;
+beforeAll(async () => {
+  mock = await startPrismMock();
+});
+afterAll(() => mock?.stop());
+
+describe("against the Prism mock", () => {
+  test("search returns the contract's example, typed", async () => {
+    const sift = createClient({ baseUrl: mock.url, apiKey: "pk-sift-srh-" + "a".repeat(40) });
+    const result = await sift.search({ query: "par", indexName: "cities", serviceName: "demo", weighted: true });
+    expect(result.suggestions[0]).toMatchObject({ id: "2988507", title: "Paris", weight: 2138551 });
+    expect(result.indexVersion).toBe("1");
+  });
+
+  test("a record upsert returns a write result with the new version", async () => {
+    const sift = createClient({ baseUrl: mock.url, apiKey: "sk-sift-svc-" + "a".repeat(40) });
+    const result = await sift.records.put("cities", "2988507", { title: "Paris", weight: 2138551 });
+    expect(result).toEqual({ resultCode: "SUCCESS", message: "OK", indexVersion: "3.1" });
+  });
+
+  test("an error answer becomes a SiftError carrying the problem document", async () => {
+    const sift = createClient({ baseUrl: mock.url, headers: { prefer: "code=400" } });
+    const error = await sift.search({ query: "par", indexName: "cities", serviceName: "demo" }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(SiftError);
+    expect(error).toMatchObject({ status: 400, problem: { resultCode: "INVALID_ARGUMENT" } });
+    expect((error as SiftError).fieldErrors).toEqual([{ field: "indexName", message: "is required" }]);
+  });
+
+  test("the raw typed client reaches every operation", async () => {
+    const sift = createClient({ baseUrl: mock.url });
+    const { data, response } = await sift.api.GET("/v1/regions");
+    expect(response.status).toBe(200);
+    expect(Array.isArray(data!.regions)).toBe(true);
+  });
+});

@@ -1,0 +1,77 @@
+// Region routing and failover against real local HTTP servers standing in for regions.
+import { createServer, type Server } from "node:http";
+import { afterAll, beforeAll, expect, test } from "vitest";
+import { createRouter, createSearchClient, SiftUnreachableError } from "../src/index.ts";
+
+interface Region {
+  id: string;
+  url: string;
+  hits: string[];
+  server: Server;
+}
+
+async function region(id: string, options: { delayMs?: number; status?: number } = {}): Promise<Region> {
+  const hits: string[] = [];
+  const server = createServer((req, res) => {
+    hits.push(req.url!);
+    setTimeout(() => {
+      const status = req.url === "/healthz" ? 200 : (options.status ?? 200);
+      res.writeHead(status, { "content-type": "application/json" });
+      res.end(JSON.stringify(req.url === "/healthz" ? { status: "ok" } : { suggestions: [{ id, title: id }], indexVersion: "1" }));
+    }, options.delayMs ?? 0);
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
+  return { id, url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, hits, server };
+}
+
+let near: Region, far: Region, broken: Region;
+const dead = { id: "dead", url: "http://127.0.0.1:9" };
+
+beforeAll(async () => {
+  [near, far, broken] = await Promise.all([region("near"), region("far", { delayMs: 60 }), region("broken", { status: 503 })]);
+});
+afterAll(() => Promise.all([near, far, broken].map((r) => new Promise((done) => r.server.close(done)))));
+
+const query = { query: "a", indexName: "i", serviceName: "s" };
+
+test("requests go to the region with the lowest measured latency", async () => {
+  const client = createSearchClient({ baseUrl: far.url, regions: [far, near] });
+  const result = await client.search(query);
+  expect(result.suggestions[0]!.id).toBe("near");
+  expect((await client.router.hosts()).map((h) => h.id)).toEqual(["near", "far"]);
+});
+
+test("a region that is down or answers 503 is skipped transparently and set aside", async () => {
+  const client = createSearchClient({ baseUrl: near.url, regions: [dead, broken, far] });
+  // Probing already set the dead host aside; the 503 one is found on the first request.
+  const result = await client.search(query);
+  expect(result.suggestions[0]!.id).toBe("far");
+  const hosts = await client.router.hosts();
+  expect(hosts[0]!.id).toBe("far");
+  expect(hosts.slice(1).every((h) => h.downUntil > Date.now())).toBe(true);
+});
+
+test("regionId forces a region first", async () => {
+  const client = createSearchClient({ baseUrl: near.url, regions: [near, far] });
+  const result = await client.search({ ...query, regionId: "far" });
+  expect(result.suggestions[0]!.id).toBe("far");
+});
+
+test("when every host fails the error names each one", async () => {
+  const router = createRouter({ baseUrl: dead.url, timeoutMs: 500 });
+  const error = await router.fetch(new Request(`${dead.url}/v1/search`)).catch((e: unknown) => e);
+  expect(error).toBeInstanceOf(SiftUnreachableError);
+  expect((error as SiftUnreachableError).causes).toHaveLength(1);
+});
+
+test("an aborted request is not retried on another host", async () => {
+  const client = createSearchClient({ baseUrl: far.url, regions: [far, near] });
+  await client.router.hosts();
+  const before = far.hits.length + near.hits.length;
+  const controller = new AbortController();
+  const pending = client.search({ ...query, regionId: "far" }, { signal: controller.signal });
+  setTimeout(() => controller.abort(), 10);
+  await expect(pending).rejects.toThrow(/abort/i);
+  await new Promise((r) => setTimeout(r, 100));
+  expect(far.hits.length + near.hits.length - before).toBe(1);
+});

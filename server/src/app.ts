@@ -1,0 +1,70 @@
+// The Hono application: middleware, the contract's operations, documentation. It receives its
+// services ready-made; choosing adapters is the composition root's job (compose.ts).
+import { Hono } from "hono";
+import { HTTPException } from "hono/http-exception";
+import type { Config } from "./config.ts";
+import { renderReference } from "./docs/reference.ts";
+import { mountContract, type Contract, type Handlers } from "./http/contract.ts";
+import type { AppEnv } from "./http/env.ts";
+import { authenticate, csrfOriginCheck, requestContext } from "./http/middleware.ts";
+import { HttpProblem, problemResponse } from "./http/problem.ts";
+import type { Logger } from "./log.ts";
+import type { AccountService } from "./services/accounts.ts";
+import type { ApiKeyService } from "./services/api-keys.ts";
+
+export interface AppDeps {
+  config: Config;
+  log: Logger;
+  contract: Contract;
+  accounts: AccountService;
+  apiKeys: ApiKeyService;
+  handlers: Handlers;
+  /** Extra non-contract routes (the demo page, widget assets, the MCP GET/DELETE answers). */
+  extraRoutes?: (app: Hono<AppEnv>) => void;
+}
+
+export function createApp(deps: AppDeps): Hono<AppEnv> {
+  const app = new Hono<AppEnv>();
+  const referenceHtml = renderReference(deps.contract.document);
+  const openapiJson = JSON.stringify(deps.contract.document);
+
+  app.use(requestContext(deps.log));
+  app.get("/openapi.json", (c) => c.body(openapiJson, 200, { "content-type": "application/json" }));
+  app.get("/openapi.yaml", async (c) => {
+    const { readFile } = await import("node:fs/promises");
+    const yaml = await readFile(new URL("../../generated/openapi.yaml", import.meta.url), "utf8");
+    return c.body(yaml, 200, { "content-type": "application/yaml; charset=utf-8" });
+  });
+  app.get("/docs", (c) => c.html(referenceHtml));
+  app.get("/", (c) => c.redirect("/docs"));
+
+  app.use("/v1/*", authenticate(deps.apiKeys, deps.accounts));
+  app.use("/mcp", authenticate(deps.apiKeys, deps.accounts));
+  app.use(
+    "/v1/*",
+    csrfOriginCheck({
+      allowedOrigins: [...deps.config.allowedOrigins, ...(deps.config.publicUrl ? [new URL(deps.config.publicUrl).origin] : [])],
+      cookieSetters: ["/v1/auth/signup", "/v1/auth/login"],
+    }),
+  );
+
+  deps.extraRoutes?.(app);
+  mountContract(app, deps.contract, deps.handlers, { maxBodyBytes: deps.config.maxBodyBytes });
+
+  app.notFound((c) => problemResponse(new HttpProblem(404, `no such route: ${c.req.method} ${c.req.path}`), c.get("requestId")));
+  app.onError((error, c) => {
+    const requestId = c.get("requestId");
+    if (error instanceof HttpProblem) return problemResponse(error, requestId);
+    if (error instanceof HTTPException && error.status < 500) {
+      const status = ([400, 401, 403, 404, 409, 413, 415] as const).find((s) => s === error.status) ?? 400;
+      return problemResponse(new HttpProblem(status, error.message || "invalid request"), requestId);
+    }
+    (c.get("log") ?? deps.log).error("unhandled error", {
+      requestId,
+      error: error.message,
+      stack: error.stack,
+    });
+    return problemResponse(new HttpProblem(500, "the server failed to handle this request; quote the request id when reporting it"), requestId);
+  });
+  return app;
+}

@@ -1,0 +1,103 @@
+// DESIGN.md's authority table, as data. Every route asks `authorize` (may this caller do this
+// kind of thing at all?) and then `authorizeIndex` (on this index?). Another tenant's index
+// answers exactly as a missing one would.
+import { forbidden, notFound, unauthorized } from "../http/problem.ts";
+import type { Principal } from "./principal.ts";
+
+export type Action =
+  | "search"
+  | "records.read"
+  /** Record writes, uploads, coalesce, activation, versions and ingest status. */
+  | "index.write"
+  | "catalog.read"
+  | "catalog.write"
+  | "apiKeys"
+  | "mcp";
+
+/**
+ * public: PUBLIC indexes of any tenant; own: the caller's tenant; ownPublic: the caller's tenant's
+ * PUBLIC indexes; deny: 401; forbid: 403 (a valid key without the authority).
+ */
+export type Cell = "public" | "own" | "ownPublic" | "deny" | "forbid";
+export type Caller = "anonymous" | "srh" | "svc" | "pat" | "adm" | "session";
+
+const secret = {
+  search: "own",
+  "records.read": "own",
+  "index.write": "own",
+  "catalog.read": "own",
+  "catalog.write": "own",
+  apiKeys: "deny",
+  mcp: "own",
+} as const satisfies Record<Action, Cell>;
+
+export const AUTHORITY: Record<Caller, Record<Action, Cell>> = {
+  anonymous: {
+    search: "public",
+    "records.read": "deny",
+    "index.write": "deny",
+    "catalog.read": "deny",
+    "catalog.write": "deny",
+    apiKeys: "deny",
+    mcp: "deny",
+  },
+  srh: {
+    search: "public",
+    "records.read": "ownPublic",
+    "index.write": "deny",
+    "catalog.read": "deny",
+    "catalog.write": "deny",
+    apiKeys: "deny",
+    mcp: "ownPublic",
+  },
+  svc: { ...secret, "catalog.write": "forbid" },
+  pat: secret,
+  adm: secret,
+  session: { ...secret, apiKeys: "own", mcp: "deny" },
+};
+
+export const callerOf = (p: Principal): Caller =>
+  p.kind === "anonymous" ? "anonymous" : p.kind === "session" ? "session" : p.type;
+
+function denial(p: Principal, action: Action): Error {
+  if (action === "apiKeys" && p.kind === "key") {
+    return unauthorized("API keys cannot manage keys: sign in to the dashboard and use its session");
+  }
+  if (action === "mcp" && p.kind === "session") {
+    return unauthorized("the MCP endpoint takes an API key: send Authorization: Bearer <key>");
+  }
+  if (p.kind === "key" && p.type === "srh") {
+    return unauthorized("a public srh key can only search PUBLIC indexes; use a secret key for this");
+  }
+  if (action === "apiKeys") return unauthorized("sign in to the dashboard first: the session cookie is missing or expired");
+  return unauthorized("this operation needs an API key: send Authorization: Bearer <key>");
+}
+
+/** Throws 401/403 when the caller may not perform `action` at all; returns the cell otherwise. */
+export function authorize(p: Principal, action: Action): Exclude<Cell, "deny" | "forbid"> {
+  const cell = AUTHORITY[callerOf(p)][action];
+  if (cell === "deny") throw denial(p, action);
+  if (cell === "forbid") throw forbidden(`a ${callerOf(p)} key can read services and indexes but not change them`);
+  return cell;
+}
+
+export const tenantOf = (p: Principal): string | undefined => (p.kind === "anonymous" ? undefined : p.tenantId);
+
+export interface IndexAccess {
+  tenantId: string;
+  visibility: "PUBLIC" | "PRIVATE";
+}
+
+/** Checks the caller against a resolved (or missing) index. `what` names the index in errors. */
+export function authorizeIndex<T extends IndexAccess>(p: Principal, action: Action, index: T | undefined, what: string): T {
+  const cell = authorize(p, action);
+  if (cell === "public") {
+    if (index?.visibility === "PUBLIC") return index;
+    throw unauthorized(`${what} is not a PUBLIC index: send an API key of the tenant that owns it`);
+  }
+  if (!index || index.tenantId !== tenantOf(p)) throw notFound(`${what} does not exist`);
+  if (cell === "ownPublic" && index.visibility !== "PUBLIC") {
+    throw unauthorized(`${what} is PRIVATE: a public srh key can only reach PUBLIC indexes`);
+  }
+  return index;
+}

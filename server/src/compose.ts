@@ -1,0 +1,131 @@
+// The composition root: the one place that reads configuration and picks adapters for the
+// ports (store, engine, blobs). Everything else receives what it needs.
+import { randomBytes } from "node:crypto";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import type { Hono } from "hono";
+import { createApp } from "./app.ts";
+import type { Config } from "./config.ts";
+import { loadContract, type Contract } from "./http/contract.ts";
+import type { AppEnv } from "./http/env.ts";
+import type { Logger } from "./log.ts";
+import type { SearchEngine } from "./ports/engine.ts";
+import { apiKeyHandlers } from "./routes/api-keys.ts";
+import { authHandlers } from "./routes/auth.ts";
+import { catalogHandlers } from "./routes/catalog.ts";
+import { healthHandlers } from "./routes/health.ts";
+import { oauthHandlers } from "./routes/oauth.ts";
+import { recordHandlers } from "./routes/records.ts";
+import { searchHandlers } from "./routes/search.ts";
+import { AccountService } from "./services/accounts.ts";
+import { ApiKeyService } from "./services/api-keys.ts";
+import { CatalogService } from "./services/catalog.ts";
+import { RecordService } from "./services/records.ts";
+import { SearchService } from "./services/search.ts";
+import { VersionService } from "./services/versions.ts";
+import { openStore, type Store } from "./store/open.ts";
+
+export interface Sift {
+  app: Hono<AppEnv>;
+  config: Config;
+  contract: Contract;
+  store: Store;
+  engine: SearchEngine;
+  accounts: AccountService;
+  apiKeys: ApiKeyService;
+  catalog: CatalogService;
+  versions: VersionService;
+  records: RecordService;
+  search: SearchService;
+  /** Lines telling a newcomer what to try, given the base URL (set when the demo is loaded). */
+  demoHint?: (baseUrl: string) => string[];
+  /** Stops background work and closes the engine and the store. */
+  close(): Promise<void>;
+}
+
+async function openEngine(config: Config): Promise<SearchEngine> {
+  if (config.typesense) {
+    const { createTypesenseEngine } = await import("./engine/typesense/index.ts");
+    return createTypesenseEngine({ url: config.typesense.url, apiKey: config.typesense.apiKey });
+  }
+  const { createEmbeddedEngine } = await import("./engine/embedded/index.ts");
+  return createEmbeddedEngine({ dataDir: join(config.dataDir, "engine") });
+}
+
+/** The HMAC key for signed URLs and OAuth state: configured, or generated once and kept in the data dir. */
+function signingSecret(config: Config): Buffer {
+  if (config.signingSecret) return Buffer.from(config.signingSecret, "utf8");
+  const path = join(config.dataDir, "signing.key");
+  try {
+    return Buffer.from(readFileSync(path, "utf8").trim(), "base64");
+  } catch {
+    const secret = randomBytes(32);
+    writeFileSync(path, secret.toString("base64"), { mode: 0o600, flag: "wx" });
+    return secret;
+  }
+}
+
+export async function composeSift(config: Config, log: Logger): Promise<Sift> {
+  mkdirSync(config.dataDir, { recursive: true });
+  const contract = loadContract();
+  const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+  const engine = await openEngine(config);
+  try {
+    await engine.open();
+  } catch (error) {
+    await store.close();
+    throw error;
+  }
+  const secret = signingSecret(config);
+
+  const accounts = new AccountService(store.db, config.sessionTtlMs);
+  const apiKeys = new ApiKeyService(store.db, log);
+  const catalog = new CatalogService(store.db, engine);
+  const versions = new VersionService({
+    db: store.db,
+    engine,
+    catalog,
+    log,
+    policy: { coalesceAfter: config.coalesceAfter, retainVersions: config.retainVersions },
+  });
+  const records = new RecordService({ catalog, versions, engine });
+  const search = new SearchService({ catalog, versions, engine, region: config.region });
+
+  const timers = [setInterval(() => void accounts.purgeExpiredSessions().catch(() => {}), 3_600_000).unref()];
+
+  const app = createApp({
+    config,
+    log,
+    contract,
+    accounts,
+    apiKeys,
+    handlers: {
+      ...healthHandlers({ config, store, engine }),
+      ...authHandlers(accounts),
+      ...oauthHandlers({ config, accounts, secret }),
+      ...apiKeyHandlers(apiKeys),
+      ...catalogHandlers(catalog),
+      ...searchHandlers(search),
+      ...recordHandlers(records, versions),
+    },
+  });
+
+  return {
+    app,
+    config,
+    contract,
+    store,
+    engine,
+    accounts,
+    apiKeys,
+    catalog,
+    versions,
+    records,
+    search,
+    async close() {
+      for (const t of timers) clearInterval(t);
+      await engine.close();
+      await store.close();
+    },
+  };
+}

@@ -1,0 +1,178 @@
+// Configuration from the environment. Every problem is collected and reported at once, in
+// words that name the variable, so a bad deployment fails at start-up and not at first use.
+import { resolve } from "node:path";
+import type { LogLevel } from "./log.ts";
+import { REGIONS, isRegionId, type RegionId } from "./regions.ts";
+
+export interface OAuthProviderConfig {
+  id: string;
+  name: string;
+  clientId: string;
+  clientSecret: string;
+  authorizeUrl: string;
+  tokenUrl: string;
+  userinfoUrl: string;
+  scopes: string;
+}
+
+export interface Config {
+  host: string;
+  port: number;
+  /** Base URL clients use to reach this server; upload URLs and printed links are built from it. */
+  publicUrl: string | undefined;
+  dataDir: string;
+  databaseUrl: string | undefined;
+  typesense: { url: string; apiKey: string } | undefined;
+  region: RegionId;
+  /** Base URL per region; every region defaults to this server. */
+  regionUrls: Partial<Record<RegionId, string>>;
+  logLevel: LogLevel;
+  maxBodyBytes: number;
+  maxUploadBytes: number;
+  sessionTtlMs: number;
+  /** Origins allowed to send cookie-authenticated writes besides the server's own. */
+  allowedOrigins: string[];
+  /** Load the bundled demo tenant, service and PUBLIC index on first start. */
+  demo: boolean;
+  /** Checkpoint automatically once a version's chain of changes is this long. */
+  coalesceAfter: number;
+  /** Newest versions kept by retention besides the active one and its ancestors. */
+  retainVersions: number;
+  signingSecret: string | undefined;
+  oauthProviders: OAuthProviderConfig[];
+  shutdownGraceMs: number;
+}
+
+export class ConfigError extends Error {
+  readonly problems: string[];
+  constructor(problems: string[]) {
+    super(`invalid configuration:\n  - ${problems.join("\n  - ")}`);
+    this.problems = problems;
+  }
+}
+
+const PRESETS: Record<string, Pick<OAuthProviderConfig, "name" | "authorizeUrl" | "tokenUrl" | "userinfoUrl" | "scopes">> = {
+  github: {
+    name: "GitHub",
+    authorizeUrl: "https://github.com/login/oauth/authorize",
+    tokenUrl: "https://github.com/login/oauth/access_token",
+    userinfoUrl: "https://api.github.com/user",
+    scopes: "read:user user:email",
+  },
+  google: {
+    name: "Google",
+    authorizeUrl: "https://accounts.google.com/o/oauth2/v2/auth",
+    tokenUrl: "https://oauth2.googleapis.com/token",
+    userinfoUrl: "https://openidconnect.googleapis.com/v1/userinfo",
+    scopes: "openid email profile",
+  },
+};
+
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const problems: string[] = [];
+
+  const int = (name: string, fallback: number, min: number, max: number): number => {
+    const raw = env[name];
+    if (raw === undefined || raw === "") return fallback;
+    const value = Number(raw);
+    if (!Number.isInteger(value) || value < min || value > max) {
+      problems.push(`${name} must be an integer from ${min} to ${max} (got "${raw}")`);
+      return fallback;
+    }
+    return value;
+  };
+  const bool = (name: string, fallback: boolean): boolean => {
+    const raw = env[name]?.toLowerCase();
+    if (raw === undefined || raw === "") return fallback;
+    if (["1", "true", "yes", "on"].includes(raw)) return true;
+    if (["0", "false", "no", "off"].includes(raw)) return false;
+    problems.push(`${name} must be true or false (got "${env[name]}")`);
+    return fallback;
+  };
+  const url = (name: string): string | undefined => {
+    const raw = env[name];
+    if (raw === undefined || raw === "") return undefined;
+    if (!URL.canParse(raw)) {
+      problems.push(`${name} must be an absolute URL (got "${raw}")`);
+      return undefined;
+    }
+    return raw.replace(/\/+$/, "");
+  };
+
+  const logLevel = (env.SIFT_LOG_LEVEL ?? "info") as LogLevel;
+  if (!["debug", "info", "warn", "error", "silent"].includes(logLevel)) {
+    problems.push(`SIFT_LOG_LEVEL must be one of debug, info, warn, error, silent (got "${logLevel}")`);
+  }
+
+  const region = (env.SIFT_REGION ?? "frankfurt") as RegionId;
+  if (!isRegionId(region)) problems.push(`SIFT_REGION must be one of ${REGIONS.map((r) => r.id).join(", ")} (got "${region}")`);
+
+  const regionUrls: Partial<Record<RegionId, string>> = {};
+  for (const r of REGIONS) {
+    const value = url(`SIFT_REGION_URL_${r.id.toUpperCase()}`);
+    if (value) regionUrls[r.id] = value;
+  }
+
+  const databaseUrl = env.DATABASE_URL || undefined;
+  if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
+    problems.push(`DATABASE_URL must be a postgres:// URL (got "${databaseUrl.replace(/:[^:@/]*@/, ":***@")}")`);
+  }
+
+  const typesenseUrl = url("TYPESENSE_URL");
+  const typesenseKey = env.TYPESENSE_API_KEY;
+  if (typesenseUrl && !typesenseKey) problems.push("TYPESENSE_API_KEY is required when TYPESENSE_URL is set");
+
+  const oauthProviders: OAuthProviderConfig[] = [];
+  for (const id of (env.SIFT_OAUTH_PROVIDERS ?? "").split(",").map((s) => s.trim().toLowerCase()).filter(Boolean)) {
+    const prefix = `SIFT_OAUTH_${id.toUpperCase().replace(/[^A-Z0-9]/g, "_")}_`;
+    const preset = PRESETS[id];
+    const pick = (key: string, fallback?: string) => env[prefix + key] || fallback;
+    const provider = {
+      id,
+      name: pick("NAME", preset?.name ?? id)!,
+      clientId: pick("CLIENT_ID"),
+      clientSecret: pick("CLIENT_SECRET"),
+      authorizeUrl: pick("AUTHORIZE_URL", preset?.authorizeUrl),
+      tokenUrl: pick("TOKEN_URL", preset?.tokenUrl),
+      userinfoUrl: pick("USERINFO_URL", preset?.userinfoUrl),
+      scopes: pick("SCOPES", preset?.scopes ?? "openid email"),
+    };
+    const missing = (["clientId", "clientSecret", "authorizeUrl", "tokenUrl", "userinfoUrl"] as const).filter(
+      (k) => !provider[k],
+    );
+    if (missing.length) {
+      problems.push(
+        `OAuth provider "${id}" needs ${missing.map((k) => prefix + k.replace(/[A-Z]/g, (c) => "_" + c).toUpperCase()).join(", ")}`,
+      );
+      continue;
+    }
+    oauthProviders.push(provider as OAuthProviderConfig);
+  }
+
+  const config: Config = {
+    host: env.HOST || "127.0.0.1",
+    port: int("PORT", 7700, 0, 65535),
+    publicUrl: url("SIFT_PUBLIC_URL"),
+    dataDir: resolve(env.SIFT_DATA_DIR || ".sift"),
+    databaseUrl,
+    typesense: typesenseUrl && typesenseKey ? { url: typesenseUrl, apiKey: typesenseKey } : undefined,
+    region,
+    regionUrls,
+    logLevel,
+    maxBodyBytes: int("SIFT_MAX_BODY_BYTES", 1024 * 1024, 1024, 256 * 1024 * 1024),
+    maxUploadBytes: int("SIFT_MAX_UPLOAD_BYTES", 20 * 1024 ** 3, 1, Number.MAX_SAFE_INTEGER),
+    sessionTtlMs: int("SIFT_SESSION_TTL_HOURS", 14 * 24, 1, 24 * 365) * 3_600_000,
+    allowedOrigins: (env.SIFT_ALLOWED_ORIGINS ?? "").split(",").map((s) => s.trim()).filter(Boolean),
+    demo: bool("SIFT_DEMO", true),
+    coalesceAfter: int("SIFT_COALESCE_AFTER", 1000, 2, 1_000_000),
+    retainVersions: int("SIFT_RETAIN_VERSIONS", 50, 1, 100_000),
+    signingSecret: env.SIFT_SIGNING_SECRET || undefined,
+    oauthProviders,
+    shutdownGraceMs: int("SIFT_SHUTDOWN_GRACE_MS", 10_000, 0, 600_000),
+  };
+  for (const origin of config.allowedOrigins) {
+    if (!URL.canParse(origin)) problems.push(`SIFT_ALLOWED_ORIGINS entries must be origins like https://app.example (got "${origin}")`);
+  }
+  if (problems.length) throw new ConfigError(problems);
+  return config;
+}

@@ -1,0 +1,296 @@
+// Routes and request validation come from the generated OpenAPI document, so the server cannot
+// drift from the contract: every operation is mounted at its contract path, its parameters and
+// JSON body are validated with the contract's own schemas, and handlers are typed per operationId.
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { Ajv2020, type ErrorObject, type ValidateFunction } from "ajv/dist/2020.js";
+import formatsModule from "ajv-formats";
+import type { Context, Hono } from "hono";
+import type { AppEnv } from "./env.ts";
+import type { operations } from "../../../generated/types.ts";
+import { badRequest, HttpProblem, payloadTooLarge, type FieldProblem } from "./problem.ts";
+
+export type OperationId = keyof operations;
+type Op<K extends OperationId> = operations[K];
+type Params<K extends OperationId, Where extends "path" | "query"> = Op<K>["parameters"] extends {
+  [P in Where]?: infer T;
+}
+  ? T extends undefined | never
+    ? Record<string, never>
+    : NonNullable<T>
+  : Record<string, never>;
+type JsonBody<K extends OperationId> = Op<K> extends { requestBody: { content: { "application/json": infer B } } }
+  ? B
+  : Op<K> extends { requestBody?: { content: { "application/json": infer B } } }
+    ? B | undefined
+    : undefined;
+
+/** JSON body of response `S` of operation `K`, for `satisfies` checks in handlers. */
+export type ResponseBody<K extends OperationId, S extends keyof Op<K>["responses"]> = Op<K>["responses"][S] extends {
+  content: { "application/json": infer B };
+}
+  ? B
+  : never;
+
+export interface Input<K extends OperationId> {
+  path: Params<K, "path">;
+  query: Params<K, "query">;
+  body: JsonBody<K>;
+}
+
+export type OperationHandler<K extends OperationId> = (c: Context<AppEnv>, input: Input<K>) => Response | Promise<Response>;
+export type Handlers = { [K in OperationId]?: OperationHandler<K> };
+
+type Method = "get" | "put" | "post" | "delete" | "patch";
+type JsonSchema = Record<string, unknown>;
+
+interface ParameterSpec {
+  name: string;
+  in: "path" | "query" | "header" | "cookie";
+  required?: boolean;
+  schema: JsonSchema;
+}
+
+export interface ContractOperation {
+  id: OperationId;
+  method: Method;
+  /** OpenAPI form, e.g. `/v1/indexes/{indexName}`. */
+  path: string;
+  /** Hono form, e.g. `/v1/indexes/:indexName`. */
+  routePath: string;
+  jsonBody: { required: boolean } | undefined;
+  /** Names of the security schemes that may authenticate the call; empty string for anonymous. */
+  security: string[];
+  validatePath: ValidateFunction;
+  validateQuery: ValidateFunction;
+  validateBody: ValidateFunction | undefined;
+  coerce: Map<string, "integer" | "number" | "boolean" | "string">;
+  queryNames: string[];
+}
+
+export interface Contract {
+  document: Record<string, any>;
+  operations: ContractOperation[];
+  byId: Map<OperationId, ContractOperation>;
+}
+
+const openapiPath = fileURLToPath(new URL("../../../generated/openapi.json", import.meta.url));
+
+export function loadContract(path = openapiPath): Contract {
+  const document = JSON.parse(readFileSync(path, "utf8")) as Record<string, any>;
+  const ajv = new Ajv2020({ allErrors: true, strict: false, coerceTypes: false });
+  const addFormats = ((formatsModule as any).default ?? formatsModule) as (a: Ajv2020) => void;
+  addFormats(ajv);
+  ajv.addSchema({ $id: "openapi", components: document.components }, "openapi");
+
+  const rewriteRefs = (schema: unknown): any => {
+    if (Array.isArray(schema)) return schema.map(rewriteRefs);
+    if (schema && typeof schema === "object") {
+      return Object.fromEntries(
+        Object.entries(schema).map(([k, v]) => [
+          k,
+          k === "$ref" && typeof v === "string" ? v.replace(/^#\//, "openapi#/") : rewriteRefs(v),
+        ]),
+      );
+    }
+    return schema;
+  };
+  const resolve = (schema: JsonSchema): JsonSchema => {
+    let current = schema;
+    while (typeof current.$ref === "string") {
+      const name = current.$ref.split("/").pop()!;
+      current = document.components.schemas[name];
+    }
+    return current;
+  };
+  const scalarType = (schema: JsonSchema): "integer" | "number" | "boolean" | "string" => {
+    const s = resolve(schema);
+    if (s.type === "integer" || s.type === "number" || s.type === "boolean") return s.type;
+    return "string";
+  };
+
+  const operations: ContractOperation[] = [];
+  for (const [path, item] of Object.entries<Record<string, any>>(document.paths)) {
+    for (const method of ["get", "put", "post", "delete", "patch"] as const) {
+      const op = item[method];
+      if (!op) continue;
+      const params: ParameterSpec[] = [...(item.parameters ?? []), ...(op.parameters ?? [])];
+      const objectSchema = (where: "path" | "query") => {
+        const ps = params.filter((p) => p.in === where);
+        return {
+          type: "object",
+          properties: Object.fromEntries(ps.map((p) => [p.name, rewriteRefs(p.schema)])),
+          required: ps.filter((p) => p.required || where === "path").map((p) => p.name),
+        };
+      };
+      const jsonSchema = op.requestBody?.content?.["application/json"]?.schema;
+      operations.push({
+        id: op.operationId,
+        method,
+        path,
+        routePath: path.replace(/\{([^}]+)\}/g, ":$1"),
+        jsonBody: jsonSchema ? { required: op.requestBody.required !== false } : undefined,
+        security: (op.security ?? document.security ?? [{}]).flatMap((s: Record<string, unknown>) =>
+          Object.keys(s).length === 0 ? [""] : Object.keys(s),
+        ),
+        validatePath: ajv.compile(objectSchema("path")),
+        validateQuery: ajv.compile(objectSchema("query")),
+        validateBody: jsonSchema ? ajv.compile(rewriteRefs(jsonSchema)) : undefined,
+        coerce: new Map(params.filter((p) => p.in !== "header").map((p) => [p.name, scalarType(p.schema)])),
+        queryNames: params.filter((p) => p.in === "query").map((p) => p.name),
+      });
+    }
+  }
+  return { document, operations, byId: new Map(operations.map((o) => [o.id, o])) };
+}
+
+/** Query strings carry text; the contract's schema says what type each parameter really is. */
+function coerceParams(raw: Record<string, string>, op: ContractOperation): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [name, value] of Object.entries(raw)) {
+    const type = op.coerce.get(name);
+    if (type === "integer" || type === "number") {
+      out[name] = /^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$/.test(value) ? Number(value) : value;
+    } else if (type === "boolean") {
+      out[name] = value === "true" || value === "1" ? true : value === "false" || value === "0" ? false : value;
+    } else {
+      out[name] = value;
+    }
+  }
+  return out;
+}
+
+/** Turns Ajv's errors into fields a person can find: `limit`, `images[2]`, `data`. */
+export function fieldProblems(errors: ErrorObject[] | null | undefined, prefix = ""): FieldProblem[] {
+  const seen = new Set<string>();
+  const problems: FieldProblem[] = [];
+  for (const e of errors ?? []) {
+    // anyOf/oneOf repeat every branch's failure; the branch errors say more.
+    if (e.keyword === "anyOf" || e.keyword === "oneOf" || e.keyword === "if") continue;
+    const segments = e.instancePath.split("/").slice(1).map((s) => s.replace(/~1/g, "/").replace(/~0/g, "~"));
+    if (e.keyword === "required") segments.push(String(e.params.missingProperty));
+    let field = prefix;
+    for (const s of segments) field += /^\d+$/.test(s) ? `[${s}]` : field ? `.${s}` : s;
+    let message: string;
+    switch (e.keyword) {
+      case "required":
+        message = "is required";
+        break;
+      case "enum":
+        message = `must be one of: ${(e.params.allowedValues as unknown[]).join(", ")}`;
+        break;
+      case "const":
+        message = `must be ${JSON.stringify(e.params.allowedValue)}`;
+        break;
+      case "type":
+        message = `must be ${e.params.type === "integer" ? "an integer" : `of type ${e.params.type}`}`;
+        break;
+      default:
+        message = e.message ?? "is invalid";
+    }
+    const key = `${field}|${message}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    problems.push({ field: field || "body", message });
+  }
+  return problems;
+}
+
+const describe = (problems: FieldProblem[]) =>
+  problems.map((p) => `${p.field ? `${p.field} ` : ""}${p.message}`).join("; ");
+
+async function readJsonBody(c: Context, op: ContractOperation, maxBytes: number): Promise<unknown> {
+  const declared = Number(c.req.header("content-length") ?? "NaN");
+  if (declared > maxBytes) throw payloadTooLarge(`the request body is larger than ${maxBytes} bytes`);
+  const raw = c.req.raw.body ? await readLimited(c.req.raw.body, maxBytes) : "";
+  if (raw.trim() === "") {
+    if (op.jsonBody?.required) throw badRequest("a JSON request body is required", [{ field: "body", message: "is required" }]);
+    return undefined;
+  }
+  const contentType = c.req.header("content-type") ?? "";
+  if (!/^application\/([a-z0-9.+-]*\+)?json\b/i.test(contentType)) {
+    throw new HttpProblem(415, `send the body as application/json (got "${contentType || "no content type"}")`);
+  }
+  try {
+    return JSON.parse(raw);
+  } catch (error) {
+    const message = (error as Error).message;
+    const at = /position (\d+)/.exec(message);
+    let where = "";
+    if (at) {
+      const before = raw.slice(0, Number(at[1]));
+      const line = before.split("\n").length;
+      const column = before.length - before.lastIndexOf("\n");
+      where = ` at line ${line}, column ${column}`;
+    }
+    throw badRequest(`the request body is not valid JSON${where}`, [
+      { field: "body", message: `is not valid JSON${where}: ${message}` },
+    ]);
+  }
+}
+
+async function readLimited(stream: ReadableStream<Uint8Array>, maxBytes: number): Promise<string> {
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  const reader = stream.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > maxBytes) {
+      await reader.cancel();
+      throw payloadTooLarge(`the request body is larger than ${maxBytes} bytes`);
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+/** Validates path, query and JSON body of `op`; returns the typed, coerced input. */
+export async function validateRequest(c: Context<AppEnv>, op: ContractOperation, maxBodyBytes: number): Promise<Input<OperationId>> {
+  const path = c.req.param() as Record<string, string>;
+  if (!op.validatePath(path)) {
+    const problems = fieldProblems(op.validatePath.errors);
+    throw badRequest(`invalid path parameter: ${describe(problems)}`, problems);
+  }
+  const rawQuery: Record<string, string> = {};
+  for (const name of op.queryNames) {
+    const value = c.req.query(name);
+    if (value !== undefined) rawQuery[name] = value;
+  }
+  const query = coerceParams(rawQuery, op);
+  if (!op.validateQuery(query)) {
+    const problems = fieldProblems(op.validateQuery.errors);
+    throw badRequest(`invalid query parameter: ${describe(problems)}`, problems);
+  }
+  let body: unknown;
+  if (op.validateBody) {
+    body = await readJsonBody(c, op, maxBodyBytes);
+    if (body !== undefined && !op.validateBody(body)) {
+      const problems = fieldProblems(op.validateBody.errors);
+      throw badRequest(`invalid request body: ${describe(problems)}`, problems);
+    }
+  }
+  return { path, query, body } as Input<OperationId>;
+}
+
+/**
+ * Mounts every contract operation on `app`. An operation without a handler answers 501 with a
+ * problem document, so the contract is always fully routed and nothing is faked.
+ */
+export function mountContract(
+  app: Hono<AppEnv>,
+  contract: Contract,
+  handlers: Handlers,
+  options: { maxBodyBytes: number },
+): void {
+  for (const op of contract.operations) {
+    const handler = handlers[op.id] as OperationHandler<OperationId> | undefined;
+    app.on(op.method.toUpperCase(), op.routePath, async (c) => {
+      if (!handler) throw new HttpProblem(501, `${op.method.toUpperCase()} ${op.path} is not available on this deployment yet`);
+      // A raw-bytes operation (the upload PUT) has no JSON schema: its handler streams the body.
+      const input = await validateRequest(c, op, options.maxBodyBytes);
+      return handler(c, input);
+    });
+  }
+}

@@ -1,0 +1,83 @@
+// Cross-cutting middleware, each small and composable in the manner of Hono's own.
+import { randomUUID } from "node:crypto";
+import type { MiddlewareHandler } from "hono";
+import { getCookie } from "hono/cookie";
+import { ANONYMOUS } from "../auth/principal.ts";
+import type { Logger } from "../log.ts";
+import type { AccountService } from "../services/accounts.ts";
+import type { ApiKeyService } from "../services/api-keys.ts";
+import type { AppEnv } from "./env.ts";
+import { forbidden, unauthorized } from "./problem.ts";
+
+export const SESSION_COOKIE = "sift_session";
+
+/** Request id (accepted from the caller when sane), a child logger, and one access-log line. */
+export function requestContext(log: Logger): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    const given = c.req.header("x-request-id");
+    const requestId = given && /^[\w.:-]{1,128}$/.test(given) ? given : randomUUID();
+    c.set("requestId", requestId);
+    c.set("log", log.child({ requestId }));
+    c.set("principal", ANONYMOUS);
+    const started = performance.now();
+    await next();
+    c.res.headers.set("x-request-id", requestId);
+    const status = c.res.status;
+    const fields = {
+      requestId,
+      method: c.req.method,
+      path: c.req.path,
+      status,
+      durationMs: Math.round((performance.now() - started) * 100) / 100,
+    };
+    if (status >= 500) log.error("request failed", fields);
+    else log.info("request", fields);
+  };
+}
+
+/** Resolves the caller: a Bearer API key wins over the session cookie; an invalid key is 401. */
+export function authenticate(apiKeys: ApiKeyService, accounts: AccountService): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    const header = c.req.header("authorization");
+    if (header !== undefined) {
+      const bearer = /^Bearer\s+(\S+)\s*$/i.exec(header);
+      if (!bearer) throw unauthorized("send the API key as Authorization: Bearer <key>");
+      c.set("principal", await apiKeys.authenticate(bearer[1]!));
+    } else {
+      // An expired or unknown cookie is simply no session: public searches keep working.
+      const token = getCookie(c, SESSION_COOKIE);
+      if (token) c.set("principal", (await accounts.session(token)) ?? ANONYMOUS);
+    }
+    await next();
+  };
+}
+
+const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
+
+/**
+ * Cookie-authenticated writes must come from our own origin (or a configured one). Browsers send
+ * Origin on every cross-origin write; a request with neither Origin nor Sec-Fetch-Site comes from
+ * a non-browser client, which a cross-site page cannot make on a user's behalf.
+ */
+export function csrfOriginCheck(options: {
+  allowedOrigins: string[];
+  /** Paths that set the cookie, checked even without a session (login CSRF). */
+  cookieSetters: string[];
+}): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    if (SAFE_METHODS.has(c.req.method)) return next();
+    const usesCookie = c.get("principal").kind === "session" || options.cookieSetters.includes(c.req.path);
+    if (!usesCookie) return next();
+    const origin = c.req.header("origin");
+    const own = new URL(c.req.url).origin;
+    if (origin !== undefined) {
+      if (origin === own || options.allowedOrigins.includes(origin)) return next();
+      throw forbidden(`cross-site request refused: origin ${origin} may not use a dashboard session here`);
+    }
+    const site = c.req.header("sec-fetch-site");
+    if (site !== undefined && site !== "same-origin" && site !== "none") {
+      throw forbidden("cross-site request refused: a dashboard session can only be used from this site");
+    }
+    return next();
+  };
+}

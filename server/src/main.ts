@@ -1,0 +1,57 @@
+#!/usr/bin/env node
+// Starts Sift: configuration from the environment, the composition root, the HTTP server, and
+// a graceful shutdown on SIGTERM/SIGINT (stop accepting, finish in-flight requests, close).
+import { serve } from "@hono/node-server";
+import { ConfigError, loadConfig, type Config } from "./config.ts";
+import { composeSift } from "./compose.ts";
+import { createLogger } from "./log.ts";
+
+let config: Config;
+try {
+  config = loadConfig();
+} catch (error) {
+  if (error instanceof ConfigError) {
+    process.stderr.write(`sift: ${error.message}\n`);
+    process.exit(2);
+  }
+  throw error;
+}
+const log = createLogger(config.logLevel, { service: "sift", region: config.region });
+
+const sift = await composeSift(config, log).catch((error: Error) => {
+  process.stderr.write(`sift: cannot start: ${error.message}\n`);
+  process.exit(1);
+});
+
+const server = serve({ fetch: sift.app.fetch, hostname: config.host, port: config.port }, (info) => {
+  const base = config.publicUrl ?? `http://${info.address.includes(":") ? `[${info.address}]` : info.address}:${info.port}`;
+  log.info("listening", { url: base });
+  const lines = [
+    `Sift is running at ${base}`,
+    `  API reference   ${base}/docs`,
+    `  OpenAPI         ${base}/openapi.yaml`,
+    `  Health          ${base}/healthz`,
+    ...(sift.demoHint ? sift.demoHint(base) : []),
+  ];
+  process.stderr.write(lines.join("\n") + "\n");
+});
+
+let stopping = false;
+async function shutdown(signal: string): Promise<void> {
+  if (stopping) return;
+  stopping = true;
+  log.info("shutting down", { signal });
+  const force = setTimeout(() => {
+    log.warn("shutdown grace period over; exiting with requests in flight");
+    process.exit(1);
+  }, config.shutdownGraceMs).unref();
+  await new Promise<void>((resolve) => {
+    server.close(() => resolve());
+    (server as unknown as { closeIdleConnections?: () => void }).closeIdleConnections?.();
+  });
+  await sift.close();
+  clearTimeout(force);
+  process.exit(0);
+}
+process.on("SIGTERM", () => void shutdown("SIGTERM"));
+process.on("SIGINT", () => void shutdown("SIGINT"));

@@ -1,0 +1,134 @@
+// API key lifecycle (SPEC 2.3, 3.1, 4.4, 5): plaintext returned once, only a hash stored,
+// revocation irreversible. Verified keys are cached briefly because every search may carry one;
+// revocation evicts at once, and lastUsedAt is written at most once a minute per key.
+import { and, desc, eq, isNull } from "drizzle-orm";
+import type { components } from "../../../generated/types.ts";
+import type { Principal } from "../auth/principal.ts";
+import {
+  constantTimeEqual,
+  DISPLAY_PREFIX_LENGTH,
+  generateApiKey,
+  looksLikeApiKey,
+  newId,
+  sha256,
+  type KeyType,
+} from "../auth/secrets.ts";
+import { notFound, unauthorized } from "../http/problem.ts";
+import type { Logger } from "../log.ts";
+import type { Db } from "../store/open.ts";
+import { apiKeys, users } from "../store/schema.ts";
+
+type ApiKey = components["schemas"]["ApiKey"];
+type ApiKeyCreated = components["schemas"]["ApiKeyCreated"];
+type KeyRow = typeof apiKeys.$inferSelect;
+type KeyPrincipal = Extract<Principal, { kind: "key" }>;
+
+const CACHE_TTL_MS = 30_000;
+const LAST_USED_EVERY_MS = 60_000;
+
+const toMetadata = (row: KeyRow): ApiKey => ({
+  id: row.id,
+  type: row.type,
+  name: row.name,
+  displayPrefix: row.displayPrefix,
+  createdAt: row.createdAt,
+  lastUsedAt: row.lastUsedAt,
+  revokedAt: row.revokedAt,
+});
+
+export class ApiKeyService {
+  private readonly cache = new Map<string, { principal: KeyPrincipal; until: number }>();
+  private readonly lastUsedWritten = new Map<string, number>();
+
+  private readonly db: Db;
+  private readonly log: Logger;
+  private readonly now: () => number;
+
+  constructor(db: Db, log: Logger, now: () => number = Date.now) {
+    this.db = db;
+    this.log = log;
+    this.now = now;
+  }
+
+  async create(tenantId: string, userId: string, input: { type: KeyType; name: string }): Promise<ApiKeyCreated> {
+    const key = generateApiKey(input.type);
+    const row = {
+      id: newId("key"),
+      tenantId,
+      userId: input.type === "pat" ? userId : null,
+      type: input.type,
+      name: input.name,
+      keyHash: sha256(key),
+      displayPrefix: key.slice(0, DISPLAY_PREFIX_LENGTH),
+      createdAt: this.now(),
+    };
+    await this.db.insert(apiKeys).values(row);
+    return { id: row.id, type: row.type, name: row.name, key, displayPrefix: row.displayPrefix, createdAt: row.createdAt };
+  }
+
+  async list(tenantId: string): Promise<ApiKey[]> {
+    const rows = await this.db
+      .select()
+      .from(apiKeys)
+      .where(eq(apiKeys.tenantId, tenantId))
+      .orderBy(desc(apiKeys.createdAt), desc(apiKeys.id));
+    return rows.map(toMetadata);
+  }
+
+  /** 404 for an unknown id, another tenant's key, or one already revoked (SPEC 3.1). */
+  async revoke(tenantId: string, keyId: string): Promise<ApiKey> {
+    const [row] = await this.db
+      .update(apiKeys)
+      .set({ revokedAt: this.now() })
+      .where(and(eq(apiKeys.id, keyId), eq(apiKeys.tenantId, tenantId), isNull(apiKeys.revokedAt)))
+      .returning();
+    if (!row) throw notFound(`API key ${keyId} does not exist or is already revoked`);
+    this.cache.delete(row.keyHash);
+    return toMetadata(row);
+  }
+
+  /** Resolves a Bearer credential; 401 for anything but an active key. */
+  async authenticate(plaintext: string): Promise<KeyPrincipal> {
+    if (!looksLikeApiKey(plaintext)) {
+      throw unauthorized("the Bearer credential is not a Sift API key (sk-sift-… or pk-sift-srh-…)");
+    }
+    const hash = sha256(plaintext);
+    const now = this.now();
+    const cached = this.cache.get(hash);
+    if (cached && cached.until > now) {
+      await this.touch(cached.principal.keyId, now);
+      return cached.principal;
+    }
+    const [found] = await this.db
+      .select({ key: apiKeys, userId: users.id })
+      .from(apiKeys)
+      .leftJoin(users, eq(users.id, apiKeys.userId))
+      .where(eq(apiKeys.keyHash, hash))
+      .limit(1);
+    if (!found || !constantTimeEqual(found.key.keyHash, hash)) throw unauthorized("the API key is not valid");
+    if (found.key.revokedAt !== null) throw unauthorized("the API key has been revoked");
+    // A pat acts as its user and dies with them.
+    if (found.key.type === "pat" && found.userId === null) throw unauthorized("the API key's user no longer exists");
+    const principal: KeyPrincipal = {
+      kind: "key",
+      keyId: found.key.id,
+      tenantId: found.key.tenantId,
+      type: found.key.type,
+      userId: found.key.userId,
+    };
+    this.cache.set(hash, { principal, until: now + CACHE_TTL_MS });
+    await this.touch(principal.keyId, now);
+    return principal;
+  }
+
+  /** Awaited, so a list right after a use shows it; a failure is logged, never fails the request. */
+  private async touch(keyId: string, now: number): Promise<void> {
+    if ((this.lastUsedWritten.get(keyId) ?? 0) > now - LAST_USED_EVERY_MS) return;
+    this.lastUsedWritten.set(keyId, now);
+    try {
+      await this.db.update(apiKeys).set({ lastUsedAt: now }).where(eq(apiKeys.id, keyId));
+    } catch (error) {
+      this.log.warn("could not record key use", { keyId, error: (error as Error).message });
+    }
+  }
+}

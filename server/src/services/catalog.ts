@@ -1,0 +1,238 @@
+// Services and indexes of a tenant. Lookups on the search path go through a small cache because
+// every query names an index; writes here invalidate it, and a short TTL bounds staleness when
+// several processes share one PostgreSQL.
+import { and, asc, count, eq } from "drizzle-orm";
+import type { components } from "../../../generated/types.ts";
+import { newId } from "../auth/secrets.ts";
+import { badRequest, conflict, notFound } from "../http/problem.ts";
+import type { SearchEngine } from "../ports/engine.ts";
+import { REGION_IDS, isRegionId } from "../regions.ts";
+import type { Db } from "../store/open.ts";
+import { indexes, services, versions } from "../store/schema.ts";
+import { isUniqueViolation } from "./accounts.ts";
+
+type SiftService = components["schemas"]["SiftService"];
+type SiftIndex = components["schemas"]["SiftIndex"];
+type Visibility = "PUBLIC" | "PRIVATE";
+
+/** What the rest of the server needs to know about an index. */
+export interface IndexRef {
+  id: string;
+  tenantId: string;
+  name: string;
+  serviceName: string;
+  regions: string[];
+  visibility: Visibility;
+  activeVersion: string;
+  createdAt: number;
+}
+
+const CACHE_TTL_MS = 5_000;
+
+export class CatalogService {
+  private readonly cache = new Map<string, { ref: IndexRef | undefined; until: number }>();
+
+  private readonly db: Db;
+  private readonly engine: SearchEngine;
+  private readonly now: () => number;
+
+  constructor(db: Db, engine: SearchEngine, now: () => number = Date.now) {
+    this.db = db;
+    this.engine = engine;
+    this.now = now;
+  }
+
+  // ---- services ----
+
+  async createService(tenantId: string, input: { name: string; regions?: string[]; replicas?: number }): Promise<SiftService> {
+    const regions = input.regions ? [...new Set(input.regions)] : [...REGION_IDS];
+    const unknown = regions.filter((r) => !isRegionId(r));
+    if (unknown.length) {
+      throw badRequest(`unknown region ${unknown.join(", ")}`, [
+        { field: "regions", message: `must be among ${REGION_IDS.join(", ")}` },
+      ]);
+    }
+    const row = { id: newId("svc"), tenantId, name: input.name, regions, replicas: input.replicas ?? 1, createdAt: this.now() };
+    try {
+      await this.db.insert(services).values(row);
+    } catch (error) {
+      if (isUniqueViolation(error)) throw conflict(`the service name "${input.name}" is taken: service names are unique across Sift`);
+      throw error;
+    }
+    return toService(row);
+  }
+
+  async listServices(tenantId: string): Promise<SiftService[]> {
+    const rows = await this.db.select().from(services).where(eq(services.tenantId, tenantId)).orderBy(asc(services.name));
+    return rows.map(toService);
+  }
+
+  async getService(tenantId: string, name: string): Promise<SiftService> {
+    return toService(await this.serviceRow(tenantId, name));
+  }
+
+  async deleteService(tenantId: string, name: string): Promise<void> {
+    const row = await this.serviceRow(tenantId, name);
+    const [held] = await this.db.select({ n: count() }).from(indexes).where(eq(indexes.serviceId, row.id));
+    if ((held?.n ?? 0) > 0) throw conflict(`service "${name}" still holds ${held!.n} index(es): delete them first`);
+    await this.db.delete(services).where(eq(services.id, row.id));
+  }
+
+  private async serviceRow(tenantId: string, name: string) {
+    const [row] = await this.db
+      .select()
+      .from(services)
+      .where(and(eq(services.tenantId, tenantId), eq(services.name, name)))
+      .limit(1);
+    if (!row) throw notFound(`service "${name}" does not exist`);
+    return row;
+  }
+
+  // ---- indexes ----
+
+  /** Creates the index with an empty version 0, so record writes have a base from the start. */
+  async createIndex(tenantId: string, input: { name: string; serviceName: string; visibility?: Visibility }): Promise<SiftIndex> {
+    const service = await this.serviceRow(tenantId, input.serviceName);
+    const id = newId("idx");
+    const now = this.now();
+    await this.engine.createIndex(id);
+    try {
+      const writer = await this.engine.bulkWriter(id, 0);
+      await writer.commit();
+      await this.db.transaction(async (tx) => {
+        await tx.insert(indexes).values({
+          id,
+          tenantId,
+          serviceId: service.id,
+          name: input.name,
+          visibility: input.visibility ?? "PRIVATE",
+          activeVersion: "0",
+          nextMajor: 1,
+          createdAt: now,
+        });
+        await tx.insert(versions).values({
+          indexId: id,
+          version: "0",
+          major: 0,
+          minor: 0,
+          parent: null,
+          kind: "bulk",
+          state: "ready",
+          records: 0,
+          createdAt: now,
+        });
+      });
+    } catch (error) {
+      await this.engine.dropIndex(id).catch(() => {});
+      if (isUniqueViolation(error)) throw conflict(`an index named "${input.name}" already exists in this tenant`);
+      throw error;
+    }
+    return this.describe((await this.byName(tenantId, input.name))!);
+  }
+
+  async listIndexes(tenantId: string): Promise<SiftIndex[]> {
+    const rows = await this.refs(eq(indexes.tenantId, tenantId));
+    return Promise.all(rows.map((r) => this.describe(r)));
+  }
+
+  async getIndex(tenantId: string, name: string): Promise<SiftIndex> {
+    const ref = await this.byName(tenantId, name);
+    if (!ref) throw notFound(`index "${name}" does not exist`);
+    return this.describe(ref);
+  }
+
+  async updateIndex(tenantId: string, name: string, input: { visibility?: Visibility }): Promise<SiftIndex> {
+    const ref = await this.byName(tenantId, name);
+    if (!ref) throw notFound(`index "${name}" does not exist`);
+    if (input.visibility) {
+      await this.db.update(indexes).set({ visibility: input.visibility }).where(eq(indexes.id, ref.id));
+      this.invalidate();
+    }
+    return this.describe((await this.byName(tenantId, name))!);
+  }
+
+  async deleteIndex(tenantId: string, name: string): Promise<IndexRef> {
+    const ref = await this.byName(tenantId, name);
+    if (!ref) throw notFound(`index "${name}" does not exist`);
+    await this.db.delete(indexes).where(eq(indexes.id, ref.id));
+    this.invalidate();
+    await this.engine.dropIndex(ref.id);
+    return ref;
+  }
+
+  /** The index a record path or an upload names: names are unique per tenant. */
+  async byName(tenantId: string, name: string): Promise<IndexRef | undefined> {
+    return this.cached(`t:${tenantId}:${name}`, () =>
+      this.refs(and(eq(indexes.tenantId, tenantId), eq(indexes.name, name))).then((r) => r[0]),
+    );
+  }
+
+  /** The index a search names: service names are global, so this needs no tenant. */
+  async byServiceAndName(serviceName: string, name: string): Promise<IndexRef | undefined> {
+    return this.cached(`s:${serviceName}:${name}`, () =>
+      this.refs(and(eq(services.name, serviceName), eq(indexes.name, name))).then((r) => r[0]),
+    );
+  }
+
+  async byId(id: string): Promise<IndexRef | undefined> {
+    return this.refs(eq(indexes.id, id)).then((r) => r[0]);
+  }
+
+  /** Called after a change to an index row (visibility, deletion). */
+  invalidate(): void {
+    this.cache.clear();
+  }
+
+  /** Keeps cached refs in step with a new active version, so the next search reads it at once. */
+  setActive(indexId: string, version: string): void {
+    for (const entry of this.cache.values()) {
+      if (entry.ref?.id === indexId) entry.ref.activeVersion = version;
+    }
+  }
+
+  private async cached(key: string, load: () => Promise<IndexRef | undefined>): Promise<IndexRef | undefined> {
+    const hit = this.cache.get(key);
+    const now = this.now();
+    if (hit && hit.until > now) return hit.ref;
+    const ref = await load();
+    this.cache.set(key, { ref, until: now + CACHE_TTL_MS });
+    return ref;
+  }
+
+  private async refs(where: ReturnType<typeof eq> | undefined): Promise<IndexRef[]> {
+    const rows = await this.db
+      .select({
+        id: indexes.id,
+        tenantId: indexes.tenantId,
+        name: indexes.name,
+        serviceName: services.name,
+        regions: services.regions,
+        visibility: indexes.visibility,
+        activeVersion: indexes.activeVersion,
+        createdAt: indexes.createdAt,
+      })
+      .from(indexes)
+      .innerJoin(services, eq(services.id, indexes.serviceId))
+      .where(where)
+      .orderBy(asc(indexes.name));
+    return rows;
+  }
+
+  private async describe(ref: IndexRef): Promise<SiftIndex> {
+    return {
+      name: ref.name,
+      serviceName: ref.serviceName,
+      visibility: ref.visibility,
+      activeVersion: ref.activeVersion,
+      records: await this.engine.count(ref.id, ref.activeVersion),
+      createdAt: ref.createdAt,
+    };
+  }
+}
+
+const toService = (row: typeof services.$inferSelect): SiftService => ({
+  name: row.name,
+  regions: row.regions,
+  replicas: row.replicas,
+  createdAt: row.createdAt,
+});

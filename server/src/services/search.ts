@@ -1,0 +1,110 @@
+// GET /v1/search (SPEC 4.1, DESIGN.md): resolves the index by service and name, checks the
+// caller, picks the version, and asks the engine. The MCP tools call the same method, so REST and
+// MCP rank identically.
+import type { components } from "../../../generated/types.ts";
+import { authorizeIndex } from "../auth/authority.ts";
+import type { Principal } from "../auth/principal.ts";
+import { badRequest, invalidField } from "../http/problem.ts";
+import type { FilterExpr, SearchEngine } from "../ports/engine.ts";
+import { isRegionId, REGION_IDS } from "../regions.ts";
+import { FilterSyntaxError, parseFilter } from "../search/filter.ts";
+import type { CatalogService, IndexRef } from "./catalog.ts";
+import type { VersionService } from "./versions.ts";
+
+type SearchResult = components["schemas"]["SearchResult"];
+
+export interface SearchParams {
+  query: string;
+  indexName: string;
+  serviceName: string;
+  regionId?: string;
+  weighted?: boolean;
+  latitude?: number;
+  longitude?: number;
+  scope?: "title" | "all";
+  limit?: number;
+  filter?: string;
+  version?: string;
+}
+
+export interface SearchOutcome {
+  suggestions: SearchResult[];
+  indexVersion: string;
+  region: string;
+}
+
+export class SearchService {
+  private readonly catalog: CatalogService;
+  private readonly versions: VersionService;
+  private readonly engine: SearchEngine;
+  private readonly region: string;
+
+  constructor(deps: { catalog: CatalogService; versions: VersionService; engine: SearchEngine; region: string }) {
+    this.catalog = deps.catalog;
+    this.versions = deps.versions;
+    this.engine = deps.engine;
+    this.region = deps.region;
+  }
+
+  async search(p: Principal, params: SearchParams): Promise<SearchOutcome> {
+    const geo = geoOf(params.latitude, params.longitude);
+    const filter = filterOf(params.filter);
+    const ref = authorizeIndex(
+      p,
+      "search",
+      await this.catalog.byServiceAndName(params.serviceName, params.indexName),
+      `index "${params.indexName}" of service "${params.serviceName}"`,
+    );
+    const region = this.regionFor(ref, params.regionId);
+    return { ...(await this.searchIndex(ref, { ...params, geo, filter })), region };
+  }
+
+  /** Search on an already authorised index (the MCP tools resolve indexes by tenant and name). */
+  async searchIndex(
+    ref: IndexRef,
+    params: Pick<SearchParams, "query" | "weighted" | "scope" | "limit" | "version"> & {
+      geo?: { latitude: number; longitude: number } | undefined;
+      filter?: FilterExpr | undefined;
+    },
+  ): Promise<{ suggestions: SearchResult[]; indexVersion: string }> {
+    const version = await this.versions.resolve(ref, params.version);
+    const hits = await this.engine.search(ref.id, version, {
+      query: params.query,
+      scope: params.scope ?? "title",
+      weighted: params.weighted ?? false,
+      limit: params.limit ?? 10,
+      ...(params.geo ? { geo: params.geo } : {}),
+      ...(params.filter ? { filter: params.filter } : {}),
+    });
+    return {
+      indexVersion: version,
+      suggestions: hits.map((h) => (h.distanceMeters === undefined ? h.record : { ...h.record, distanceMeters: Math.round(h.distanceMeters) })),
+    };
+  }
+
+  private regionFor(ref: IndexRef, requested: string | undefined): string {
+    if (requested === undefined) return this.region;
+    if (!isRegionId(requested)) throw invalidField("regionId", `must be one of ${REGION_IDS.join(", ")}`);
+    if (!ref.regions.includes(requested)) {
+      throw invalidField("regionId", `service "${ref.serviceName}" is not deployed in ${requested}; its regions: ${ref.regions.join(", ")}`);
+    }
+    return requested;
+  }
+}
+
+export function geoOf(latitude: number | undefined, longitude: number | undefined) {
+  if (latitude === undefined && longitude === undefined) return undefined;
+  if (latitude === undefined) throw invalidField("latitude", "is required when longitude is given");
+  if (longitude === undefined) throw invalidField("longitude", "is required when latitude is given");
+  return { latitude, longitude };
+}
+
+function filterOf(text: string | undefined): FilterExpr | undefined {
+  if (text === undefined || text.trim() === "") return undefined;
+  try {
+    return parseFilter(text);
+  } catch (error) {
+    if (error instanceof FilterSyntaxError) throw badRequest(`filter: ${error.message}`, [{ field: "filter", message: error.message }]);
+    throw error;
+  }
+}

@@ -1,0 +1,195 @@
+// Metadata store schema (Drizzle, Postgres dialect): one schema for PGlite and PostgreSQL.
+// Times are epoch milliseconds (bigint, read as numbers) because the API speaks epoch ms.
+import { sql } from "drizzle-orm";
+import {
+  bigint,
+  index,
+  integer,
+  jsonb,
+  pgTable,
+  primaryKey,
+  text,
+  uniqueIndex,
+} from "drizzle-orm/pg-core";
+
+const epochMs = (name: string) => bigint(name, { mode: "number" });
+
+export const tenants = pgTable("tenants", {
+  id: text("id").primaryKey(),
+  name: text("name").notNull(),
+  createdAt: epochMs("created_at").notNull(),
+});
+
+export const users = pgTable(
+  "users",
+  {
+    id: text("id").primaryKey(),
+    tenantId: text("tenant_id")
+      .notNull()
+      .references(() => tenants.id, { onDelete: "cascade" }),
+    /** Stored lower-cased; unique across Sift. */
+    email: text("email").notNull(),
+    /** `scrypt$…`; null for users who only sign in through OAuth. */
+    passwordHash: text("password_hash"),
+    createdAt: epochMs("created_at").notNull(),
+  },
+  (t) => [uniqueIndex("users_email_key").on(t.email)],
+);
+
+export const oauthIdentities = pgTable(
+  "oauth_identities",
+  {
+    provider: text("provider").notNull(),
+    subject: text("subject").notNull(),
+    userId: text("user_id")
+      .notNull()
+      .references(() => users.id, { onDelete: "cascade" }),
+    createdAt: epochMs("created_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.provider, t.subject] })],
+);
+
+export const sessions = pgTable(
+  "sessions",
+  {
+    /** SHA-256 of the cookie value; the value itself is never stored. */
+    tokenHash: text("token_hash").primaryKey(),
+    userId: text("user_id")
+      .notNull()
+      .references(() => users.id, { onDelete: "cascade" }),
+    tenantId: text("tenant_id").notNull(),
+    createdAt: epochMs("created_at").notNull(),
+    expiresAt: epochMs("expires_at").notNull(),
+  },
+  (t) => [index("sessions_user_idx").on(t.userId)],
+);
+
+export const apiKeys = pgTable(
+  "api_keys",
+  {
+    id: text("id").primaryKey(),
+    tenantId: text("tenant_id")
+      .notNull()
+      .references(() => tenants.id, { onDelete: "cascade" }),
+    /** Set for `pat` keys, which act as their user and die with them. */
+    userId: text("user_id").references(() => users.id, { onDelete: "cascade" }),
+    type: text("type").$type<"pat" | "svc" | "adm" | "srh">().notNull(),
+    name: text("name").notNull(),
+    /** SHA-256 (hex) of the whole plaintext key. */
+    keyHash: text("key_hash").notNull(),
+    displayPrefix: text("display_prefix").notNull(),
+    createdAt: epochMs("created_at").notNull(),
+    lastUsedAt: epochMs("last_used_at"),
+    revokedAt: epochMs("revoked_at"),
+  },
+  (t) => [
+    uniqueIndex("api_keys_hash_key").on(t.keyHash),
+    index("api_keys_tenant_created_idx").on(t.tenantId, t.createdAt),
+  ],
+);
+
+export const services = pgTable(
+  "services",
+  {
+    id: text("id").primaryKey(),
+    tenantId: text("tenant_id")
+      .notNull()
+      .references(() => tenants.id, { onDelete: "cascade" }),
+    /** Unique across Sift: anonymous searches name a service without naming a tenant. */
+    name: text("name").notNull(),
+    regions: jsonb("regions").$type<string[]>().notNull(),
+    replicas: integer("replicas").notNull(),
+    createdAt: epochMs("created_at").notNull(),
+  },
+  (t) => [uniqueIndex("services_name_key").on(t.name), index("services_tenant_idx").on(t.tenantId)],
+);
+
+export const indexes = pgTable(
+  "indexes",
+  {
+    id: text("id").primaryKey(),
+    tenantId: text("tenant_id")
+      .notNull()
+      .references(() => tenants.id, { onDelete: "cascade" }),
+    serviceId: text("service_id")
+      .notNull()
+      .references(() => services.id, { onDelete: "restrict" }),
+    /** Unique per tenant: record paths carry no service. */
+    name: text("name").notNull(),
+    visibility: text("visibility").$type<"PUBLIC" | "PRIVATE">().notNull(),
+    activeVersion: text("active_version").notNull(),
+    /** Next major version id; bulk uploads and checkpoints draw from it, so ids are sequential. */
+    nextMajor: integer("next_major").notNull().default(1),
+    createdAt: epochMs("created_at").notNull(),
+  },
+  (t) => [uniqueIndex("indexes_tenant_name_key").on(t.tenantId, t.name), index("indexes_service_idx").on(t.serviceId)],
+);
+
+export const versions = pgTable(
+  "versions",
+  {
+    indexId: text("index_id")
+      .notNull()
+      .references(() => indexes.id, { onDelete: "cascade" }),
+    version: text("version").notNull(),
+    major: integer("major").notNull(),
+    minor: integer("minor").notNull(),
+    parent: text("parent"),
+    kind: text("kind").$type<"bulk" | "change" | "checkpoint">().notNull(),
+    /** `dropped` rows are kept so that ids stay unique and monotonic after retention. */
+    state: text("state").$type<"pending" | "ready" | "failed" | "dropped">().notNull(),
+    records: bigint("records", { mode: "number" }),
+    createdAt: epochMs("created_at").notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.indexId, t.version] }),
+    index("versions_index_major_minor_idx").on(t.indexId, t.major, t.minor),
+  ],
+);
+
+export const uploads = pgTable(
+  "uploads",
+  {
+    id: text("id").primaryKey(),
+    indexId: text("index_id")
+      .notNull()
+      .references(() => indexes.id, { onDelete: "cascade" }),
+    version: text("version").notNull(),
+    state: text("state")
+      .$type<"awaiting_upload" | "uploaded" | "queued" | "running" | "succeeded" | "failed">()
+      .notNull(),
+    expiresAt: epochMs("expires_at").notNull(),
+    bytesReceived: bigint("bytes_received", { mode: "number" }).notNull().default(0),
+    bytesRead: bigint("bytes_read", { mode: "number" }).notNull().default(0),
+    format: text("format").$type<"csv" | "jsonl" | "json">(),
+    gzip: integer("gzip"),
+    recordsIngested: bigint("records_ingested", { mode: "number" }).notNull().default(0),
+    recordsSuppressed: bigint("records_suppressed", { mode: "number" }).notNull().default(0),
+    recordsInvalid: bigint("records_invalid", { mode: "number" }).notNull().default(0),
+    errors: jsonb("errors").$type<{ line: number; field?: string; message: string }[]>().notNull().default(sql`'[]'::jsonb`),
+    errorCount: bigint("error_count", { mode: "number" }).notNull().default(0),
+    failureReason: text("failure_reason"),
+    activate: integer("activate").notNull().default(1),
+    skipInvalid: integer("skip_invalid").notNull().default(0),
+    attempts: integer("attempts").notNull().default(0),
+    createdAt: epochMs("created_at").notNull(),
+    queuedAt: epochMs("queued_at"),
+    startedAt: epochMs("started_at"),
+    finishedAt: epochMs("finished_at"),
+  },
+  (t) => [uniqueIndex("uploads_index_version_key").on(t.indexId, t.version), index("uploads_state_idx").on(t.state)],
+);
+
+export const tombstones = pgTable(
+  "tombstones",
+  {
+    indexId: text("index_id")
+      .notNull()
+      .references(() => indexes.id, { onDelete: "cascade" }),
+    recordId: text("record_id").notNull(),
+    /** The version whose delete created the tombstone. */
+    version: text("version").notNull(),
+    createdAt: epochMs("created_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.indexId, t.recordId] })],
+);

@@ -1,0 +1,26 @@
+// The committed contract output must equal a fresh generation: the contract cannot drift from
+// the TypeSpec sources, and nobody edits generated/ by hand.
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { afterAll, expect, test } from "vitest";
+
+const fresh = mkdtempSync(join(tmpdir(), "sift-generate-"));
+const committed = resolve(import.meta.dirname, "../../generated");
+afterAll(() => rmSync(fresh, { recursive: true, force: true }));
+
+test.each(["openapi.yaml", "openapi.json", "types.ts"])("generated/%s is what `npm run generate` writes", (file) => {
+  if (file === "openapi.yaml") {
+    execFileSync(process.execPath, ["scripts/generate.ts", "--out", fresh], { cwd: resolve(import.meta.dirname, ".."), stdio: "pipe" });
+  }
+  const expected = readFileSync(join(fresh, file), "utf8");
+  const actual = readFileSync(join(committed, file), "utf8");
+  expect(actual === expected, `generated/${file} is stale: run \`npm run generate\` and commit the result`).toBe(true);
+});
+
+test("the contract is OpenAPI 3.1 and declares both security schemes", () => {
+  const doc = JSON.parse(readFileSync(join(committed, "openapi.json"), "utf8"));
+  expect(doc.openapi).toBe("3.1.0");
+  expect(Object.keys(doc.components.securitySchemes).sort()).toEqual(["ApiKeyBearer", "SessionCookie"]);
+});

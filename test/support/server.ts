@@ -1,0 +1,49 @@
+// A real Sift server on a free loopback port, composed exactly as `npm start` composes it, on a
+// fresh data dir (and a fresh PostgreSQL database when DATABASE_URL is set).
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { serve, type ServerType } from "@hono/node-server";
+import { loadConfig } from "../../server/src/config.ts";
+import { composeSift, type Sift } from "../../server/src/compose.ts";
+import { createLogger } from "../../server/src/log.ts";
+import { createTempDatabase } from "../../server/test/support/store.ts";
+
+export interface RunningSift {
+  url: string;
+  sift: Sift;
+  dataDir: string;
+  stop(): Promise<void>;
+}
+
+export async function startSift(env: Record<string, string> = {}): Promise<RunningSift> {
+  const dataDir = mkdtempSync(join(tmpdir(), "sift-e2e-"));
+  const database = process.env.DATABASE_URL ? await createTempDatabase(process.env.DATABASE_URL) : undefined;
+  const config = loadConfig({
+    SIFT_DATA_DIR: dataDir,
+    SIFT_DEMO: "false",
+    SIFT_LOG_LEVEL: "silent",
+    PORT: "0",
+    ...(database ? { DATABASE_URL: database.url } : {}),
+    ...env,
+  });
+  const sift = await composeSift(config, createLogger(config.logLevel));
+  const server: ServerType = await new Promise((resolve) => {
+    const s = serve({ fetch: sift.app.fetch, hostname: "127.0.0.1", port: 0 }, () => resolve(s));
+  });
+  const { port } = server.address() as { port: number };
+  return {
+    url: `http://127.0.0.1:${port}`,
+    sift,
+    dataDir,
+    async stop() {
+      await new Promise<void>((r) => {
+        server.close(() => r());
+        (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
+      });
+      await sift.close();
+      await database?.drop();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
