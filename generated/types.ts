@@ -1173,13 +1173,13 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The request is malformed: a parameter or body field is missing or invalid, or the JSON does not parse. */
+            /** @description The server could not understand the request due to invalid syntax. */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/json": components["schemas"]["JsonRpcResponse"];
                 };
             };
             /** @description No credential was given where one is required, or the credential is invalid or revoked. */
@@ -1189,6 +1189,15 @@ export interface operations {
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Client error */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonRpcResponse"];
                 };
             };
             /** @description The server failed; the body never carries a stack trace, only the request id to quote. */

@@ -5,6 +5,8 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Hono } from "hono";
 import { createApp } from "./app.ts";
+import { createFsBlobStore } from "./blobs/fs-blobs.ts";
+import { IngestRunner } from "./ingest/runner.ts";
 import type { Config } from "./config.ts";
 import { loadContract, type Contract } from "./http/contract.ts";
 import type { AppEnv } from "./http/env.ts";
@@ -14,14 +16,17 @@ import { apiKeyHandlers } from "./routes/api-keys.ts";
 import { authHandlers } from "./routes/auth.ts";
 import { catalogHandlers } from "./routes/catalog.ts";
 import { healthHandlers } from "./routes/health.ts";
+import { mcpHandlers, mcpMethodNotAllowed } from "./routes/mcp.ts";
 import { oauthHandlers } from "./routes/oauth.ts";
 import { recordHandlers } from "./routes/records.ts";
 import { searchHandlers } from "./routes/search.ts";
+import { uploadHandlers } from "./routes/uploads.ts";
 import { AccountService } from "./services/accounts.ts";
 import { ApiKeyService } from "./services/api-keys.ts";
 import { CatalogService } from "./services/catalog.ts";
 import { RecordService } from "./services/records.ts";
 import { SearchService } from "./services/search.ts";
+import { UploadService } from "./services/uploads.ts";
 import { VersionService } from "./services/versions.ts";
 import { openStore, type Store } from "./store/open.ts";
 
@@ -37,6 +42,8 @@ export interface Sift {
   versions: VersionService;
   records: RecordService;
   search: SearchService;
+  uploads: UploadService;
+  ingest: IngestRunner;
   /** Lines telling a newcomer what to try, given the base URL (set when the demo is loaded). */
   demoHint?: (baseUrl: string) => string[];
   /** Stops background work and closes the engine and the store. */
@@ -90,6 +97,18 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
   });
   const records = new RecordService({ catalog, versions, engine });
   const search = new SearchService({ catalog, versions, engine, region: config.region });
+  const blobs = createFsBlobStore(join(config.dataDir, "blobs"));
+  const ingest = new IngestRunner({ db: store.db, engine, blobs, catalog, versions, log });
+  const uploads = new UploadService({
+    db: store.db,
+    catalog,
+    versions,
+    blobs,
+    secret,
+    maxUploadBytes: config.maxUploadBytes,
+    onQueued: () => ingest.notify(),
+  });
+  await ingest.start();
 
   const timers = [setInterval(() => void accounts.purgeExpiredSessions().catch(() => {}), 3_600_000).unref()];
 
@@ -107,6 +126,11 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
       ...catalogHandlers(catalog),
       ...searchHandlers(search),
       ...recordHandlers(records, versions),
+      ...uploadHandlers(uploads, config),
+      ...mcpHandlers({ catalog, search, engine }),
+    },
+    extraRoutes: (app) => {
+      mcpMethodNotAllowed(app);
     },
   });
 
@@ -122,8 +146,11 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
     versions,
     records,
     search,
+    uploads,
+    ingest,
     async close() {
       for (const t of timers) clearInterval(t);
+      await ingest.stop();
       await engine.close();
       await store.close();
     },

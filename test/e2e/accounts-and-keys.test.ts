@@ -12,7 +12,7 @@ let http: Http;
 beforeAll(async () => {
   server = await startSift();
   prism = await startPrismProxy(server.url);
-  http = new Http(prism.url);
+  http = new Http(prism.url, server.url);
 });
 afterAll(async () => {
   await prism?.stop();

@@ -63,7 +63,7 @@ async function tenant(http: Http, label: string): Promise<Tenant> {
 export async function startWorld(env: Record<string, string> = {}): Promise<World> {
   const server = await startSift(env);
   const prism = await startPrismProxy(server.url);
-  const http = new Http(prism.url);
+  const http = new Http(prism.url, server.url);
   const a = await tenant(http, "alpha");
   const b = await tenant(http, "beta");
   return {

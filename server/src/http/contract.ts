@@ -81,6 +81,8 @@ export function loadContract(path = openapiPath): Contract {
   const ajv = new Ajv2020({ allErrors: true, strict: false, coerceTypes: false });
   const addFormats = ((formatsModule as any).default ?? formatsModule) as (a: Ajv2020) => void;
   addFormats(ajv);
+  // TypeSpec's safeint under `double-int`: an integer within ±2^53, which `integer` already checks.
+  ajv.addFormat("double-int", true);
   ajv.addSchema({ $id: "openapi", components: document.components }, "openapi");
 
   const rewriteRefs = (schema: unknown): any => {
@@ -123,7 +125,8 @@ export function loadContract(path = openapiPath): Contract {
           required: ps.filter((p) => p.required || where === "path").map((p) => p.name),
         };
       };
-      const jsonSchema = op.requestBody?.content?.["application/json"]?.schema;
+      // `x-sift-raw-body`: the handler reads the body itself (MCP answers JSON-RPC errors, not problems).
+      const jsonSchema = op["x-sift-raw-body"] ? undefined : op.requestBody?.content?.["application/json"]?.schema;
       operations.push({
         id: op.operationId,
         method,
@@ -288,7 +291,7 @@ export function mountContract(
     const handler = handlers[op.id] as OperationHandler<OperationId> | undefined;
     app.on(op.method.toUpperCase(), op.routePath, async (c) => {
       if (!handler) throw new HttpProblem(501, `${op.method.toUpperCase()} ${op.path} is not available on this deployment yet`);
-      // A raw-bytes operation (the upload PUT) has no JSON schema: its handler streams the body.
+      // Operations without a JSON schema (the upload PUT, MCP) read their own bodies.
       const input = await validateRequest(c, op, options.maxBodyBytes);
       return handler(c, input);
     });

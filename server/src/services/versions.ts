@@ -216,6 +216,51 @@ export class VersionService {
     });
   }
 
+  /**
+   * Makes a committed bulk version ready and (unless told not to) active. Ids deleted while the
+   * ingest ran were not suppressed by it, so they are deleted in a follow-up change `<major>.1`,
+   * which then becomes the version that goes live.
+   */
+  async finishBulk(ref: IndexRef, major: number, options: { records: number; activate: boolean; startedAt: number }): Promise<string> {
+    return this.withIndexLock(ref.id, async () => {
+      const base = String(major);
+      await this.db
+        .update(versions)
+        .set({ state: "ready", records: options.records })
+        .where(and(eq(versions.indexId, ref.id), eq(versions.version, base)));
+      const late = await this.db
+        .select({ recordId: tombstones.recordId })
+        .from(tombstones)
+        .where(and(eq(tombstones.indexId, ref.id), gt(tombstones.createdAt, options.startedAt)));
+      const deletes: string[] = [];
+      for (const { recordId } of late) if (await this.engine.get(ref.id, base, recordId)) deletes.push(recordId);
+      let live = base;
+      if (deletes.length) {
+        live = `${major}.1`;
+        await this.engine.applyChange(ref.id, { version: live, parent: base, upserts: [], deletes });
+        await this.db.insert(versions).values({
+          indexId: ref.id,
+          version: live,
+          major,
+          minor: 1,
+          parent: base,
+          kind: "change",
+          state: "ready",
+          createdAt: this.now(),
+        });
+      }
+      if (options.activate) await this.setActive(ref.id, live);
+      return live;
+    });
+  }
+
+  async failBulk(indexId: string, major: number): Promise<void> {
+    await this.db
+      .update(versions)
+      .set({ state: "failed" })
+      .where(and(eq(versions.indexId, indexId), eq(versions.version, String(major))));
+  }
+
   /** Draws the next major id: sequential per index, shared by bulk uploads and checkpoints. */
   async takeMajor(indexId: string): Promise<number> {
     const [row] = await this.db

@@ -1,0 +1,28 @@
+// POST /mcp: Streamable HTTP in stateless JSON mode. A stateless transport cannot be reused, so
+// every request gets a fresh server and transport (TOOLCHAIN.md).
+import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
+import { createSiftMcpServer, type SiftMcpBackend } from "./tools.ts";
+
+/**
+ * SPEC 4.6 asks only for `Content-Type: application/json`; the SDK refuses a POST whose Accept
+ * lacks text/event-stream (406). Plain JSON is all we ever answer, so both are accepted.
+ */
+function acceptingJson(request: Request, body: string): Request {
+  const headers = new Headers(request.headers);
+  const accept = headers.get("accept") ?? "";
+  if (!accept.includes("text/event-stream") || !accept.includes("application/json")) {
+    headers.set("accept", "application/json, text/event-stream");
+  }
+  return new Request(request.url, { method: request.method, headers, body });
+}
+
+export async function handleMcpHttp(request: Request, backend: SiftMcpBackend): Promise<Response> {
+  const server = createSiftMcpServer(backend);
+  const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+  await server.connect(transport);
+  try {
+    return await transport.handleRequest(acceptingJson(request, await request.text()));
+  } finally {
+    await server.close();
+  }
+}

@@ -1,0 +1,122 @@
+// Sift's two read-only MCP tools. The same definitions serve POST /mcp (in the server) and, via
+// the stdio bin, local hosts; descriptions are written for a model deciding what to call.
+import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { z } from "zod";
+
+export type JsonRecord = { id: string; title: string } & Record<string, unknown>;
+
+export interface SearchToolResult {
+  indexName: string;
+  indexVersion: string;
+  phrase: string;
+  results: JsonRecord[];
+}
+
+export interface LookupToolResult {
+  indexName: string;
+  indexVersion: string;
+  record: JsonRecord;
+}
+
+/** What the tools need from Sift; the server implements it over its services, scoped to the caller. */
+export interface SiftMcpBackend {
+  search(input: { indexName: string; phrase: string; latitude?: number; longitude?: number }): Promise<SearchToolResult>;
+  /** Undefined when the index has no record with that id. */
+  lookupById(input: { indexName: string; id: string }): Promise<LookupToolResult | undefined>;
+}
+
+export const SERVER_INFO = { name: "sift", title: "Sift search", version: "1.0.0" } as const;
+
+const READ_ONLY = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false } as const;
+
+/** A failure the model can act on (a wrong index name, a bad coordinate): its message is shown as is. */
+const actionable = (error: unknown): error is { message: string } =>
+  typeof error === "object" && error !== null && typeof (error as { status?: unknown }).status === "number" && (error as { status: number }).status < 500;
+
+const text = (value: unknown, isError = false): CallToolResult => ({
+  content: [{ type: "text", text: typeof value === "string" ? value : JSON.stringify(value) }],
+  isError,
+});
+
+async function run(fn: () => Promise<CallToolResult>): Promise<CallToolResult> {
+  try {
+    return await fn();
+  } catch (error) {
+    if (actionable(error)) return text(error.message, true);
+    return text("Sift failed to answer this call; try again shortly.", true);
+  }
+}
+
+const coordinate = (name: "latitude" | "longitude", limit: number) =>
+  z
+    .string()
+    .trim()
+    .regex(/^[-+]?\d{1,3}(\.\d+)?$/, `${name} must be a decimal number in a string, e.g. "48.8566"`)
+    .refine((v) => Math.abs(Number(v)) <= limit, `${name} must be between -${limit} and ${limit}`)
+    .optional()
+    .describe(`Optional ${name} of the place to favour, in decimal degrees as a string (e.g. "${name === "latitude" ? "48.8566" : "2.3522"}"). Give both latitude and longitude, or neither.`);
+
+export function createSiftMcpServer(backend: SiftMcpBackend): McpServer {
+  const server = new McpServer(SERVER_INFO, {
+    capabilities: { tools: {} },
+    instructions:
+      "Sift holds search indexes of records (id, title, optional weight, images, coordinates and free-form data). " +
+      "Use `search` to find records by what they are called, then `lookupById` with an id from the results to read one record in full.",
+  });
+
+  server.registerTool(
+    "search",
+    {
+      title: "Search an index",
+      description:
+        "Finds records in a Sift index whose title matches a phrase, best matches first (every word must match; the last word may be the start of a word, as in autocomplete). " +
+        "Give latitude and longitude to rank nearby records first among equally good matches. " +
+        "Returns JSON: { indexName, indexVersion, phrase, results: [{ id, title, ...fields }] }. Use an id with lookupById for the full record.",
+      inputSchema: {
+        indexName: z.string().min(1).describe("Name of the index to search, e.g. \"cities\"."),
+        phrase: z.string().min(1).max(512).describe("What to look for, e.g. \"new yo\" or \"spring\"."),
+        latitude: coordinate("latitude", 90),
+        longitude: coordinate("longitude", 180),
+      },
+      annotations: { title: "Search an index", ...READ_ONLY },
+    },
+    (args) =>
+      run(async () => {
+        if ((args.latitude === undefined) !== (args.longitude === undefined)) {
+          return text("Give both latitude and longitude, or neither.", true);
+        }
+        const result = await backend.search({
+          indexName: args.indexName,
+          phrase: args.phrase,
+          ...(args.latitude !== undefined && args.longitude !== undefined
+            ? { latitude: Number(args.latitude), longitude: Number(args.longitude) }
+            : {}),
+        });
+        return text(result);
+      }),
+  );
+
+  server.registerTool(
+    "lookupById",
+    {
+      title: "Read a record by id",
+      description:
+        "Reads one record of a Sift index by its id (take ids from search results). " +
+        "Returns JSON: { indexName, indexVersion, record: { id, title, weight?, images?, latitude?, longitude?, data? } }.",
+      inputSchema: {
+        indexName: z.string().min(1).describe("Name of the index holding the record."),
+        id: z.string().min(1).max(512).describe("The record's id, as returned in search results."),
+      },
+      annotations: { title: "Read a record by id", ...READ_ONLY },
+    },
+    (args) =>
+      run(async () => {
+        const found = await backend.lookupById({ indexName: args.indexName, id: args.id });
+        if (!found) return text(`No record with id "${args.id}" in index "${args.indexName}". Search first and use an id from the results.`, true);
+        return text(found);
+      }),
+  );
+
+  return server;
+}

@@ -1,0 +1,104 @@
+/**
+ * Streaming parser for bulk uploads (SPEC 4.3): CSV with a header row, JSON Lines or a JSON
+ * array, optionally gzip-compressed, detected from the content. Memory stays flat whatever the
+ * file's size: the source is read one chunk at a time, and only when the caller asks for the
+ * next batch.
+ *
+ *   const upload = await openUpload(readable, { generateId: randomUUID });
+ *   upload.format; // "csv" | "jsonl" | "json"
+ *   upload.gzip;
+ *   for await (const { records, errors } of upload.batches) {
+ *     await writer.add(records); // valid SearchRecords (checkRecord), in file order
+ *     report(errors);            // { line, field?, message }: skipped records, by starting line
+ *   }
+ *
+ * - openUpload rejects with UploadParseError (line 1) when the input is empty or unsupported.
+ * - Iterating `batches` throws UploadParseError when the file cannot be read further (CSV header
+ *   or quoting error, malformed JSON array, truncated or corrupt gzip, ...), after every record
+ *   before that point was delivered. An aborted `signal` throws its reason; a failing source
+ *   throws its own error.
+ * - Leaving the loop early (`break`) closes the source; a caller that never iterates `batches`
+ *   closes it with `batches.return()`.
+ * - Ids repeated within a file are all delivered, in file order: the bulk writer keeps the last.
+ */
+import { BatchCollector, type ParsedBatch } from "./batches.ts";
+import { CsvParser } from "./csv.ts";
+import { detectInput, isZlibError, type DetectedInput, type UploadFormat } from "./detect.ts";
+import { UploadParseError } from "./errors.ts";
+import type { FormatOptions, FormatParser, RecordSink } from "./format-parser.ts";
+import { JsonArrayParser } from "./json-array.ts";
+import { JsonLinesParser } from "./json-lines.ts";
+import { readSource } from "./source.ts";
+
+export type { ParsedBatch } from "./batches.ts";
+export type { UploadFormat } from "./detect.ts";
+export { UploadParseError, type RecordError } from "./errors.ts";
+
+export const DEFAULT_BATCH_SIZE = 1000;
+export const DEFAULT_MAX_RECORD_BYTES = 1024 * 1024;
+
+export interface ParseOptions {
+  /** Id for a record that has none. */
+  generateId: () => string;
+  /** Records plus errors per batch (default 1000). */
+  batchSize?: number;
+  /** A larger record is an error (default 1 MiB); it bounds the memory one record can take. */
+  maxRecordBytes?: number;
+  /** Bytes read from the source so far: compressed bytes for a gzip upload. */
+  onProgress?: (bytesRead: number) => void;
+  /** Checked between chunks. */
+  signal?: AbortSignal;
+}
+
+export interface Upload {
+  format: UploadFormat;
+  gzip: boolean;
+  batches: AsyncGenerator<ParsedBatch, void, undefined>;
+}
+
+const PARSERS: Record<UploadFormat, new (sink: RecordSink, options: FormatOptions) => FormatParser> = {
+  csv: CsvParser,
+  jsonl: JsonLinesParser,
+  json: JsonArrayParser,
+};
+
+/** `source`: a Node Readable, a web ReadableStream or any async iterable of bytes. */
+export async function openUpload(source: AsyncIterable<Uint8Array>, options: ParseOptions): Promise<Upload> {
+  const batchSize = options.batchSize ?? DEFAULT_BATCH_SIZE;
+  const maxRecordBytes = options.maxRecordBytes ?? DEFAULT_MAX_RECORD_BYTES;
+  if (!(batchSize >= 1) || !(maxRecordBytes >= 1))
+    throw new RangeError("batchSize and maxRecordBytes must be at least 1");
+
+  options.signal?.throwIfAborted();
+  const input = await detectInput(readSource(source, options.onProgress));
+  const collector = new BatchCollector(options.generateId, batchSize);
+  const parser = new PARSERS[input.format](collector, { firstLine: input.firstLine, maxRecordBytes });
+  return { format: input.format, gzip: input.gzip, batches: parseBatches(input, parser, collector, options.signal) };
+}
+
+async function* parseBatches(
+  input: DetectedInput,
+  parser: FormatParser,
+  collector: BatchCollector,
+  signal: AbortSignal | undefined,
+): AsyncGenerator<ParsedBatch, void, undefined> {
+  let failure: UploadParseError;
+  try {
+    for await (const chunk of input.chunks) {
+      // Checked per decompressed chunk: gunzip may have read the whole source ahead.
+      signal?.throwIfAborted();
+      await parser.write(chunk);
+      yield* collector.takeFull();
+    }
+    await parser.end();
+    yield* collector.takeAll();
+    return;
+  } catch (error) {
+    if (error instanceof UploadParseError) failure = error;
+    else if (isZlibError(error))
+      failure = new UploadParseError(parser.line, `the gzip data is corrupt or truncated: ${error.message}`);
+    else throw error;
+  }
+  yield* collector.takeAll();
+  throw failure;
+}

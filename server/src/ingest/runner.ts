@@ -1,0 +1,231 @@
+// The ingest job runner: works through queued uploads one at a time (FIFO), streaming each file
+// through the parser into a bulk writer. State lives in the store, so a restart resumes: an
+// ingest found `running` at start-up was cut off, and is queued again (or failed after 3 tries).
+import { randomUUID } from "node:crypto";
+import { and, asc, eq, inArray, sql } from "drizzle-orm";
+import type { Logger } from "../log.ts";
+import type { BlobStore } from "../ports/blobs.ts";
+import type { BulkWriter, SearchEngine } from "../ports/engine.ts";
+import type { CatalogService } from "../services/catalog.ts";
+import { blobKey } from "../services/uploads.ts";
+import type { VersionService } from "../services/versions.ts";
+import type { Db } from "../store/open.ts";
+import { tombstones, uploads } from "../store/schema.ts";
+import { openUpload, UploadParseError, type RecordError } from "./parse/index.ts";
+
+type UploadRow = typeof uploads.$inferSelect;
+
+const MAX_REPORTED_ERRORS = 100;
+const MAX_ATTEMPTS = 3;
+const PROGRESS_EVERY_MS = 500;
+const IDLE_POLL_MS = 2_000;
+
+export class IngestRunner {
+  private readonly db: Db;
+  private readonly engine: SearchEngine;
+  private readonly blobs: BlobStore;
+  private readonly catalog: CatalogService;
+  private readonly versions: VersionService;
+  private readonly log: Logger;
+  private readonly now: () => number;
+  private running = false;
+  private wake: (() => void) | undefined;
+  private loop: Promise<void> | undefined;
+  private readonly abort = new AbortController();
+
+  constructor(deps: {
+    db: Db;
+    engine: SearchEngine;
+    blobs: BlobStore;
+    catalog: CatalogService;
+    versions: VersionService;
+    log: Logger;
+    now?: () => number;
+  }) {
+    this.db = deps.db;
+    this.engine = deps.engine;
+    this.blobs = deps.blobs;
+    this.catalog = deps.catalog;
+    this.versions = deps.versions;
+    this.log = deps.log.child({ component: "ingest" });
+    this.now = deps.now ?? Date.now;
+  }
+
+  async start(): Promise<void> {
+    await this.recoverInterrupted();
+    this.running = true;
+    this.loop = this.run();
+  }
+
+  /** Called when an upload is queued, so it starts without waiting for the next poll. */
+  notify(): void {
+    this.wake?.();
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    this.abort.abort(new Error("the server is shutting down"));
+    this.wake?.();
+    await this.loop;
+  }
+
+  /** Ingests cut off by a crash or kill: queue them again, or fail them after MAX_ATTEMPTS. */
+  private async recoverInterrupted(): Promise<void> {
+    const stuck = await this.db.select().from(uploads).where(eq(uploads.state, "running"));
+    for (const row of stuck) {
+      if (row.attempts >= MAX_ATTEMPTS) {
+        await this.fail(row, `the server stopped during this ingest ${row.attempts} times; upload the file again`);
+      } else {
+        await this.db
+          .update(uploads)
+          .set({ state: "queued", bytesRead: 0, recordsIngested: 0, recordsSuppressed: 0, recordsInvalid: 0, errors: [], errorCount: 0 })
+          .where(eq(uploads.id, row.id));
+        this.log.warn("ingest interrupted by a restart; queued again", { upload: row.id, attempts: row.attempts });
+      }
+    }
+  }
+
+  private async run(): Promise<void> {
+    while (this.running) {
+      const row = await this.claim().catch((error: Error) => {
+        this.log.error("cannot claim an ingest", { error: error.message });
+        return undefined;
+      });
+      if (row) {
+        await this.ingest(row);
+        continue;
+      }
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, IDLE_POLL_MS);
+        this.wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      this.wake = undefined;
+    }
+  }
+
+  private async claim(): Promise<UploadRow | undefined> {
+    const [next] = await this.db
+      .select({ id: uploads.id })
+      .from(uploads)
+      .where(eq(uploads.state, "queued"))
+      .orderBy(asc(uploads.queuedAt))
+      .limit(1);
+    if (!next) return undefined;
+    const [row] = await this.db
+      .update(uploads)
+      .set({ state: "running", startedAt: this.now(), finishedAt: null, attempts: sql`${uploads.attempts} + 1` })
+      .where(and(eq(uploads.id, next.id), eq(uploads.state, "queued")))
+      .returning();
+    return row;
+  }
+
+  private async ingest(row: UploadRow): Promise<void> {
+    const ref = await this.catalog.byId(row.indexId);
+    if (!ref) return; // the index was deleted meanwhile; its rows went with it
+    const major = Number(row.version);
+    const startedAt = row.startedAt ?? this.now();
+    const skipInvalid = row.skipInvalid === 1;
+    const log = this.log.child({ index: ref.id, version: row.version, upload: row.id });
+    const deleted = new Set(
+      (await this.db.select({ id: tombstones.recordId }).from(tombstones).where(eq(tombstones.indexId, ref.id))).map((t) => t.id),
+    );
+
+    const progress = { bytesRead: 0, recordsIngested: 0, recordsSuppressed: 0, recordsInvalid: 0, errorCount: 0 };
+    const errors: RecordError[] = [];
+    let lastSaved = 0;
+    const save = async (force = false) => {
+      if (!force && this.now() - lastSaved < PROGRESS_EVERY_MS) return;
+      lastSaved = this.now();
+      await this.db.update(uploads).set({ ...progress, errors }).where(eq(uploads.id, row.id));
+    };
+
+    let writer: BulkWriter | undefined;
+    try {
+      const upload = await openUpload(await this.blobs.read(blobKey(row)), {
+        generateId: randomUUID,
+        onProgress: (bytes) => (progress.bytesRead = bytes),
+        signal: this.abort.signal,
+      });
+      await this.db.update(uploads).set({ format: upload.format, gzip: upload.gzip ? 1 : 0 }).where(eq(uploads.id, row.id));
+      writer = await this.engine.bulkWriter(ref.id, major);
+      for await (const batch of upload.batches) {
+        if (batch.errors.length) {
+          progress.recordsInvalid += batch.errors.length;
+          progress.errorCount += batch.errors.length;
+          errors.push(...batch.errors.slice(0, MAX_REPORTED_ERRORS - errors.length));
+          // The file fails as a whole: stop writing, keep reading only to report the first errors.
+          if (!skipInvalid && writer) {
+            await writer.abort();
+            writer = undefined;
+          }
+        }
+        if (writer) {
+          const kept = deleted.size ? batch.records.filter((r) => !deleted.has(r.id)) : batch.records;
+          progress.recordsSuppressed += batch.records.length - kept.length;
+          if (kept.length) await writer.add(kept);
+          progress.recordsIngested += kept.length;
+        }
+        if (!writer && errors.length >= MAX_REPORTED_ERRORS) {
+          await upload.batches.return();
+          break;
+        }
+        await save();
+      }
+      if (!writer) {
+        await this.fail(row, invalidSummary(progress.recordsInvalid, errors.length >= MAX_REPORTED_ERRORS), progress, errors);
+        log.info("ingest failed: invalid records", { invalid: progress.recordsInvalid });
+        return;
+      }
+      const { records } = await writer.commit();
+      writer = undefined;
+      const live = await this.versions.finishBulk(ref, major, { records, activate: row.activate === 1, startedAt });
+      await this.db
+        .update(uploads)
+        .set({ ...progress, errors, state: "succeeded", finishedAt: this.now() })
+        .where(eq(uploads.id, row.id));
+      await this.blobs.delete(blobKey(row));
+      log.info("ingest succeeded", { records, live, ms: this.now() - startedAt });
+    } catch (error) {
+      await writer?.abort().catch(() => {});
+      if (this.abort.signal.aborted) return; // shutting down: recoverInterrupted() resumes it next start
+      if (error instanceof UploadParseError) {
+        errors.push({ line: error.line, message: error.message });
+        progress.errorCount += 1;
+        await this.fail(row, `the file cannot be read past line ${error.line}: ${error.message}`, progress, errors);
+        log.info("ingest failed: unreadable file", { line: error.line, error: error.message });
+      } else {
+        log.error("ingest crashed", { error: (error as Error).message, stack: (error as Error).stack });
+        await this.fail(row, "the ingest failed on the server's side; upload the file again, and quote this version if it recurs", progress, errors);
+      }
+    }
+  }
+
+  private async fail(
+    row: UploadRow,
+    reason: string,
+    progress?: Partial<Pick<UploadRow, "bytesRead" | "recordsIngested" | "recordsSuppressed" | "recordsInvalid" | "errorCount">>,
+    errors?: RecordError[],
+  ): Promise<void> {
+    await this.db
+      .update(uploads)
+      // A failed ingest changes nothing: no record of it is searchable, whatever reached the writer.
+      .set({ ...progress, recordsIngested: 0, ...(errors ? { errors } : {}), state: "failed", failureReason: reason, finishedAt: this.now() })
+      .where(eq(uploads.id, row.id));
+    await this.versions.failBulk(row.indexId, Number(row.version));
+    await this.blobs.delete(blobKey(row)).catch(() => {});
+  }
+
+  /** For tests and shutdown: true while any upload is queued or running. */
+  async busy(): Promise<boolean> {
+    const rows = await this.db.select({ id: uploads.id }).from(uploads).where(inArray(uploads.state, ["queued", "running"])).limit(1);
+    return rows.length > 0;
+  }
+}
+
+function invalidSummary(invalid: number, stoppedEarly: boolean): string {
+  const count = stoppedEarly ? `at least ${invalid}` : String(invalid);
+  return `${count} record(s) are invalid (see errors); fix them, or complete with skipInvalid: true to ingest the valid ones`;
+}

@@ -1,0 +1,22 @@
+// The blob-store port: where upload bytes wait between the PUT and the ingest.
+import type { Readable } from "node:stream";
+
+export interface BlobStore {
+  /**
+   * Streams `source` into `key` with backpressure. Nothing is visible under `key` until the whole
+   * body is written and flushed; a failed or interrupted write leaves nothing usable.
+   * Rejects with BlobTooLargeError past `maxBytes`.
+   */
+  write(key: string, source: AsyncIterable<Uint8Array>, options: { maxBytes: number }): Promise<{ bytes: number }>;
+  read(key: string): Promise<Readable>;
+  size(key: string): Promise<number | undefined>;
+  delete(key: string): Promise<void>;
+}
+
+export class BlobTooLargeError extends Error {
+  readonly maxBytes: number;
+  constructor(maxBytes: number) {
+    super(`the upload is larger than the limit of ${maxBytes} bytes`);
+    this.maxBytes = maxBytes;
+  }
+}

@@ -1,0 +1,45 @@
+// POST /mcp: the MCP tools over this server's own services, scoped to the caller's tenant with
+// the same authority table as REST (srh keys see PUBLIC indexes only).
+import { handleMcpHttp, type JsonRecord, type SiftMcpBackend } from "@sift/mcp";
+import type { Hono } from "hono";
+import { authorize, authorizeIndex } from "../auth/authority.ts";
+import type { Principal } from "../auth/principal.ts";
+import type { Handlers } from "../http/contract.ts";
+import type { AppEnv } from "../http/env.ts";
+import { HttpProblem } from "../http/problem.ts";
+import type { SearchEngine } from "../ports/engine.ts";
+import type { CatalogService } from "../services/catalog.ts";
+import type { SearchService } from "../services/search.ts";
+
+function backendFor(p: Principal, deps: { catalog: CatalogService; search: SearchService; engine: SearchEngine }): SiftMcpBackend {
+  authorize(p, "mcp");
+  if (p.kind === "anonymous") throw new Error("unreachable: anonymous callers are denied MCP");
+  const index = async (indexName: string) =>
+    authorizeIndex(p, "mcp", await deps.catalog.byName(p.tenantId, indexName), `index "${indexName}"`);
+  return {
+    async search({ indexName, phrase, latitude, longitude }) {
+      const ref = await index(indexName);
+      const geo = latitude !== undefined && longitude !== undefined ? { latitude, longitude } : undefined;
+      const found = await deps.search.searchIndex(ref, { query: phrase, geo });
+      return { indexName, indexVersion: found.indexVersion, phrase, results: found.suggestions as JsonRecord[] };
+    },
+    async lookupById({ indexName, id }) {
+      const ref = await index(indexName);
+      const record = await deps.engine.get(ref.id, ref.activeVersion, id);
+      return record ? { indexName, indexVersion: ref.activeVersion, record: record as JsonRecord } : undefined;
+    },
+  };
+}
+
+export function mcpHandlers(deps: { catalog: CatalogService; search: SearchService; engine: SearchEngine }): Handlers {
+  return {
+    Mcp_call: (c) => handleMcpHttp(c.req.raw, backendFor(c.get("principal"), deps)),
+  };
+}
+
+/** Stateless JSON mode has no stream to GET and no session to DELETE. */
+export function mcpMethodNotAllowed(app: Hono<AppEnv>): void {
+  app.on(["GET", "DELETE"], "/mcp", () => {
+    throw new HttpProblem(405, "POST JSON-RPC messages to /mcp; this endpoint is stateless and opens no event stream", undefined, { allow: "POST" });
+  });
+}

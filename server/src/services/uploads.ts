@@ -1,0 +1,181 @@
+// Bulk upload (SPEC 3.2, 4.3): start assigns the next version and a signed URL; the PUT streams
+// the bytes into the blob store; complete queues the ingest and returns at once.
+import { and, eq } from "drizzle-orm";
+import type { components } from "../../../generated/types.ts";
+import type { Principal } from "../auth/principal.ts";
+import { authorizeIndex, tenantOf } from "../auth/authority.ts";
+import { newId } from "../auth/secrets.ts";
+import { sign, verifySignature } from "../auth/signing.ts";
+import { badRequest, conflict, forbidden, HttpProblem, notFound, payloadTooLarge } from "../http/problem.ts";
+import { BlobTooLargeError, type BlobStore } from "../ports/blobs.ts";
+import type { Db } from "../store/open.ts";
+import { uploads, versions } from "../store/schema.ts";
+import type { CatalogService, IndexRef } from "./catalog.ts";
+import type { VersionService } from "./versions.ts";
+
+type IngestStatus = components["schemas"]["IngestStatus"];
+type UploadRow = typeof uploads.$inferSelect;
+
+export const UPLOAD_URL_TTL_MS = 15 * 60_000;
+
+export const blobKey = (row: Pick<UploadRow, "indexId" | "version">) => `uploads/${row.indexId}/${row.version}.bin`;
+
+export class UploadService {
+  private readonly db: Db;
+  private readonly catalog: CatalogService;
+  private readonly versions: VersionService;
+  private readonly blobs: BlobStore;
+  private readonly secret: Buffer;
+  private readonly maxUploadBytes: number;
+  private readonly onQueued: () => void;
+  private readonly now: () => number;
+  /** Upload ids whose bytes are arriving right now: a second PUT must not interleave. */
+  private readonly receiving = new Set<string>();
+
+  constructor(deps: {
+    db: Db;
+    catalog: CatalogService;
+    versions: VersionService;
+    blobs: BlobStore;
+    secret: Buffer;
+    maxUploadBytes: number;
+    onQueued: () => void;
+    now?: () => number;
+  }) {
+    this.db = deps.db;
+    this.catalog = deps.catalog;
+    this.versions = deps.versions;
+    this.blobs = deps.blobs;
+    this.secret = deps.secret;
+    this.maxUploadBytes = deps.maxUploadBytes;
+    this.onQueued = deps.onQueued;
+    this.now = deps.now ?? Date.now;
+  }
+
+  private async index(p: Principal, indexName: string, missing: "400" | "404"): Promise<IndexRef> {
+    const tenantId = tenantOf(p);
+    const ref = tenantId ? await this.catalog.byName(tenantId, indexName) : undefined;
+    try {
+      return authorizeIndex(p, "index.write", ref, `index "${indexName}"`);
+    } catch (error) {
+      // SPEC 7: starting an upload for an index that does not exist is a 400.
+      if (missing === "400" && error instanceof HttpProblem && error.status === 404) {
+        throw badRequest(`index "${indexName}" does not exist: create it first`, [{ field: "indexName", message: "no such index" }]);
+      }
+      throw error;
+    }
+  }
+
+  async start(p: Principal, indexName: string, baseUrl: string): Promise<{ uploadUrl: string; indexVersion: string }> {
+    const ref = await this.index(p, indexName, "400");
+    const major = await this.versions.takeMajor(ref.id);
+    const version = String(major);
+    const now = this.now();
+    const row = { id: newId("upl"), indexId: ref.id, version, state: "awaiting_upload" as const, expiresAt: now + UPLOAD_URL_TTL_MS, createdAt: now };
+    await this.db.transaction(async (tx) => {
+      await tx.insert(versions).values({ indexId: ref.id, version, major, minor: 0, parent: null, kind: "bulk", state: "pending", createdAt: now });
+      await tx.insert(uploads).values(row);
+    });
+    const signature = sign(this.secret, this.signedMessage(row.id, row.indexId, version, row.expiresAt));
+    return { uploadUrl: `${baseUrl}/v1/blobs/${row.id}?expires=${row.expiresAt}&signature=${signature}`, indexVersion: version };
+  }
+
+  /** The HMAC covers method, upload, index, version and expiry: change any and the URL is refused. */
+  private signedMessage(uploadId: string, indexId: string, version: string, expires: number): string {
+    return `PUT\n${uploadId}\n${indexId}\n${version}\n${expires}`;
+  }
+
+  async receive(
+    uploadId: string,
+    expires: number,
+    signature: string,
+    declaredLength: number | undefined,
+    body: AsyncIterable<Uint8Array> | null,
+  ): Promise<{ bytes: number }> {
+    const [row] = await this.db.select().from(uploads).where(eq(uploads.id, uploadId)).limit(1);
+    const valid = row && row.expiresAt === expires && verifySignature(this.secret, this.signedMessage(row.id, row.indexId, row.version, expires), signature);
+    if (!valid) throw forbidden("the upload URL is not valid: its signature does not match");
+    if (this.now() > expires) throw forbidden("the upload URL has expired (they are valid for 15 minutes): start a new upload");
+    if (row.state !== "awaiting_upload" || this.receiving.has(row.id)) {
+      throw conflict("this upload URL has already been used: start a new upload to send another file");
+    }
+    if (declaredLength !== undefined && declaredLength > this.maxUploadBytes) {
+      throw payloadTooLarge(`the file is larger than the upload limit of ${this.maxUploadBytes} bytes`);
+    }
+    if (!body) throw badRequest("the upload has no body: PUT the file's bytes", [{ field: "body", message: "is required" }]);
+    this.receiving.add(row.id);
+    try {
+      const { bytes } = await this.blobs.write(blobKey(row), body, { maxBytes: this.maxUploadBytes });
+      await this.db.update(uploads).set({ state: "uploaded", bytesReceived: bytes }).where(eq(uploads.id, row.id));
+      return { bytes };
+    } catch (error) {
+      if (error instanceof BlobTooLargeError) throw payloadTooLarge(error.message);
+      throw error;
+    } finally {
+      this.receiving.delete(row.id);
+    }
+  }
+
+  async complete(p: Principal, input: { indexName: string; indexVersion: string; activate?: boolean; skipInvalid?: boolean }): Promise<void> {
+    const ref = await this.index(p, input.indexName, "404");
+    const row = await this.row(ref, input.indexVersion);
+    if (row.state === "awaiting_upload") {
+      throw conflict(`no file has been uploaded for version ${input.indexVersion}: PUT the bytes to the upload URL first`);
+    }
+    if (row.state !== "uploaded") throw conflict(`version ${input.indexVersion} was already completed (ingest ${row.state})`);
+    const [queued] = await this.db
+      .update(uploads)
+      .set({
+        state: "queued",
+        activate: input.activate === false ? 0 : 1,
+        skipInvalid: input.skipInvalid ? 1 : 0,
+        queuedAt: this.now(),
+      })
+      .where(and(eq(uploads.id, row.id), eq(uploads.state, "uploaded")))
+      .returning({ id: uploads.id });
+    if (!queued) throw conflict(`version ${input.indexVersion} was already completed`);
+    this.onQueued();
+  }
+
+  async status(p: Principal, indexName: string, version: string): Promise<IngestStatus> {
+    const ref = await this.index(p, indexName, "404");
+    return toStatus(ref.name, await this.row(ref, version), this.now());
+  }
+
+  private async row(ref: IndexRef, version: string): Promise<UploadRow> {
+    const [row] = await this.db
+      .select()
+      .from(uploads)
+      .where(and(eq(uploads.indexId, ref.id), eq(uploads.version, version)))
+      .limit(1);
+    if (!row) throw notFound(`no upload for version ${version} of index "${ref.name}"`);
+    return row;
+  }
+}
+
+export function toStatus(indexName: string, row: UploadRow, now: number): IngestStatus {
+  const status: IngestStatus = {
+    indexName,
+    indexVersion: row.version,
+    state: row.state,
+    bytesReceived: row.bytesReceived,
+    bytesRead: row.bytesRead,
+    recordsIngested: row.recordsIngested,
+    recordsSuppressed: row.recordsSuppressed,
+    recordsInvalid: row.recordsInvalid,
+    activate: row.activate === 1,
+    skipInvalid: row.skipInvalid === 1,
+    errors: row.errors,
+    errorCount: row.errorCount,
+    createdAt: row.createdAt,
+  };
+  if (row.format) status.format = row.format;
+  if (row.gzip !== null) status.gzip = row.gzip === 1;
+  if (row.failureReason) status.failureReason = row.failureReason;
+  if (row.startedAt) {
+    status.startedAt = row.startedAt;
+    status.durationMs = (row.finishedAt ?? now) - row.startedAt;
+  }
+  if (row.finishedAt) status.finishedAt = row.finishedAt;
+  return status;
+}
