@@ -631,7 +631,7 @@ export type components = {
             name: components["schemas"]["IndexName"];
             serviceName: components["schemas"]["ServiceName"];
             /** @default PRIVATE */
-            visibility: components["schemas"]["Visibility"];
+            visibility?: components["schemas"]["Visibility"];
         };
         IndexList: {
             indexes: components["schemas"]["SiftIndex"][];
@@ -1007,7 +1007,7 @@ export type components = {
              * @description Replicas per region.
              * @default 1
              */
-            replicas: number;
+            replicas?: number;
         };
         ServiceList: {
             services: components["schemas"]["SiftService"][];
@@ -1053,12 +1053,12 @@ export type components = {
              * @description Make the version active when the ingest succeeds.
              * @default true
              */
-            activate: boolean;
+            activate?: boolean;
             /**
              * @description Ingest the valid records and report the invalid ones instead of failing the whole file.
              * @default false
              */
-            skipInvalid: boolean;
+            skipInvalid?: boolean;
         };
         UploadStartRequest: {
             indexName: components["schemas"]["IndexName"];

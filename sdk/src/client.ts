@@ -2,6 +2,7 @@
 // helpers that return data or throw SiftError.
 import type { components, paths } from "../../generated/types.ts";
 import { createApi, unwrap, type ClientOptions, type SearchParams } from "./search-client.ts";
+import { uploadFile, waitForIngest, type UploadOptions, type UploadSource } from "./uploads.ts";
 
 type Schemas = components["schemas"];
 export type RecordInput = Schemas["RecordInput"];
@@ -15,6 +16,13 @@ export function createClient(options: ClientOptions) {
   const { api, router } = createApi(options);
   const index = (indexName: string) => ({ path: { indexName } });
   const record = (indexName: string, recordId: string) => ({ path: { indexName, recordId } });
+  const customFetch = options.fetch;
+  const uploads = {
+    start: (indexName: string) => unwrap(api.POST("/v1/uploads/start", { body: { indexName } })),
+    complete: (body: Schemas["UploadCompleteRequest"]) => unwrap(api.POST("/v1/uploads/complete", { body })),
+    status: (indexName: string, indexVersion: string) =>
+      unwrap(api.GET("/v1/uploads/{indexName}/{indexVersion}", { params: { path: { indexName, indexVersion } } })),
+  };
 
   return {
     /** Every operation of the contract, typed: `api.GET("/v1/indexes/{indexName}", …)`. */
@@ -48,12 +56,13 @@ export function createClient(options: ClientOptions) {
         unwrap(api.POST("/v1/indexes/{indexName}/versions/{version}/activate", { params: { path: { indexName, version } } })),
       coalesce: (indexName: string) => unwrap(api.POST("/v1/indexes/{indexName}/coalesce", { params: index(indexName) })),
     },
-    uploads: {
-      start: (indexName: string) => unwrap(api.POST("/v1/uploads/start", { body: { indexName } })),
-      complete: (body: Schemas["UploadCompleteRequest"]) => unwrap(api.POST("/v1/uploads/complete", { body })),
-      status: (indexName: string, indexVersion: string) =>
-        unwrap(api.GET("/v1/uploads/{indexName}/{indexVersion}", { params: { path: { indexName, indexVersion } } })),
-    },
+    uploads,
+    /** Uploads a file (start, PUT, complete); the ingest then runs on the server. */
+    uploadFile: (indexName: string, source: UploadSource, options: UploadOptions = {}) =>
+      uploadFile(uploads, indexName, source, { ...options, ...(customFetch ? { fetch: customFetch } : {}) }),
+    /** Resolves when the ingest succeeds; throws SiftIngestFailedError (with line numbers) when it fails. */
+    waitForIngest: (indexName: string, indexVersion: string, options?: Parameters<typeof waitForIngest>[3]) =>
+      waitForIngest(uploads, indexName, indexVersion, options),
   };
 }
 

@@ -108,9 +108,13 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
     maxUploadBytes: config.maxUploadBytes,
     onQueued: () => ingest.notify(),
   });
+  await versions.reconcile();
   await ingest.start();
+  const timers = [
+    setInterval(() => void accounts.purgeExpiredSessions().catch(() => {}), 3_600_000).unref(),
+    setInterval(() => void versions.applyRetentionEverywhere(), config.retentionEveryMs).unref(),
+  ];
 
-  const timers = [setInterval(() => void accounts.purgeExpiredSessions().catch(() => {}), 3_600_000).unref()];
 
   const app = createApp({
     config,

@@ -38,6 +38,8 @@ export interface Config {
   coalesceAfter: number;
   /** Newest versions kept by retention besides the active one and its ancestors. */
   retainVersions: number;
+  /** How often retention runs. */
+  retentionEveryMs: number;
   signingSecret: string | undefined;
   oauthProviders: OAuthProviderConfig[];
   shutdownGraceMs: number;
@@ -166,6 +168,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     demo: bool("SIFT_DEMO", true),
     coalesceAfter: int("SIFT_COALESCE_AFTER", 1000, 2, 1_000_000),
     retainVersions: int("SIFT_RETAIN_VERSIONS", 50, 1, 100_000),
+    retentionEveryMs: int("SIFT_RETENTION_EVERY_SECONDS", 60, 1, 86_400) * 1000,
     signingSecret: env.SIFT_SIGNING_SECRET || undefined,
     oauthProviders,
     shutdownGraceMs: int("SIFT_SHUTDOWN_GRACE_MS", 10_000, 0, 600_000),

@@ -29,6 +29,8 @@ const openObject = ts.factory.createTypeReferenceNode("Record", [
 ]);
 const ast = await openapiTS(pathToFileURL(join(outDir, "openapi.json")), {
   exportType: true,
+  // A property with a default is optional to send (the server fills it in).
+  defaultNonNullable: false,
   transform(schema) {
     if ("unevaluatedProperties" in schema && schema.type === "object" && !("properties" in schema)) return openObject;
     return undefined;

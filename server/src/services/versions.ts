@@ -293,6 +293,43 @@ export class VersionService {
     return row;
   }
 
+  /** Runs retention over every index; a failure on one index is logged and does not stop the rest. */
+  async applyRetentionEverywhere(): Promise<void> {
+    for (const { id } of await this.db.select({ id: indexes.id }).from(indexes)) {
+      await this.applyRetention(id).catch((error: Error) =>
+        this.log.error("retention failed", { index: id, error: error.message }),
+      );
+    }
+  }
+
+  /**
+   * Brings the store in line with the engine after a crash. A change the engine made durable
+   * but the store never recorded (the process died between the two) was never acknowledged:
+   * it is recorded as a ready, inactive version so its id is never reused.
+   */
+  async reconcile(): Promise<void> {
+    for (const { id } of await this.db.select({ id: indexes.id }).from(indexes)) {
+      const known = new Set(
+        (await this.db.select({ v: versions.version }).from(versions).where(eq(versions.indexId, id))).map((r) => r.v),
+      );
+      for (const v of await this.engine.versions(id)) {
+        if (known.has(v.version) || minorOf(v.version) === 0) continue;
+        await this.db.insert(versions).values({
+          indexId: id,
+          version: v.version,
+          major: majorOf(v.version),
+          minor: minorOf(v.version),
+          parent: v.parent,
+          kind: "change",
+          state: "ready",
+          records: v.records,
+          createdAt: this.now(),
+        });
+        this.log.warn("recorded a version the engine kept but the store missed", { index: id, version: v.version });
+      }
+    }
+  }
+
   /**
    * Retention: keeps the active version, the newest `retainVersions` ready versions, everything
    * those are built on (a minor needs its major and the minors between), and anything pending.

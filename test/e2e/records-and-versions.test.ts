@@ -1,0 +1,169 @@
+// Records and versions over HTTP (SPEC 3.3, 4.2, 9; DESIGN.md Versions): every write is a new
+// active version visible at once; any retained version is searchable and activatable; deletes
+// outlive branching; coalesce makes a checkpoint; retention drops the rest.
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import type { Http, Reply } from "../support/http.ts";
+import { contractViolation, startWorld, type World } from "../support/world.ts";
+
+let world: World;
+let s: Http;
+let index: string;
+let service: string;
+
+beforeAll(async () => {
+  world = await startWorld({ SIFT_COALESCE_AFTER: "1000", SIFT_RETAIN_VERSIONS: "1000" });
+  s = world.a.session;
+  service = world.a.service;
+  const created = await s.post("/v1/indexes", { name: "versions", serviceName: service, visibility: "PRIVATE" });
+  expect(created.status).toBe(201);
+  index = "versions";
+});
+afterAll(() => world?.stop());
+
+const ok = <T = any>(reply: Reply<T>, status = 200): T => {
+  expect(contractViolation(reply), reply.text).toBeUndefined();
+  expect(reply.status, reply.text).toBe(status);
+  return reply.body;
+};
+const put = async (id: string, body: object) => ok(await s.put(`/v1/indexes/${index}/records/${encodeURIComponent(id)}`, body)).indexVersion as string;
+const del = async (id: string) => ok(await s.delete(`/v1/indexes/${index}/records/${encodeURIComponent(id)}`)).indexVersion as string;
+const ids = async (query: string, extra = "") =>
+  ok(await s.get(`/v1/search?query=${encodeURIComponent(query)}&indexName=${index}&serviceName=${service}&limit=100${extra}`)).suggestions.map(
+    (r: { id: string }) => r.id,
+  ) as string[];
+const active = async () => ok(await s.get(`/v1/indexes/${index}`)).activeVersion as string;
+
+describe("record writes", () => {
+  test("a new index is empty at version 0; each PUT makes <major>.<minor>, active and searchable at once", async () => {
+    expect(await active()).toBe("0");
+    expect(await ids("a")).toEqual([]);
+    expect(await put("amsterdam", { title: "Amsterdam", weight: 900 })).toBe("0.1");
+    expect(await ids("ams")).toEqual(["amsterdam"]);
+    expect(await put("antwerp", { title: "Antwerp", weight: 500 })).toBe("0.2");
+    expect(await active()).toBe("0.2");
+    expect(await ids("a")).toEqual(["amsterdam", "antwerp"]);
+  });
+
+  test("PUT stores the record verbatim, the path id wins over a body id, and an update replaces it", async () => {
+    const record = {
+      id: "ignored",
+      title: "Athens",
+      weight: 650,
+      images: ["https://img.example/athens.jpg", "https://img.example/acropolis.jpg"],
+      latitude: "37.9838",
+      longitude: "23.7275",
+      data: { country: "GR", tags: ["ancient", "capital"], nested: { ok: true, n: 1.5 } },
+    };
+    await put("athens", record);
+    const { id: _ignored, ...rest } = record;
+    expect(ok(await s.get(`/v1/indexes/${index}/records/athens`))).toEqual({ id: "athens", ...rest });
+    await put("athens", { title: "Athína" });
+    expect(ok(await s.get(`/v1/indexes/${index}/records/athens`))).toEqual({ id: "athens", title: "Athína", data: {} });
+    expect(await ids("athi")).toEqual(["athens"]);
+  });
+
+  test("DELETE makes a version without the record; reading it is 404; deleting it again is 404", async () => {
+    const v = await del("antwerp");
+    expect(v).toMatch(/^0\.\d+$/);
+    expect(await ids("ant")).toEqual([]);
+    ok(await s.get(`/v1/indexes/${index}/records/antwerp`), 404);
+    ok(await s.delete(`/v1/indexes/${index}/records/antwerp`), 404);
+    expect(await active()).toBe(v);
+  });
+
+  test("record ids may hold any characters", async () => {
+    await put("a/b c?d#é", { title: "Odd id" });
+    expect(ok(await s.get(`/v1/indexes/${index}/records/${encodeURIComponent("a/b c?d#é")}`)).id).toBe("a/b c?d#é");
+  });
+
+  test("concurrent writes to one index are serialised: every one gets its own version", async () => {
+    const versions = await Promise.all(Array.from({ length: 12 }, (_, i) => put(`c${i}`, { title: `Concurrent ${i}` })));
+    expect(new Set(versions).size).toBe(12);
+    expect(await ids("concurrent")).toHaveLength(12);
+  });
+});
+
+describe("versions", () => {
+  test("the list is newest first; any retained version can be searched and read", async () => {
+    const listed = ok(await s.get(`/v1/indexes/${index}/versions`)).versions;
+    expect(listed[0].version).toBe(await active());
+    expect(listed[0].active).toBe(true);
+    expect(listed.at(-1)).toMatchObject({ version: "0", kind: "bulk", parent: null, records: 0 });
+    const v01 = listed.find((v: { version: string }) => v.version === "0.1");
+    expect(v01).toMatchObject({ kind: "change", parent: "0", state: "ready", records: 1 });
+    expect(await ids("a", "&version=0.2")).toEqual(["amsterdam", "antwerp"]);
+    expect(ok(await s.get(`/v1/indexes/${index}/records/antwerp?version=0.2`)).title).toBe("Antwerp");
+    ok(await s.get(`/v1/search?query=a&indexName=${index}&serviceName=${service}&version=9.9`), 404);
+  });
+
+  test("activating an older version changes what search and records read; writing then branches from it", async () => {
+    const before = await active();
+    ok(await s.post(`/v1/indexes/${index}/versions/0.2/activate`));
+    expect(await active()).toBe("0.2");
+    expect(await ids("a")).toEqual(["amsterdam", "antwerp"]);
+    expect(ok(await s.get(`/v1/indexes/${index}/records/antwerp`)).title).toBe("Antwerp");
+
+    const branched = await put("berlin", { title: "Berlin" });
+    const minor = (v: string) => Number(v.split(".")[1]);
+    expect(minor(branched)).toBeGreaterThan(minor(before));
+    const row = ok(await s.get(`/v1/indexes/${index}/versions`)).versions.find((v: { version: string }) => v.version === branched);
+    expect(row.parent).toBe("0.2");
+    // The branch holds 0.2's records plus Berlin, and not what came after 0.2 on the other branch...
+    expect(await ids("b")).toEqual(["berlin"]);
+    expect(await ids("concurrent")).toEqual([]);
+    // ...except that antwerp, deleted later on the other branch, stays deleted (DESIGN.md).
+    expect(await ids("ant")).toEqual([]);
+  });
+
+  test("a PUT writes a deleted id again", async () => {
+    await put("antwerp", { title: "Antwerpen" });
+    expect(await ids("antw")).toEqual(["antwerp"]);
+  });
+
+  test("activating an unknown version is 404", async () => {
+    ok(await s.post(`/v1/indexes/${index}/versions/7.7/activate`), 404);
+  });
+
+  test("coalesce makes a self-contained checkpoint with the next major, active, with the same content", async () => {
+    const before = (await ids("a")).sort();
+    const result = ok(await s.post(`/v1/indexes/${index}/coalesce`));
+    expect(result).toEqual({ resultCode: "SUCCESS", message: "OK", indexVersion: "1" });
+    expect(await active()).toBe("1");
+    expect((await ids("a")).sort()).toEqual(before);
+    const row = ok(await s.get(`/v1/indexes/${index}/versions`)).versions.find((v: { version: string }) => v.version === "1");
+    expect(row).toMatchObject({ kind: "checkpoint", state: "ready", active: true });
+    // Nothing accumulated since: coalescing again changes nothing.
+    expect(ok(await s.post(`/v1/indexes/${index}/coalesce`)).indexVersion).toBe("1");
+    expect(await put("cairo", { title: "Cairo" })).toBe("1.1");
+  });
+});
+
+describe("automatic coalesce and retention", () => {
+  let other: World;
+  beforeAll(async () => {
+    other = await startWorld({ SIFT_COALESCE_AFTER: "3", SIFT_RETAIN_VERSIONS: "2", SIFT_RETENTION_EVERY_SECONDS: "1" });
+  });
+  afterAll(() => other?.stop());
+
+  test("a long chain of changes is checkpointed automatically, and old versions are dropped", async () => {
+    const t = other.a;
+    for (const [i, city] of ["Lima", "Lisbon", "London", "Lyon"].entries()) {
+      ok(await t.session.put(`/v1/indexes/${t.privateIndex}/records/l${i}`, { title: city }));
+    }
+    let versions: { version: string; kind: string; active: boolean }[] = [];
+    for (let i = 0; i < 100; i++) {
+      versions = ok(await t.session.get(`/v1/indexes/${t.privateIndex}/versions`)).versions;
+      const checkpoint = versions.find((v) => v.kind === "checkpoint");
+      if (checkpoint && versions.length <= 4) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(versions.some((v) => v.kind === "checkpoint")).toBe(true);
+    // Retention keeps the 2 newest ready versions plus what the active one is built on.
+    expect(versions.length).toBeLessThanOrEqual(4);
+    expect(versions.find((v) => v.version === "0.1")).toBeUndefined();
+    const search = await t.session.get(`/v1/search?query=l&indexName=${t.privateIndex}&serviceName=${t.service}&version=0.1`);
+    expect(search.status).toBe(404);
+    const live = ok(await t.session.get(`/v1/search?query=l&indexName=${t.privateIndex}&serviceName=${t.service}`));
+    expect(live.suggestions.map((r: { title: string }) => r.title).sort()).toEqual(["Lima", "Lisbon", "London", "Lyon"]);
+  });
+});

@@ -1,0 +1,65 @@
+// Sift as a separate process started the way `npm start` starts it, for tests that kill -9 it
+// and start it again on the same data (and the same PostgreSQL database in CI).
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { createTempDatabase } from "../../server/test/support/store.ts";
+import { freePort, waitForHttp } from "./ports.ts";
+
+const main = resolve(import.meta.dirname, "../../server/src/main.ts");
+
+export interface SiftProcess {
+  url: string;
+  dataDir: string;
+  output(): string;
+  /** Starts the process (again) on the same data dir, database and port. */
+  start(): Promise<void>;
+  kill(signal?: NodeJS.Signals): Promise<void>;
+  /** Kills it and removes its data. */
+  destroy(): Promise<void>;
+}
+
+export async function siftProcess(env: Record<string, string> = {}): Promise<SiftProcess> {
+  const dataDir = mkdtempSync(join(tmpdir(), "sift-proc-"));
+  const database = process.env.DATABASE_URL ? await createTempDatabase(process.env.DATABASE_URL) : undefined;
+  const port = await freePort();
+  let child: ChildProcess | undefined;
+  let output = "";
+  const kill = (signal: NodeJS.Signals = "SIGKILL") =>
+    new Promise<void>((done) => {
+      if (!child || child.exitCode !== null || child.signalCode !== null) return done();
+      child.once("exit", () => done());
+      child.kill(signal);
+    });
+  return {
+    url: `http://127.0.0.1:${port}`,
+    dataDir,
+    output: () => output,
+    async start() {
+      child = spawn(process.execPath, [main], {
+        env: {
+          ...process.env,
+          PORT: String(port),
+          SIFT_DATA_DIR: dataDir,
+          SIFT_DEMO: "false",
+          SIFT_LOG_LEVEL: "warn",
+          ...(database ? { DATABASE_URL: database.url } : { DATABASE_URL: "" }),
+          ...env,
+        },
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+      child.stdout!.on("data", (d) => (output += d));
+      child.stderr!.on("data", (d) => (output += d));
+      await waitForHttp(`http://127.0.0.1:${port}/healthz`, 60_000).catch((error: Error) => {
+        throw new Error(`${error.message}\n${output}`);
+      });
+    },
+    kill,
+    async destroy() {
+      await kill();
+      await database?.drop();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
