@@ -1,6 +1,7 @@
 // The Hono application: middleware, the contract's operations, documentation. It receives its
 // services ready-made; choosing adapters is the composition root's job (compose.ts).
 import { Hono } from "hono";
+import { cors } from "hono/cors";
 import { HTTPException } from "hono/http-exception";
 import type { Config } from "./config.ts";
 import { renderReference } from "./docs/reference.ts";
@@ -37,6 +38,11 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   });
   app.get("/docs", (c) => c.html(referenceHtml));
   app.get("/", (c) => c.redirect("/docs"));
+
+  // Browsers on customers' sites search with a public key: search and the region probes are
+  // open to any origin, without cookies (credentials stay off, so a session never crosses sites).
+  const openRead = cors({ origin: "*", allowMethods: ["GET"], allowHeaders: ["authorization"], exposeHeaders: ["x-sift-region", "x-request-id"], maxAge: 86_400 });
+  for (const path of ["/v1/search", "/v1/regions", "/healthz"]) app.use(path, openRead);
 
   app.use("/v1/*", authenticate(deps.apiKeys, deps.accounts));
   app.use("/mcp", authenticate(deps.apiKeys, deps.accounts));

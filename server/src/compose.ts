@@ -6,6 +6,7 @@ import { join } from "node:path";
 import type { Hono } from "hono";
 import { createApp } from "./app.ts";
 import { createFsBlobStore } from "./blobs/fs-blobs.ts";
+import { demoHint, seedDemo } from "./demo/seed.ts";
 import { IngestRunner } from "./ingest/runner.ts";
 import type { Config } from "./config.ts";
 import { loadContract, type Contract } from "./http/contract.ts";
@@ -16,6 +17,7 @@ import { apiKeyHandlers } from "./routes/api-keys.ts";
 import { authHandlers } from "./routes/auth.ts";
 import { catalogHandlers } from "./routes/catalog.ts";
 import { healthHandlers } from "./routes/health.ts";
+import { mountDemo } from "./routes/demo.ts";
 import { mcpHandlers, mcpMethodNotAllowed } from "./routes/mcp.ts";
 import { oauthHandlers } from "./routes/oauth.ts";
 import { recordHandlers } from "./routes/records.ts";
@@ -109,6 +111,7 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
     onQueued: () => ingest.notify(),
   });
   await versions.reconcile();
+  const demo = config.demo ? await seedDemo({ db: store.db, engine, catalog, versions, log }) : undefined;
   await ingest.start();
   const timers = [
     setInterval(() => void accounts.purgeExpiredSessions().catch(() => {}), 3_600_000).unref(),
@@ -135,6 +138,7 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
     },
     extraRoutes: (app) => {
       mcpMethodNotAllowed(app);
+      mountDemo(app, { demo: demo ? { serviceName: demo.serviceName, indexName: demo.indexName } : undefined });
     },
   });
 
@@ -152,6 +156,7 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
     search,
     uploads,
     ingest,
+    ...(demo ? { demoHint } : {}),
     async close() {
       for (const t of timers) clearInterval(t);
       await ingest.stop();

@@ -13,6 +13,8 @@ export interface SiftProcess {
   url: string;
   dataDir: string;
   output(): string;
+  /** The running process's id (for memory readings), if it is running. */
+  pid(): number | undefined;
   /** Starts the process (again) on the same data dir, database and port. */
   start(): Promise<void>;
   kill(signal?: NodeJS.Signals): Promise<void>;
@@ -36,6 +38,7 @@ export async function siftProcess(env: Record<string, string> = {}): Promise<Sif
     url: `http://127.0.0.1:${port}`,
     dataDir,
     output: () => output,
+    pid: () => child?.pid,
     async start() {
       child = spawn(process.execPath, [main], {
         env: {

