@@ -13,7 +13,7 @@ async function connect(backend: SiftMcpBackend) {
   return client;
 }
 
-const text = (r: { content: unknown }) => (r.content as { text: string }[])[0]!.text;
+const text = (r: unknown) => (r as { content: { text: string }[] }).content[0]!.text;
 
 test("search passes coordinates as numbers and returns the SPEC's JSON text", async () => {
   const calls: unknown[] = [];

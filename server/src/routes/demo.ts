@@ -63,7 +63,7 @@ export function mountDemo(app: Hono<AppEnv>, options: DemoOptions): void {
     const format = ASSETS[file as keyof typeof ASSETS];
     let build = builds.get(file);
     if (!build) {
-      build = import("../../../widgets/src/bundle.ts")
+      build = import("@sift/widgets/bundle")
         .then(({ bundleWidget }) => bundleWidget({ format, minify: true }))
         .then((code) => ({ code, etag: `"${createHash("sha256").update(code).digest("base64url").slice(0, 22)}"` }));
       // A failed build is retried on the next request rather than cached.
