@@ -15,6 +15,8 @@ export interface SiftProcess {
   output(): string;
   /** The running process's id (for memory readings), if it is running. */
   pid(): number | undefined;
+  /** Resolves with the exit code (or the signal) once the process has ended. */
+  exited(): Promise<number | string>;
   /** Starts the process (again) on the same data dir, database and port. */
   start(): Promise<void>;
   kill(signal?: NodeJS.Signals): Promise<void>;
@@ -39,6 +41,12 @@ export async function siftProcess(env: Record<string, string> = {}): Promise<Sif
     dataDir,
     output: () => output,
     pid: () => child?.pid,
+    exited: () =>
+      new Promise((done) => {
+        if (!child) return done("not started");
+        if (child.exitCode !== null || child.signalCode !== null) return done(child.exitCode ?? child.signalCode!);
+        child.once("exit", (code, signal) => done(code ?? signal ?? "unknown"));
+      }),
     async start() {
       child = spawn(process.execPath, [main], {
         env: {

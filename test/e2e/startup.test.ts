@@ -1,0 +1,90 @@
+// `npm start` as a newcomer meets it: a fresh data dir, the embedded defaults, the demo index,
+// the README's example query, the docs; then a graceful stop and a clear refusal of bad settings.
+import { execFile } from "node:child_process";
+import { resolve } from "node:path";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, expect, test } from "vitest";
+import { siftProcess, type SiftProcess } from "../support/process.ts";
+
+let proc: SiftProcess;
+let startMs: number;
+
+beforeAll(async () => {
+  // PGlite and the embedded engine, as `npm start` runs with nothing configured.
+  proc = await siftProcess({ SIFT_DEMO: "true", SIFT_LOG_LEVEL: "info", DATABASE_URL: "" });
+  const started = performance.now();
+  await proc.start();
+  startMs = performance.now() - started;
+});
+afterAll(() => proc?.destroy());
+
+test("serves /healthz within 30 s of a fresh start and prints where things are", async () => {
+  expect(startMs).toBeLessThan(30_000);
+  for (const line of ["Sift is running at", "API reference", "/docs", "Demo page", "Try a search"]) expect(proc.output()).toContain(line);
+  const log = proc.output().split("\n").find((l) => l.includes('"msg":"demo index loaded"'));
+  expect(JSON.parse(log!)).toMatchObject({ level: "info", records: 135_233 });
+});
+
+test("the README's example query works right after start", async () => {
+  const reply = await fetch(`${proc.url}/v1/search?query=new%20yo&indexName=cities&serviceName=demo&weighted=true`);
+  expect(reply.status).toBe(200);
+  expect(reply.headers.get("x-sift-region")).toBe("frankfurt");
+  const body = await reply.json();
+  expect(body.suggestions[0]).toMatchObject({ title: "New York City", data: { country: "US" } });
+});
+
+test("the API reference, the OpenAPI document and the demo page are served", async () => {
+  const docs = await (await fetch(`${proc.url}/docs`)).text();
+  expect(docs).toContain("Search an index");
+  expect(docs).toContain("/v1/uploads/start");
+  const yaml = await fetch(`${proc.url}/openapi.yaml`);
+  expect(await yaml.text()).toMatch(/^openapi: 3\.1\.0/);
+  const demo = await (await fetch(`${proc.url}/demo`)).text();
+  expect(demo).toContain('<sift-autocomplete id="demo-search"');
+});
+
+test("SIGTERM lets an in-flight request finish, then exits cleanly; the next start reuses the data", async () => {
+  const http = await import("../support/http.ts");
+  const { createKey, signUp } = await import("../support/world.ts");
+  const client = new http.Http(proc.url);
+  const key = await createKey(await signUp(client, "term@example.com"), "adm");
+  await client.post("/v1/services", { name: `term-${process.pid}` }, { key });
+  await client.post("/v1/indexes", { name: "term", serviceName: `term-${process.pid}` }, { key });
+  const { uploadUrl } = (await client.post("/v1/uploads/start", { indexName: "term" }, { key })).body;
+
+  const halves = ['{"id":"1","title":"First half"}\n', '{"id":"2","title":"Second half"}\n'];
+  let release!: () => void;
+  const gate = new Promise<void>((r) => (release = r));
+  const body = new ReadableStream<Uint8Array>({
+    async start(controller) {
+      controller.enqueue(new TextEncoder().encode(halves[0]));
+      await gate;
+      controller.enqueue(new TextEncoder().encode(halves[1]));
+      controller.close();
+    },
+  });
+  const upload = fetch(uploadUrl, { method: "PUT", body, duplex: "half" } as RequestInit);
+  await new Promise((r) => setTimeout(r, 300));
+  const exited = proc.exited();
+  process.kill(proc.pid()!, "SIGTERM");
+  await new Promise((r) => setTimeout(r, 300));
+  release();
+  expect((await upload).status).toBe(200);
+  expect(await exited).toBe(0);
+
+  const restarted = performance.now();
+  await proc.start();
+  expect(performance.now() - restarted).toBeLessThan(15_000);
+  const status = await client.get("/v1/uploads/term/1", { key });
+  expect(status.body).toMatchObject({ state: "uploaded", bytesReceived: halves.join("").length });
+});
+
+test("a bad setting stops the start with a message naming it", async () => {
+  const main = resolve(import.meta.dirname, "../../server/src/main.ts");
+  const failed = await promisify(execFile)(process.execPath, [main], { env: { ...process.env, PORT: "http", SIFT_REGION: "atlantis" } }).catch(
+    (e: { code: number; stderr: string }) => e,
+  );
+  expect(failed).toMatchObject({ code: 2 });
+  expect((failed as { stderr: string }).stderr).toMatch(/PORT must be an integer from 0 to 65535 \(got "http"\)/);
+  expect((failed as { stderr: string }).stderr).toMatch(/SIFT_REGION must be one of fremont, .*atlantis/);
+});
