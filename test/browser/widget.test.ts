@@ -1,6 +1,7 @@
 // <sift-autocomplete> in Debian's Chromium against a real Sift: what a user sees and does, what a
 // page hears, what assistive technology is told, and the demo route that serves it all.
 import { readFileSync, statSync } from "node:fs";
+import { createServer } from "node:http";
 import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
 import { Hono } from "hono";
@@ -462,3 +463,32 @@ describe("demo route", () => {
     expect(await page.locator("#chosen").textContent()).toBe("Selected: Paris");
   });
 });
+
+test("on a customer's own site: the script and every search cross origins to Sift (CORS), with no cookie sent", async () => {
+  const context = await browser.newContext();
+  contexts.push(context);
+  const page = await context.newPage();
+  // The shop is a real server on another loopback port: a cross-origin page, in the same address
+  // space, so only CORS (not Chromium's Local Network Access rules) decides what may load.
+  const attrs = { "base-url": sift.url, service: target.service, index: target.index, "api-key": target.srhKey, weighted: true as const, debounce: "60" };
+  const shopServer = createServer((_req, res) => {
+    res.writeHead(200, { "content-type": "text/html" });
+    res.end(widgetPage({ attrs, scriptOrigin: sift.url }));
+  });
+  await new Promise<void>((r) => shopServer.listen(0, "127.0.0.1", () => r()));
+  const shop = `http://localhost:${(shopServer.address() as { port: number }).port}`;
+  const searched: { allowOrigin: string | undefined; cookie: string | undefined }[] = [];
+  page.on("response", (r) => {
+    if (new URL(r.url()).pathname !== "/v1/search") return;
+    searched.push({ allowOrigin: r.headers()["access-control-allow-origin"], cookie: r.request().headers().cookie });
+  });
+  await page.goto(`${shop}/checkout`);
+  await page.waitForFunction(() => customElements.get("sift-autocomplete") !== undefined);
+  await page.locator("sift-autocomplete input").pressSequentially("par");
+  await expect.poll(() => titles(page)).toEqual(PAR);
+  // Each search carried the srh key in Authorization, which needs a preflight the server allowed.
+  expect(searched.length).toBeGreaterThan(0);
+  expect(searched.every((r) => r.allowOrigin === "*" && r.cookie === undefined)).toBe(true);
+  await new Promise((r) => shopServer.close(r));
+});
+

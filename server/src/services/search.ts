@@ -1,7 +1,7 @@
 // GET /v1/search (SPEC 4.1, DESIGN.md): resolves the index by service and name, checks the
 // caller, picks the version, and asks the engine. The MCP tools call the same method, so REST and
 // MCP rank identically.
-import type { components } from "../../../generated/types.ts";
+import type { components, operations } from "../../../generated/types.ts";
 import { authorizeIndex } from "../auth/authority.ts";
 import type { Principal } from "../auth/principal.ts";
 import { badRequest, invalidField } from "../http/problem.ts";
@@ -13,19 +13,8 @@ import type { VersionService } from "./versions.ts";
 
 type SearchResult = components["schemas"]["SearchResult"];
 
-export interface SearchParams {
-  query: string;
-  indexName: string;
-  serviceName: string;
-  regionId?: string;
-  weighted?: boolean;
-  latitude?: number;
-  longitude?: number;
-  scope?: "title" | "all";
-  limit?: number;
-  filter?: string;
-  version?: string;
-}
+/** The query parameters of GET /v1/search, as the contract defines them. */
+export type SearchParams = operations["Search_search"]["parameters"]["query"];
 
 export interface SearchOutcome {
   suggestions: SearchResult[];

@@ -6,6 +6,8 @@ export interface WidgetPageOptions {
   dir?: "ltr" | "rtl";
   /** The build under test: `<script src>` (iife) or `<script type="module">` (esm). */
   build?: "iife" | "esm";
+  /** Where the build is loaded from; the page's own origin when absent. */
+  scriptOrigin?: string;
 }
 
 const attr = (s: string) => s.replace(/&/g, "&amp;").replace(/"/g, "&quot;").replace(/</g, "&lt;");
@@ -16,8 +18,8 @@ export function widgetPage(options: WidgetPageOptions): string {
     .join(" ");
   const script =
     options.build === "esm"
-      ? `<script type="module" src="/widget/sift-autocomplete.js"></script>`
-      : `<script src="/widget/sift-autocomplete.iife.js"></script>`;
+      ? `<script type="module" src="${options.scriptOrigin ?? ""}/widget/sift-autocomplete.js"></script>`
+      : `<script src="${options.scriptOrigin ?? ""}/widget/sift-autocomplete.iife.js"></script>`;
   return `<!doctype html>
 <html lang="en" dir="${options.dir ?? "ltr"}">
 <head>
