@@ -1,0 +1,58 @@
+// Small measuring helpers shared by the benchmark processes.
+import fs from "node:fs";
+import path from "node:path";
+
+export function percentile(values: number[], p: number): number {
+  if (values.length === 0) return NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)]!;
+}
+
+export interface Memory {
+  rss: number;
+  heapUsed: number;
+  /** Memory outside the JS heap: typed arrays, buffers, native allocations. */
+  external: number;
+}
+
+/** Memory after a full collection (the process runs with --expose-gc). */
+export function settledMemory(): Memory {
+  const gc = (globalThis as { gc?: () => void }).gc;
+  if (gc) for (let i = 0; i < 3; i++) gc();
+  const m = process.memoryUsage();
+  return { rss: m.rss, heapUsed: m.heapUsed, external: m.external };
+}
+
+export function memoryDelta(after: Memory, before: Memory): Memory {
+  return { rss: after.rss - before.rss, heapUsed: after.heapUsed - before.heapUsed, external: after.external - before.external };
+}
+
+export function directoryBytes(dir: string): number {
+  let total = 0;
+  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+    const full = path.join(dir, entry.name);
+    total += entry.isDirectory() ? directoryBytes(full) : fs.statSync(full).size;
+  }
+  return total;
+}
+
+export const mb = (bytes: number) => `${(bytes / 1e6).toFixed(0)} MB`;
+export const ms = (value: number) => (value >= 100 ? value.toFixed(0) : value >= 10 ? value.toFixed(1) : value.toFixed(2));
+
+export interface EngineResult {
+  engine: string;
+  dataset: string;
+  records: number;
+  /** Bytes of the records as JSON: the searchable text plus stored fields. */
+  sourceBytes: number;
+  buildMs: number;
+  memory: Memory;
+  diskBytes?: number;
+  /** Per query of the shared list; null where the time budget ran out before the query. */
+  timings: (number | null)[];
+  verification?: { checked: number; mismatches: number; examples: string[] };
+  put?: { count: number; p50: number; p99: number };
+  searchOnMinor?: { changes: number; p50: number; p99: number };
+  reloadMs?: number;
+  checkpointMs?: number;
+}

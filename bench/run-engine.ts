@@ -1,0 +1,215 @@
+// One engine on one dataset, in its own process (so memory figures are its own and a peer that
+// runs out of memory cannot take the benchmark down). Spawned by search.bench.ts:
+//   node --expose-gc run-engine.ts <engine> <dataset> <queries.json> <result.json> <peerSeconds>
+import fs from "node:fs";
+import path from "node:path";
+import type { SearchEngine, SearchRequest } from "../server/src/ports/engine.ts";
+import { createEmbeddedEngine } from "../server/src/engine/embedded/index.ts";
+import { haversineMeters } from "../server/src/engine/embedded/geo.ts";
+import { TopK } from "../server/src/engine/embedded/top-k.ts";
+import {
+  compareScores,
+  prepareRecord,
+  queryTokens,
+  scoreRecord,
+  toHits,
+  type ReferenceScore,
+} from "../server/test/engine/reference.ts";
+import { datasetBatches } from "./datasets.ts";
+import { directoryBytes, memoryDelta, percentile, settledMemory, type EngineResult } from "./measure.ts";
+import { createPeer } from "./peers.ts";
+import type { BenchQuery } from "./queries.ts";
+
+const INDEX = "bench";
+
+async function runEmbedded(dataset: string, queries: BenchQuery[]): Promise<EngineResult> {
+  const dataDir = path.join(import.meta.dirname, "data", `engine-${dataset}`);
+  fs.rmSync(dataDir, { recursive: true, force: true });
+  const before = settledMemory();
+  let engine = createEmbeddedEngine({ dataDir });
+  await engine.open();
+  await engine.createIndex(INDEX);
+  // Build time counts the engine's work only, not generating the records.
+  let buildMs = 0;
+  const timed = async <T>(work: () => Promise<T>) => {
+    const t0 = performance.now();
+    const result = await work();
+    buildMs += performance.now() - t0;
+    return result;
+  };
+  const writer = await timed(() => engine.bulkWriter(INDEX, 1));
+  let records = 0;
+  let sourceBytes = 0;
+  for (const batch of datasetBatches(dataset)) {
+    for (const r of batch) sourceBytes += Buffer.byteLength(JSON.stringify(r));
+    records += batch.length;
+    await timed(() => writer.add(batch));
+  }
+  await timed(() => writer.commit());
+  const memory = memoryDelta(settledMemory(), before);
+  const diskBytes = directoryBytes(dataDir);
+  log(`${dataset}: built ${records} in ${(buildMs / 1000).toFixed(1)} s`);
+
+  const timings = await timeQueries(queries, (r) => engine.search(INDEX, "1", r));
+  const verification = await verify(engine, dataset, queries, dataset === "10m" ? 24 : 60);
+  log(`${dataset}: verified ${verification.checked} queries, ${verification.mismatches} mismatches`);
+
+  // Record-level writes on the big index: each creates a minor version, durable before it resolves.
+  const putTimes: number[] = [];
+  const samples = [...datasetBatches(dataset).next().value!.slice(0, 300)];
+  let parent = "1";
+  for (let i = 0; i < samples.length; i++) {
+    const version = `1.${i + 1}`;
+    const record = { ...samples[i]!, title: `${samples[i]!.title} renamed ${i}` };
+    const change = i % 10 === 9 ? { upserts: [], deletes: [record.id] } : { upserts: [record], deletes: [] };
+    const t0 = performance.now();
+    await engine.applyChange(INDEX, { version, parent, ...change });
+    putTimes.push(performance.now() - t0);
+    parent = version;
+  }
+  const minorTimes = (await timeQueries(queries.slice(0, 2000), (r) => engine.search(INDEX, parent, r))).filter(
+    (t): t is number => t !== null,
+  );
+
+  await engine.close();
+  const reloadStart = performance.now();
+  engine = createEmbeddedEngine({ dataDir });
+  await engine.open();
+  await engine.search(INDEX, parent, queries[0]!.request);
+  const reloadMs = performance.now() - reloadStart;
+
+  let checkpointMs: number | undefined;
+  if (dataset !== "10m") {
+    const t0 = performance.now();
+    await engine.checkpoint(INDEX, parent, 2);
+    checkpointMs = performance.now() - t0;
+  }
+  await engine.close();
+  fs.rmSync(dataDir, { recursive: true, force: true });
+  return {
+    engine: "Sift embedded",
+    dataset,
+    records,
+    sourceBytes,
+    buildMs,
+    memory,
+    diskBytes,
+    timings,
+    verification,
+    put: { count: putTimes.length, p50: percentile(putTimes, 0.5), p99: percentile(putTimes, 0.99) },
+    searchOnMinor: { changes: putTimes.length, p50: percentile(minorTimes, 0.5), p99: percentile(minorTimes, 0.99) },
+    reloadMs,
+    checkpointMs,
+  };
+}
+
+/**
+ * Times each query once after a warm-up pass (JIT, first touches of the index): the whole list
+ * for Sift, which takes about a second; for a peer at most a quarter of its budget, since one of
+ * its queries can take seconds.
+ */
+async function timeQueries(
+  queries: BenchQuery[],
+  run: (request: SearchRequest) => Promise<unknown>,
+  budgetMs = Infinity,
+): Promise<(number | null)[]> {
+  const deadline = performance.now() + budgetMs;
+  for (const q of queries) {
+    if (performance.now() > deadline - budgetMs * 0.75) break;
+    await run(q.request);
+  }
+  const timings: (number | null)[] = [];
+  for (const q of queries) {
+    if (performance.now() > deadline) {
+      timings.push(null);
+      continue;
+    }
+    const t0 = performance.now();
+    await run(q.request);
+    timings.push(performance.now() - t0);
+  }
+  return timings;
+}
+
+/** Compares the engine's answers with a brute-force pass over the whole dataset. */
+async function verify(engine: SearchEngine, dataset: string, queries: BenchQuery[], count: number) {
+  const step = Math.max(1, Math.floor(queries.length / count));
+  const sample = queries.filter((_, i) => i % step === 0).slice(0, count);
+  const tops = sample.map((q) => ({ q, tokens: queryTokens(q.request), top: new TopK<ReferenceScore>(q.request.limit, compareScores(q.request.weighted)) }));
+  for (const batch of datasetBatches(dataset)) {
+    for (const record of batch) {
+      const prepared = prepareRecord(record);
+      for (const t of tops) {
+        const score = scoreRecord(prepared, t.tokens, t.q.request);
+        if (score !== null) t.top.offer(score);
+      }
+    }
+  }
+  const examples: string[] = [];
+  let mismatches = 0;
+  for (const t of tops) {
+    const expected = toHits(t.top.sorted());
+    const got = await engine.search(INDEX, "1", t.q.request);
+    const same =
+      got.length === expected.length &&
+      got.every((h, i) => h.record.id === expected[i]!.id && Math.abs((h.distanceMeters ?? -1) - (expected[i]!.distanceMeters ?? -1)) < 0.01);
+    if (!same) {
+      mismatches++;
+      if (examples.length < 5) examples.push(`${JSON.stringify(t.q.request)}: got ${got.map((h) => h.record.id)} expected ${expected.map((e) => e.id)}`);
+    }
+  }
+  return { checked: tops.length, mismatches, examples };
+}
+
+async function runPeer(name: string, dataset: string, queries: BenchQuery[], budgetSeconds: number): Promise<EngineResult> {
+  const before = settledMemory();
+  const peer = createPeer(name);
+  // What the harness needs to rank a peer's matches (the peer's own stored fields would do the same).
+  const weight: number[] = [];
+  const lat: number[] = [];
+  const lon: number[] = [];
+  let buildMs = 0;
+  let records = 0;
+  let sourceBytes = 0;
+  for (const batch of datasetBatches(dataset)) {
+    const docs = batch.map((r) => {
+      const i = records++;
+      sourceBytes += Buffer.byteLength(JSON.stringify(r));
+      weight[i] = r.weight ?? 0;
+      lat[i] = r.latitude !== undefined ? Number(r.latitude) : NaN;
+      lon[i] = r.longitude !== undefined ? Number(r.longitude) : NaN;
+      return { i, title: r.title, weight: r.weight ?? 0 };
+    });
+    const t0 = performance.now();
+    await peer.add(docs);
+    buildMs += performance.now() - t0;
+  }
+  const memory = memoryDelta(settledMemory(), before);
+  log(`${dataset}: ${peer.name} built in ${(buildMs / 1000).toFixed(1)} s`);
+
+  const rank = async (request: SearchRequest): Promise<number[]> => {
+    if (request.weighted && !request.geo && peer.topByWeight) return peer.topByWeight(request.query, request.limit);
+    const geo = request.geo;
+    const distance = (i: number) =>
+      geo && !Number.isNaN(lat[i]!) ? haversineMeters(geo.latitude, geo.longitude, lat[i]!, lon[i]!) : Infinity;
+    const top = new TopK<{ i: number; w: number; d: number }>(request.limit, (a, b) =>
+      (request.weighted ? b.w - a.w : 0) || a.d - b.d || a.i - b.i,
+    );
+    for (const i of await peer.matches(request.query, records)) top.offer({ i, w: weight[i]!, d: distance(i) });
+    return top.sorted().map((x) => x.i);
+  };
+  const timings = await timeQueries(queries, rank, budgetSeconds * 1000);
+  return { engine: peer.name, dataset, records, sourceBytes, buildMs, memory, timings };
+}
+
+function log(message: string): void {
+  process.stderr.write(`  ${message}\n`);
+}
+
+const [engineName, datasetName, queriesFile, resultFile, budget] = process.argv.slice(2);
+const benchQueries = JSON.parse(fs.readFileSync(queriesFile!, "utf8")) as BenchQuery[];
+const result =
+  engineName === "embedded"
+    ? await runEmbedded(datasetName!, benchQueries)
+    : await runPeer(engineName!, datasetName!, benchQueries, Number(budget));
+fs.writeFileSync(resultFile!, JSON.stringify(result));

@@ -1,0 +1,330 @@
+// The embedded search engine: in-process, persisted under dataDir.
+//
+//   dataDir/catalog.db                       SQLite: indexes, majors, the change log (catalog.ts)
+//   dataDir/segments/<index>/<major>-<tag>/  one immutable segment per major (segment.ts)
+//
+// A major version is a segment; a minor version is a row in the change log, searched as its
+// major's segment minus the documents its chain of changes replaced or deleted, plus the records
+// it upserted (overlay.ts). Versions therefore share storage; checkpoint() writes a new segment.
+import fs from "node:fs";
+import path from "node:path";
+import { randomUUID } from "node:crypto";
+import type {
+  BulkWriter,
+  EngineVersionInfo,
+  RecordChange,
+  SearchEngine,
+  SearchHit,
+  SearchRecord,
+  SearchRequest,
+  VersionId,
+} from "../../ports/engine.ts";
+import { tokenize } from "../tokenize.ts";
+import { Catalog } from "./catalog.ts";
+import { MAX_QUERY_TOKENS } from "./lexical.ts";
+import { overlayRecord, type Overlay } from "./overlay.ts";
+import { Pacer } from "./pacer.ts";
+import { compareRanked, type RankedHit } from "./ranked.ts";
+import type { Segment } from "./segment.ts";
+import { SegmentBuilder } from "./segment-builder.ts";
+import { DEFAULT_TUNING, searchSegment, type SearchTuning } from "./segment-search.ts";
+import { ChangeVersion, IndexVersions, MajorVersion, parseVersion } from "./versions.ts";
+
+export interface EmbeddedEngineOptions {
+  dataDir: string;
+  /** Longest prefix (in characters) with its own posting list; longer ones merge term lists. Default 4. */
+  maxPrefix?: number;
+  /** Thresholds of the search strategies (segment-search.ts); tests lower them to reach every path. */
+  tuning?: Partial<SearchTuning>;
+}
+
+/** Records between asking the pacer whether searches should get the event loop. */
+const CHECK_EVERY = 0x3ff;
+
+interface View {
+  segment: Segment;
+  overlay: Overlay;
+}
+
+export function createEmbeddedEngine(options: EmbeddedEngineOptions): SearchEngine {
+  return new EmbeddedEngine(options);
+}
+
+class EmbeddedEngine implements SearchEngine {
+  readonly name = "embedded";
+  private readonly dataDir: string;
+  private readonly segmentsDir: string;
+  private readonly maxPrefix: number;
+  private readonly tuning: SearchTuning;
+  private catalog: Catalog | null = null;
+  private readonly indexes = new Map<string, IndexVersions>();
+
+  constructor(options: EmbeddedEngineOptions) {
+    this.dataDir = options.dataDir;
+    this.segmentsDir = path.join(options.dataDir, "segments");
+    this.maxPrefix = options.maxPrefix ?? 4;
+    this.tuning = { ...DEFAULT_TUNING, ...options.tuning };
+  }
+
+  async open(): Promise<void> {
+    await fs.promises.mkdir(this.segmentsDir, { recursive: true });
+    const catalog = new Catalog(path.join(this.dataDir, "catalog.db"));
+    this.catalog = catalog;
+    const keep = new Set<string>();
+    for (const key of catalog.indexes()) {
+      const versions = new IndexVersions();
+      for (const row of catalog.majors(key)) {
+        const dir = path.join(this.indexDir(key), row.dir);
+        versions.majors.set(row.major, new MajorVersion(row, dir));
+        keep.add(dir);
+      }
+      for (const row of catalog.changes(key)) {
+        versions.changes.set(row.version, new ChangeVersion(row, parseVersion(row.version).major));
+      }
+      this.indexes.set(key, versions);
+      keep.add(this.indexDir(key));
+    }
+    await this.removeDebris(keep);
+  }
+
+  /** Deletes segment directories no catalog row points at (interrupted builds and drops). */
+  private async removeDebris(keep: Set<string>): Promise<void> {
+    for (const indexEntry of await fs.promises.readdir(this.segmentsDir)) {
+      const indexDir = path.join(this.segmentsDir, indexEntry);
+      if (!keep.has(indexDir)) {
+        await fs.promises.rm(indexDir, { recursive: true, force: true });
+        continue;
+      }
+      for (const entry of await fs.promises.readdir(indexDir)) {
+        const dir = path.join(indexDir, entry);
+        if (!keep.has(dir)) await fs.promises.rm(dir, { recursive: true, force: true });
+      }
+    }
+  }
+
+  async close(): Promise<void> {
+    for (const versions of this.indexes.values()) for (const major of versions.majors.values()) major.close();
+    this.indexes.clear();
+    this.catalog?.close();
+    this.catalog = null;
+  }
+
+  async ping(): Promise<boolean> {
+    return this.catalog !== null;
+  }
+
+  async createIndex(indexKey: string): Promise<void> {
+    if (this.indexes.has(indexKey)) return;
+    await fs.promises.mkdir(this.indexDir(indexKey), { recursive: true });
+    this.db().addIndex(indexKey);
+    this.indexes.set(indexKey, new IndexVersions());
+  }
+
+  async dropIndex(indexKey: string): Promise<void> {
+    const versions = this.indexes.get(indexKey);
+    this.db().removeIndex(indexKey);
+    this.indexes.delete(indexKey);
+    if (versions) for (const major of versions.majors.values()) major.close();
+    await fs.promises.rm(this.indexDir(indexKey), { recursive: true, force: true });
+  }
+
+  async bulkWriter(indexKey: string, major: number): Promise<BulkWriter> {
+    const versions = this.index(indexKey);
+    if (versions.majors.has(major) || versions.building.has(major)) {
+      throw new Error(`index ${indexKey}: major version ${major} already exists`);
+    }
+    versions.building.add(major);
+    const name = `${major}-${randomUUID().slice(0, 8)}`;
+    // Dropped once finished: the builder holds every record's index data until then.
+    let builder: SegmentBuilder | null = await SegmentBuilder.create(path.join(this.indexDir(indexKey), name), this.maxPrefix);
+    let state: "open" | "committed" | "aborted" = "open";
+    const pacer = new Pacer();
+    const ensureOpen = () => {
+      if (state !== "open") throw new Error(`bulk writer for ${indexKey}/${major} is already ${state}`);
+    };
+    return {
+      add: async (records: SearchRecord[]) => {
+        ensureOpen();
+        for (let i = 0; i < records.length; i++) {
+          if ((i & CHECK_EVERY) === 0 && pacer.due()) await pacer.pause();
+          builder!.add(records[i]!);
+        }
+      },
+      commit: async () => {
+        ensureOpen();
+        state = "committed";
+        try {
+          const segment = await builder!.finish();
+          this.commitMajor(indexKey, versions, { major, parent: null, records: segment.docCount, dir: name }, segment);
+          return { records: segment.docCount };
+        } catch (error) {
+          await builder!.abort();
+          throw error;
+        } finally {
+          builder = null;
+          versions.building.delete(major);
+        }
+      },
+      abort: async () => {
+        if (state !== "open") return;
+        state = "aborted";
+        await builder!.abort();
+        builder = null;
+        versions.building.delete(major);
+      },
+    };
+  }
+
+  private commitMajor(indexKey: string, versions: IndexVersions, row: { major: number; parent: string | null; records: number; dir: string }, segment: Segment): void {
+    if (this.indexes.get(indexKey) !== versions) {
+      segment.close();
+      throw new Error(`index ${indexKey} was dropped during the build`);
+    }
+    this.db().addMajor(indexKey, row);
+    versions.majors.set(row.major, new MajorVersion(row, segment.dir, segment));
+  }
+
+  async applyChange(indexKey: string, change: RecordChange): Promise<void> {
+    const versions = this.index(indexKey);
+    const target = parseVersion(change.version);
+    const parent = parseVersion(change.parent);
+    if (target.minor === null || target.major !== parent.major) {
+      throw new Error(`change ${change.version} must be a minor version of its parent's major ${parent.major}`);
+    }
+    if (versions.has(change.version)) throw new Error(`index ${indexKey}: version ${change.version} already exists`);
+    const { segment, overlay } = await this.view(indexKey, change.parent);
+    // The engine keeps its own copy (as it will read it back after a restart), not the caller's objects.
+    const own: RecordChange = JSON.parse(JSON.stringify(change)) as RecordChange;
+    const upserted = own.upserts.map(overlayRecord);
+    const next = overlay.extend(own, upserted, segment);
+    const node = ChangeVersion.fromChange(own, upserted, next.count(segment), target.major);
+    // The durable point: once this row is committed the change survives a crash.
+    this.db().addChange(indexKey, target.major, node.row);
+    versions.changes.set(change.version, node);
+    versions.remember(change.version, next);
+  }
+
+  async checkpoint(indexKey: string, from: VersionId, major: number): Promise<{ records: number }> {
+    const versions = this.index(indexKey);
+    if (versions.majors.has(major) || versions.building.has(major)) {
+      throw new Error(`index ${indexKey}: major version ${major} already exists`);
+    }
+    const { segment, overlay } = await this.view(indexKey, from);
+    versions.building.add(major);
+    const name = `${major}-${randomUUID().slice(0, 8)}`;
+    const builder = await SegmentBuilder.create(path.join(this.indexDir(indexKey), name), this.maxPrefix);
+    const pacer = new Pacer();
+    try {
+      for (let doc = 0; doc < segment.docCount; doc++) {
+        if ((doc & CHECK_EVERY) === 0 && pacer.due()) await pacer.pause();
+        if (!overlay.shadowed.has(doc)) builder.add(segment.readRecord(doc));
+      }
+      for (const item of overlay.upserts.values()) builder.add(item.record);
+      const built = await builder.finish();
+      this.commitMajor(indexKey, versions, { major, parent: from, records: built.docCount, dir: name }, built);
+      return { records: built.docCount };
+    } catch (error) {
+      await builder.abort();
+      throw error;
+    } finally {
+      versions.building.delete(major);
+    }
+  }
+
+  async activate(indexKey: string, version: VersionId): Promise<void> {
+    // Loading the segment and the overlay now keeps the first search on the live version fast.
+    await this.view(indexKey, version);
+  }
+
+  async dropVersion(indexKey: string, version: VersionId): Promise<void> {
+    const versions = this.index(indexKey);
+    const { major, minor } = parseVersion(version);
+    if (minor !== null) {
+      if (!versions.changes.has(version)) return;
+      const dropped = versions.descendants(version);
+      this.db().removeChanges(indexKey, dropped);
+      versions.forget(dropped);
+      return;
+    }
+    const node = versions.majors.get(major);
+    if (node === undefined) return;
+    this.db().removeMajor(indexKey, major);
+    versions.majors.delete(major);
+    versions.forget([...versions.changes.values()].filter((c) => c.major === major).map((c) => c.row.version));
+    node.close();
+    await fs.promises.rm(node.dir, { recursive: true, force: true });
+  }
+
+  async versions(indexKey: string): Promise<EngineVersionInfo[]> {
+    const versions = this.index(indexKey);
+    const list: EngineVersionInfo[] = [];
+    for (const m of versions.majors.values()) list.push({ version: String(m.row.major), parent: m.row.parent, records: m.row.records });
+    for (const c of versions.changes.values()) list.push({ version: c.row.version, parent: c.row.parent, records: c.row.records });
+    const key = (v: string) => parseVersion(v);
+    return list.sort((a, b) => key(a.version).major - key(b.version).major || (key(a.version).minor ?? -1) - (key(b.version).minor ?? -1));
+  }
+
+  async search(indexKey: string, version: VersionId, request: SearchRequest): Promise<SearchHit[]> {
+    const { segment, overlay } = await this.view(indexKey, version);
+    const tokens = tokenize(request.query).slice(0, MAX_QUERY_TOKENS);
+    if (tokens.length === 0) return [];
+    const prefixLast = request.scope === "title";
+    const fromSegment: RankedHit[] = searchSegment(segment, { tokens, prefixLast, request, shadowed: overlay.shadowed }, this.tuning).map(
+      (hit) => {
+        const record = segment.readRecord(hit.doc);
+        return { bucket: hit.bucket, weight: segment.weight[hit.doc]!, distance: hit.distance, id: record.id, record, doc: hit.doc };
+      },
+    );
+    const hits = overlay.upserts.size > 0 ? [...fromSegment, ...overlay.search(tokens, prefixLast, request)] : fromSegment;
+    if (hits !== fromSegment) hits.sort(compareRanked(request.weighted));
+    // Overlay records are shared by every version that holds them: callers get copies.
+    return hits.slice(0, request.limit).map((h) => {
+      const record = h.doc === undefined ? structuredClone(h.record) : h.record;
+      return Number.isFinite(h.distance) ? { record, distanceMeters: h.distance } : { record };
+    });
+  }
+
+  async get(indexKey: string, version: VersionId, id: string): Promise<SearchRecord | null> {
+    const { segment, overlay } = await this.view(indexKey, version);
+    const upserted = overlay.upserts.get(id);
+    if (upserted !== undefined) return structuredClone(upserted.record);
+    if (overlay.deletes.has(id)) return null;
+    const doc = segment.findDoc(id);
+    return doc < 0 ? null : segment.readRecord(doc);
+  }
+
+  async count(indexKey: string, version: VersionId): Promise<number> {
+    const { segment, overlay } = await this.view(indexKey, version);
+    return overlay.count(segment);
+  }
+
+  /** The segment and overlay of a version; both immutable, so a search sees one consistent version. */
+  private async view(indexKey: string, version: VersionId): Promise<View> {
+    const versions = this.index(indexKey);
+    const { major } = parseVersion(version);
+    const node = versions.majors.get(major);
+    if (node === undefined || !versions.has(version)) throw new Error(`index ${indexKey}: unknown version ${version}`);
+    const segment = await node.load();
+    // The version may have been dropped while the segment loaded.
+    if (versions.majors.get(major) !== node || !versions.has(version)) {
+      throw new Error(`index ${indexKey}: unknown version ${version}`);
+    }
+    return { segment, overlay: versions.overlay(version, segment) };
+  }
+
+  private index(indexKey: string): IndexVersions {
+    const versions = this.indexes.get(indexKey);
+    if (versions === undefined) throw new Error(`unknown index ${indexKey}`);
+    return versions;
+  }
+
+  private db(): Catalog {
+    if (this.catalog === null) throw new Error("embedded engine is not open");
+    return this.catalog;
+  }
+
+  private indexDir(indexKey: string): string {
+    // base64url keeps any key a single safe path segment (no "/", no "..").
+    return path.join(this.segmentsDir, Buffer.from(indexKey, "utf8").toString("base64url"));
+  }
+}

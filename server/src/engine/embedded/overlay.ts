@@ -1,0 +1,92 @@
+// A minor version as the net effect of its chain of changes over the major's segment: records
+// upserted since the major, ids deleted since, and the segment documents they hide. Changes are
+// few between checkpoints, so the overlay's records are searched by a linear scan.
+import type { RecordChange, SearchRecord, SearchRequest } from "../../ports/engine.ts";
+import { matchesFilter } from "../../search/filter.ts";
+import { tokenize } from "../tokenize.ts";
+import { walkData } from "./data-fields.ts";
+import { haversineMeters } from "./geo.ts";
+import { DATA_BUCKET, MatchScratch, stringTitleBucket } from "./lexical.ts";
+import type { RankedHit } from "./ranked.ts";
+import type { Segment } from "./segment.ts";
+
+/** An upserted record with what matching needs, computed once per change. */
+export interface OverlayRecord {
+  record: SearchRecord;
+  titleTokens: string[];
+  dataTokens: Set<string>;
+  lat: number;
+  lon: number;
+}
+
+export function overlayRecord(record: SearchRecord): OverlayRecord {
+  const dataTokens = new Set<string>();
+  walkData(record.data, (text) => tokenize(text).forEach((t) => dataTokens.add(t)));
+  const hasGeo = record.latitude !== undefined && record.longitude !== undefined;
+  return {
+    record,
+    titleTokens: tokenize(record.title),
+    dataTokens,
+    lat: hasGeo ? Number(record.latitude) : NaN,
+    lon: hasGeo ? Number(record.longitude) : NaN,
+  };
+}
+
+export class Overlay {
+  readonly upserts: Map<string, OverlayRecord>;
+  readonly deletes: Set<string>;
+  /** Segment documents whose id was upserted or deleted. */
+  readonly shadowed: Set<number>;
+
+  constructor(upserts = new Map<string, OverlayRecord>(), deletes = new Set<string>(), shadowed = new Set<number>()) {
+    this.upserts = upserts;
+    this.deletes = deletes;
+    this.shadowed = shadowed;
+  }
+
+  /** The overlay of a child version: this one plus the change. */
+  extend(change: RecordChange, upserted: readonly OverlayRecord[], segment: Segment): Overlay {
+    const next = new Overlay(new Map(this.upserts), new Set(this.deletes), new Set(this.shadowed));
+    const shadow = (id: string) => {
+      const doc = segment.findDoc(id);
+      if (doc >= 0) next.shadowed.add(doc);
+    };
+    for (const item of upserted) {
+      next.upserts.set(item.record.id, item);
+      next.deletes.delete(item.record.id);
+      shadow(item.record.id);
+    }
+    for (const id of change.deletes) {
+      next.upserts.delete(id);
+      next.deletes.add(id);
+      shadow(id);
+    }
+    return next;
+  }
+
+  count(segment: Segment): number {
+    return segment.docCount - this.shadowed.size + this.upserts.size;
+  }
+
+  /** The overlay's hits ranked like the segment's (all of them; callers merge and cut). */
+  search(tokens: string[], prefixLast: boolean, request: SearchRequest): RankedHit[] {
+    const scratch = new MatchScratch();
+    const n = tokens.length;
+    const full = (1 << n) - 1;
+    const hits: RankedHit[] = [];
+    for (const item of this.upserts.values()) {
+      let { bucket, found } = stringTitleBucket(item.titleTokens, tokens, prefixLast, scratch);
+      if (!prefixLast && found !== full) {
+        bucket = tokens.every((t, i) => (found & (1 << i)) !== 0 || item.dataTokens.has(t)) ? DATA_BUCKET : -1;
+      }
+      if (bucket < 0) continue;
+      if (request.filter && !matchesFilter(request.filter, item.record.data ?? {})) continue;
+      const distance =
+        request.geo && !Number.isNaN(item.lat)
+          ? haversineMeters(request.geo.latitude, request.geo.longitude, item.lat, item.lon)
+          : Infinity;
+      hits.push({ bucket, weight: item.record.weight ?? 0, distance, id: item.record.id, record: item.record });
+    }
+    return hits;
+  }
+}

@@ -1,0 +1,25 @@
+// The final order of DESIGN.md "Ranking" over hits from a segment and from a version's changes:
+// lexical bucket, then weight (when weighted), then distance (records without coordinates last),
+// then id in code point order.
+import type { SearchRecord } from "../../ports/engine.ts";
+import { compareCodePoints } from "./sorted-strings.ts";
+
+export interface RankedHit {
+  bucket: number;
+  weight: number;
+  /** Infinity when the query has no point or the record no coordinates. */
+  distance: number;
+  id: string;
+  record: SearchRecord;
+  /** The segment document, for hits read from a segment (their records are fresh copies). */
+  doc?: number;
+}
+
+export function compareRanked(weighted: boolean): (a: RankedHit, b: RankedHit) => number {
+  return (a, b) => {
+    if (a.bucket !== b.bucket) return a.bucket - b.bucket;
+    if (weighted && a.weight !== b.weight) return b.weight - a.weight;
+    if (a.distance !== b.distance) return a.distance < b.distance ? -1 : 1;
+    return compareCodePoints(a.id, b.id);
+  };
+}

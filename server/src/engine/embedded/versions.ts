@@ -1,0 +1,146 @@
+// The version tree of one index in memory: major segments (loaded on first use) and the minor
+// changes on top of them, with a small cache of overlays (the net effect of a chain of changes).
+import type { RecordChange, VersionId } from "../../ports/engine.ts";
+import type { ChangeRow, MajorRow } from "./catalog.ts";
+import { Overlay, overlayRecord, type OverlayRecord } from "./overlay.ts";
+import { Segment } from "./segment.ts";
+
+const OVERLAY_CACHE = 32;
+
+export interface ParsedVersion {
+  major: number;
+  minor: number | null;
+}
+
+export function parseVersion(version: VersionId): ParsedVersion {
+  const m = /^(0|[1-9]\d*)(?:\.(0|[1-9]\d*))?$/.exec(version);
+  if (m === null) throw new Error(`invalid version id ${JSON.stringify(version)}: expected "7" or "7.3"`);
+  return { major: Number(m[1]), minor: m[2] === undefined ? null : Number(m[2]) };
+}
+
+export class MajorVersion {
+  readonly row: MajorRow;
+  readonly dir: string;
+  private segment: Segment | null = null;
+  private loading: Promise<Segment> | null = null;
+
+  constructor(row: MajorRow, dir: string, segment: Segment | null = null) {
+    this.row = row;
+    this.dir = dir;
+    this.segment = segment;
+  }
+
+  async load(): Promise<Segment> {
+    if (this.segment !== null) return this.segment;
+    this.loading ??= Segment.load(this.dir).then((s) => (this.segment = s));
+    return this.loading;
+  }
+
+  close(): void {
+    this.segment?.close();
+    // A load still in flight closes what it opens.
+    void this.loading?.then((s) => s.close());
+  }
+}
+
+export class ChangeVersion {
+  readonly row: ChangeRow;
+  readonly major: number;
+  private parsed: { change: RecordChange; upserted: OverlayRecord[] } | null = null;
+
+  constructor(row: ChangeRow, major: number) {
+    this.row = row;
+    this.major = major;
+  }
+
+  /** The change with its upserted records tokenised, computed once. */
+  get content(): { change: RecordChange; upserted: OverlayRecord[] } {
+    if (this.parsed === null) {
+      const body = JSON.parse(this.row.body) as Pick<RecordChange, "upserts" | "deletes">;
+      const change: RecordChange = { version: this.row.version, parent: this.row.parent, ...body };
+      this.parsed = { change, upserted: change.upserts.map(overlayRecord) };
+    }
+    return this.parsed;
+  }
+
+  static fromChange(change: RecordChange, upserted: OverlayRecord[], records: number, major: number): ChangeVersion {
+    const body = JSON.stringify({ upserts: change.upserts, deletes: change.deletes });
+    const node = new ChangeVersion({ version: change.version, parent: change.parent, records, body }, major);
+    node.parsed = { change, upserted };
+    return node;
+  }
+}
+
+export class IndexVersions {
+  readonly majors = new Map<number, MajorVersion>();
+  readonly changes = new Map<VersionId, ChangeVersion>();
+  /** Majors whose bulk build is in progress. */
+  readonly building = new Set<number>();
+  private readonly overlays = new Map<VersionId, Overlay>();
+
+  has(version: VersionId): boolean {
+    const { major, minor } = parseVersion(version);
+    return minor === null ? this.majors.has(major) : this.changes.has(version);
+  }
+
+  /** The overlay of a version of a loaded major (empty for the major itself). */
+  overlay(version: VersionId, segment: Segment): Overlay {
+    const cached = this.overlays.get(version);
+    if (cached !== undefined) {
+      // Re-insert: the cache evicts in insertion order, so this keeps hot versions.
+      this.overlays.delete(version);
+      this.overlays.set(version, cached);
+      return cached;
+    }
+    // Walk up to the major or a cached ancestor, then apply the changes downwards.
+    const chain: ChangeVersion[] = [];
+    let overlay = new Overlay();
+    for (let v = version; parseVersion(v).minor !== null; ) {
+      const hit = this.overlays.get(v);
+      if (hit !== undefined) {
+        overlay = hit;
+        break;
+      }
+      const node = this.changes.get(v);
+      if (node === undefined) throw new Error(`unknown version ${v}`);
+      chain.push(node);
+      v = node.row.parent;
+    }
+    for (let i = chain.length - 1; i >= 0; i--) {
+      const { change, upserted } = chain[i]!.content;
+      overlay = overlay.extend(change, upserted, segment);
+    }
+    this.remember(version, overlay);
+    return overlay;
+  }
+
+  remember(version: VersionId, overlay: Overlay): void {
+    this.overlays.set(version, overlay);
+    if (this.overlays.size > OVERLAY_CACHE) this.overlays.delete(this.overlays.keys().next().value!);
+  }
+
+  /** The version and every change descending from it. */
+  descendants(version: VersionId): VersionId[] {
+    const children = new Map<VersionId, VersionId[]>();
+    for (const node of this.changes.values()) {
+      const list = children.get(node.row.parent) ?? [];
+      list.push(node.row.version);
+      children.set(node.row.parent, list);
+    }
+    const out: VersionId[] = [];
+    const stack = [version];
+    while (stack.length > 0) {
+      const v = stack.pop()!;
+      out.push(v);
+      stack.push(...(children.get(v) ?? []));
+    }
+    return out;
+  }
+
+  forget(versions: readonly VersionId[]): void {
+    for (const v of versions) {
+      this.changes.delete(v);
+      this.overlays.delete(v);
+    }
+  }
+}

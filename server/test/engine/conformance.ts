@@ -1,0 +1,443 @@
+// The search-engine conformance suite: behaviour a user of Sift would notice, written only
+// against the port (src/ports/engine.ts) so that every adapter runs the same tests. Ranking is
+// checked where DESIGN.md "Ranking" decides it; where two reasonable engines could differ (how
+// two different partial matches compare), only the set of matches is checked.
+import { randomUUID } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { SearchEngine, SearchHit, SearchRecord, SearchRequest } from "../../src/ports/engine.ts";
+import { parseFilter } from "../../src/search/filter.ts";
+import { tokenize } from "../../src/engine/tokenize.ts";
+
+export type OpenEngine = () => Promise<{ engine: SearchEngine; cleanup: () => Promise<void> }>;
+
+const ids = (hits: SearchHit[]) => hits.map((h) => h.record.id);
+
+function request(query: string, extra: Partial<SearchRequest> = {}): SearchRequest {
+  return { query, scope: "title", weighted: false, limit: 10, ...extra };
+}
+
+function haversine(lat1: number, lon1: number, lat2: number, lon2: number): number {
+  const r = Math.PI / 180;
+  const a = Math.sin(((lat2 - lat1) * r) / 2) ** 2 + Math.cos(lat1 * r) * Math.cos(lat2 * r) * Math.sin(((lon2 - lon1) * r) / 2) ** 2;
+  return 2 * 6_371_008.8 * Math.asin(Math.sqrt(a));
+}
+
+/** A deterministic pseudo-random sequence, so a failing case can be replayed. */
+function random(seed: number): () => number {
+  let a = seed;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = Math.imul(a ^ (a >>> 15), a | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+export function describeEngineConformance(name: string, open: OpenEngine): void {
+  describe(`search engine conformance: ${name}`, () => {
+    let engine: SearchEngine;
+    let cleanup: () => Promise<void>;
+
+    beforeAll(async () => {
+      ({ engine, cleanup } = await open());
+    });
+    afterAll(async () => {
+      await cleanup();
+    });
+
+    /** A fresh index with major version 1 holding `records`. */
+    async function indexWith(records: SearchRecord[]): Promise<string> {
+      const key = `conf-${randomUUID()}`;
+      await engine.createIndex(key);
+      const writer = await engine.bulkWriter(key, 1);
+      await writer.add(records);
+      await writer.commit();
+      return key;
+    }
+
+    const search = (key: string, query: string, extra: Partial<SearchRequest> = {}, version = "1") =>
+      engine.search(key, version, request(query, extra));
+
+    it("answers ping once open", async () => {
+      expect(await engine.ping()).toBe(true);
+    });
+
+    describe("bulk ingest and records", () => {
+      const full: SearchRecord = {
+        id: "full",
+        title: "Café Zürich",
+        weight: 42,
+        images: ["https://img.example/1.jpg", "https://img.example/2.jpg"],
+        latitude: "47.37690",
+        longitude: "8.54170",
+        data: { price: 4.5, inStock: true, tags: ["coffee", "cake"], address: { city: "Zürich", zip: "8001" }, empty: {} },
+      };
+
+      it("stores records exactly and counts them", async () => {
+        const key = await indexWith([full, { id: "plain", title: "Plain", data: {} }]);
+        expect(await engine.count(key, "1")).toBe(2);
+        expect(await engine.get(key, "1", "full")).toEqual(full);
+        expect(await engine.get(key, "1", "plain")).toEqual({ id: "plain", title: "Plain", data: {} });
+        expect(await engine.get(key, "1", "missing")).toBeNull();
+        const [hit] = await search(key, "cafe");
+        expect(hit!.record).toEqual(full);
+      });
+
+      it("keeps the last of duplicate ids in a bulk stream", async () => {
+        const key = `conf-${randomUUID()}`;
+        await engine.createIndex(key);
+        const writer = await engine.bulkWriter(key, 1);
+        await writer.add([{ id: "a", title: "First title" }]);
+        await writer.add([{ id: "a", title: "Second title" }, { id: "b", title: "Other" }]);
+        expect(await writer.commit()).toEqual({ records: 2 });
+        expect((await engine.get(key, "1", "a"))?.title).toBe("Second title");
+        expect(ids(await search(key, "first"))).toEqual([]);
+        expect(ids(await search(key, "second"))).toEqual(["a"]);
+      });
+
+      it("leaves nothing behind when a bulk write is aborted", async () => {
+        const key = await indexWith([{ id: "a", title: "Kept" }]);
+        const writer = await engine.bulkWriter(key, 2);
+        await writer.add([{ id: "b", title: "Discarded" }]);
+        await writer.abort();
+        expect((await engine.versions(key)).map((v) => v.version)).toEqual(["1"]);
+        expect(ids(await search(key, "discarded"))).toEqual([]);
+      });
+
+      it("makes a committed major searchable next to the older one", async () => {
+        const key = await indexWith([{ id: "a", title: "Old name" }]);
+        const writer = await engine.bulkWriter(key, 2);
+        await writer.add([{ id: "a", title: "New name" }]);
+        await writer.commit();
+        expect(ids(await search(key, "old", {}, "1"))).toEqual(["a"]);
+        expect(ids(await search(key, "old", {}, "2"))).toEqual([]);
+        expect(ids(await search(key, "new", {}, "2"))).toEqual(["a"]);
+      });
+    });
+
+    describe("matching", () => {
+      let key: string;
+      beforeAll(async () => {
+        key = await indexWith([
+          { id: "1", title: "San Jose" },
+          { id: "2", title: "Santa Cruz" },
+          { id: "3", title: "Sandy Jones" },
+          { id: "4", title: "Los Angeles" },
+          { id: "5", title: "Zürich" },
+          { id: "6", title: "São Paulo" },
+          { id: "7", title: "NEW YORK" },
+          { id: "8", title: "Crème Brûlée Café" },
+        ]);
+      });
+
+      it("matches the last token as a prefix and earlier tokens whole", async () => {
+        expect(new Set(ids(await search(key, "san")))).toEqual(new Set(["1", "2", "3"]));
+        expect(ids(await search(key, "san j"))).toEqual(["1"]);
+        expect(ids(await search(key, "sa jose"))).toEqual([]);
+        expect(ids(await search(key, "angeles"))).toEqual(["4"]);
+      });
+
+      it("folds case and diacritics in both records and queries", async () => {
+        expect(ids(await search(key, "zurich"))).toEqual(["5"]);
+        expect(ids(await search(key, "ZÜRICH"))).toEqual(["5"]);
+        expect(ids(await search(key, "sao paulo"))).toEqual(["6"]);
+        expect(ids(await search(key, "new york"))).toEqual(["7"]);
+        expect(ids(await search(key, "creme brulee cafe"))).toEqual(["8"]);
+      });
+
+      it("treats punctuation as separators and finds nothing for punctuation alone", async () => {
+        expect(ids(await search(key, "los-angeles!"))).toEqual(["4"]);
+        expect(await search(key, "?!…")).toEqual([]);
+      });
+
+      it("returns at most limit hits", async () => {
+        expect(await search(key, "s", { limit: 2 })).toHaveLength(2);
+        expect(await search(key, "s", { limit: 1 })).toHaveLength(1);
+      });
+    });
+
+    describe("ranking", () => {
+      it("ranks a whole-token match above a prefix-only one, whatever the weights", async () => {
+        const key = await indexWith([
+          { id: "a", title: "Santa Cruz", weight: 1000 },
+          { id: "b", title: "San Mateo", weight: 1 },
+        ]);
+        expect(ids(await search(key, "san", { weighted: true }))).toEqual(["b", "a"]);
+        expect(ids(await search(key, "san"))).toEqual(["b", "a"]);
+      });
+
+      it("ranks a whole last token above a prefix before looking at proximity (DESIGN's order)", async () => {
+        const key = await indexWith([
+          { id: "a", title: "San Jose", weight: 900 },
+          { id: "b", title: "J Street San Mateo", weight: 1 },
+          { id: "c", title: "Old San Juan", weight: 5 },
+        ]);
+        // "j" is a whole token only in b; a and c have it as a prefix, a at the start.
+        expect(ids(await search(key, "san j", { weighted: true }))).toEqual(["b", "a", "c"]);
+        expect(ids(await search(key, "san jose"))).toEqual(["a"]);
+      });
+
+      it("ranks a match at the start of the title above a later one", async () => {
+        const key = await indexWith([
+          { id: "a", title: "Puerto Rico Grande" },
+          { id: "b", title: "Rico Grande" },
+        ]);
+        expect(ids(await search(key, "rico"))).toEqual(["b", "a"]);
+      });
+
+      it("ranks the query words together and in order above scattered ones", async () => {
+        const key = await indexWith([
+          { id: "a", title: "York Road New Town" },
+          { id: "b", title: "Old New York Deli" },
+        ]);
+        expect(ids(await search(key, "new york"))).toEqual(["b", "a"]);
+      });
+
+      it("breaks lexical ties by weight when weighted, treating a missing weight as 0", async () => {
+        const key = await indexWith([
+          { id: "a", title: "Springfield", weight: 5 },
+          { id: "b", title: "Springfield", weight: 50 },
+          { id: "c", title: "Springfield" },
+          { id: "d", title: "Springfield", weight: 20 },
+        ]);
+        expect(ids(await search(key, "spring", { weighted: true }))).toEqual(["b", "d", "a", "c"]);
+      });
+
+      it("orders lexical ties by id when unweighted, stably", async () => {
+        const records = ["k", "b", "x", "a", "m"].map((id, i) => ({ id, title: "Lakeside", weight: 10 - i }));
+        const key = await indexWith(records);
+        const first = ids(await search(key, "lake"));
+        expect(first).toEqual(["a", "b", "k", "m", "x"]);
+        expect(ids(await search(key, "lake"))).toEqual(first);
+      });
+
+      it("breaks the remaining ties by distance and reports it, records without coordinates last", async () => {
+        const paris = { latitude: 48.8566, longitude: 2.3522 };
+        const key = await indexWith([
+          { id: "far", title: "Bakery", latitude: "40.4168", longitude: "-3.7038" },
+          { id: "none", title: "Bakery" },
+          { id: "near", title: "Bakery", latitude: "48.8600", longitude: "2.3400" },
+          { id: "mid", title: "Bakery", latitude: "51.5074", longitude: "-0.1278" },
+        ]);
+        const hits = await search(key, "bak", { geo: paris });
+        expect(ids(hits)).toEqual(["near", "mid", "far", "none"]);
+        expect(hits[3]!.distanceMeters).toBeUndefined();
+        const expected = haversine(paris.latitude, paris.longitude, 51.5074, -0.1278);
+        expect(Math.abs(hits[1]!.distanceMeters! - expected)).toBeLessThan(expected * 0.005);
+        expect(hits[0]!.distanceMeters!).toBeLessThan(1500);
+      });
+
+      it("applies weight before distance when both are asked for", async () => {
+        const key = await indexWith([
+          { id: "near", title: "Museum", weight: 1, latitude: "48.86", longitude: "2.34" },
+          { id: "far", title: "Museum", weight: 9, latitude: "-33.86", longitude: "151.21" },
+          { id: "near2", title: "Museum", weight: 1, latitude: "48.90", longitude: "2.30" },
+        ]);
+        const hits = await search(key, "museum", { weighted: true, geo: { latitude: 48.8566, longitude: 2.3522 } });
+        expect(ids(hits)).toEqual(["far", "near", "near2"]);
+      });
+
+      it("omits distances when no point is given", async () => {
+        const key = await indexWith([{ id: "a", title: "Harbour", latitude: "1.0", longitude: "2.0" }]);
+        expect((await search(key, "harbour"))[0]!.distanceMeters).toBeUndefined();
+      });
+    });
+
+    describe("scope=all and filters", () => {
+      let key: string;
+      beforeAll(async () => {
+        key = await indexWith([
+          { id: "t", title: "Blue Lagoon", data: { price: 30, inStock: true } },
+          { id: "d", title: "Harbor Hotel", data: { details: { color: "blue" }, price: 10, inStock: false } },
+          { id: "arr", title: "Garden Cafe", data: { tags: ["quiet", "blue"], price: "12", stock: { count: 3 } } },
+          { id: "none", title: "Grey House", data: { price: 5 } },
+        ]);
+      });
+
+      it("matches whole tokens of the title and of text anywhere in data, title first", async () => {
+        const hits = ids(await search(key, "blue", { scope: "all" }));
+        expect(hits[0]).toBe("t");
+        expect(new Set(hits)).toEqual(new Set(["t", "d", "arr"]));
+        expect(ids(await search(key, "blu", { scope: "all" }))).toEqual([]);
+        expect(ids(await search(key, "quiet garden", { scope: "all" }))).toEqual(["arr"]);
+        expect(ids(await search(key, "blue", { scope: "title" }))).toEqual(["t"]);
+      });
+
+      it("filters on numbers and booleans, nested paths, with && || ! and parentheses", async () => {
+        const f = (text: string) => search(key, "blue", { scope: "all", filter: parseFilter(text), limit: 10 }).then((h) => new Set(ids(h)));
+        expect(await f("data.price<20")).toEqual(new Set(["d"]));
+        expect(await f("data.price>=10 && data.inStock=true")).toEqual(new Set(["t"]));
+        expect(await f("data.inStock=false || data.stock.count>2")).toEqual(new Set(["d", "arr"]));
+        expect(await f("!(data.inStock=true)")).toEqual(new Set(["d", "arr"]));
+      });
+
+      it("never matches a comparison on a missing field or a field of another type", async () => {
+        const all = (text: string) => engine.search(key, "1", request("house", { filter: parseFilter(text) })).then(ids);
+        expect(await all("data.inStock=false")).toEqual([]);
+        expect(await all("data.inStock!=true")).toEqual([]);
+        expect(await all("data.price!=1")).toEqual(["none"]);
+        const cafe = (text: string) => engine.search(key, "1", request("garden", { filter: parseFilter(text) })).then(ids);
+        expect(await cafe("data.price<100")).toEqual([]); // "12" is a string
+        expect(await cafe("data.stock.count=3")).toEqual(["arr"]);
+      });
+    });
+
+    describe("versions", () => {
+      it("creates minor versions that see their own changes and leave older versions untouched", async () => {
+        const key = await indexWith([
+          { id: "a", title: "Alpha" },
+          { id: "b", title: "Beta" },
+        ]);
+        await engine.applyChange(key, { version: "1.1", parent: "1", upserts: [{ id: "c", title: "Gamma" }], deletes: [] });
+        await engine.applyChange(key, { version: "1.2", parent: "1.1", upserts: [{ id: "a", title: "Alpha Prime" }], deletes: ["b"] });
+        expect(await engine.count(key, "1")).toBe(2);
+        expect(await engine.count(key, "1.1")).toBe(3);
+        expect(await engine.count(key, "1.2")).toBe(2);
+        expect(await engine.get(key, "1.2", "b")).toBeNull();
+        expect(await engine.get(key, "1.1", "b")).toEqual({ id: "b", title: "Beta" });
+        expect((await engine.get(key, "1.2", "a"))?.title).toBe("Alpha Prime");
+        expect(ids(await search(key, "prime", {}, "1.2"))).toEqual(["a"]);
+        expect(ids(await search(key, "prime", {}, "1.1"))).toEqual([]);
+        expect(ids(await search(key, "beta", {}, "1.2"))).toEqual([]);
+        expect(ids(await search(key, "gam", {}, "1"))).toEqual([]);
+        expect(ids(await search(key, "gam", {}, "1.1"))).toEqual(["c"]);
+      });
+
+      it("branches from an older version: a delete hides the id in its version and descendants only", async () => {
+        const key = await indexWith([{ id: "a", title: "Anchor" }]);
+        await engine.applyChange(key, { version: "1.1", parent: "1", upserts: [], deletes: ["a"] });
+        await engine.applyChange(key, { version: "1.2", parent: "1.1", upserts: [{ id: "z", title: "Zebra" }], deletes: [] });
+        // Activating "1" again and writing branches from it.
+        await engine.applyChange(key, { version: "1.3", parent: "1", upserts: [{ id: "y", title: "Yak" }], deletes: [] });
+        expect(await engine.get(key, "1.2", "a")).toBeNull();
+        expect(await engine.get(key, "1.3", "a")).toEqual({ id: "a", title: "Anchor" });
+        expect(ids(await search(key, "anc", {}, "1.3"))).toEqual(["a"]);
+        expect(await engine.get(key, "1.3", "z")).toBeNull();
+        expect(await engine.count(key, "1.3")).toBe(2);
+        // A PUT of a deleted id writes it again.
+        await engine.applyChange(key, { version: "1.4", parent: "1.2", upserts: [{ id: "a", title: "Anchor Again" }], deletes: [] });
+        expect(ids(await search(key, "again", {}, "1.4"))).toEqual(["a"]);
+        const listed = await engine.versions(key);
+        expect(listed.map((v) => [v.version, v.parent, v.records])).toEqual([
+          ["1", null, 1],
+          ["1.1", "1", 0],
+          ["1.2", "1.1", 1],
+          ["1.3", "1", 2],
+          ["1.4", "1.2", 2],
+        ]);
+      });
+
+      it("ranks changed records with the rest of the version", async () => {
+        const key = await indexWith([
+          { id: "m", title: "Market", weight: 5 },
+          { id: "n", title: "Market", weight: 50 },
+        ]);
+        await engine.applyChange(key, { version: "1.1", parent: "1", upserts: [{ id: "o", title: "Market", weight: 20 }], deletes: [] });
+        expect(ids(await search(key, "mark", { weighted: true }, "1.1"))).toEqual(["n", "o", "m"]);
+        expect(ids(await search(key, "mark", {}, "1.1"))).toEqual(["m", "n", "o"]);
+      });
+
+      it("checkpoints a version into a self-contained major", async () => {
+        const key = await indexWith([
+          { id: "a", title: "Apple", weight: 3 },
+          { id: "b", title: "Banana" },
+        ]);
+        await engine.applyChange(key, { version: "1.1", parent: "1", upserts: [{ id: "c", title: "Apricot", weight: 7 }], deletes: ["b"] });
+        expect(await engine.checkpoint(key, "1.1", 2)).toEqual({ records: 2 });
+        expect(ids(await search(key, "ap", { weighted: true }, "2"))).toEqual(["c", "a"]);
+        expect(await engine.get(key, "2", "b")).toBeNull();
+        await engine.dropVersion(key, "1");
+        expect((await engine.versions(key)).map((v) => v.version)).toEqual(["2"]);
+        expect(await engine.count(key, "2")).toBe(2);
+        await engine.applyChange(key, { version: "2.1", parent: "2", upserts: [{ id: "b", title: "Blueberry" }], deletes: [] });
+        expect(await engine.count(key, "2.1")).toBe(3);
+      });
+
+      it("drops a minor version, and a major with its minors", async () => {
+        const key = await indexWith([{ id: "a", title: "One" }]);
+        await engine.applyChange(key, { version: "1.1", parent: "1", upserts: [{ id: "b", title: "Two" }], deletes: [] });
+        await engine.applyChange(key, { version: "1.2", parent: "1", upserts: [{ id: "c", title: "Three" }], deletes: [] });
+        const writer = await engine.bulkWriter(key, 2);
+        await writer.add([{ id: "x", title: "Fresh" }]);
+        await writer.commit();
+        await engine.dropVersion(key, "1.1");
+        expect((await engine.versions(key)).map((v) => v.version)).toEqual(["1", "1.2", "2"]);
+        expect(ids(await search(key, "three", {}, "1.2"))).toEqual(["c"]);
+        await engine.dropVersion(key, "1");
+        expect((await engine.versions(key)).map((v) => v.version)).toEqual(["2"]);
+        expect(ids(await search(key, "fresh", {}, "2"))).toEqual(["x"]);
+      });
+
+      it("answers searches on a version consistently while writes go on", async () => {
+        const records = Array.from({ length: 300 }, (_, i) => ({ id: `r${String(i).padStart(3, "0")}`, title: `Station ${i % 7}`, weight: i + 1 }));
+        const key = await indexWith(records);
+        const baseline = ids(await search(key, "station", { weighted: true }));
+        let parent = "1";
+        const writes = (async () => {
+          for (let i = 1; i <= 15; i++) {
+            await engine.applyChange(key, { version: `1.${i}`, parent, upserts: [{ id: `new${i}`, title: "Station", weight: 10_000 + i }], deletes: ["r299"] });
+            parent = `1.${i}`;
+          }
+          const writer = await engine.bulkWriter(key, 2);
+          await writer.add(records.slice(0, 10));
+          await writer.commit();
+        })();
+        const reads = Array.from({ length: 20 }, () => search(key, "station", { weighted: true }).then(ids));
+        const [, ...results] = await Promise.all([writes, ...reads]);
+        for (const r of results) expect(r).toEqual(baseline);
+        expect(ids(await search(key, "station", { weighted: true }, "1.15"))[0]).toBe("new15");
+      });
+    });
+
+    describe("against a brute-force reference", () => {
+      // Many records share a title, so any engine must rank them the same way: lexical scores
+      // tie, then weight (when weighted), then distance (with a point), then id.
+      const rand = random(20261122);
+      const words = ["north", "nord", "norte", "station", "stadium", "state", "park", "parking", "río", "rio", "ocean", "oak"];
+      const titles = Array.from({ length: 25 }, () => {
+        const n = 1 + Math.floor(rand() * 3);
+        return Array.from({ length: n }, () => words[Math.floor(rand() * words.length)]!).join(" ");
+      });
+      const records: SearchRecord[] = Array.from({ length: 400 }, (_, i) => {
+        const r: SearchRecord = { id: `id${String(i).padStart(4, "0")}`, title: titles[Math.floor(rand() * titles.length)]!, data: {} };
+        if (rand() < 0.7) r.weight = 1 + Math.floor(rand() * 20);
+        if (rand() < 0.8) {
+          r.latitude = (40 + rand() * 10).toFixed(4);
+          r.longitude = (-5 + rand() * 15).toFixed(4);
+        }
+        return r;
+      });
+      const queries = ["n", "no", "nor", "north", "st", "sta", "park", "rio", "río", "oa", "north st", "park n", "state park", "o"];
+
+      let key: string;
+      beforeAll(async () => {
+        key = await indexWith(records);
+      });
+
+      function matches(record: SearchRecord, query: string): boolean {
+        const title = tokenize(record.title);
+        const q = tokenize(query);
+        return q.slice(0, -1).every((t) => title.includes(t)) && title.some((t) => t.startsWith(q[q.length - 1]!));
+      }
+
+      it.each(queries)("finds exactly the matching records for %j and orders equal titles correctly", async (query) => {
+        for (const mode of [{}, { weighted: true }, { geo: { latitude: 45, longitude: 2 } }, { weighted: true, geo: { latitude: 47, longitude: 8 } }]) {
+          const hits = await search(key, query, { limit: 100, ...mode });
+          const expected = records.filter((r) => matches(r, query));
+          if (expected.length <= 100) expect(new Set(ids(hits))).toEqual(new Set(expected.map((r) => r.id)));
+          else expect(hits).toHaveLength(100);
+          const byTitle = new Map<string, SearchHit[]>();
+          for (const h of hits) byTitle.set(h.record.title, [...(byTitle.get(h.record.title) ?? []), h]);
+          for (const group of byTitle.values()) {
+            const sorted = [...group].sort((a, b) => {
+              const w = "weighted" in mode ? (b.record.weight ?? 0) - (a.record.weight ?? 0) : 0;
+              const d = (a.distanceMeters ?? Infinity) - (b.distanceMeters ?? Infinity);
+              return w || (Number.isNaN(d) ? 0 : d) || (a.record.id < b.record.id ? -1 : 1);
+            });
+            expect(ids(group)).toEqual(ids(sorted));
+          }
+        }
+      });
+    });
+  });
+}

@@ -1,0 +1,293 @@
+// Tests of the embedded engine beyond the port's conformance suite: exact ranking against the
+// brute-force reference on every search strategy (forced through tuning), persistence, crashes,
+// and storage being freed.
+import { spawn } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { createEmbeddedEngine, type EmbeddedEngineOptions } from "../../src/engine/embedded/index.ts";
+import type { FilterExpr, RecordChange, SearchEngine, SearchRecord, SearchRequest } from "../../src/ports/engine.ts";
+import { parseFilter } from "../../src/search/filter.ts";
+import { compareScores, prepareRecord, queryTokens, scoreRecord, toHits, type PreparedRecord } from "./reference.ts";
+
+const dirs: string[] = [];
+const engines: SearchEngine[] = [];
+afterEach(async () => {
+  for (const e of engines.splice(0)) await e.close();
+  for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
+});
+
+function tempDir(): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sift-embedded-"));
+  dirs.push(dir);
+  return dir;
+}
+
+async function openEngine(options: Partial<EmbeddedEngineOptions> & { dataDir: string }): Promise<SearchEngine> {
+  const engine = createEmbeddedEngine(options);
+  await engine.open();
+  engines.push(engine);
+  return engine;
+}
+
+async function bulk(engine: SearchEngine, key: string, major: number, records: SearchRecord[]): Promise<void> {
+  const writer = await engine.bulkWriter(key, major);
+  for (let i = 0; i < records.length; i += 97) await writer.add(records.slice(i, i + 97));
+  await writer.commit();
+}
+
+function random(seed: number): () => number {
+  let a = seed;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = Math.imul(a ^ (a >>> 15), a | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+// Words share prefixes and differ by diacritics and case; ids include characters whose UTF-16
+// order differs from code point order.
+const WORDS = ["san", "sano", "santa", "Santé", "sant", "STAR", "start", "stár", "río", "rio", "rion", "東京", "東", "x", "xy", "new", "newt", "york", "yorker", "a", "ab", "abc"];
+const ID_CHARS = ["a", "b", "c", "é", "Ω", "😀", "\ue000", "1", "9"];
+
+function makeRecords(rand: () => number, count: number, prefix = ""): SearchRecord[] {
+  const pick = <T>(xs: readonly T[]) => xs[Math.floor(rand() * xs.length)]!;
+  const seen = new Set<string>();
+  const records: SearchRecord[] = [];
+  while (records.length < count) {
+    const id = prefix + Array.from({ length: 1 + Math.floor(rand() * 3) }, () => pick(ID_CHARS)).join("") + (rand() < 0.5 ? String(records.length) : "");
+    if (seen.has(id)) continue;
+    seen.add(id);
+    const n = 1 + Math.floor(rand() * 4);
+    const title = Array.from({ length: n }, () => pick(WORDS)).join(pick([" ", "-", ", ", " / "]));
+    const record: SearchRecord = {
+      id,
+      title,
+      data: {
+        price: Math.floor(rand() * 100),
+        inStock: rand() < 0.5,
+        details: { color: pick(["red", "blue", "Rio"]), size: rand() < 0.3 ? "10" : Math.floor(rand() * 5) },
+        tags: [pick(WORDS), pick(["alpha", "beta"])],
+      },
+    };
+    if (rand() < 0.7) record.weight = 1 + Math.floor(rand() * 4) * (rand() < 0.2 ? 1000 : 1);
+    if (rand() < 0.75) {
+      // Few distinct places, so equal distances (ties broken by id) happen.
+      const place = Math.floor(rand() * 40);
+      record.latitude = (-60 + ((place * 37) % 120) + (rand() < 0.5 ? 0 : rand())).toFixed(3);
+      record.longitude = (-170 + ((place * 53) % 340) + (rand() < 0.5 ? 0 : rand())).toFixed(3);
+    }
+    records.push(record);
+  }
+  return records;
+}
+
+const FILTERS = ["data.price<50", "data.inStock=true && data.price>=10", "!(data.details.size>=2) || data.inStock=false", "data.details.size=3"];
+
+function makeRequests(rand: () => number, count: number): SearchRequest[] {
+  const pick = <T>(xs: readonly T[]) => xs[Math.floor(rand() * xs.length)]!;
+  const requests: SearchRequest[] = [];
+  for (let i = 0; i < count; i++) {
+    const scope = rand() < 0.2 ? "all" : "title";
+    const n = rand() < 0.6 ? 1 : 2 + Math.floor(rand() * 2);
+    const tokens = Array.from({ length: n }, () => pick([...WORDS, "alpha", "blue", "rio"]));
+    if (scope === "title") {
+      const last = Array.from(tokens[n - 1]!);
+      tokens[n - 1] = last.slice(0, 1 + Math.floor(rand() * last.length)).join("");
+    }
+    const request: SearchRequest = { query: tokens.join(" "), scope, weighted: rand() < 0.5, limit: 1 + Math.floor(rand() * 25) };
+    if (rand() < 0.5) request.geo = { latitude: -60 + rand() * 120, longitude: -180 + rand() * 360 };
+    if (rand() < 0.2) request.filter = parseFilter(pick(FILTERS)) as FilterExpr;
+    requests.push(request);
+  }
+  return requests;
+}
+
+function reference(records: Map<string, PreparedRecord>, request: SearchRequest) {
+  const query = queryTokens(request);
+  const scores = [];
+  for (const p of records.values()) {
+    const s = scoreRecord(p, query, request);
+    if (s) scores.push(s);
+  }
+  return toHits(scores.sort(compareScores(request.weighted)).slice(0, request.limit));
+}
+
+async function expectSameAsReference(engine: SearchEngine, key: string, version: string, content: Map<string, PreparedRecord>, requests: SearchRequest[]) {
+  for (const request of requests) {
+    const got = await engine.search(key, version, request);
+    const expected = reference(content, request);
+    const context = `${version} ${JSON.stringify(request)}`;
+    expect(got.map((h) => h.record.id), context).toEqual(expected.map((h) => h.id));
+    got.forEach((h, i) => {
+      if (expected[i]!.distanceMeters === undefined) expect(h.distanceMeters, context).toBeUndefined();
+      else expect(h.distanceMeters!, context).toBeCloseTo(expected[i]!.distanceMeters!, 3);
+      expect(h.record).toEqual(content.get(h.record.id)!.record);
+    });
+  }
+}
+
+describe("embedded engine ranking equals the brute-force reference", () => {
+  // Each configuration forces different search strategies (segment-search.ts) on the same data.
+  const configurations: [string, Partial<EmbeddedEngineOptions>][] = [
+    ["default strategies", {}],
+    ["nearest-first and exact intersections everywhere", { tuning: { smallStream: 0, exactIntersection: 0, nearestBudget: 1e9 } }],
+    ["every nearest-first read over budget", { tuning: { smallStream: 0, nearestBudget: 0 } }],
+    ["one-letter prefix index, merged term runs", { maxPrefix: 1, tuning: { maxUnionTerms: 1, smallStream: 0 } }],
+    ["no prefix index beyond two letters, unions of term runs", { maxPrefix: 2, tuning: { maxUnionTerms: 1000 } }],
+  ];
+
+  it.each(configurations)("%s: on a major, and on minors after changes and a branch", async (_name, options) => {
+    const rand = random(7);
+    const records = makeRecords(rand, 500);
+    const engine = await openEngine({ dataDir: tempDir(), ...options });
+    await engine.createIndex("k");
+    await bulk(engine, "k", 1, records);
+    const content = new Map(records.map((r) => [r.id, prepareRecord(r)]));
+    await expectSameAsReference(engine, "k", "1", content, makeRequests(rand, 150));
+
+    // A chain of changes, then a branch from the middle of it.
+    const versions = new Map<string, Map<string, PreparedRecord>>([["1", content]]);
+    let parent = "1";
+    const fresh = makeRecords(rand, 40, "new-");
+    for (let i = 1; i <= 12; i++) {
+      const state = new Map(versions.get(parent)!);
+      const upserts = [fresh[i]!, { ...records[i * 7]!, title: `${records[i * 7]!.title} santa`, weight: 5000 + i }];
+      const deletes = [records[i * 11]!.id, fresh[i - 1]!.id];
+      for (const id of deletes) state.delete(id);
+      for (const r of upserts) state.set(r.id, prepareRecord(r));
+      const change: RecordChange = { version: `1.${i}`, parent, upserts, deletes };
+      await engine.applyChange("k", change);
+      versions.set(change.version, state);
+      parent = i === 6 ? "1.3" : change.version;
+    }
+    for (const version of ["1.3", "1.6", "1.12"]) {
+      expect(await engine.count("k", version)).toBe(versions.get(version)!.size);
+      await expectSameAsReference(engine, "k", version, versions.get(version)!, makeRequests(rand, 40));
+    }
+  });
+});
+
+describe("embedded engine persistence", () => {
+  it("reloads every version after a clean close", async () => {
+    const dataDir = tempDir();
+    const records = makeRecords(random(3), 200);
+    let engine = await openEngine({ dataDir });
+    await engine.createIndex("k");
+    await bulk(engine, "k", 1, records);
+    await engine.applyChange("k", { version: "1.1", parent: "1", upserts: [{ id: "extra", title: "Santa Extra" }], deletes: [records[0]!.id] });
+    const requests = makeRequests(random(4), 30);
+    const before = await Promise.all(requests.map((r) => engine.search("k", "1.1", r)));
+    const versions = await engine.versions("k");
+    await engine.close();
+    engines.length = 0;
+
+    engine = await openEngine({ dataDir });
+    expect(await engine.versions("k")).toEqual(versions);
+    expect(await Promise.all(requests.map((r) => engine.search("k", "1.1", r)))).toEqual(before);
+    expect(await engine.get("k", "1.1", "extra")).toEqual({ id: "extra", title: "Santa Extra" });
+    expect(await engine.get("k", "1.1", records[0]!.id)).toBeNull();
+    expect(await engine.get("k", "1", records[0]!.id)).toEqual(records[0]);
+  });
+
+  it("keeps every acknowledged change when the process is killed mid-stream", async () => {
+    const dataDir = tempDir();
+    const child = spawn(process.execPath, [path.join(import.meta.dirname, "fixtures", "write-forever.ts"), dataDir], {
+      stdio: ["ignore", "pipe", "inherit"],
+    });
+    const acknowledged: string[] = [];
+    await new Promise<void>((resolve, reject) => {
+      let buffered = "";
+      child.stdout.on("data", (chunk: Buffer) => {
+        buffered += chunk.toString();
+        const lines = buffered.split("\n");
+        buffered = lines.pop()!;
+        for (const line of lines) if (line.startsWith("ack ")) acknowledged.push(line.slice(4));
+        if (acknowledged.length >= 40) {
+          child.kill("SIGKILL");
+          resolve();
+        }
+      });
+      child.on("exit", (code, signal) => {
+        if (signal !== "SIGKILL") reject(new Error(`writer exited early: ${code ?? signal}`));
+      });
+    });
+    await new Promise((resolve) => child.on("close", resolve));
+
+    const engine = await openEngine({ dataDir });
+    const held = new Set((await engine.versions("k")).map((v) => v.version));
+    for (const version of acknowledged) {
+      expect(held.has(version), `version ${version}`).toBe(true);
+      const n = Number(version.split(".")[1]);
+      expect(await engine.get("k", version, `rec${n}`)).toEqual({ id: `rec${n}`, title: `Record ${n}`, weight: n });
+    }
+    const last = acknowledged[acknowledged.length - 1]!;
+    expect(await engine.count("k", last)).toBe(acknowledged.length + 1);
+    // The engine keeps working on top of what survived.
+    await engine.applyChange("k", { version: "1.100000", parent: last, upserts: [{ id: "after", title: "After crash" }], deletes: [] });
+    expect((await engine.search("k", "1.100000", { query: "after", scope: "title", weighted: false, limit: 10 })).map((h) => h.record.id)).toEqual(["after"]);
+  });
+
+  it("leaves no trace of a bulk build killed before commit", async () => {
+    const dataDir = tempDir();
+    const child = spawn(process.execPath, [path.join(import.meta.dirname, "fixtures", "write-forever.ts"), dataDir, "bulk"], {
+      stdio: ["ignore", "pipe", "inherit"],
+    });
+    await new Promise<void>((resolve) => {
+      child.stdout.on("data", (chunk: Buffer) => {
+        if (chunk.toString().includes("adding")) {
+          child.kill("SIGKILL");
+          resolve();
+        }
+      });
+    });
+    await new Promise((resolve) => child.on("close", resolve));
+    const indexDir = path.join(dataDir, "segments", fs.readdirSync(path.join(dataDir, "segments"))[0]!);
+    expect(fs.readdirSync(indexDir).sort()).toEqual([expect.stringMatching(/^1-/), expect.stringMatching(/^2-/)]);
+
+    const engine = await openEngine({ dataDir });
+    expect((await engine.versions("k")).map((v) => v.version)).toEqual(["1"]);
+    expect(fs.readdirSync(indexDir)).toEqual([expect.stringMatching(/^1-/)]);
+    expect(await engine.count("k", "1")).toBe(1);
+    // The major number is free again.
+    await bulk(engine, "k", 2, [{ id: "x", title: "Second" }]);
+    expect(await engine.count("k", "2")).toBe(1);
+  });
+
+  it("frees a dropped major's storage", async () => {
+    const dataDir = tempDir();
+    const engine = await openEngine({ dataDir });
+    await engine.createIndex("k");
+    await bulk(engine, "k", 1, makeRecords(random(5), 300));
+    await bulk(engine, "k", 2, makeRecords(random(6), 300));
+    const segmentDirs = () => fs.readdirSync(path.join(dataDir, "segments"), { withFileTypes: true }).flatMap((d) => fs.readdirSync(path.join(dataDir, "segments", d.name)));
+    expect(segmentDirs()).toHaveLength(2);
+    await engine.dropVersion("k", "1");
+    expect(segmentDirs()).toHaveLength(1);
+    await engine.dropIndex("k");
+    expect(fs.readdirSync(path.join(dataDir, "segments"))).toEqual([]);
+  });
+
+  it("serves searches of the live version while a checkpoint is written", async () => {
+    const engine = await openEngine({ dataDir: tempDir() });
+    await engine.createIndex("k");
+    const records = makeRecords(random(8), 12_000);
+    await bulk(engine, "k", 1, records);
+    await engine.applyChange("k", { version: "1.1", parent: "1", upserts: [{ id: "z", title: "Santa Zeta", weight: 99_999 }], deletes: [] });
+    const request: SearchRequest = { query: "san", scope: "title", weighted: true, limit: 5 };
+    const expected = await engine.search("k", "1.1", request);
+    let searchesDuring = 0;
+    let done = false;
+    const checkpoint = engine.checkpoint("k", "1.1", 2).finally(() => (done = true));
+    while (!done) {
+      expect(await engine.search("k", "1.1", request)).toEqual(expected);
+      searchesDuring++;
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    expect(await checkpoint).toEqual({ records: 12_001 });
+    expect(searchesDuring).toBeGreaterThan(1);
+    expect(await engine.search("k", "2", request)).toEqual(expected);
+  });
+});

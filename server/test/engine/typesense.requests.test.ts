@@ -1,0 +1,676 @@
+// What the Typesense adapter sends, request by request, to a local HTTP server that records
+// each request and answers the way Typesense's API documents. This checks request shapes and
+// the adapter's handling of answers; it is not an integration test: whether Typesense itself
+// ranks and filters as intended is for typesense.conformance.test.ts against a real server.
+import { createHash } from "node:crypto";
+import { createServer, type IncomingMessage, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { createTypesenseEngine, TypesenseEngineError, UnknownVersionError } from "../../src/engine/typesense/index.ts";
+import type { SearchEngine, SearchRecord, SearchRequest } from "../../src/ports/engine.ts";
+
+interface Recorded {
+  method: string;
+  path: string;
+  query: Record<string, string>;
+  apiKey: string | undefined;
+  body: string;
+}
+
+interface Reply {
+  status?: number;
+  json?: unknown;
+  /** Sent as text/plain, as Typesense sends JSONL (import results, exports). */
+  text?: string;
+}
+
+type Responder = Reply | Reply[] | ((request: Recorded) => Reply);
+
+interface Fake {
+  url: string;
+  requests: Recorded[];
+  /** Later registrations win; an array answers in turn, repeating its last reply. */
+  on(method: string, path: string, responder: Responder): void;
+  close(): Promise<void>;
+}
+
+async function readBody(request: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of request) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+async function startFake(): Promise<Fake> {
+  const routes: { method: string; path: string; responder: Responder }[] = [];
+  const requests: Recorded[] = [];
+  const server: Server = createServer(async (req, res) => {
+    const url = new URL(req.url ?? "/", "http://fake");
+    const recorded: Recorded = {
+      method: req.method ?? "",
+      path: decodeURIComponent(url.pathname),
+      query: Object.fromEntries(url.searchParams),
+      apiKey: req.headers["x-typesense-api-key"] as string | undefined,
+      body: await readBody(req),
+    };
+    requests.push(recorded);
+    const route = routes.findLast((r) => r.method === recorded.method && r.path === recorded.path);
+    let reply: Reply = { status: 418, json: { message: `unexpected ${recorded.method} ${recorded.path}` } };
+    if (route) {
+      const { responder } = route;
+      if (typeof responder === "function") reply = responder(recorded);
+      else if (Array.isArray(responder)) reply = (responder.length > 1 ? responder.shift() : responder[0])!;
+      else reply = responder;
+    }
+    res.statusCode = reply.status ?? 200;
+    if (reply.text !== undefined) {
+      res.setHeader("content-type", "text/plain; charset=utf-8");
+      res.end(reply.text);
+    } else {
+      res.setHeader("content-type", "application/json; charset=utf-8");
+      res.end(JSON.stringify(reply.json ?? {}));
+    }
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    requests,
+    on: (method, path, responder) => void routes.push({ method, path, responder }),
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+}
+
+const sha256 = (text: string): string => createHash("sha256").update(text).digest("hex");
+const idKey = (id: string): string => sha256(id).slice(0, 32);
+const presence = (field: string): string => sha256(field).slice(0, 16);
+
+const jsonl = (rows: unknown[]): string => rows.map((row) => JSON.stringify(row)).join("\n");
+const lines = (body: string): unknown[] => body.split("\n").map((line) => JSON.parse(line) as unknown);
+const importOk = (request: Recorded): Reply => ({ text: request.body.split("\n").map(() => '{"success":true}').join("\n") });
+
+/** Version-tree documents as stored in `<index>__versions`. */
+const entry = (id: string, major: number, records: number, parent?: string, state = "ready") => ({
+  id,
+  major,
+  records,
+  state,
+  ...(parent === undefined ? {} : { parent }),
+});
+
+const collection = (name: string, fields: string[], numDocuments = 0) => ({
+  name,
+  num_documents: numDocuments,
+  created_at: 1_700_000_000,
+  fields: fields.map((field) => ({ name: field, type: "string" })),
+});
+
+const hit = (record: SearchRecord, score = "1157451471441100921", distance?: number) => ({
+  document: { id: `${idKey(record.id)}-0`, rec: JSON.stringify(record) },
+  highlight: {},
+  highlights: [],
+  text_match: Number(score),
+  text_match_info: { best_field_score: "1108091338752", best_field_weight: 15, fields_matched: 1, score, tokens_matched: 1 },
+  ...(distance === undefined ? {} : { geo_distance_meters: { location: distance } }),
+});
+
+const searchAnswer = (hits: unknown[], found = hits.length) => ({
+  facet_counts: [],
+  found,
+  hits,
+  out_of: 1000,
+  page: 1,
+  request_params: { collection_name: "t_idx__v7", per_page: 10, q: "x" },
+  search_time_ms: 0,
+});
+
+const pizza: SearchRecord = {
+  id: "p-1",
+  title: "Crème Brûlée Pizza",
+  weight: 5,
+  images: ["https://img.example/p.jpg"],
+  latitude: "48.8566",
+  longitude: "2.3522",
+  data: { price: 12.5, inStock: true, tags: ["Spicy", "hot", 3], dims: { w: 3 }, note: "Wood-fired", "odd key": 1 },
+};
+
+const request = (overrides: Partial<SearchRequest> = {}): SearchRequest => ({
+  query: "creme bru",
+  scope: "title",
+  weighted: false,
+  limit: 10,
+  ...overrides,
+});
+
+let fake: Fake;
+let engine: SearchEngine;
+
+beforeEach(async () => {
+  fake = await startFake();
+  engine = createTypesenseEngine({ url: `${fake.url}/`, apiKey: "test-key", collectionPrefix: "t_", retry: { retries: 0 } });
+  await engine.open();
+});
+
+afterEach(async () => {
+  await engine.close();
+  await fake.close();
+});
+
+/** Serves the version tree of index "idx": 7 <- 7.1 <- 7.3, and a branch 7.1 <- 7.2. */
+function serveTree(rows: unknown[] = [entry("7", 7, 3), entry("7.1", 7, 4, "7"), entry("7.2", 7, 4, "7.1"), entry("7.3", 7, 5, "7.1")]): void {
+  fake.on("GET", "/collections/t_idx__versions/documents/export", { text: jsonl(rows) });
+}
+
+const calls = (): string[] => fake.requests.map((r) => `${r.method} ${r.path}`);
+
+describe("typesense adapter: index lifecycle", () => {
+  it("creates the version-tree collection with the API key, and accepts one that already exists", async () => {
+    fake.on("POST", "/collections", [{ status: 201, json: collection("t_idx__versions", ["major"]) }, { status: 409, json: { message: "A collection with name `t_idx__versions` already exists." } }]);
+    await engine.createIndex("idx");
+    await engine.createIndex("idx");
+    expect(fake.requests).toHaveLength(2);
+    expect(fake.requests[0]!.apiKey).toBe("test-key");
+    expect(JSON.parse(fake.requests[0]!.body)).toEqual({ name: "t_idx__versions", fields: [{ name: "major", type: "int32" }] });
+  });
+
+  it("escapes index keys into plain collection names", async () => {
+    fake.on("POST", "/collections", { status: 201, json: {} });
+    await engine.createIndex("shop/ü_1");
+    expect(JSON.parse(fake.requests[0]!.body).name).toBe("t_shop_2f_c3_bc_5f1__versions");
+  });
+
+  it("drops the alias and exactly the collections the index owns", async () => {
+    fake.on("DELETE", "/aliases/t_idx", { status: 404, json: { message: "Not Found" } });
+    fake.on("GET", "/collections", {
+      json: [collection("t_idx__v7", []), collection("t_idx__versions", []), collection("t_idx2__v1", []), collection("t_other__v7", [])],
+    });
+    fake.on("DELETE", "/collections/t_idx__v7", { json: collection("t_idx__v7", []) });
+    fake.on("DELETE", "/collections/t_idx__versions", { json: collection("t_idx__versions", []) });
+    await engine.dropIndex("idx");
+    expect(calls()).toEqual([
+      "DELETE /aliases/t_idx",
+      "GET /collections",
+      "DELETE /collections/t_idx__v7",
+      "DELETE /collections/t_idx__versions",
+    ]);
+    expect(fake.requests[1]!.query).toEqual({ exclude_fields: "fields" });
+  });
+
+  it("pings /health", async () => {
+    fake.on("GET", "/health", [{ json: { ok: true } }, { status: 503, json: { ok: false } }]);
+    expect(await engine.ping()).toBe(true);
+    expect(await engine.ping()).toBe(false);
+  });
+});
+
+describe("typesense adapter: bulk ingest", () => {
+  it("creates the major's collection with the ranking, visibility and filter fields", async () => {
+    serveTree([]);
+    fake.on("DELETE", "/collections/t_idx__v1", { status: 404, json: { message: "No collection with name `t_idx__v1` found." } });
+    fake.on("POST", "/collections", { status: 201, json: {} });
+    await engine.bulkWriter("idx", 1);
+    expect(calls()).toEqual(["GET /collections/t_idx__versions/documents/export", "DELETE /collections/t_idx__v1", "POST /collections"]);
+    expect(JSON.parse(fake.requests[2]!.body)).toEqual({
+      name: "t_idx__v1",
+      fields: [
+        { name: "rid", type: "string", sort: true },
+        { name: "rid_key", type: "string" },
+        { name: "writer", type: "string" },
+        { name: "superseded_by", type: "string[]", optional: true },
+        { name: "title_text", type: "string" },
+        { name: "data_text", type: "string[]", optional: true },
+        { name: "weight", type: "int32" },
+        { name: "location", type: "geopoint", optional: true },
+        { name: "fpresent", type: "string[]", optional: true },
+        { name: "fnum__.*", type: "float", optional: true },
+        { name: "fbool__.*", type: "bool", optional: true },
+      ],
+    });
+  });
+
+  it("imports records as JSONL upserts in batches, one document per record, and commits the count", async () => {
+    const small = createTypesenseEngine({ url: fake.url, apiKey: "test-key", collectionPrefix: "t_", importBatchSize: 2, retry: { retries: 0 } });
+    serveTree([]);
+    fake.on("DELETE", "/collections/t_idx__v1", { status: 404, json: { message: "Not Found" } });
+    fake.on("POST", "/collections", { status: 201, json: {} });
+    fake.on("POST", "/collections/t_idx__v1/documents/import", importOk);
+    fake.on("GET", "/collections/t_idx__v1", { json: collection("t_idx__v1", [], 3) });
+    fake.on("POST", "/collections/t_idx__versions/documents", (r) => ({ status: 201, json: JSON.parse(r.body) }));
+
+    const writer = await small.bulkWriter("idx", 1);
+    await writer.add([pizza, { id: "p-2", title: "Margherita" }, { id: "p-3", title: "Quattro stagioni", data: {} }]);
+    expect(await writer.commit()).toEqual({ records: 3 });
+
+    const imports = fake.requests.filter((r) => r.path.endsWith("/import"));
+    expect(imports.map((r) => r.query.action)).toEqual(["upsert", "upsert"]);
+    expect(imports.map((r) => lines(r.body).length)).toEqual([2, 1]);
+    expect(lines(imports[0]!.body)[0]).toEqual({
+      id: `${idKey("p-1")}-0`,
+      rid: "p-1",
+      rid_key: idKey("p-1"),
+      writer: "0",
+      superseded_by: [],
+      title_text: "creme brulee pizza",
+      data_text: ["spicy", "hot", "wood fired"],
+      weight: 5,
+      location: [48.8566, 2.3522],
+      fpresent: [presence("fnum__price"), presence("fbool__inStock"), presence("fnum__dims__w"), presence("fnum__odd_20key")],
+      fnum__price: 12.5,
+      fbool__inStock: true,
+      fnum__dims__w: 3,
+      fnum__odd_20key: 1,
+      rec: JSON.stringify(pizza),
+    });
+    // No weight: 0, below every weighted record; no coordinates: no location.
+    expect(lines(imports[0]!.body)[1]).toMatchObject({ weight: 0, data_text: [], fpresent: [] });
+    expect(lines(imports[0]!.body)[1]).not.toHaveProperty("location");
+
+    const commit = fake.requests.at(-1)!;
+    expect(`${commit.method} ${commit.path}`).toBe("POST /collections/t_idx__versions/documents");
+    expect(commit.query).toEqual({ action: "upsert" });
+    expect(JSON.parse(commit.body)).toEqual({ id: "1", major: 1, records: 3, state: "ready" });
+  });
+
+  it("drops the collection on abort and refuses a second commit", async () => {
+    serveTree([]);
+    fake.on("DELETE", "/collections/t_idx__v2", { status: 404, json: { message: "Not Found" } });
+    fake.on("POST", "/collections", { status: 201, json: {} });
+    const writer = await engine.bulkWriter("idx", 2);
+    fake.on("DELETE", "/collections/t_idx__v2", { json: {} });
+    await writer.abort();
+    expect(calls().at(-1)).toBe("DELETE /collections/t_idx__v2");
+    await expect(writer.commit()).rejects.toThrow(/cannot commit version 2 of idx: it was aborted/);
+  });
+
+  it("replaces a major left by a write the service could not record, but not one with changes on top", async () => {
+    serveTree([entry("1", 1, 10)]);
+    fake.on("DELETE", "/collections/t_idx__versions/documents", { json: { num_deleted: 1 } });
+    fake.on("DELETE", "/collections/t_idx__v1", { json: {} });
+    fake.on("POST", "/collections", { status: 201, json: {} });
+    await engine.bulkWriter("idx", 1);
+    expect(calls().slice(1)).toEqual(["DELETE /collections/t_idx__versions/documents", "DELETE /collections/t_idx__v1", "POST /collections"]);
+    expect(fake.requests[1]!.query).toEqual({ filter_by: "major:=1" });
+
+    serveTree([entry("1", 1, 10), entry("1.1", 1, 11, "1")]);
+    fake.requests.length = 0;
+    await expect(engine.bulkWriter("idx", 1)).rejects.toThrow(/version 1 of idx already exists and has changes on top of it/);
+    expect(calls()).toEqual(["GET /collections/t_idx__versions/documents/export"]);
+  });
+
+  it("reports documents Typesense rejected", async () => {
+    serveTree([]);
+    fake.on("DELETE", "/collections/t_idx__v1", { status: 404, json: { message: "Not Found" } });
+    fake.on("POST", "/collections", { status: 201, json: {} });
+    fake.on("POST", "/collections/t_idx__v1/documents/import", {
+      text: '{"success":true}\n{"success":false,"error":"Field `weight` must be an int32.","code":400,"document":"{}"}',
+    });
+    const writer = await engine.bulkWriter("idx", 1);
+    const failure = writer.add([pizza, { id: "p-2", title: "Margherita" }]);
+    await expect(failure).rejects.toThrow("typesense: import into t_idx__v1: 1 of 2 documents rejected, first: Field `weight` must be an int32.");
+    await expect(failure).rejects.toMatchObject({ status: 400 });
+  });
+});
+
+describe("typesense adapter: search", () => {
+  beforeEach(() => serveTree());
+
+  it("asks for prefix matching on the title, every token required, then id order", async () => {
+    const margherita: SearchRecord = { id: "m", title: "Margherita", data: { n: 1.5, nested: { keep: "as stored" } } };
+    fake.on("GET", "/collections/t_idx__v7/documents/search", { json: searchAnswer([hit(margherita)]) });
+    const hits = await engine.search("idx", "7.3", request({ query: "Crème BRU" }));
+    expect(hits).toEqual([{ record: margherita }]);
+    expect(fake.requests.at(-1)!.query).toEqual({
+      q: "creme bru",
+      query_by: "title_text",
+      prefix: "true",
+      num_typos: "0",
+      typo_tokens_threshold: "0",
+      drop_tokens_threshold: "0",
+      split_join_tokens: "off",
+      prioritize_exact_match: "false",
+      prioritize_token_position: "true",
+      text_match_type: "max_score",
+      max_candidates: "100",
+      filter_by: "writer:=[0,1,3] && superseded_by:!=[1,3]",
+      sort_by: "_text_match:desc,rid:asc",
+      per_page: "10",
+      include_fields: "rec",
+    });
+  });
+
+  it("reads a branch through its own lineage only", async () => {
+    fake.on("GET", "/collections/t_idx__v7/documents/search", { json: searchAnswer([]) });
+    await engine.search("idx", "7.2", request());
+    await engine.search("idx", "7", request());
+    const filters = fake.requests.filter((r) => r.path.endsWith("/search")).map((r) => r.query.filter_by);
+    expect(filters).toEqual(["writer:=[0,1,2] && superseded_by:!=[1,2]", "writer:=0"]);
+  });
+
+  it("matches whole tokens over title and data text for scope=all", async () => {
+    fake.on("GET", "/collections/t_idx__v7/documents/search", { json: searchAnswer([]) });
+    await engine.search("idx", "7", request({ scope: "all", query: "wood-fired pizza" }));
+    expect(fake.requests.at(-1)!.query).toMatchObject({
+      q: "wood fired pizza",
+      query_by: "title_text,data_text",
+      prefix: "false",
+    });
+    expect(fake.requests.at(-1)!.query).not.toHaveProperty("query_by_weights");
+  });
+
+  it("buckets the text match so weight, then distance, can reorder; distance comes from Typesense", async () => {
+    const near: SearchRecord = { id: "b", title: "Pizza", latitude: "48.86", longitude: "2.35" };
+    const far: SearchRecord = { id: "a", title: "Pizza", latitude: "45.76", longitude: "4.83" };
+    fake.on("GET", "/collections/t_idx__v7/documents/search", { json: searchAnswer([hit(near, "9", 712), hit(far, "9", 392_000)]) });
+    const hits = await engine.search("idx", "7", request({ geo: { latitude: 48.85, longitude: 2.35 } }));
+    expect(fake.requests.at(-1)!.query.sort_by).toBe("_text_match(buckets: 10):desc,location(48.85, 2.35):asc,rid:asc");
+    expect(hits).toEqual([
+      { record: near, distanceMeters: 712 },
+      { record: far, distanceMeters: 392_000 },
+    ]);
+
+    await engine.search("idx", "7", request({ weighted: true }));
+    expect(fake.requests.at(-1)!.query.sort_by).toBe("_text_match(buckets: 10):desc,weight:desc,rid:asc");
+  });
+
+  it("with weight and distance (Typesense's three sort keys), orders exact ties by id itself", async () => {
+    const b: SearchRecord = { id: "b", title: "Pizza", weight: 3 };
+    const a: SearchRecord = { id: "a", title: "Pizza", weight: 3 };
+    const heavy: SearchRecord = { id: "0", title: "Pizza", weight: 9 };
+    const lighterMatch: SearchRecord = { id: "0a", title: "Pizza", weight: 3 };
+    // Code point order (as UTF-8 bytes sort), not UTF-16: U+1F355 after U+FF5A.
+    const emoji: SearchRecord = { id: "\u{1F355}", title: "Pizza", weight: 3 };
+    const fullwidth: SearchRecord = { id: "\uFF5A", title: "Pizza", weight: 3 };
+    // Typesense reports a distance for records without coordinates too; it is not passed on.
+    fake.on("GET", "/collections/t_idx__v7/documents/search", {
+      json: searchAnswer([
+        hit(heavy, "9", 1),
+        hit(emoji, "9", 2_147_483_647),
+        hit(b, "9", 2_147_483_647),
+        hit(fullwidth, "9", 2_147_483_647),
+        hit(a, "9", 2_147_483_647),
+        hit(lighterMatch, "8", 2_147_483_647),
+      ]),
+    });
+    const hits = await engine.search("idx", "7", request({ weighted: true, geo: { latitude: 1, longitude: 2 } }));
+    expect(fake.requests.at(-1)!.query.sort_by).toBe("_text_match(buckets: 10):desc,weight:desc,location(1, 2):asc");
+    expect(hits.map((h) => h.record.id)).toEqual(["0", "a", "b", "\uFF5A", "\u{1F355}", "0a"]);
+    expect(hits.every((h) => h.distanceMeters === undefined)).toBe(true);
+  });
+
+  it("sends nothing for a query without tokens", async () => {
+    expect(await engine.search("idx", "7", request({ query: " ?! " }))).toEqual([]);
+    expect(fake.requests.filter((r) => r.path.endsWith("/search"))).toEqual([]);
+  });
+
+  it("serves known versions from the cached tree, re-reads it for an unknown one, then fails clearly", async () => {
+    fake.on("GET", "/collections/t_idx__v7/documents/search", { json: searchAnswer([]) });
+    await engine.search("idx", "7.3", request());
+    await engine.search("idx", "7.2", request());
+    await expect(engine.search("idx", "7.9", request())).rejects.toBeInstanceOf(UnknownVersionError);
+    expect(calls().filter((c) => c.endsWith("/export"))).toHaveLength(2);
+  });
+});
+
+describe("typesense adapter: data filters", () => {
+  const schema = ["rid", "writer", "fpresent", "fnum__.*", "fbool__.*", "fnum__price", "fbool__inStock", "fnum__dims__w"];
+
+  async function filterFor(expr: SearchRequest["filter"]): Promise<string | undefined> {
+    fake.requests.length = 0;
+    await engine.search("idx", "7", request({ filter: expr }));
+    return fake.requests.find((r) => r.path.endsWith("/search"))?.query.filter_by;
+  }
+
+  beforeEach(() => {
+    serveTree();
+    fake.on("GET", "/collections/t_idx__v7", { json: collection("t_idx__v7", schema, 3) });
+    fake.on("GET", "/collections/t_idx__v7/documents/search", { json: searchAnswer([]) });
+  });
+
+  it("compares typed, flattened fields", async () => {
+    expect(
+      await filterFor({
+        kind: "and",
+        args: [
+          { kind: "cmp", path: ["price"], op: "<", value: 20 },
+          { kind: "cmp", path: ["inStock"], op: "=", value: true },
+          { kind: "cmp", path: ["dims", "w"], op: ">=", value: -1.5 },
+        ],
+      }),
+    ).toBe("(writer:=0 && (fnum__price:<20 && fbool__inStock:=true && fnum__dims__w:>=-1.5))");
+  });
+
+  it("keeps != to records that have the field, and lets a negation include records without it", async () => {
+    const price = (op: "!=" | "=" | "<") => ({ kind: "cmp" as const, path: ["price"], op, value: 5 });
+    const token = presence("fnum__price");
+    expect(await filterFor(price("!="))).toBe(`(writer:=0 && (fnum__price:!=5 && fpresent:=[${token}]))`);
+    expect(await filterFor({ kind: "not", arg: price("=") })).toBe("(writer:=0 && fnum__price:!=5)");
+    expect(await filterFor({ kind: "not", arg: price("<") })).toBe(`(writer:=0 && (fnum__price:>=5 || fpresent:!=[${token}]))`);
+    expect(await filterFor({ kind: "not", arg: { kind: "or", args: [price("<"), { kind: "cmp", path: ["inStock"], op: "=", value: false }] } })).toBe(
+      `(writer:=0 && ((fnum__price:>=5 || fpresent:!=[${token}]) && fbool__inStock:!=false))`,
+    );
+  });
+
+  it("settles comparisons on fields no record has without asking Typesense to filter on them", async () => {
+    const color = { kind: "cmp" as const, path: ["color"], op: "<" as const, value: 3 };
+    expect(await filterFor(color)).toBeUndefined();
+    expect(await filterFor({ kind: "not", arg: color })).toBe("writer:=0");
+    expect(await filterFor({ kind: "or", args: [color, { kind: "cmp", path: ["price"], op: ">", value: 1 }] })).toBe("(writer:=0 && fnum__price:>1)");
+    // The schema learns pattern fields as documents arrive: an unknown field re-reads it once.
+    expect(calls()).toEqual(["GET /collections/t_idx__v7", "GET /collections/t_idx__v7/documents/search"]);
+  });
+});
+
+describe("typesense adapter: record changes", () => {
+  const a: SearchRecord = { id: "a", title: "Apple pie", data: {} };
+
+  function answerChange(visible: { rid: string; superseded_by: string[] }[]) {
+    fake.on("POST", "/collections/t_idx__versions/documents", (r) => ({ status: 201, json: JSON.parse(r.body) }));
+    fake.on("GET", "/collections/t_idx__v7/documents/search", {
+      json: searchAnswer(visible.map((v) => ({ document: { id: `${idKey(v.rid)}-0`, rid: v.rid, superseded_by: v.superseded_by }, text_match: 100 }))),
+    });
+    fake.on("POST", "/collections/t_idx__v7/documents/import", importOk);
+  }
+
+  it("writes the new documents, marks what the parent saw as superseded, then records the version", async () => {
+    serveTree([entry("7", 7, 3)]);
+    answerChange([
+      { rid: "a", superseded_by: [] },
+      { rid: "b", superseded_by: ["4"] },
+    ]);
+    await engine.applyChange("idx", { version: "7.5", parent: "7", upserts: [a], deletes: ["b", "zz"] });
+
+    expect(calls()).toEqual([
+      "GET /collections/t_idx__versions/documents/export",
+      "POST /collections/t_idx__versions/documents",
+      "GET /collections/t_idx__v7/documents/search",
+      "POST /collections/t_idx__v7/documents/import",
+      "POST /collections/t_idx__v7/documents/import",
+      "POST /collections/t_idx__versions/documents",
+    ]);
+    const [, pending, lookup, upsert, marks, ready] = fake.requests;
+    expect(JSON.parse(pending!.body)).toEqual({ id: "7.5", major: 7, parent: "7", records: 0, state: "pending" });
+    expect(lookup!.query).toMatchObject({
+      q: "*",
+      filter_by: `rid_key:=[${idKey("a")},${idKey("b")},${idKey("zz")}] && writer:=0`,
+      per_page: "250",
+      include_fields: "id,rid,superseded_by",
+    });
+    expect(upsert!.query.action).toBe("upsert");
+    expect(lines(upsert!.body)).toEqual([expect.objectContaining({ id: `${idKey("a")}-5`, rid: "a", writer: "5", superseded_by: [] })]);
+    expect(marks!.query.action).toBe("update");
+    expect(lines(marks!.body)).toEqual([
+      { id: `${idKey("a")}-0`, superseded_by: ["5"] },
+      { id: `${idKey("b")}-0`, superseded_by: ["4", "5"] },
+    ]);
+    // 3 records, "a" replaced, "b" deleted, "zz" was not there.
+    expect(JSON.parse(ready!.body)).toEqual({ id: "7.5", major: 7, parent: "7", records: 2, state: "ready" });
+  });
+
+  it("erases what an earlier attempt of the same version left before applying the change again", async () => {
+    serveTree([entry("7", 7, 3), entry("7.1", 7, 0, "7", "pending")]);
+    fake.on("DELETE", "/collections/t_idx__v7/documents", { json: { num_deleted: 1 } });
+    let markSearches = 0;
+    fake.on("GET", "/collections/t_idx__v7/documents/search", (r) => {
+      if (r.query.filter_by !== "superseded_by:=[1]") return { json: searchAnswer([]) };
+      markSearches++;
+      const stale = { document: { id: `${idKey("a")}-0`, rid: "a", superseded_by: ["1", "3"] }, text_match: 100 };
+      return { json: searchAnswer(markSearches === 1 ? [stale] : []) };
+    });
+    fake.on("POST", "/collections/t_idx__v7/documents/import", importOk);
+    fake.on("POST", "/collections/t_idx__versions/documents", (r) => ({ status: 201, json: JSON.parse(r.body) }));
+
+    await engine.applyChange("idx", { version: "7.1", parent: "7", upserts: [], deletes: ["nope"] });
+
+    expect(calls().slice(1, 6)).toEqual([
+      "POST /collections/t_idx__versions/documents",
+      "DELETE /collections/t_idx__v7/documents",
+      "GET /collections/t_idx__v7/documents/search",
+      "POST /collections/t_idx__v7/documents/import",
+      "GET /collections/t_idx__v7/documents/search",
+    ]);
+    expect(JSON.parse(fake.requests[1]!.body)).toMatchObject({ id: "7.1", state: "pending" });
+    expect(fake.requests[2]!.query).toEqual({ filter_by: "writer:=1" });
+    expect(fake.requests[4]!.query.action).toBe("update");
+    expect(lines(fake.requests[4]!.body)).toEqual([{ id: `${idKey("a")}-0`, superseded_by: ["3"] }]);
+    expect(JSON.parse(fake.requests.at(-1)!.body)).toMatchObject({ id: "7.1", state: "ready", records: 3 });
+  });
+
+  it("refuses to redo a version others build on, a parent it does not know, and a change across majors", async () => {
+    serveTree([entry("7", 7, 3), entry("7.1", 7, 3, "7"), entry("7.2", 7, 3, "7.1")]);
+    await expect(engine.applyChange("idx", { version: "7.1", parent: "7", upserts: [a], deletes: [] })).rejects.toThrow(
+      /version 7.1 of idx already exists and has versions on top of it/,
+    );
+    await expect(engine.applyChange("idx", { version: "7.3", parent: "7.4", upserts: [a], deletes: [] })).rejects.toBeInstanceOf(UnknownVersionError);
+    await expect(engine.applyChange("idx", { version: "8.1", parent: "7", upserts: [a], deletes: [] })).rejects.toThrow(/a change is a minor of its parent's major/);
+    expect(fake.requests.every((r) => r.method === "GET")).toBe(true);
+  });
+});
+
+describe("typesense adapter: versions", () => {
+  it("lists ready versions with their parents and counts", async () => {
+    serveTree([entry("7", 7, 3), entry("7.1", 7, 4, "7"), entry("7.2", 7, 0, "7.1", "pending")]);
+    expect(await engine.versions("idx")).toEqual([
+      { version: "7", parent: null, records: 3 },
+      { version: "7.1", parent: "7", records: 4 },
+    ]);
+    fake.on("GET", "/collections/t_gone__versions/documents/export", { status: 404, json: { message: "Not Found" } });
+    expect(await engine.versions("gone")).toEqual([]);
+  });
+
+  it("points the alias at the active version's major", async () => {
+    serveTree();
+    fake.on("PUT", "/aliases/t_idx", (r) => ({ json: { name: "t_idx", ...JSON.parse(r.body) } }));
+    await engine.activate("idx", "7.3");
+    expect(JSON.parse(fake.requests.at(-1)!.body)).toEqual({ collection_name: "t_idx__v7" });
+  });
+
+  it("gets one record and counts records through the version's lineage", async () => {
+    serveTree();
+    fake.on("GET", "/collections/t_idx__v7/documents/search", (r) =>
+      r.query.per_page === "1" && r.query.include_fields === "rec" ? { json: searchAnswer([hit(pizza)]) } : { json: searchAnswer([], 5) },
+    );
+    expect(await engine.get("idx", "7.2", "p-1")).toEqual(pizza);
+    expect(await engine.count("idx", "7.3")).toBe(5);
+    const [get, count] = fake.requests.filter((r) => r.path.endsWith("/search"));
+    expect(get!.query).toMatchObject({ q: "*", filter_by: `rid_key:=${idKey("p-1")} && writer:=[0,1,2] && superseded_by:!=[1,2]` });
+    expect(count!.query).toMatchObject({ q: "*", filter_by: "writer:=[0,1,3] && superseded_by:!=[1,3]", include_fields: "id" });
+  });
+
+  it("returns null for a record the version does not see", async () => {
+    serveTree();
+    fake.on("GET", "/collections/t_idx__v7/documents/search", { json: searchAnswer([]) });
+    expect(await engine.get("idx", "7", "gone")).toBeNull();
+  });
+
+  it("checkpoints a version's visible records into a new major", async () => {
+    serveTree();
+    const b: SearchRecord = { id: "b", title: "Banana bread", weight: 2 };
+    fake.on("GET", "/collections/t_idx__v7/documents/export", { text: `${jsonl([{ rec: JSON.stringify(pizza) }, { rec: JSON.stringify(b) }])}\n` });
+    fake.on("DELETE", "/collections/t_idx__v9", { status: 404, json: { message: "Not Found" } });
+    fake.on("POST", "/collections", { status: 201, json: {} });
+    fake.on("POST", "/collections/t_idx__v9/documents/import", importOk);
+    fake.on("POST", "/collections/t_idx__versions/documents", (r) => ({ status: 201, json: JSON.parse(r.body) }));
+
+    expect(await engine.checkpoint("idx", "7.2", 9)).toEqual({ records: 2 });
+    const exported = fake.requests.find((r) => r.path === "/collections/t_idx__v7/documents/export")!;
+    expect(exported.query).toEqual({ filter_by: "writer:=[0,1,2] && superseded_by:!=[1,2]", include_fields: "rec" });
+    const imported = fake.requests.find((r) => r.path === "/collections/t_idx__v9/documents/import")!;
+    expect(lines(imported.body)).toEqual([
+      expect.objectContaining({ id: `${idKey("p-1")}-0`, writer: "0", rec: JSON.stringify(pizza) }),
+      expect.objectContaining({ id: `${idKey("b")}-0`, writer: "0", weight: 2 }),
+    ]);
+    expect(JSON.parse(fake.requests.at(-1)!.body)).toEqual({ id: "9", major: 9, records: 2, state: "ready" });
+  });
+
+  it("drops a minor: unlisted first, then its documents and marks, then its entry", async () => {
+    serveTree();
+    fake.on("POST", "/collections/t_idx__versions/documents", (r) => ({ status: 201, json: JSON.parse(r.body) }));
+    fake.on("DELETE", "/collections/t_idx__v7/documents", { json: { num_deleted: 2 } });
+    fake.on("GET", "/collections/t_idx__v7/documents/search", { json: searchAnswer([]) });
+    fake.on("DELETE", "/collections/t_idx__versions/documents/7.3", { json: entry("7.3", 7, 5, "7.1") });
+    await engine.dropVersion("idx", "7.3");
+    expect(calls().slice(1)).toEqual([
+      "POST /collections/t_idx__versions/documents",
+      "DELETE /collections/t_idx__v7/documents",
+      "GET /collections/t_idx__v7/documents/search",
+      "DELETE /collections/t_idx__versions/documents/7.3",
+    ]);
+    expect(JSON.parse(fake.requests[1]!.body)).toMatchObject({ id: "7.3", state: "pending" });
+    expect(fake.requests[2]!.query).toEqual({ filter_by: "writer:=3" });
+    expect(fake.requests[3]!.query.filter_by).toBe("superseded_by:=[3]");
+  });
+
+  it("drops a major: its collection, then its entries and its minors'", async () => {
+    fake.on("DELETE", "/collections/t_idx__v7", { json: {} });
+    fake.on("DELETE", "/collections/t_idx__versions/documents", { json: { num_deleted: 4 } });
+    await engine.dropVersion("idx", "7");
+    expect(calls()).toEqual(["DELETE /collections/t_idx__v7", "DELETE /collections/t_idx__versions/documents"]);
+    expect(fake.requests[1]!.query).toEqual({ filter_by: "major:=7" });
+  });
+});
+
+describe("typesense adapter: failures", () => {
+  it("retries 503 and 429 with backoff, then succeeds", async () => {
+    const patient = createTypesenseEngine({ url: fake.url, apiKey: "k", collectionPrefix: "t_", retry: { retries: 3, baseDelayMs: 1, maxDelayMs: 2 } });
+    fake.on("PUT", "/aliases/t_idx", [
+      { status: 503, json: { message: "Not Ready or Lagging" } },
+      { status: 429, json: { message: "Rate limit exceeded or blocked" } },
+      { json: { name: "t_idx", collection_name: "t_idx__v7" } },
+    ]);
+    serveTree([entry("7", 7, 1)]);
+    await patient.activate("idx", "7");
+    expect(calls().filter((c) => c === "PUT /aliases/t_idx")).toHaveLength(3);
+  });
+
+  it("gives up after the retries with the operation, status and Typesense's message", async () => {
+    const patient = createTypesenseEngine({ url: fake.url, apiKey: "k", collectionPrefix: "t_", retry: { retries: 2, baseDelayMs: 1, maxDelayMs: 2 } });
+    fake.on("GET", "/collections/t_idx__versions/documents/export", { status: 503, json: { message: "Not Ready or Lagging" } });
+    const failure = patient.versions("idx");
+    await expect(failure).rejects.toThrow("typesense: read versions of idx: Typesense failed after 3 attempt(s) (HTTP 503: Not Ready or Lagging)");
+    await expect(failure).rejects.toBeInstanceOf(TypesenseEngineError);
+    expect(fake.requests).toHaveLength(3);
+  });
+
+  it("does not retry a request Typesense refused", async () => {
+    const patient = createTypesenseEngine({ url: fake.url, apiKey: "k", collectionPrefix: "t_", retry: { retries: 3, baseDelayMs: 1 } });
+    serveTree();
+    fake.on("GET", "/collections/t_idx__v7/documents/search", { status: 400, json: { message: "Could not parse the filter query." } });
+    const failure = patient.search("idx", "7", request());
+    await expect(failure).rejects.toThrow("typesense: search version 7 of idx: HTTP 400: Could not parse the filter query.");
+    await expect(failure).rejects.toMatchObject({ status: 400 });
+    expect(fake.requests.filter((r) => r.path.endsWith("/search"))).toHaveLength(1);
+  });
+
+  it("names a rejected API key", async () => {
+    fake.on("GET", "/collections/t_idx__versions/documents/export", { status: 401, json: { message: "Forbidden - a valid `x-typesense-api-key` header must be sent." } });
+    await expect(engine.versions("idx")).rejects.toThrow("typesense: read versions of idx: Typesense rejected the API key (HTTP 401)");
+  });
+
+  it("names an unreachable server after retrying it", async () => {
+    await fake.close();
+    const patient = createTypesenseEngine({ url: fake.url, apiKey: "k", retry: { retries: 1, baseDelayMs: 1 } });
+    const failure = patient.versions("idx");
+    await expect(failure).rejects.toThrow(/typesense: read versions of idx: Typesense unreachable after 2 attempt\(s\) \(ECONNREFUSED\)/);
+    await expect(failure).rejects.toMatchObject({ status: undefined });
+    fake = await startFake();
+  });
+});
