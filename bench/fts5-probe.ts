@@ -1,4 +1,4 @@
-// The measurement behind docs/decisions/engine.md: how SQLite FTS5 (node:sqlite) handles the
+// The measurement behind docs/DECISIONS.md (engine, E1): how SQLite FTS5 (node:sqlite) handles the
 // orders that DESIGN's ranking needs besides weight, on the 1M synthetic set.
 // Run: node fts5-probe.ts [records]   (from bench/, Node 24)
 import { DatabaseSync } from "node:sqlite";

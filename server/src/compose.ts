@@ -22,6 +22,7 @@ import { mcpHandlers, mcpMethodNotAllowed } from "./routes/mcp.ts";
 import { oauthHandlers } from "./routes/oauth.ts";
 import { recordHandlers } from "./routes/records.ts";
 import { searchHandlers } from "./routes/search.ts";
+import { versionHandlers } from "./routes/versions.ts";
 import { uploadHandlers } from "./routes/uploads.ts";
 import { AccountService } from "./services/accounts.ts";
 import { ApiKeyService } from "./services/api-keys.ts";
@@ -132,7 +133,8 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
       ...apiKeyHandlers(apiKeys),
       ...catalogHandlers(catalog),
       ...searchHandlers(search),
-      ...recordHandlers(records, versions),
+      ...recordHandlers(records),
+      ...versionHandlers(records, versions),
       ...uploadHandlers(uploads, config),
       ...mcpHandlers({ catalog, search, engine }),
     },

@@ -104,7 +104,7 @@ test("first suggestions are painted within 50 ms (median) of the debounce at 135
     machine: `${cpus().length} cores, ${cpus()[0]?.model ?? "unknown CPU"}, ${Math.round(totalmem() / 2 ** 30)} GB RAM, Node ${process.version}, Chromium ${browser.version()} headless`,
     perQuery: measured.map((p) => ({ query: p.query, ms: round(p.ms), requestMs: round(p.requestMs), rows: p.rows })),
   };
-  // For bench/widget-paint.md; the artifacts folder is not committed.
+  // For the widget section of bench/RESULTS.md; the artifacts folder is not committed.
   const out = new URL("../.artifacts/", import.meta.url);
   mkdirSync(out, { recursive: true });
   writeFileSync(new URL("widget-paint.json", out), JSON.stringify(figures, null, 2));

@@ -1,4 +1,4 @@
-// The Typesense adapter of the search-engine port. Layout (docs/decisions/typesense.md):
+// The Typesense adapter of the search-engine port. Layout (docs/DECISIONS.md, "Typesense adapter"):
 // - `<prefix><index>__v<major>`: one collection per major version, holding the major's records
 //   and every record-level change made on top of it (documents.ts, versions.ts);
 // - `<prefix><index>__versions`: the version tree, one document per version;
