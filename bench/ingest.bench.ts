@@ -62,9 +62,14 @@ async function generate(format: "jsonl" | "csv", gigabytes: number): Promise<{ f
   return { file, records: i, bytes };
 }
 
+/** Resident memory of `pid` in MB, or 0 once the process is gone. */
 const rssMb = (pid: number, field: "VmRSS" | "VmHWM") => {
-  const line = readFileSync(`/proc/${pid}/status`, "utf8").split("\n").find((l) => l.startsWith(field))!;
-  return Number(line.split(/\s+/)[1]) / 1024;
+  try {
+    const line = readFileSync(`/proc/${pid}/status`, "utf8").split("\n").find((l) => l.startsWith(field));
+    return line ? Number(line.split(/\s+/)[1]) / 1024 : 0;
+  } catch {
+    return 0;
+  }
 };
 
 interface Row {
@@ -113,6 +118,9 @@ async function ingest(label: string, file: string, expected: number): Promise<Ro
     const row = { label, bytes, records: expected, uploadS, ingestS, perSecond: expected / ingestS, idleMb, peakMb };
     console.log(row);
     return row;
+  } catch (error) {
+    const exited = await Promise.race([server.exited(), new Promise((r) => setTimeout(() => r("still running"), 1000))]);
+    throw new Error(`${label}: ${(error as Error).message}\n--- server (${exited}) output ---\n${server.output().slice(-4000)}`);
   } finally {
     await server.destroy();
   }

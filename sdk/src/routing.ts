@@ -35,6 +35,12 @@ export interface Router {
 
 const RETRYABLE_STATUS = new Set([502, 503, 504]);
 
+/** A socket closed or reset under a request, as opposed to a host that refuses or never answers. */
+function isConnectionReset(error: unknown): boolean {
+  const cause = (error as { cause?: { code?: string } }).cause;
+  return cause?.code === "ECONNRESET" || cause?.code === "UND_ERR_SOCKET" || cause?.code === "EPIPE";
+}
+
 export function createRouter(options: RouterOptions): Router {
   const doFetch = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
   const timeoutMs = options.timeoutMs ?? 15_000;
@@ -97,16 +103,22 @@ export function createRouter(options: RouterOptions): Router {
       const body = request.body ? await request.arrayBuffer() : undefined;
       const causes: { host: string; reason: string }[] = [];
       for (const h of candidates) {
-        const timeout = AbortSignal.timeout(timeoutMs);
-        const signal = request.signal ? AbortSignal.any([request.signal, timeout]) : timeout;
-        try {
-          const response = await doFetch(h.url + rest, { method: request.method, headers: request.headers, body, signal });
-          if (!RETRYABLE_STATUS.has(response.status)) return response;
-          causes.push({ host: h.url, reason: `HTTP ${response.status}` });
-        } catch (error) {
-          // The caller gave up (a newer keystroke, say): never retry that.
-          if (request.signal?.aborted) throw error;
-          causes.push({ host: h.url, reason: timeout.aborted ? `no answer in ${timeoutMs} ms` : String((error as Error).message) });
+        // A connection the server closed as idle just as it was reused fails at once: that host is
+        // not down, so it gets one more try before the request moves on.
+        for (let attempt = 0; attempt < 2; attempt++) {
+          const timeout = AbortSignal.timeout(timeoutMs);
+          const signal = request.signal ? AbortSignal.any([request.signal, timeout]) : timeout;
+          try {
+            const response = await doFetch(h.url + rest, { method: request.method, headers: request.headers, body, signal });
+            if (!RETRYABLE_STATUS.has(response.status)) return response;
+            causes.push({ host: h.url, reason: `HTTP ${response.status}` });
+            break;
+          } catch (error) {
+            // The caller gave up (a newer keystroke, say): never retry that.
+            if (request.signal?.aborted) throw error;
+            causes.push({ host: h.url, reason: timeout.aborted ? `no answer in ${timeoutMs} ms` : String((error as Error).message) });
+            if (timeout.aborted || !isConnectionReset(error)) break;
+          }
         }
         h.downUntil = Date.now() + downForMs;
       }

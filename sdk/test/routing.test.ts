@@ -75,3 +75,21 @@ test("an aborted request is not retried on another host", async () => {
   await new Promise((r) => setTimeout(r, 100));
   expect(far.hits.length + near.hits.length - before).toBe(1);
 });
+
+test("a connection reset under a request is retried once on the same host before it is set aside", async () => {
+  let calls = 0;
+  const flaky = createServer((req, res) => {
+    calls++;
+    if (calls === 1) return req.socket.destroy(); // the server dropped the socket as the request arrived
+    res.writeHead(200, { "content-type": "application/json" });
+    res.end(JSON.stringify({ suggestions: [{ id: "once-more", title: "x" }], indexVersion: "1" }));
+  });
+  await new Promise<void>((r) => flaky.listen(0, "127.0.0.1", () => r()));
+  const url = `http://127.0.0.1:${(flaky.address() as { port: number }).port}`;
+  const client = createSearchClient({ baseUrl: url });
+  expect((await client.search(query)).suggestions[0]!.id).toBe("once-more");
+  expect(calls).toBe(2);
+  expect((await client.router.hosts())[0]!.downUntil).toBe(0);
+  await new Promise((done) => flaky.close(done));
+});
+

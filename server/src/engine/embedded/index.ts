@@ -26,7 +26,7 @@ import { overlayRecord, type Overlay } from "./overlay.ts";
 import { Pacer } from "./pacer.ts";
 import { compareRanked, type RankedHit } from "./ranked.ts";
 import type { Segment } from "./segment.ts";
-import { SegmentBuilder } from "./segment-builder.ts";
+import { OffThreadBuilder } from "./off-thread-builder.ts";
 import { DEFAULT_TUNING, searchSegment, type SearchTuning } from "./segment-search.ts";
 import { ChangeVersion, IndexVersions, MajorVersion, parseVersion } from "./versions.ts";
 
@@ -136,19 +136,15 @@ class EmbeddedEngine implements SearchEngine {
     versions.building.add(major);
     const name = `${major}-${randomUUID().slice(0, 8)}`;
     // Dropped once finished: the builder holds every record's index data until then.
-    let builder: SegmentBuilder | null = await SegmentBuilder.create(path.join(this.indexDir(indexKey), name), this.maxPrefix);
+    let builder: OffThreadBuilder | null = await OffThreadBuilder.create(path.join(this.indexDir(indexKey), name), this.maxPrefix);
     let state: "open" | "committed" | "aborted" = "open";
-    const pacer = new Pacer();
     const ensureOpen = () => {
       if (state !== "open") throw new Error(`bulk writer for ${indexKey}/${major} is already ${state}`);
     };
     return {
       add: async (records: SearchRecord[]) => {
         ensureOpen();
-        for (let i = 0; i < records.length; i++) {
-          if ((i & CHECK_EVERY) === 0 && pacer.due()) await pacer.pause();
-          builder!.add(records[i]!);
-        }
+        await builder!.addAll(records);
       },
       commit: async () => {
         ensureOpen();
@@ -212,14 +208,14 @@ class EmbeddedEngine implements SearchEngine {
     const { segment, overlay } = await this.view(indexKey, from);
     versions.building.add(major);
     const name = `${major}-${randomUUID().slice(0, 8)}`;
-    const builder = await SegmentBuilder.create(path.join(this.indexDir(indexKey), name), this.maxPrefix);
+    const builder = await OffThreadBuilder.create(path.join(this.indexDir(indexKey), name), this.maxPrefix);
     const pacer = new Pacer();
     try {
       for (let doc = 0; doc < segment.docCount; doc++) {
         if ((doc & CHECK_EVERY) === 0 && pacer.due()) await pacer.pause();
-        if (!overlay.shadowed.has(doc)) builder.add(segment.readRecord(doc));
+        if (!overlay.shadowed.has(doc)) await builder.add(segment.readRecord(doc));
       }
-      for (const item of overlay.upserts.values()) builder.add(item.record);
+      for (const item of overlay.upserts.values()) await builder.add(item.record);
       const built = await builder.finish();
       this.commitMajor(indexKey, versions, { major, parent: from, records: built.docCount, dir: name }, built);
       return { records: built.docCount };

@@ -1,0 +1,41 @@
+// The worker side of OffThreadBuilder: runs a SegmentBuilder in its own thread and heap. Building
+// a segment of millions of records holds millions of small strings; their garbage collection
+// would stall searches for seconds if it ran on the server's event loop.
+import { parentPort } from "node:worker_threads";
+import type { SearchRecord } from "../../ports/engine.ts";
+import { SegmentBuilder } from "./segment-builder.ts";
+
+export type BuildRequest =
+  | { id: number; type: "create"; dir: string; maxPrefix: number }
+  | { id: number; type: "add"; records: SearchRecord[] }
+  | { id: number; type: "finish" }
+  | { id: number; type: "abort" };
+
+export type BuildReply = { id: number; ok: true } | { id: number; ok: false; message: string };
+
+let builder: SegmentBuilder | undefined;
+
+parentPort!.on("message", async (request: BuildRequest) => {
+  try {
+    switch (request.type) {
+      case "create":
+        builder = await SegmentBuilder.create(request.dir, request.maxPrefix);
+        break;
+      case "add":
+        for (const record of request.records) builder!.add(record);
+        break;
+      case "finish":
+        // The main thread loads the written segment itself; this thread's copy is not needed.
+        (await builder!.finish()).close();
+        builder = undefined;
+        break;
+      case "abort":
+        await builder?.abort();
+        builder = undefined;
+        break;
+    }
+    parentPort!.postMessage({ id: request.id, ok: true } satisfies BuildReply);
+  } catch (error) {
+    parentPort!.postMessage({ id: request.id, ok: false, message: (error as Error).message } satisfies BuildReply);
+  }
+});
