@@ -7,7 +7,7 @@ import { SegmentBuilder } from "./segment-builder.ts";
 
 export type BuildRequest =
   | { id: number; type: "create"; dir: string; maxPrefix: number }
-  | { id: number; type: "add"; records: SearchRecord[] }
+  | { id: number; type: "add"; json: string }
   | { id: number; type: "finish" }
   | { id: number; type: "abort" };
 
@@ -22,7 +22,7 @@ parentPort!.on("message", async (request: BuildRequest) => {
         builder = await SegmentBuilder.create(request.dir, request.maxPrefix);
         break;
       case "add":
-        for (const record of request.records) builder!.add(record);
+        for (const record of JSON.parse(request.json) as SearchRecord[]) builder!.add(record);
         break;
       case "finish":
         // The main thread loads the written segment itself; this thread's copy is not needed.

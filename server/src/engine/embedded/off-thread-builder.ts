@@ -1,6 +1,7 @@
 // Builds a segment in a worker thread (build-worker.ts) and loads the result here. Records cross
-// the thread boundary in batches; each batch is acknowledged before the next is sent, so a fast
-// producer cannot pile records up in memory.
+// the thread boundary in batches. A few batches may be in flight, so that the caller parses the next
+// records while the worker indexes the last ones (two cores working, not taking turns); beyond that
+// the caller waits, so a fast producer cannot pile records up in memory.
 import { Worker } from "node:worker_threads";
 import type { SearchRecord } from "../../ports/engine.ts";
 import type { BuildReply, BuildRequest } from "./build-worker.ts";
@@ -9,6 +10,7 @@ import { Segment } from "./segment.ts";
 type Request = BuildRequest extends infer R ? (R extends unknown ? Omit<R, "id"> : never) : never;
 
 const BATCH = 2_000;
+const IN_FLIGHT = 4;
 
 export class OffThreadBuilder {
   readonly dir: string;
@@ -16,6 +18,8 @@ export class OffThreadBuilder {
   private readonly waiting = new Map<number, { resolve: () => void; reject: (error: Error) => void }>();
   private nextId = 0;
   private batch: SearchRecord[] = [];
+  /** Acknowledgements of the batches sent and not yet waited for, oldest first. */
+  private readonly sent: Promise<void>[] = [];
   private failed: Error | undefined;
 
   private constructor(dir: string) {
@@ -54,6 +58,7 @@ export class OffThreadBuilder {
   async finish(): Promise<Segment> {
     try {
       await this.flush();
+      while (this.sent.length) await this.sent.shift();
       await this.call({ type: "finish" });
     } finally {
       await this.stop();
@@ -73,7 +78,11 @@ export class OffThreadBuilder {
     if (this.batch.length === 0) return;
     const records = this.batch;
     this.batch = [];
-    await this.call({ type: "add", records });
+    const acknowledged = this.call({ type: "add", json: JSON.stringify(records) });
+    // A failure surfaces when this batch is waited for (below or in finish), not as an unhandled rejection.
+    acknowledged.catch(() => {});
+    this.sent.push(acknowledged);
+    while (this.sent.length >= IN_FLIGHT) await this.sent.shift();
   }
 
   private call(request: Request): Promise<void> {
