@@ -2,11 +2,13 @@
 // the thread boundary in batches. A few batches may be in flight, so that the caller parses the next
 // records while the worker indexes the last ones (two cores working, not taking turns); beyond that
 // the caller waits, so a fast producer cannot pile records up in memory.
+import fs from "node:fs";
 import { Worker } from "node:worker_threads";
 import type { SearchRecord } from "../../ports/engine.ts";
 import type { BuildReply, BuildRequest } from "./build-worker.ts";
 import { Segment } from "./segment.ts";
 
+type Built = Extract<BuildReply, { ok: true }>["built"];
 type Request = BuildRequest extends infer R ? (R extends unknown ? Omit<R, "id"> : never) : never;
 
 const BATCH = 2_000;
@@ -15,12 +17,13 @@ const IN_FLIGHT = 4;
 export class OffThreadBuilder {
   readonly dir: string;
   private readonly worker: Worker;
-  private readonly waiting = new Map<number, { resolve: () => void; reject: (error: Error) => void }>();
+  private readonly waiting = new Map<number, { resolve: (reply: Built | undefined) => void; reject: (error: Error) => void }>();
   private nextId = 0;
   private batch: SearchRecord[] = [];
   /** Acknowledgements of the batches sent and not yet waited for, oldest first. */
-  private readonly sent: Promise<void>[] = [];
+  private readonly sent: Promise<unknown>[] = [];
   private failed: Error | undefined;
+  private stopped = false;
 
   private constructor(dir: string) {
     this.dir = dir;
@@ -28,7 +31,7 @@ export class OffThreadBuilder {
     this.worker.on("message", (reply: BuildReply) => {
       const waiter = this.waiting.get(reply.id);
       this.waiting.delete(reply.id);
-      if (reply.ok) waiter?.resolve();
+      if (reply.ok) waiter?.resolve(reply.built);
       else waiter?.reject(new Error(reply.message));
     });
     this.worker.on("error", (error) => this.fail(error));
@@ -54,23 +57,30 @@ export class OffThreadBuilder {
     }
   }
 
-  /** Writes the segment (fsynced) and loads it on this thread. */
+  /** Writes the segment (fsynced); its in-memory sections move to this thread. */
   async finish(): Promise<Segment> {
+    let built: Built;
     try {
       await this.flush();
       while (this.sent.length) await this.sent.shift();
-      await this.call({ type: "finish" });
+      built = await this.call({ type: "finish" });
     } finally {
       await this.stop();
     }
-    return Segment.load(this.dir);
+    if (!built) throw new Error("the segment build thread finished without a segment");
+    return Segment.fromSections(this.dir, built.meta, built.sections);
   }
 
+  /** Removes everything written. Safe after a failed finish, when the thread is already gone. */
   async abort(): Promise<void> {
     try {
-      if (!this.failed) await this.call({ type: "abort" });
+      // The thread closes the file it writes; a thread that is gone has nothing left to close.
+      if (!this.stopped && !this.failed) await this.call({ type: "abort" });
+    } catch {
+      // the directory is removed below all the same
     } finally {
       await this.stop();
+      await fs.promises.rm(this.dir, { recursive: true, force: true });
     }
   }
 
@@ -78,17 +88,18 @@ export class OffThreadBuilder {
     if (this.batch.length === 0) return;
     const records = this.batch;
     this.batch = [];
-    const acknowledged = this.call({ type: "add", json: JSON.stringify(records) });
+    const acknowledged = this.call({ type: "add", lines: records.map((record) => JSON.stringify(record)) });
     // A failure surfaces when this batch is waited for (below or in finish), not as an unhandled rejection.
     acknowledged.catch(() => {});
     this.sent.push(acknowledged);
     while (this.sent.length >= IN_FLIGHT) await this.sent.shift();
   }
 
-  private call(request: Request): Promise<void> {
+  private call(request: Request): Promise<Built | undefined> {
     if (this.failed) return Promise.reject(this.failed);
+    if (this.stopped) return Promise.reject(new Error("the segment build thread has already stopped"));
     const id = this.nextId++;
-    return new Promise<void>((resolve, reject) => {
+    return new Promise<Built | undefined>((resolve, reject) => {
       this.waiting.set(id, { resolve, reject });
       this.worker.postMessage({ ...request, id } as BuildRequest);
     });
@@ -101,6 +112,8 @@ export class OffThreadBuilder {
   }
 
   private async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
     this.worker.removeAllListeners("exit");
     await this.worker.terminate();
   }

@@ -8,8 +8,8 @@ import { tokenize } from "../tokenize.ts";
 import { Growable, invert, radixSortByKey, sortIndices } from "./arrays.ts";
 import { walkData, type FilterLeaf } from "./data-fields.ts";
 import { geoCode } from "./geo.ts";
-import { KIND_FALSE, KIND_MISSING, KIND_NUMBER, KIND_TRUE, RECORDS_FILE, Segment, type SegmentMeta } from "./segment.ts";
-import type { Section } from "./segment-file.ts";
+import { INDEX_FILE, KIND_FALSE, KIND_MISSING, KIND_NUMBER, KIND_TRUE, RECORDS_FILE, Segment, type SegmentMeta } from "./segment.ts";
+import { writeSegmentFile, type Section } from "./segment-file.ts";
 import { SortedStrings, compareCodePoints } from "./sorted-strings.ts";
 import { Pacer } from "./pacer.ts";
 
@@ -80,10 +80,9 @@ export class SegmentBuilder {
     return this.ids.length;
   }
 
-  /** Adds a record; a later record with the same id replaces the earlier one. */
-  add(record: SearchRecord): void {
+  /** Adds a record; a later record with the same id replaces the earlier one. `json` is the record as JSON when the caller has it already. */
+  add(record: SearchRecord, json = JSON.stringify(record)): void {
     const slot = this.ids.length;
-    const json = JSON.stringify(record);
     // UTF-8 needs at most 3 bytes per UTF-16 unit: flush first unless the record surely fits.
     if (this.pendingBytes + json.length * 3 > this.pending.length) {
       this.flush();
@@ -177,6 +176,12 @@ export class SegmentBuilder {
 
   /** Builds the index, makes both files durable, and returns the loaded segment. */
   async finish(): Promise<Segment> {
+    const { meta, sections } = await this.finishFiles();
+    return Segment.fromSections(this.dir, meta, sections);
+  }
+
+  /** Builds the index and makes both files durable; returns what a Segment is made of. */
+  async finishFiles(): Promise<{ meta: SegmentMeta; sections: Record<string, Section> }> {
     this.flush();
     // Asynchronous: flushing hundreds of megabytes to disk must not hold the event loop.
     await new Promise<void>((resolve, reject) => fs.fsync(this.fd, (error) => (error ? reject(error) : resolve())));
@@ -281,9 +286,9 @@ export class SegmentBuilder {
     }
 
     const meta: SegmentMeta = { docCount: n, maxPrefix: this.maxPrefix, maxTitleTokens, filterPaths };
-    const segment = await Segment.write(this.dir, meta, sections);
+    await writeSegmentFile(path.join(this.dir, INDEX_FILE), meta, sections);
     await syncDirectory(this.dir);
-    return segment;
+    return { meta, sections };
   }
 
   /** Closes and removes everything written. */

@@ -26,7 +26,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import type { SearchRecord } from "../../ports/engine.ts";
-import { readSegmentFile, writeSegmentFile, type Section } from "./segment-file.ts";
+import { readSegmentFile, type Section } from "./segment-file.ts";
 import { SortedStrings } from "./sorted-strings.ts";
 import type { GeoIndex } from "./geo.ts";
 
@@ -115,8 +115,8 @@ export class Segment {
   }
 
   /** Writes the index file (records.bin is already in place) and returns the loaded segment. */
-  static async write(dir: string, meta: SegmentMeta, sections: Record<string, Section>): Promise<Segment> {
-    await writeSegmentFile(path.join(dir, INDEX_FILE), meta, sections);
+  /** A segment over sections already in memory (just built), whose files are in `dir`. */
+  static fromSections(dir: string, meta: SegmentMeta, sections: Record<string, Section>): Segment {
     return new Segment(dir, meta, sections);
   }
 
