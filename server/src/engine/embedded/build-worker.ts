@@ -9,7 +9,7 @@ import { SegmentBuilder } from "./segment-builder.ts";
 
 export type BuildRequest =
   | { id: number; type: "create"; dir: string; maxPrefix: number }
-  | { id: number; type: "add"; lines: string[] }
+  | { id: number; type: "add"; json: string }
   | { id: number; type: "finish" }
   | { id: number; type: "abort" };
 
@@ -52,7 +52,7 @@ parentPort!.on("message", async (request: BuildRequest) => {
         builder = await SegmentBuilder.create(request.dir, request.maxPrefix);
         break;
       case "add":
-        for (const line of request.lines) builder!.add(JSON.parse(line) as SearchRecord, line);
+        for (const record of JSON.parse(request.json) as SearchRecord[]) builder!.add(record);
         break;
       case "abort":
         await builder?.abort();

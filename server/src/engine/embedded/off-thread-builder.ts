@@ -88,7 +88,7 @@ export class OffThreadBuilder {
     if (this.batch.length === 0) return;
     const records = this.batch;
     this.batch = [];
-    const acknowledged = this.call({ type: "add", lines: records.map((record) => JSON.stringify(record)) });
+    const acknowledged = this.call({ type: "add", json: JSON.stringify(records) });
     // A failure surfaces when this batch is waited for (below or in finish), not as an unhandled rejection.
     acknowledged.catch(() => {});
     this.sent.push(acknowledged);

@@ -80,9 +80,10 @@ export class SegmentBuilder {
     return this.ids.length;
   }
 
-  /** Adds a record; a later record with the same id replaces the earlier one. `json` is the record as JSON when the caller has it already. */
-  add(record: SearchRecord, json = JSON.stringify(record)): void {
+  /** Adds a record; a later record with the same id replaces the earlier one. */
+  add(record: SearchRecord): void {
     const slot = this.ids.length;
+    const json = JSON.stringify(record);
     // UTF-8 needs at most 3 bytes per UTF-16 unit: flush first unless the record surely fits.
     if (this.pendingBytes + json.length * 3 > this.pending.length) {
       this.flush();
