@@ -156,7 +156,10 @@ describe("the upload URL", () => {
       edit(u);
       return fetch(u, { method: "PUT", body: "id,title\n1,x\n" });
     };
-    expect((await tamper((u) => u.searchParams.set("signature", "x" + url.searchParams.get("signature")!.slice(1)))).status).toBe(403);
+    const signature = url.searchParams.get("signature")!;
+    // One character changed, whatever the signature starts with (it is random base64url).
+    const forged = (signature[0] === "A" ? "B" : "A") + signature.slice(1);
+    expect((await tamper((u) => u.searchParams.set("signature", forged))).status).toBe(403);
     expect((await tamper((u) => u.searchParams.set("expires", String(Number(url.searchParams.get("expires")) + 60_000)))).status).toBe(403);
     const [, , , uploadId] = url.pathname.split("/");
     expect((await tamper((u) => (u.pathname = `/v1/blobs/${uploadId!.slice(0, -1)}x`))).status).toBe(403);
