@@ -6,6 +6,7 @@
 //   BENCH_10M=1 npm run bench            also 10M records (embedded engine only; about 8 more minutes)
 //   ../node_modules/.bin/node --expose-gc search.bench.ts --10m --datasets=cities,1m \
 //     --peers=minisearch,flexsearch,orama --per-cell=100 --peer-seconds=30   (from bench/: every option)
+//   ... search.bench.ts --render-only [--10m]   the section again from the last run's saved results
 import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
@@ -27,6 +28,8 @@ if ((args.has("10m") || process.env.BENCH_10M === "1") && !datasets.includes("10
 const peers = (args.get("peers") ?? "minisearch,flexsearch,orama").split(",").filter(Boolean);
 const perCell = Number(args.get("per-cell") ?? 100);
 const peerSeconds = Number(args.get("peer-seconds") ?? 30);
+// Renders the section again from the last run's saved queries and results (the machine line is today's).
+const renderOnly = args.has("render-only");
 
 const dataDir = path.join(import.meta.dirname, "data");
 fs.mkdirSync(dataDir, { recursive: true });
@@ -43,6 +46,12 @@ function sampleRecords(dataset: string): SearchRecord[] {
     if (seen >= total) break;
   }
   return samples;
+}
+
+/** The result a child of the last run saved (--render-only). */
+function savedResult(engine: string, dataset: string): EngineResult | null {
+  const resultFile = path.join(dataDir, `result-${engine}-${dataset}.json`);
+  return fs.existsSync(resultFile) ? (JSON.parse(fs.readFileSync(resultFile, "utf8")) as EngineResult) : null;
 }
 
 function runChild(engine: string, dataset: string, queriesFile: string): EngineResult | null {
@@ -63,14 +72,16 @@ function runChild(engine: string, dataset: string, queriesFile: string): EngineR
 
 const runs: { dataset: string; queries: BenchQuery[]; results: EngineResult[]; failed: string[] }[] = [];
 for (const dataset of datasets) {
-  const queries = makeQueries(sampleRecords(dataset), dataset === "10m" ? Math.ceil(perCell / 2) : perCell);
   const queriesFile = path.join(dataDir, `queries-${dataset}.json`);
-  fs.writeFileSync(queriesFile, JSON.stringify(queries));
+  const queries = renderOnly
+    ? (JSON.parse(fs.readFileSync(queriesFile, "utf8")) as BenchQuery[])
+    : makeQueries(sampleRecords(dataset), dataset === "10m" ? Math.ceil(perCell / 2) : perCell);
+  if (!renderOnly) fs.writeFileSync(queriesFile, JSON.stringify(queries));
   const results: EngineResult[] = [];
   const failed: string[] = [];
   // Peers are skipped at 10M: they score every match and need far more memory than the machine has.
   for (const engine of ["embedded", ...(dataset === "10m" ? [] : peers)]) {
-    const result = runChild(engine, dataset, queriesFile);
+    const result = renderOnly ? savedResult(engine, dataset) : runChild(engine, dataset, queriesFile);
     if (result) results.push(result);
     else failed.push(engine);
   }

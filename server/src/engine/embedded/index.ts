@@ -267,7 +267,7 @@ class EmbeddedEngine implements SearchEngine {
     const prefixLast = request.scope === "title";
     const fromSegment: RankedHit[] = searchSegment(segment, { tokens, prefixLast, request, shadowed: overlay.shadowed }, this.tuning).map(
       (hit) => {
-        const record = segment.readRecord(hit.doc);
+        const record = segment.readHotRecord(hit.doc);
         return { bucket: hit.bucket, weight: segment.weight[hit.doc]!, distance: hit.distance, id: record.id, record, doc: hit.doc };
       },
     );
@@ -286,7 +286,7 @@ class EmbeddedEngine implements SearchEngine {
     if (upserted !== undefined) return structuredClone(upserted.record);
     if (overlay.deletes.has(id)) return null;
     const doc = segment.findDoc(id);
-    return doc < 0 ? null : segment.readRecord(doc);
+    return doc < 0 ? null : segment.readHotRecord(doc);
   }
 
   async count(indexKey: string, version: VersionId): Promise<number> {
