@@ -1,13 +1,12 @@
 // The Hono application: middleware, the contract's operations, documentation. It receives its
 // services ready-made; choosing adapters is the composition root's job (compose.ts).
 import { Hono } from "hono";
-import { cors } from "hono/cors";
 import { HTTPException } from "hono/http-exception";
 import type { Config } from "./config.ts";
 import { renderReference } from "./docs/reference.ts";
 import { mountContract, type Contract, type Handlers } from "./http/contract.ts";
 import type { AppEnv } from "./http/env.ts";
-import { authenticate, csrfOriginCheck, requestContext } from "./http/middleware.ts";
+import { authenticate, csrfOriginCheck, openReadCors, requestContext } from "./http/middleware.ts";
 import { HttpProblem, problemResponse } from "./http/problem.ts";
 import type { Logger } from "./log.ts";
 import type { AccountService } from "./services/accounts.ts";
@@ -41,7 +40,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
 
   // Browsers on customers' sites search with a public key: search and the region probes are
   // open to any origin, without cookies (credentials stay off, so a session never crosses sites).
-  const openRead = cors({ origin: "*", allowMethods: ["GET"], allowHeaders: ["authorization"], exposeHeaders: ["x-sift-region", "x-request-id"], maxAge: 86_400 });
+  const openRead = openReadCors({ exposeHeaders: ["x-sift-region", "x-request-id"], maxAgeSeconds: 86_400 });
   for (const path of ["/v1/search", "/v1/regions", "/healthz"]) app.use(path, openRead);
 
   app.use("/v1/*", authenticate(deps.apiKeys, deps.accounts));

@@ -122,3 +122,29 @@ describe("services and indexes", () => {
     expect((await anonymous()).status).toBe(200);
   });
 });
+
+describe("CORS on the open reads", () => {
+  test("any origin may search and read the answer, errors included, and a preflight allows the key header", async () => {
+    const base = world.server.url;
+    const q = new URLSearchParams({ query: "york", indexName: index, serviceName: world.a.service });
+    const found = await fetch(`${base}/v1/search?${q}`, { headers: { origin: "https://shop.example" } });
+    expect(found.status).toBe(200);
+    expect(found.headers.get("access-control-allow-origin")).toBe("*");
+    expect(found.headers.get("access-control-expose-headers")).toContain("x-request-id");
+    expect(found.headers.get("x-request-id")).toBeTruthy();
+    expect(found.headers.get("access-control-allow-credentials")).toBeNull();
+
+    const missing = await fetch(`${base}/v1/search?query=york&indexName=nope&serviceName=${world.a.service}`, { headers: { origin: "https://shop.example" } });
+    expect(missing.status).toBe(401); // an anonymous caller learns nothing about indexes it cannot read
+    expect(missing.headers.get("access-control-allow-origin")).toBe("*");
+
+    const preflight = await fetch(`${base}/v1/search?${q}`, {
+      method: "OPTIONS",
+      headers: { origin: "https://shop.example", "access-control-request-method": "GET", "access-control-request-headers": "authorization" },
+    });
+    expect(preflight.status).toBe(204);
+    expect(preflight.headers.get("access-control-allow-origin")).toBe("*");
+    expect(preflight.headers.get("access-control-allow-headers")).toBe("authorization");
+    expect(preflight.headers.get("access-control-allow-methods")).toBe("GET");
+  });
+});
