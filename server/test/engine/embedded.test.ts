@@ -9,7 +9,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { createEmbeddedEngine, type EmbeddedEngineOptions } from "../../src/engine/embedded/index.ts";
 import type { FilterExpr, RecordChange, SearchEngine, SearchRecord, SearchRequest } from "../../src/ports/engine.ts";
 import { parseFilter } from "../../src/search/filter.ts";
-import { compareScores, prepareRecord, queryTokens, scoreRecord, toHits, type PreparedRecord } from "./reference.ts";
+import { compareScores, prepareRecord, queryTokens, random, scoreRecord, toHits, type PreparedRecord } from "./reference.ts";
 
 const dirs: string[] = [];
 const engines: SearchEngine[] = [];
@@ -35,16 +35,6 @@ async function bulk(engine: SearchEngine, key: string, major: number, records: S
   const writer = await engine.bulkWriter(key, major);
   for (let i = 0; i < records.length; i += 97) await writer.add(records.slice(i, i + 97));
   await writer.commit();
-}
-
-function random(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(a ^ (a >>> 15), a | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 // Words share prefixes and differ by diacritics and case; ids include characters whose UTF-16
