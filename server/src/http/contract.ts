@@ -256,9 +256,11 @@ export async function validateRequest(c: Context<AppEnv>, op: ContractOperation,
     const problems = fieldProblems(op.validatePath.errors);
     throw badRequest(`invalid path parameter: ${describe(problems)}`, problems);
   }
+  // One parse of the query string: Hono's query(name) parses it again per name when it is encoded.
+  const all = c.req.query();
   const rawQuery: Record<string, string> = {};
   for (const name of op.queryNames) {
-    const value = c.req.query(name);
+    const value = all[name];
     if (value !== undefined) rawQuery[name] = value;
   }
   const query = coerceParams(rawQuery, op);

@@ -36,14 +36,46 @@ export class SortedStrings {
     return this.offsets.length - 1;
   }
 
-  private compareAt(i: number, key: Buffer): number {
-    return this.bytes.compare(key, 0, key.length, this.offsets[i]!, this.offsets[i + 1]!);
+  /**
+   * String i compared with key (sign only). A byte loop in JS: lookups compare short strings, and
+   * Buffer#compare's call into C++ cost more than the comparison (a fifth of a search's CPU).
+   */
+  private compareAt(i: number, key: Uint8Array): number {
+    const bytes = this.bytes;
+    const start = this.offsets[i]!;
+    const length = this.offsets[i + 1]! - start;
+    const n = length < key.length ? length : key.length;
+    for (let j = 0; j < n; j++) {
+      const d = bytes[start + j]! - key[j]!;
+      if (d !== 0) return d;
+    }
+    return length - key.length;
+  }
+
+  /** firstByte[b] = index of the first string whose first byte is >= b (257 entries), built on first use. */
+  private firstByte: Uint32Array | null = null;
+
+  private bucketOf(key: Uint8Array): [number, number] {
+    if (this.firstByte === null) {
+      const table = new Uint32Array(257);
+      const { bytes, offsets } = this;
+      const count = this.count;
+      // Strings are sorted, so their first bytes are non-decreasing (an empty string sorts first).
+      let i = 0;
+      for (let b = 0; b < 256; b++) {
+        while (i < count && (offsets[i]! === offsets[i + 1]! || bytes[offsets[i]!]! < b)) i++;
+        table[b] = i;
+      }
+      table[256] = count;
+      this.firstByte = table;
+    }
+    if (key.length === 0) return [0, this.count];
+    return [this.firstByte[key[0]!]!, this.firstByte[key[0]! + 1]!];
   }
 
   /** First index whose string is >= key. */
-  lowerBound(key: Buffer): number {
-    let lo = 0;
-    let hi = this.count;
+  lowerBound(key: Uint8Array): number {
+    let [lo, hi] = this.bucketOf(key);
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
       if (this.compareAt(mid, key) < 0) lo = mid + 1;
@@ -52,24 +84,30 @@ export class SortedStrings {
     return lo;
   }
 
-  find(key: Buffer): number {
+  find(key: Uint8Array): number {
     const i = this.lowerBound(key);
     return i < this.count && this.compareAt(i, key) === 0 ? i : -1;
   }
 
   /** [lo, hi) of the strings that start with prefix. */
-  prefixRange(prefix: Buffer): [number, number] {
+  prefixRange(prefix: Uint8Array): [number, number] {
     const lo = this.lowerBound(prefix);
     let a = lo;
-    let b = this.count;
+    let b = prefix.length === 0 ? this.count : this.bucketOf(prefix)[1];
     while (a < b) {
       const mid = (a + b) >>> 1;
-      const start = this.offsets[mid]!;
-      const len = Math.min(prefix.length, this.offsets[mid + 1]! - start);
-      if (len === prefix.length && this.bytes.compare(prefix, 0, len, start, start + len) === 0) a = mid + 1;
+      if (this.startsWith(mid, prefix)) a = mid + 1;
       else b = mid;
     }
     return [lo, a];
+  }
+
+  private startsWith(i: number, prefix: Uint8Array): boolean {
+    const start = this.offsets[i]!;
+    if (this.offsets[i + 1]! - start < prefix.length) return false;
+    const bytes = this.bytes;
+    for (let j = 0; j < prefix.length; j++) if (bytes[start + j] !== prefix[j]) return false;
+    return true;
   }
 }
 
