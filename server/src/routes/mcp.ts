@@ -9,7 +9,7 @@ import type { AppEnv } from "../http/env.ts";
 import { HttpProblem } from "../http/problem.ts";
 import type { SearchEngine } from "../ports/engine.ts";
 import type { CatalogService } from "../services/catalog.ts";
-import type { SearchService } from "../services/search.ts";
+import { suggestionOf, type SearchService } from "../services/search.ts";
 
 function backendFor(p: Principal, deps: { catalog: CatalogService; search: SearchService; engine: SearchEngine }): SiftMcpBackend {
   authorize(p, "mcp");
@@ -21,7 +21,7 @@ function backendFor(p: Principal, deps: { catalog: CatalogService; search: Searc
       const ref = await index(indexName);
       const geo = latitude !== undefined && longitude !== undefined ? { latitude, longitude } : undefined;
       const found = await deps.search.searchIndex(ref, { query: phrase, geo });
-      return { indexName, indexVersion: found.indexVersion, phrase, results: found.suggestions as JsonRecord[] };
+      return { indexName, indexVersion: found.indexVersion, phrase, results: found.hits.map(suggestionOf) as JsonRecord[] };
     },
     async lookupById({ indexName, id }) {
       const ref = await index(indexName);

@@ -5,7 +5,7 @@ import type { components, operations } from "../../../generated/types.ts";
 import { authorizeIndex } from "../auth/authority.ts";
 import type { Principal } from "../auth/principal.ts";
 import { badRequest, invalidField } from "../http/problem.ts";
-import type { FilterExpr, SearchEngine } from "../ports/engine.ts";
+import type { FilterExpr, SearchEngine, SearchHit } from "../ports/engine.ts";
 import { isRegionId, REGION_IDS } from "../regions.ts";
 import { FilterSyntaxError, parseFilter } from "../search/filter.ts";
 import type { CatalogService, IndexRef } from "./catalog.ts";
@@ -17,9 +17,15 @@ type SearchResult = components["schemas"]["SearchResult"];
 export type SearchParams = operations["Search_search"]["parameters"]["query"];
 
 export interface SearchOutcome {
-  suggestions: SearchResult[];
+  /** The engine's hits, best first: suggestionOf() turns one into a SearchResult. */
+  hits: SearchHit[];
   indexVersion: string;
   region: string;
+}
+
+/** A hit as the contract's SearchResult: the record as stored, plus its distance when geo-biased. */
+export function suggestionOf(hit: SearchHit): SearchResult {
+  return hit.distanceMeters === undefined ? hit.record : { ...hit.record, distanceMeters: Math.round(hit.distanceMeters) };
 }
 
 export class SearchService {
@@ -55,7 +61,7 @@ export class SearchService {
       geo?: { latitude: number; longitude: number } | undefined;
       filter?: FilterExpr | undefined;
     },
-  ): Promise<{ suggestions: SearchResult[]; indexVersion: string }> {
+  ): Promise<{ hits: SearchHit[]; indexVersion: string }> {
     const version = await this.versions.resolve(ref, params.version);
     const hits = await this.engine.search(ref.id, version, {
       query: params.query,
@@ -65,10 +71,7 @@ export class SearchService {
       ...(params.geo ? { geo: params.geo } : {}),
       ...(params.filter ? { filter: params.filter } : {}),
     });
-    return {
-      indexVersion: version,
-      suggestions: hits.map((h) => (h.distanceMeters === undefined ? h.record : { ...h.record, distanceMeters: Math.round(h.distanceMeters) })),
-    };
+    return { indexVersion: version, hits };
   }
 
   private regionFor(ref: IndexRef, requested: string | undefined): string {

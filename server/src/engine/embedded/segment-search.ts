@@ -387,26 +387,33 @@ class SegmentSearch {
     const it = source.open();
     for (let doc = it.next(); doc !== END; doc = it.seek(doc)) {
       const groupEnd = this.weightGroupEnd(doc);
-      const members = source.count(doc, groupEnd);
-      // Nearest first visits about need * (all located matches) / (matches in the group) matches.
-      const nearestCost = located === null ? Infinity : (need * located.count(0, END)) / members;
-      let outcome: "full" | "exhausted" | "over budget" = "over budget";
-      const mark = this.hits.length;
-      const saved = counts.slice();
-      if (members > this.tuning.smallStream && nearestCost < members) {
-        outcome = this.readNearest(stream, need, counts, doc, groupEnd, members * this.tuning.nearestBudget, source.count(0, END));
-        // Within a group, weight order is id order: its unlocated documents come in id order.
-        if (outcome === "exhausted") this.readInOrder(stream, need, counts, "weight", true, doc, groupEnd);
+      // Most groups are a handful of documents (distinct weights): read whole without counting.
+      let readWhole = true;
+      if (located !== null && groupEnd - doc > this.tuning.smallStream) {
+        const members = source.count(doc, groupEnd);
+        // Nearest first visits about need * (all located matches) / (matches in the group) matches.
+        const nearestCost = (need * located.count(0, END)) / members;
+        if (members > this.tuning.smallStream && nearestCost < members) {
+          const mark = this.hits.length;
+          const saved = counts.slice();
+          const outcome = this.readNearest(stream, need, counts, doc, groupEnd, members * this.tuning.nearestBudget, source.count(0, END));
+          // Within a group, weight order is id order: its unlocated documents come in id order.
+          if (outcome === "exhausted") this.readInOrder(stream, need, counts, "weight", true, doc, groupEnd);
+          readWhole = outcome === "over budget";
+          if (readWhole) {
+            this.hits.length = mark;
+            counts.set(saved);
+          }
+        }
       }
-      if (outcome === "over budget") {
-        this.hits.length = mark;
-        counts.set(saved);
+      if (readWhole) {
         const group: SegmentHit[] = [];
         for (let d = it.seek(doc); d < groupEnd; d = it.next()) {
           const bucket = this.accept(d, stream);
           if (bucket >= 0) group.push({ doc: d, bucket, distance: this.distanceOf(d) });
         }
-        this.keepBest(group.sort(this.compare), need, counts);
+        if (group.length > 1) group.sort(this.compare);
+        this.keepBest(group, need, counts);
       }
       doc = groupEnd;
       // Later groups weigh less: once the stream's best bucket is full they cannot rank.
@@ -414,12 +421,21 @@ class SegmentSearch {
     }
   }
 
-  /** Weights are non-increasing in document order: the group of doc ends at the first smaller weight. */
+  /**
+   * Weights are non-increasing in document order: the group of doc ends at the first smaller
+   * weight. Galloping from doc: groups are usually a document or two.
+   */
   private weightGroupEnd(doc: number): number {
     const weight = this.segment.weight;
+    const end = this.segment.docCount;
     const w = weight[doc]!;
     let lo = doc + 1;
-    let hi = this.segment.docCount;
+    let step = 1;
+    while (lo + step <= end && weight[lo + step - 1]! >= w) {
+      lo += step;
+      step *= 2;
+    }
+    let hi = Math.min(lo + step, end);
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
       if (weight[mid]! >= w) lo = mid + 1;

@@ -1,0 +1,45 @@
+import { describe, expect, it } from "vitest";
+import { searchBody } from "../../src/routes/search.ts";
+import type { SearchHit } from "../../src/ports/engine.ts";
+import { suggestionOf } from "../../src/services/search.ts";
+
+const deepFreeze = <T>(value: T): T => {
+  if (value !== null && typeof value === "object") {
+    for (const child of Object.values(value)) deepFreeze(child);
+    Object.freeze(value);
+  }
+  return value;
+};
+
+const plain = (hits: SearchHit[], version: string) => JSON.stringify({ suggestions: hits.map(suggestionOf), indexVersion: version });
+
+describe("searchBody", () => {
+  const paris = { id: "p", title: "Paris", weight: 2, images: ["a.png"], latitude: "48.85", longitude: "2.35", data: { country: "FR", "quo\"te": [1, true] } };
+  const hits: SearchHit[] = [
+    { record: deepFreeze(structuredClone(paris)) },
+    { record: deepFreeze(structuredClone(paris)), distanceMeters: 1234.56 },
+    { record: { ...paris, id: "unfrozen" }, distanceMeters: 0.4 },
+    { record: { ...paris, id: "plain" } },
+  ];
+
+  it("writes the same JSON as serialising the suggestions, with and without distance", () => {
+    expect(searchBody(hits, "3.14")).toBe(plain(hits, "3.14"));
+    expect(JSON.parse(searchBody(hits, "3.14")).suggestions[1].distanceMeters).toBe(1235);
+    expect(searchBody([], "1")).toBe('{"suggestions":[],"indexVersion":"1"}');
+  });
+
+  it("serves a record's remembered JSON again, and a record that may change afresh", () => {
+    const frozen = hits[1]!;
+    expect(searchBody([frozen], "1")).toBe(searchBody([frozen], "1"));
+    const mutable: SearchHit = { record: { ...paris } };
+    const before = searchBody([mutable], "1");
+    mutable.record.title = "Lutetia";
+    expect(searchBody([mutable], "1")).not.toBe(before);
+    expect(JSON.parse(searchBody([mutable], "1")).suggestions[0].title).toBe("Lutetia");
+  });
+
+  it("handles a frozen record without fields", () => {
+    const empty = { record: Object.freeze({}) as SearchHit["record"], distanceMeters: 5 };
+    expect(searchBody([empty], "1")).toBe(plain([empty], "1"));
+  });
+});
