@@ -136,6 +136,8 @@ export interface Source {
   count(lo: number, hi: number): number;
   /** The entries in [lo, hi), ascending. */
   open(lo?: number, hi?: number): DocIter;
+  /** Runs whose union is this source, or null when it is not a union of runs (an intersection). */
+  runs(): RunSource[] | null;
 }
 
 export class RunSource implements Source {
@@ -161,7 +163,11 @@ export class RunSource implements Source {
     return new RunIter(this.values, this.bound(lo), this.bound(hi));
   }
 
-  private bound(position: number): number {
+  runs(): RunSource[] {
+    return [this];
+  }
+
+  bound(position: number): number {
     if (position <= 0) return this.start;
     if (position >= END) return this.end;
     return lowerBound(this.values, this.start, this.end, position);
@@ -182,6 +188,16 @@ export class UnionSource implements Source {
   open(lo = 0, hi = END): DocIter {
     return new UnionIter(this.children.map((c) => c.open(lo, hi)));
   }
+
+  runs(): RunSource[] | null {
+    const all: RunSource[] = [];
+    for (const child of this.children) {
+      const runs = child.runs();
+      if (runs === null) return null;
+      all.push(...runs);
+    }
+    return all;
+  }
 }
 
 export class AndSource implements Source {
@@ -198,12 +214,38 @@ export class AndSource implements Source {
   open(lo = 0, hi = END): DocIter {
     return new AndIter(this.children.map((c) => c.open(lo, hi)));
   }
+
+  runs(): null {
+    return null;
+  }
+
+  /** Each input as a union of runs, or null when an input is itself an intersection. */
+  inputRuns(): RunSource[][] | null {
+    const inputs: RunSource[][] = [];
+    for (const child of this.children) {
+      const runs = child.runs();
+      if (runs === null) return null;
+      inputs.push(runs);
+    }
+    return inputs;
+  }
 }
 
-export const EMPTY: Source = { count: () => 0, open: () => EMPTY_ITER };
+export const EMPTY: Source = { count: () => 0, open: () => EMPTY_ITER, runs: () => [] };
+
+/**
+ * An intersection of unions of runs is computed with bitmaps (intersectWithBitmap) when marking
+ * them costs at most this many entries per entry of the smallest input.
+ */
+const BITMAP_RATIO = 64;
 
 /** The exact entries of a source as one run (an intersection's counts are only upper bounds). */
 export function materialize(source: Source): RunSource {
+  if (source instanceof AndSource) {
+    const inputs = source.inputRuns();
+    const viaBitmap = inputs === null ? null : intersectWithBitmap(inputs);
+    if (viaBitmap !== null) return viaBitmap;
+  }
   const it = source.open();
   const out = new Uint32Array(it.estimate);
   let n = 0;
@@ -223,4 +265,65 @@ export function mergeRuns(runs: RunSource[]): RunSource {
   let unique = 0;
   for (let i = 0; i < all.length; i++) if (i === 0 || all[i] !== all[i - 1]) all[unique++] = all[i]!;
   return new RunSource(all, 0, unique);
+}
+
+/**
+ * Intersects unions of runs with bitmaps over the range they share: each input is marked in its
+ * own bitmap and the bitmaps are ANDed, then read out in order. Leapfrogging seeks through
+ * iterator objects cost about 0.2 µs per step; marking is a few nanoseconds per entry, so for
+ * inputs of similar sizes (two common words, for example) this is an order of magnitude faster.
+ * Null when the inputs are so much larger than the smallest that leapfrogging costs less.
+ */
+function intersectWithBitmap(inputs: RunSource[][]): RunSource | null {
+  if (inputs.length < 2) return null;
+  let min = 0;
+  let max = END - 1;
+  let smallest = Infinity;
+  for (const runs of inputs) {
+    let lo = END;
+    let hi = -1;
+    let size = 0;
+    for (const r of runs) {
+      if (r.size === 0) continue;
+      lo = Math.min(lo, r.values[r.start]!);
+      hi = Math.max(hi, r.values[r.end - 1]!);
+      size += r.size;
+    }
+    min = Math.max(min, lo);
+    max = Math.min(max, hi);
+    smallest = Math.min(smallest, size);
+  }
+  if (max < min) return new RunSource(new Uint32Array(0), 0, 0);
+  // Only the entries within the shared range are marked.
+  const ranges = inputs.map((runs) => runs.map((r) => [r.values, r.bound(min), r.bound(max + 1)] as const));
+  const toMark = ranges.reduce((sum, runs) => sum + runs.reduce((s, [, lo, hi]) => s + hi - lo, 0), 0);
+  const words = ((max - min) >>> 5) + 1;
+  if (toMark + words * inputs.length > BITMAP_RATIO * smallest) return null;
+  const all = new Uint32Array(words);
+  const one = new Uint32Array(words);
+  ranges.forEach((runs, k) => {
+    const bits = k === 0 ? all : one;
+    if (k > 0) one.fill(0);
+    for (const [values, lo, hi] of runs) {
+      for (let i = lo; i < hi; i++) {
+        const offset = values[i]! - min;
+        bits[offset >>> 5]! |= 1 << (offset & 31);
+      }
+    }
+    if (k > 0) for (let w = 0; w < words; w++) all[w]! &= one[w]!;
+  });
+  let n = 0;
+  for (let w = 0; w < words; w++) n += popcount(all[w]!);
+  const out = new Uint32Array(n);
+  let at = 0;
+  for (let w = 0; w < words; w++) {
+    for (let word = all[w]!; word !== 0; word &= word - 1) out[at++] = min + w * 32 + (31 - Math.clz32(word & -word));
+  }
+  return new RunSource(out, 0, n);
+}
+
+function popcount(v: number): number {
+  v -= (v >>> 1) & 0x55555555;
+  v = (v & 0x33333333) + ((v >>> 2) & 0x33333333);
+  return (((v + (v >>> 4)) & 0x0f0f0f0f) * 0x01010101) >>> 24;
 }
