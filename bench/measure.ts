@@ -39,6 +39,9 @@ export function directoryBytes(dir: string): number {
 export const mb = (bytes: number) => `${(bytes / 1e6).toFixed(0)} MB`;
 export const ms = (value: number) => (value >= 100 ? value.toFixed(0) : value >= 10 ? value.toFixed(1) : value.toFixed(2));
 
+/** Timed passes over the query list for Sift (peers time one, within their budget). */
+export const SIFT_PASSES = 5;
+
 export interface EngineResult {
   engine: string;
   dataset: string;
@@ -50,6 +53,8 @@ export interface EngineResult {
   diskBytes?: number;
   /** Per query of the shared list; null where the time budget ran out before the query. */
   timings: (number | null)[];
+  /** Further passes over the whole list, aligned with timings (Sift only: it has no budget). */
+  moreTimings?: number[][];
   verification?: { checked: number; mismatches: number; examples: string[] };
   put?: { count: number; p50: number; p99: number };
   searchOnMinor?: { changes: number; p50: number; p99: number };

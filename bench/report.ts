@@ -1,5 +1,5 @@
 // Renders benchmark results as the engine section of RESULTS.md, including the targets check.
-import { mb, ms, percentile, type EngineResult } from "./measure.ts";
+import { SIFT_PASSES, mb, ms, percentile, type EngineResult } from "./measure.ts";
 import { LENGTH_CLASSES, MODES, type BenchQuery, type LengthClass, type Mode } from "./queries.ts";
 
 interface Run {
@@ -22,11 +22,14 @@ const DATASET_TITLES: Record<string, string> = {
   "10m": "Synthetic catalogue, 10,000,000 records",
 };
 
+/** The timings of the kept queries, from every timed pass. */
 function times(result: EngineResult, queries: BenchQuery[], keep: (q: BenchQuery, i: number) => boolean): number[] {
   const out: number[] = [];
-  result.timings.forEach((t, i) => {
-    if (t !== null && keep(queries[i]!, i)) out.push(t);
-  });
+  for (const pass of [result.timings, ...(result.moreTimings ?? [])]) {
+    pass.forEach((t, i) => {
+      if (t !== null && keep(queries[i]!, i)) out.push(t);
+    });
+  }
   return out;
 }
 
@@ -71,8 +74,10 @@ export function renderReport(runs: Run[], conditions: Conditions): string {
       `each peer gets ${conditions.peerSeconds} s of queries, taken in a balanced order, and is compared with Sift on the same queries.`,
   );
   out.push(
-    "- Latency cells: p50 / p99 in milliseconds, measured around `engine.search` in process (no HTTP), each query once " +
-      "after an untimed warm-up pass over the list (Sift has no result cache, but keeps the records it recently returned, 4 M characters of JSON per segment, so the pass also fills that; it warms the JIT and first touches of memory).",
+    "- Latency cells: p50 / p99 in milliseconds, measured around `engine.search` in process (no HTTP), after an untimed warm-up pass over the list " +
+      "(Sift has no result cache, but keeps the records it recently returned, 4 M characters of JSON per segment, so the pass also fills that; it warms the JIT and first touches of memory). " +
+      `Sift's cells take every timing of ${SIFT_PASSES} passes over the whole list (${SIFT_PASSES} timings per query: a p99 over 100 single timings is the second-slowest one, which a single pause of this shared machine decides); ` +
+      "each peer times each query once, as far as its budget goes. \"Sift p99 on the same queries\" uses all of Sift's passes over the queries that peer completed.",
     "",
   );
 
