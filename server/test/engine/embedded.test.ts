@@ -125,6 +125,7 @@ describe("embedded engine ranking equals the brute-force reference", () => {
     ["default strategies", {}],
     ["nearest-first and exact intersections everywhere", { tuning: { smallStream: 0, exactIntersection: 0, nearestBudget: 1e9 } }],
     ["every nearest-first read over budget", { tuning: { smallStream: 0, nearestBudget: 0 } }],
+    ["in-order reads of intersections switched to bitmaps at the first match", { tuning: { selectiveAfter: 1 } }],
     ["one-letter prefix index, merged term runs", { maxPrefix: 1, tuning: { maxUnionTerms: 1, smallStream: 0 } }],
     ["no prefix index beyond two letters, unions of term runs", { maxPrefix: 2, tuning: { maxUnionTerms: 1000 } }],
   ];

@@ -241,11 +241,8 @@ const BITMAP_RATIO = 64;
 
 /** The exact entries of a source as one run (an intersection's counts are only upper bounds). */
 export function materialize(source: Source): RunSource {
-  if (source instanceof AndSource) {
-    const inputs = source.inputRuns();
-    const viaBitmap = inputs === null ? null : intersectWithBitmap(inputs);
-    if (viaBitmap !== null) return viaBitmap;
-  }
+  const viaBitmap = source instanceof AndSource ? intersectionByBitmap(source) : null;
+  if (viaBitmap !== null) return viaBitmap;
   const it = source.open();
   const out = new Uint32Array(it.estimate);
   let n = 0;
@@ -272,10 +269,13 @@ export function mergeRuns(runs: RunSource[]): RunSource {
  * own bitmap and the bitmaps are ANDed, then read out in order. Leapfrogging seeks through
  * iterator objects cost about 0.2 µs per step; marking is a few nanoseconds per entry, so for
  * inputs of similar sizes (two common words, for example) this is an order of magnitude faster.
- * Null when the inputs are so much larger than the smallest that leapfrogging costs less.
+ * Entries in [from, to) only. Null when the inputs are so much larger than the smallest that
+ * leapfrogging costs less, or when an input is itself an intersection.
  */
-function intersectWithBitmap(inputs: RunSource[][]): RunSource | null {
-  if (inputs.length < 2) return null;
+export function intersectionByBitmap(source: AndSource, from = 0, to = END): RunSource | null {
+  const whole = source.inputRuns();
+  if (whole === null || whole.length < 2) return null;
+  const inputs = from === 0 && to === END ? whole : whole.map((runs) => runs.map((r) => new RunSource(r.values, r.bound(from), r.bound(to))));
   let min = 0;
   let max = END - 1;
   let smallest = Infinity;

@@ -14,7 +14,7 @@ import type { SearchRequest } from "../../ports/engine.ts";
 import { compileFilter, type DocPredicate } from "./filter-columns.ts";
 import { NearestIterator, haversineMeters } from "./geo.ts";
 import { BUCKETS, DATA_BUCKET, MatchScratch, titleBucket } from "./lexical.ts";
-import { AndSource, EMPTY, END, RunSource, UnionSource, materialize, mergeRuns, type Source } from "./postings.ts";
+import { AndSource, EMPTY, END, RunSource, UnionSource, intersectionByBitmap, materialize, mergeRuns, type Source } from "./postings.ts";
 import type { Segment } from "./segment.ts";
 import { TopK } from "./top-k.ts";
 import { lowerBound } from "./arrays.ts";
@@ -35,9 +35,15 @@ export interface SearchTuning {
    * walk open many cells where the inputs never meet.
    */
   exactIntersection: number;
+  /**
+   * An intersection read in order that has yielded this many matches without filling the
+   * stream's best bucket, mostly through leapfrog steps that found nothing, is computed whole by
+   * bitmap from there on (intersectionByBitmap).
+   */
+  selectiveAfter: number;
 }
 
-export const DEFAULT_TUNING: SearchTuning = { maxUnionTerms: 32, smallStream: 256, nearestBudget: 2, exactIntersection: 50_000 };
+export const DEFAULT_TUNING: SearchTuning = { maxUnionTerms: 32, smallStream: 256, nearestBudget: 2, exactIntersection: 50_000, selectiveAfter: 64 };
 
 export interface SegmentHit {
   doc: number;
@@ -304,8 +310,20 @@ class SegmentSearch {
     const source = stream.source(order);
     if (source === null) return this.readWhole(stream, need, counts, unlocatedOnly);
     const lat = this.segment.geo.lat;
-    const it = source.open(lo, hi);
+    let it = source.open(lo, hi);
+    let read = 0;
     for (let p = it.next(); p !== END; p = it.next()) {
+      // Many matches and the best bucket still not full: the rest is likely read to the end. When
+      // the inputs mostly miss each other (most leapfrog steps find nothing), an exact
+      // intersection by bitmap costs less than leapfrogging through the rest.
+      if (++read === this.tuning.selectiveAfter && source instanceof AndSource && read * 4 < source.count(lo, p + 1)) {
+        const rest = intersectionByBitmap(source, p, hi);
+        if (rest !== null) {
+          it = rest.open();
+          p = it.next();
+          if (p === END) return;
+        }
+      }
       const doc = this.docAt(order, p);
       if (unlocatedOnly && !Number.isNaN(lat[doc]!)) continue;
       const bucket = this.accept(doc, stream);
