@@ -148,7 +148,7 @@ export function renderReport(runs: Run[], conditions: Conditions): string {
       const unweighted = worstP99(ours, run.queries, ["unweighted"]);
       const memory = ours.memory.heapUsed + ours.memory.external;
       targets.push(`| 1M weighted p99 ≤ 1 ms, every length | ${ms(weighted.value)} ms (worst: ${weighted.where}) | ${verdict(weighted.value <= 1)} |`);
-      targets.push(`| 1M unweighted p99 ≤ 1 ms, every length | ${ms(unweighted.value)} ms (worst: ${unweighted.where}) | ${verdict(unweighted.value <= 1)} |`);
+      targets.push(`| 1M unweighted p99 ≤ 1 ms, every length (our own; the issue sets weighted and geo) | ${ms(unweighted.value)} ms (worst: ${unweighted.where}) | ${verdict(unweighted.value <= 1)} |`);
       targets.push(`| 1M geo-biased p99 ≤ 3 ms, every length | ${ms(geo.value)} ms (worst: ${geo.where}) | ${verdict(geo.value <= 3)} |`);
       for (const p of peers) {
         const done = new Set(p.timings.flatMap((t, i) => (t === null ? [] : [i])));
