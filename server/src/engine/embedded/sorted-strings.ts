@@ -55,7 +55,7 @@ export class SortedStrings {
   /** firstByte[b] = index of the first string whose first byte is >= b (257 entries), built on first use. */
   private firstByte: Uint32Array | null = null;
 
-  private bucketOf(key: Uint8Array): [number, number] {
+  private firstByteRange(key: Uint8Array): [number, number] {
     if (this.firstByte === null) {
       const table = new Uint32Array(257);
       const { bytes, offsets } = this;
@@ -75,7 +75,7 @@ export class SortedStrings {
 
   /** First index whose string is >= key. */
   lowerBound(key: Uint8Array): number {
-    let [lo, hi] = this.bucketOf(key);
+    let [lo, hi] = this.firstByteRange(key);
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
       if (this.compareAt(mid, key) < 0) lo = mid + 1;
@@ -93,7 +93,7 @@ export class SortedStrings {
   prefixRange(prefix: Uint8Array): [number, number] {
     const lo = this.lowerBound(prefix);
     let a = lo;
-    let b = prefix.length === 0 ? this.count : this.bucketOf(prefix)[1];
+    let b = prefix.length === 0 ? this.count : this.firstByteRange(prefix)[1];
     while (a < b) {
       const mid = (a + b) >>> 1;
       if (this.startsWith(mid, prefix)) a = mid + 1;
