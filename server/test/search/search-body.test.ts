@@ -1,15 +1,9 @@
 import { describe, expect, it } from "vitest";
+import { deepFreeze } from "../../src/engine/embedded/segment.ts";
 import { searchBody } from "../../src/routes/search.ts";
 import type { SearchHit } from "../../src/ports/engine.ts";
 import { suggestionOf } from "../../src/services/search.ts";
 
-const deepFreeze = <T>(value: T): T => {
-  if (value !== null && typeof value === "object") {
-    for (const child of Object.values(value)) deepFreeze(child);
-    Object.freeze(value);
-  }
-  return value;
-};
 
 const plain = (hits: SearchHit[], version: string) => JSON.stringify({ suggestions: hits.map(suggestionOf), indexVersion: version });
 

@@ -46,15 +46,16 @@ export const KIND_TRUE = 3;
 export const RECORDS_FILE = "records.bin";
 /** JSON length (UTF-16 units) of the recently returned records kept per segment; see readHotRecord. */
 const HOT_RECORD_UNITS = 4 * 1024 * 1024;
+export const INDEX_FILE = "index.bin";
 
-function deepFreeze<T>(value: T): T {
+/** Freezes value and everything in it: the records readHotRecord hands out are shared. */
+export function deepFreeze<T>(value: T): T {
   if (value !== null && typeof value === "object") {
     for (const child of Object.values(value)) deepFreeze(child);
     Object.freeze(value);
   }
   return value;
 }
-export const INDEX_FILE = "index.bin";
 
 export class Segment {
   readonly dir: string;
@@ -126,7 +127,6 @@ export class Segment {
     this.fd = fs.openSync(path.join(dir, RECORDS_FILE), "r");
   }
 
-  /** Writes the index file (records.bin is already in place) and returns the loaded segment. */
   /** A segment over sections already in memory (just built), whose files are in `dir`. */
   static fromSections(dir: string, meta: SegmentMeta, sections: Record<string, Section>): Segment {
     return new Segment(dir, meta, sections);
