@@ -53,12 +53,16 @@ export interface Sift {
   close(): Promise<void>;
 }
 
-async function openEngine(config: Config): Promise<SearchEngine> {
+async function openEngine(config: Config, log: Logger): Promise<SearchEngine> {
   if (config.typesense) {
     const { createTypesenseEngine } = await import("./engine/typesense/index.ts");
     return createTypesenseEngine({ url: config.typesense.url, apiKey: config.typesense.apiKey });
   }
   const { createEmbeddedEngine } = await import("./engine/embedded/index.ts");
+  const { mmapUnavailable } = await import("@sift/mmap");
+  if (mmapUnavailable !== null) {
+    log.warn("segment indexes are read into memory: the mmap addon is not built (npm ci builds it)", { reason: mmapUnavailable });
+  }
   return createEmbeddedEngine({ dataDir: join(config.dataDir, "engine") });
 }
 
@@ -79,7 +83,7 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
   mkdirSync(config.dataDir, { recursive: true });
   const contract = loadContract();
   const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
-  const engine = await openEngine(config);
+  const engine = await openEngine(config, log);
   try {
     await engine.open();
   } catch (error) {

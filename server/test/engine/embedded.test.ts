@@ -128,6 +128,7 @@ describe("embedded engine ranking equals the brute-force reference", () => {
     ["in-order reads of intersections switched to bitmaps at the first match", { tuning: { selectiveAfter: 1 } }],
     ["one-letter prefix index, merged term runs", { maxPrefix: 1, tuning: { maxUnionTerms: 1, smallStream: 0 } }],
     ["no prefix index beyond two letters, unions of term runs", { maxPrefix: 2, tuning: { maxUnionTerms: 1000 } }],
+    ["indexes read into the heap instead of mapped", { mapSegments: false }],
   ];
 
   it.each(configurations)("%s: on a major, and on minors after changes and a branch", async (_name, options) => {

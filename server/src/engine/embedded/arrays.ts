@@ -40,6 +40,12 @@ export class Growable<T extends Uint32Array | Float64Array | Uint8Array> {
     return this.data.subarray(0, this.size) as T;
   }
 
+  /** Frees the memory; the array is empty afterwards. */
+  release(): void {
+    this.data = new this.ctor(0);
+    this.size = 0;
+  }
+
   private grow(min: number): void {
     const next = new this.ctor(Math.max(min, this.data.length * 2));
     next.set(this.data as never);

@@ -36,6 +36,8 @@ export interface EmbeddedEngineOptions {
   maxPrefix?: number;
   /** Thresholds of the search strategies (segment-search.ts); tests lower them to reach every path. */
   tuning?: Partial<SearchTuning>;
+  /** Map segment indexes from their files (default) rather than reading them into the heap. */
+  mapSegments?: boolean;
 }
 
 /** Records between asking the pacer whether searches should get the event loop. */
@@ -56,6 +58,7 @@ class EmbeddedEngine implements SearchEngine {
   private readonly segmentsDir: string;
   private readonly maxPrefix: number;
   private readonly tuning: SearchTuning;
+  private readonly map: boolean;
   private catalog: Catalog | null = null;
   private readonly indexes = new Map<string, IndexVersions>();
 
@@ -64,6 +67,7 @@ class EmbeddedEngine implements SearchEngine {
     this.segmentsDir = path.join(options.dataDir, "segments");
     this.maxPrefix = options.maxPrefix ?? 4;
     this.tuning = { ...DEFAULT_TUNING, ...options.tuning };
+    this.map = options.mapSegments ?? true;
   }
 
   async open(): Promise<void> {
@@ -75,7 +79,7 @@ class EmbeddedEngine implements SearchEngine {
       const versions = new IndexVersions();
       for (const row of catalog.majors(key)) {
         const dir = path.join(this.indexDir(key), row.dir);
-        versions.majors.set(row.major, new MajorVersion(row, dir));
+        versions.majors.set(row.major, new MajorVersion(row, dir, this.map));
         keep.add(dir);
       }
       for (const row of catalog.changes(key)) {
@@ -136,7 +140,7 @@ class EmbeddedEngine implements SearchEngine {
     versions.building.add(major);
     const name = `${major}-${randomUUID().slice(0, 8)}`;
     // Dropped once finished: the builder holds every record's index data until then.
-    let builder: OffThreadBuilder | null = await OffThreadBuilder.create(path.join(this.indexDir(indexKey), name), this.maxPrefix);
+    let builder: OffThreadBuilder | null = await OffThreadBuilder.create(path.join(this.indexDir(indexKey), name), this.maxPrefix, this.map);
     let state: "open" | "committed" | "aborted" = "open";
     const ensureOpen = () => {
       if (state !== "open") throw new Error(`bulk writer for ${indexKey}/${major} is already ${state}`);
@@ -177,7 +181,7 @@ class EmbeddedEngine implements SearchEngine {
       throw new Error(`index ${indexKey} was dropped during the build`);
     }
     this.db().addMajor(indexKey, row);
-    versions.majors.set(row.major, new MajorVersion(row, segment.dir, segment));
+    versions.majors.set(row.major, new MajorVersion(row, segment.dir, this.map, segment));
   }
 
   async applyChange(indexKey: string, change: RecordChange): Promise<void> {
@@ -208,7 +212,7 @@ class EmbeddedEngine implements SearchEngine {
     const { segment, overlay } = await this.view(indexKey, from);
     versions.building.add(major);
     const name = `${major}-${randomUUID().slice(0, 8)}`;
-    const builder = await OffThreadBuilder.create(path.join(this.indexDir(indexKey), name), this.maxPrefix);
+    const builder = await OffThreadBuilder.create(path.join(this.indexDir(indexKey), name), this.maxPrefix, this.map);
     const pacer = new Pacer();
     try {
       for (let doc = 0; doc < segment.docCount; doc++) {

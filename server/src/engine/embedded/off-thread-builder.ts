@@ -1,4 +1,4 @@
-// Builds a segment in a worker thread (build-worker.ts) and loads the result here. Records cross
+// Builds a segment in a worker thread (build-worker.ts) and opens the files it wrote here. Records cross
 // the thread boundary in batches. A few batches may be in flight, so that the caller parses the next
 // records while the worker indexes the last ones (two cores working, not taking turns); beyond that
 // the caller waits, so a fast producer cannot pile records up in memory.
@@ -16,6 +16,7 @@ const IN_FLIGHT = 4;
 
 export class OffThreadBuilder {
   readonly dir: string;
+  private readonly map: boolean;
   private readonly worker: Worker;
   private readonly waiting = new Map<number, { resolve: (reply: Built | undefined) => void; reject: (error: Error) => void }>();
   private nextId = 0;
@@ -25,8 +26,9 @@ export class OffThreadBuilder {
   private failed: Error | undefined;
   private stopped = false;
 
-  private constructor(dir: string) {
+  private constructor(dir: string, map: boolean) {
     this.dir = dir;
+    this.map = map;
     this.worker = new Worker(new URL("./build-worker.ts", import.meta.url));
     this.worker.on("message", (reply: BuildReply) => {
       const waiter = this.waiting.get(reply.id);
@@ -38,8 +40,9 @@ export class OffThreadBuilder {
     this.worker.on("exit", (code) => this.fail(new Error(`the segment build thread exited (${code})`)));
   }
 
-  static async create(dir: string, maxPrefix: number): Promise<OffThreadBuilder> {
-    const builder = new OffThreadBuilder(dir);
+  /** `map`: open the finished segment as a map of its file (see Segment.load). */
+  static async create(dir: string, maxPrefix: number, map = true): Promise<OffThreadBuilder> {
+    const builder = new OffThreadBuilder(dir, map);
     await builder.call({ type: "create", dir, maxPrefix });
     return builder;
   }
@@ -57,7 +60,7 @@ export class OffThreadBuilder {
     }
   }
 
-  /** Writes the segment (fsynced); its in-memory sections move to this thread. */
+  /** Writes the segment (fsynced) and opens it. */
   async finish(): Promise<Segment> {
     let built: Built;
     try {
@@ -68,7 +71,7 @@ export class OffThreadBuilder {
       await this.stop();
     }
     if (!built) throw new Error("the segment build thread finished without a segment");
-    return Segment.fromSections(this.dir, built.meta, built.sections);
+    return Segment.load(this.dir, this.map);
   }
 
   /** Removes everything written. Safe after a failed finish, when the thread is already gone. */

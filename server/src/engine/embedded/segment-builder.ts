@@ -9,7 +9,7 @@ import { Growable, invert, radixSortByKey, sortIndices } from "./arrays.ts";
 import { walkData, type FilterLeaf } from "./data-fields.ts";
 import { geoCode } from "./geo.ts";
 import { INDEX_FILE, KIND_FALSE, KIND_MISSING, KIND_NUMBER, KIND_TRUE, RECORDS_FILE, Segment, type SegmentMeta } from "./segment.ts";
-import { writeSegmentFile, type Section } from "./segment-file.ts";
+import { SegmentFileWriter } from "./segment-file.ts";
 import { SortedStrings, compareCodePoints } from "./sorted-strings.ts";
 import { Pacer } from "./pacer.ts";
 
@@ -19,8 +19,13 @@ const CHECK_EVERY = 0x3fff;
 const WRITE_CHUNK = 4 << 20;
 const TEXT_CACHE_LENGTH = 48;
 const TEXT_CACHE_ENTRIES = 200_000;
-/** Strings whose UTF-16 order differs from code point order (astral or U+E000..U+FFFF characters). */
-const HIGH_UNITS = /[\ud800-\uffff]/;
+/**
+ * Largest window of a posting section filled in memory at once (bytes). Bigger sections are filled
+ * window by window, each pass visiting every document again: a segment of 20M small records has
+ * a 1.6 GB prefix section, which must not be in memory whole (the 2 GB ingest target).
+ */
+export const POSTING_WINDOW_BYTES = 128 << 20;
+const NON_ASCII = /[^\u0000-\u007f]/;
 
 interface FilterColumn {
   path: string[];
@@ -43,13 +48,16 @@ export class SegmentBuilder {
   private pendingBytes = 0;
   private fileOffset = 0;
 
-  private readonly ids: string[] = [];
-  private plainIds = true;
+  /** Ids as UTF-8 (whose byte order is code point order), not millions of small strings. */
+  private readonly idBytes = new Growable(Uint8Array);
+  private readonly idEnds = new Growable(Float64Array);
   private readonly recOffset = new Growable(Float64Array);
   private readonly recLength = new Growable(Uint32Array);
   private readonly weight = new Growable(Uint32Array);
-  private readonly lat = new Growable(Float64Array);
-  private readonly lon = new Growable(Float64Array);
+  /** Coordinates of the records that have them (most records of many indexes do not). */
+  private readonly geoSlots = new Growable(Uint32Array);
+  private readonly geoLat = new Growable(Float64Array);
+  private readonly geoLon = new Growable(Float64Array);
   private readonly titleStart = new Growable(Uint32Array);
   private readonly titleTokens = new Growable(Uint32Array);
   private readonly dataStart = new Growable(Uint32Array);
@@ -63,26 +71,30 @@ export class SegmentBuilder {
   private readonly filters: FilterColumn[] = [];
   private readonly filterTree: ColumnNode = { children: new Map() };
 
-  private constructor(dir: string, maxPrefix: number) {
+  private readonly postingWindow: number;
+
+  private constructor(dir: string, maxPrefix: number, postingWindow: number) {
     this.dir = dir;
     this.maxPrefix = maxPrefix;
+    this.postingWindow = postingWindow;
     this.fd = fs.openSync(path.join(dir, RECORDS_FILE), "w");
     this.titleStart.push(0);
     this.dataStart.push(0);
   }
 
-  static async create(dir: string, maxPrefix: number): Promise<SegmentBuilder> {
+  /** `postingWindow`: see POSTING_WINDOW_BYTES; tests make it tiny to fill in many windows. */
+  static async create(dir: string, maxPrefix: number, postingWindow = POSTING_WINDOW_BYTES): Promise<SegmentBuilder> {
     await fs.promises.mkdir(dir, { recursive: true });
-    return new SegmentBuilder(dir, maxPrefix);
+    return new SegmentBuilder(dir, maxPrefix, postingWindow);
   }
 
   get size(): number {
-    return this.ids.length;
+    return this.idEnds.length;
   }
 
   /** Adds a record; a later record with the same id replaces the earlier one. */
   add(record: SearchRecord): void {
-    const slot = this.ids.length;
+    const slot = this.idEnds.length;
     const json = JSON.stringify(record);
     // UTF-8 needs at most 3 bytes per UTF-16 unit: flush first unless the record surely fits.
     if (this.pendingBytes + json.length * 3 > this.pending.length) {
@@ -94,12 +106,16 @@ export class SegmentBuilder {
     this.recLength.push(bytes);
     this.pendingBytes += bytes;
 
-    this.ids.push(record.id);
-    if (this.plainIds && HIGH_UNITS.test(record.id)) this.plainIds = false;
+    const id = record.id;
+    if (NON_ASCII.test(id)) for (const byte of Buffer.from(id, "utf8")) this.idBytes.push(byte);
+    else for (let i = 0; i < id.length; i++) this.idBytes.push(id.charCodeAt(i));
+    this.idEnds.push(this.idBytes.length);
     this.weight.push(record.weight ?? 0);
-    const hasGeo = record.latitude !== undefined && record.longitude !== undefined;
-    this.lat.push(hasGeo ? Number(record.latitude) : NaN);
-    this.lon.push(hasGeo ? Number(record.longitude) : NaN);
+    if (record.latitude !== undefined && record.longitude !== undefined) {
+      this.geoSlots.push(slot);
+      this.geoLat.push(Number(record.latitude));
+      this.geoLon.push(Number(record.longitude));
+    }
 
     for (const token of tokenize(record.title)) {
       const t = this.termId(token);
@@ -175,25 +191,104 @@ export class SegmentBuilder {
     this.pendingBytes = 0;
   }
 
-  /** Builds the index, makes both files durable, and returns the loaded segment. */
-  async finish(): Promise<Segment> {
-    const { meta, sections } = await this.finishFiles();
-    return Segment.fromSections(this.dir, meta, sections);
+  /** Builds the index, makes both files durable, and returns the segment (mapped where possible). */
+  async finish(map = true): Promise<Segment> {
+    await this.finishFiles();
+    return Segment.load(this.dir, map);
   }
 
-  /** Builds the index and makes both files durable; returns what a Segment is made of. */
-  async finishFiles(): Promise<{ meta: SegmentMeta; sections: Record<string, Section> }> {
+  /**
+   * Builds the index and makes both files durable. Each section is written as soon as it is built
+   * and dropped, and the builder's own per-record data is released after its last use, so the peak
+   * is the inputs plus the few sections later ones are derived from, not the whole index at once.
+   * The builder is spent afterwards.
+   */
+  async finishFiles(): Promise<SegmentMeta> {
     this.flush();
     // Asynchronous: flushing hundreds of megabytes to disk must not hold the event loop.
     await new Promise<void>((resolve, reject) => fs.fsync(this.fd, (error) => (error ? reject(error) : resolve())));
     fs.closeSync(this.fd);
 
+    const out = await SegmentFileWriter.create(path.join(this.dir, INDEX_FILE));
+    let meta: SegmentMeta;
+    try {
+      meta = await this.writeSections(out);
+      await out.finish(meta);
+    } catch (error) {
+      await out.close();
+      throw error;
+    }
+    await syncDirectory(this.dir);
+    return meta;
+  }
+
+  private async writeSections(out: SegmentFileWriter): Promise<SegmentMeta> {
     const pacer = new Pacer();
+    const slots = this.size;
     const { slotOfDoc, rankOfDoc, ranked } = await this.orderDocuments(pacer);
     const n = slotOfDoc.length;
+    const ids = this.packIds(ranked);
+    this.idBytes.release();
+    this.idEnds.release();
+    await out.add("idBytes", ids.bytes);
+    await out.add("idOffsets", ids.offsets);
+    const perDoc = <T extends Uint32Array | Float64Array | Uint8Array>(source: Growable<T>, make: (n: number) => T): T => {
+      const values = source.view();
+      const array = make(n);
+      for (let d = 0; d < n; d++) array[d] = values[slotOfDoc[d]!]!;
+      source.release();
+      return array;
+    };
+    await out.add("weight", perDoc(this.weight, (k) => new Uint32Array(k)));
+    await out.add("recOffsets", perDoc(this.recOffset, (k) => new Float64Array(k)));
+    await out.add("recLengths", perDoc(this.recLength, (k) => new Uint32Array(k)));
+
+    const filterPaths: string[][] = [];
+    for (const column of this.filters.splice(0)) {
+      const i = filterPaths.length;
+      filterPaths.push(column.path);
+      const kinds = new Uint8Array(n);
+      const nums = new Float64Array(n);
+      const slotKinds = column.kinds.view();
+      const slotNums = column.nums.view();
+      for (let d = 0; d < n; d++) {
+        const s = slotOfDoc[d]!;
+        kinds[d] = slotKinds[s] ?? KIND_MISSING;
+        nums[d] = slotNums[s] ?? 0;
+      }
+      column.kinds.release();
+      column.nums.release();
+      await out.add(`filter${i}Kind`, kinds);
+      await out.add(`filter${i}Num`, nums);
+    }
+
+    const lat = new Float64Array(n).fill(NaN);
+    const lon = new Float64Array(n).fill(NaN);
+    const docOfSlot = new Uint32Array(slots).fill(NONE);
+    for (let d = 0; d < n; d++) docOfSlot[slotOfDoc[d]!] = d;
+    const geoSlots = this.geoSlots.view();
+    for (let i = 0; i < geoSlots.length; i++) {
+      const d = docOfSlot[geoSlots[i]!]!;
+      if (d === NONE) continue;
+      lat[d] = this.geoLat.get(i);
+      lon[d] = this.geoLon.get(i);
+    }
+    this.geoSlots.release();
+    this.geoLat.release();
+    this.geoLon.release();
+    const { geoCodes, geoDocs } = buildGeo(lat, lon);
+    await out.add("lat", lat);
+    await out.add("lon", lon);
+    await out.add("geoCodes", geoCodes);
+    await out.add("geoDocs", geoDocs);
+    const orders: DocOrders = { rankToDoc: invert(rankOfDoc), geoDocs };
+    await out.add("rankToDoc", orders.rankToDoc);
+    await out.add("docToRank", rankOfDoc);
+
     const termOrder = await this.sortTerms(pacer);
     const finalTerm = invert(termOrder);
     const termCount = termOrder.length;
+    await this.writeDataPostings(out, slotOfDoc, finalTerm, termCount, pacer);
 
     // Forward index in document order, with final term ids.
     const fwdOffsets = new Uint32Array(n + 1);
@@ -216,80 +311,22 @@ export class SegmentBuilder {
       let at = fwdOffsets[d]!;
       for (let i = from; i < to; i++) fwdTokens[at++] = finalTerm[slotTokens[i]!]!;
     }
+    this.titleTokens.release();
+    this.titleStart.release();
+    await out.add("fwdOffsets", fwdOffsets);
+    await out.add("fwdTokens", fwdTokens);
 
-    const perDoc = <T extends Uint32Array | Float64Array | Uint8Array>(source: T, make: (n: number) => T): T => {
-      const out = make(n);
-      for (let d = 0; d < n; d++) out[d] = source[slotOfDoc[d]!]!;
-      return out;
-    };
-    const lat = perDoc(this.lat.view(), (k) => new Float64Array(k));
-    const lon = perDoc(this.lon.view(), (k) => new Float64Array(k));
-    const { geoCodes, geoDocs } = buildGeo(lat, lon);
-    const orders: DocOrders = { rankToDoc: invert(rankOfDoc), geoDocs };
-
-    const term = await buildSplitPostings(n, termCount, orders, pacer, (doc, emit) => {
+    await writeSplitPostings(out, ["termPost", "termDocs", "termRanks", "termPostGeo", "termGeo"], n, termCount, orders, this.postingWindow, pacer, (doc, emit) => {
       const from = fwdOffsets[doc]!;
       const to = fwdOffsets[doc + 1]!;
       for (let i = from; i < to; i++) emit(fwdTokens[i]!, i === from);
     });
-    const data = await this.buildDataPostings(slotOfDoc, finalTerm, termCount, pacer);
-    const prefix = await this.buildPrefixPostings(termOrder, orders, fwdOffsets, fwdTokens, pacer);
+    await this.writePrefixPostings(out, termOrder, orders, fwdOffsets, fwdTokens, pacer);
 
     const termTable = await SortedStrings.pack(termCount, (i) => this.terms[termOrder[i]!]!, pacer);
-    const sections: Record<string, Section> = {
-      termBytes: termTable.bytes,
-      termOffsets: termTable.offsets,
-      termPost: term.offsets,
-      termDocs: term.docs,
-      termRanks: term.ranks,
-      termPostGeo: term.geoOffsets,
-      termGeo: term.geo,
-      dataPost: data.offsets,
-      dataDocs: data.docs,
-      prefixBytes: prefix.table.bytes,
-      prefixOffsets: prefix.table.offsets,
-      prefixPost: prefix.postings.offsets,
-      prefixDocs: prefix.postings.docs,
-      prefixRanks: prefix.postings.ranks,
-      prefixPostGeo: prefix.postings.geoOffsets,
-      prefixGeo: prefix.postings.geo,
-      fwdOffsets,
-      fwdTokens,
-      rankToDoc: orders.rankToDoc,
-      docToRank: rankOfDoc,
-      weight: perDoc(this.weight.view(), (k) => new Uint32Array(k)),
-      lat,
-      lon,
-      geoCodes,
-      geoDocs,
-      recOffsets: perDoc(this.recOffset.view(), (k) => new Float64Array(k)),
-      recLengths: perDoc(this.recLength.view(), (k) => new Uint32Array(k)),
-    };
-    const ids = await SortedStrings.pack(n, (r) => this.ids[ranked[r]!]!, pacer);
-    sections.idBytes = ids.bytes;
-    sections.idOffsets = ids.offsets;
-
-    const filterPaths: string[][] = [];
-    for (const column of this.filters) {
-      const i = filterPaths.length;
-      filterPaths.push(column.path);
-      const kinds = new Uint8Array(n);
-      const nums = new Float64Array(n);
-      const slotKinds = column.kinds.view();
-      const slotNums = column.nums.view();
-      for (let d = 0; d < n; d++) {
-        const s = slotOfDoc[d]!;
-        kinds[d] = slotKinds[s] ?? KIND_MISSING;
-        nums[d] = slotNums[s] ?? 0;
-      }
-      sections[`filter${i}Kind`] = kinds;
-      sections[`filter${i}Num`] = nums;
-    }
-
-    const meta: SegmentMeta = { docCount: n, maxPrefix: this.maxPrefix, maxTitleTokens, filterPaths };
-    await writeSegmentFile(path.join(this.dir, INDEX_FILE), meta, sections);
-    await syncDirectory(this.dir);
-    return { meta, sections };
+    await out.add("termBytes", termTable.bytes);
+    await out.add("termOffsets", termTable.offsets);
+    return { docCount: n, maxPrefix: this.maxPrefix, maxTitleTokens, filterPaths };
   }
 
   /** Closes and removes everything written. */
@@ -307,18 +344,28 @@ export class SegmentBuilder {
    * ranked: live slots in id order; rankOfDoc/slotOfDoc: per document.
    */
   private async orderDocuments(pacer: Pacer): Promise<{ slotOfDoc: Uint32Array; rankOfDoc: Uint32Array; ranked: Uint32Array }> {
-    const ids = this.ids;
-    // By id, equal ids in slot order; the native string comparison is code point order for most ids.
-    const bySlotId = await sortIndices(
-      ids.length,
-      this.plainIds ? (a, b) => (ids[a]! < ids[b]! ? -1 : ids[a]! > ids[b]! ? 1 : 0) : (a, b) => compareCodePoints(ids[a]!, ids[b]!),
-      pacer,
-    );
-    const live = new Growable(Uint32Array, Math.max(1, ids.length));
+    const bytes = this.idBytes.view();
+    const ends = this.idEnds.view();
+    const slots = ends.length;
+    /** Byte order of the UTF-8 ids, which is their code point order. */
+    const compareIds = (a: number, b: number): number => {
+      let i = a === 0 ? 0 : ends[a - 1]!;
+      let j = b === 0 ? 0 : ends[b - 1]!;
+      const endA = ends[a]!;
+      const endB = ends[b]!;
+      for (; i < endA && j < endB; i++, j++) {
+        const difference = bytes[i]! - bytes[j]!;
+        if (difference !== 0) return difference;
+      }
+      return endA - i - (endB - j);
+    };
+    // By id, equal ids in slot order (the sort is stable).
+    const bySlotId = await sortIndices(slots, compareIds, pacer);
+    const live = new Growable(Uint32Array, Math.max(1, slots));
     for (let i = 0; i < bySlotId.length; i++) {
       const s = bySlotId[i]!;
       // Within a run of equal ids the last slot (the latest add) wins.
-      if (i + 1 < bySlotId.length && ids[bySlotId[i + 1]!] === ids[s]) continue;
+      if (i + 1 < bySlotId.length && compareIds(bySlotId[i + 1]!, s) === 0) continue;
       live.push(s);
     }
     const ranked = live.view().slice();
@@ -336,18 +383,40 @@ export class SegmentBuilder {
     return { slotOfDoc, rankOfDoc, ranked };
   }
 
+  /** The ids of `ranked` slots, in that order, as a string table. */
+  private packIds(ranked: Uint32Array): SortedStrings {
+    const bytes = this.idBytes.view();
+    const ends = this.idEnds.view();
+    const offsets = new Uint32Array(ranked.length + 1);
+    let total = 0;
+    for (let r = 0; r < ranked.length; r++) {
+      const s = ranked[r]!;
+      offsets[r] = total;
+      total += ends[s]! - (s === 0 ? 0 : ends[s - 1]!);
+      if (total > 0xffff_ffff) throw new Error("id table larger than 4 GiB");
+    }
+    offsets[ranked.length] = total;
+    const packed = Buffer.allocUnsafe(total);
+    for (let r = 0; r < ranked.length; r++) {
+      const s = ranked[r]!;
+      packed.set(bytes.subarray(s === 0 ? 0 : ends[s - 1]!, ends[s]!), offsets[r]!);
+    }
+    return new SortedStrings(packed, offsets);
+  }
+
   /** Temporary term ids in byte (code point) order of the terms. */
   private sortTerms(pacer: Pacer): Promise<Uint32Array> {
     const terms = this.terms;
     return sortIndices(terms.length, (a, b) => compareCodePoints(terms[a]!, terms[b]!), pacer);
   }
 
-  private async buildDataPostings(
+  private async writeDataPostings(
+    out: SegmentFileWriter,
     slotOfDoc: Uint32Array,
     finalTerm: Uint32Array,
     termCount: number,
     pacer: Pacer,
-  ): Promise<{ offsets: Uint32Array; docs: Uint32Array }> {
+  ): Promise<void> {
     const n = slotOfDoc.length;
     const counts = new Uint32Array(termCount + 1);
     const tokens = this.dataTokens.view();
@@ -365,17 +434,21 @@ export class SegmentBuilder {
       const s = slotOfDoc[d]!;
       for (let i = starts[s]!; i < starts[s + 1]!; i++) docs[counts[finalTerm[tokens[i]!]!]!++] = d;
     }
-    return { offsets, docs };
+    this.dataTokens.release();
+    this.dataStart.release();
+    await out.add("dataPost", offsets);
+    await out.add("dataDocs", docs);
   }
 
   /** Prefixes of 1..maxPrefix characters of every title term, and their split postings. */
-  private async buildPrefixPostings(
+  private async writePrefixPostings(
+    out: SegmentFileWriter,
     termOrder: Uint32Array,
     orders: DocOrders,
     fwdOffsets: Uint32Array,
     fwdTokens: Uint32Array,
     pacer: Pacer,
-  ): Promise<{ table: SortedStrings; postings: Postings }> {
+  ): Promise<void> {
     const L = this.maxPrefix;
     const prefixIds = new Map<string, number>();
     const prefixList: string[] = [];
@@ -398,7 +471,13 @@ export class SegmentBuilder {
     const finalPrefix = invert(order);
     for (let i = 0; i < termPrefixes.length; i++) if (termPrefixes[i] !== NONE) termPrefixes[i] = finalPrefix[termPrefixes[i]!]!;
 
-    const postings = await buildSplitPostings(fwdOffsets.length - 1, order.length, orders, pacer, (doc, emit) => {
+    const table = await SortedStrings.pack(order.length, (i) => prefixList[order[i]!]!, pacer);
+    prefixIds.clear();
+    prefixList.length = 0;
+    await out.add("prefixBytes", table.bytes);
+    await out.add("prefixOffsets", table.offsets);
+    const sections = ["prefixPost", "prefixDocs", "prefixRanks", "prefixPostGeo", "prefixGeo"] as const;
+    await writeSplitPostings(out, sections, fwdOffsets.length - 1, order.length, orders, this.postingWindow, pacer, (doc, emit) => {
       const from = fwdOffsets[doc]!;
       const to = fwdOffsets[doc + 1]!;
       for (let i = from; i < to; i++) {
@@ -410,7 +489,6 @@ export class SegmentBuilder {
         }
       }
     });
-    return { table: await SortedStrings.pack(order.length, (i) => prefixList[order[i]!]!, pacer), postings };
   }
 }
 
@@ -420,30 +498,26 @@ interface DocOrders {
   geoDocs: Uint32Array;
 }
 
-/** Split posting runs in the three orders; the geo order holds only documents with coordinates. */
-interface Postings {
-  offsets: Uint32Array;
-  docs: Uint32Array;
-  ranks: Uint32Array;
-  geoOffsets: Uint32Array;
-  geo: Uint32Array;
-}
-
 type Emit = (key: number, atStart: boolean) => void;
 
 /**
  * Postings split into "at the first title token" and "elsewhere" runs (see segment.ts), built by
  * counting sort: one counting pass, then one filling pass per order, visiting documents in that
  * order so every run comes out sorted. `visit` emits each key of a document; duplicates within a
- * document are dropped, the first occurrence decides.
+ * document are dropped, the first occurrence decides. Each order's runs are written as soon as
+ * they are filled, under the names [offsets, weight order, id order, geo offsets, geo order]; the
+ * geo order holds only documents with coordinates.
  */
-async function buildSplitPostings(
+async function writeSplitPostings(
+  out: SegmentFileWriter,
+  names: readonly [string, string, string, string, string],
   n: number,
   keyCount: number,
   orders: DocOrders,
+  windowBytes: number,
   pacer: Pacer,
   visit: (doc: number, emit: Emit) => void,
-): Promise<Postings> {
+): Promise<void> {
   const seen = new Uint32Array(keyCount);
   let mark = 0;
   const startCount = new Uint32Array(keyCount);
@@ -481,31 +555,44 @@ async function buildSplitPostings(
   const offsets = layout(startCount, otherCount);
   const geoOffsets = layout(startGeo, otherGeo);
 
-  /** Fills runs visiting documents in an order; each entry is the document's position in that order. */
-  const fill = async (runOffsets: Uint32Array, length: number, docAt: (position: number) => number): Promise<Uint32Array> => {
-    const out = new Uint32Array(runOffsets[2 * keyCount]!);
-    const cursor = runOffsets.slice();
-    let position = 0;
-    const emit: Emit = (key, atStart) => {
-      if (seen[key] === mark) return;
-      seen[key] = mark;
-      out[cursor[atStart ? 2 * key : 2 * key + 1]!++] = position;
-    };
-    for (position = 0; position < length; position++) {
-      if ((position & CHECK_EVERY) === 0 && pacer.due()) await pacer.pause();
-      mark++;
-      visit(docAt(position), emit);
-    }
-    return out;
+  /**
+   * Fills runs visiting documents in an order; each entry is the document's position in that order.
+   * Runs are filled a window of whole keys at a time (at least one key per window), each window
+   * being one more pass over the documents that keeps only its keys' entries.
+   */
+  const fill = async (name: string, runOffsets: Uint32Array, length: number, docAt: (position: number) => number): Promise<void> => {
+    const windowEntries = Math.max(1, Math.floor(windowBytes / 4));
+    await out.addInParts(name, "u32", runOffsets[2 * keyCount]!, async (put) => {
+      const cursor = runOffsets.slice();
+      for (let keyLo = 0; keyLo < keyCount; ) {
+        const base = runOffsets[2 * keyLo]!;
+        let keyHi = keyLo + 1;
+        while (keyHi < keyCount && runOffsets[2 * keyHi + 2]! - base <= windowEntries) keyHi++;
+        const part = new Uint32Array(runOffsets[2 * keyHi]! - base);
+        const low = keyLo;
+        keyLo = keyHi;
+        if (part.length === 0) continue;
+        let position = 0;
+        const emit: Emit = (key, atStart) => {
+          if (key < low || key >= keyHi || seen[key] === mark) return;
+          seen[key] = mark;
+          part[cursor[atStart ? 2 * key : 2 * key + 1]!++ - base] = position;
+        };
+        for (position = 0; position < length; position++) {
+          if ((position & CHECK_EVERY) === 0 && pacer.due()) await pacer.pause();
+          mark++;
+          visit(docAt(position), emit);
+        }
+        await put(part, base);
+      }
+    });
   };
   const { rankToDoc, geoDocs } = orders;
-  return {
-    offsets,
-    docs: await fill(offsets, n, (d) => d),
-    ranks: await fill(offsets, n, (r) => rankToDoc[r]!),
-    geoOffsets,
-    geo: await fill(geoOffsets, geoDocs.length, (g) => geoDocs[g]!),
-  };
+  await out.add(names[0], offsets);
+  await fill(names[1], offsets, n, (d) => d);
+  await fill(names[2], offsets, n, (r) => rankToDoc[r]!);
+  await out.add(names[3], geoOffsets);
+  await fill(names[4], geoOffsets, geoDocs.length, (g) => geoDocs[g]!);
 }
 
 function buildGeo(lat: Float64Array, lon: Float64Array): { geoCodes: Uint32Array; geoDocs: Uint32Array } {

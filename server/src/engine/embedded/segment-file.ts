@@ -1,8 +1,16 @@
-// The on-disk form of a segment's index: named typed-array sections behind a JSON header, each
-// 8-byte aligned so that loading is one read plus zero-copy views (fast reload on open()).
+// The on-disk form of a segment's index: named typed-array sections, each 8-byte aligned, and a
+// JSON header. Sections are appended one at a time as a build produces them (so a build never holds
+// them all at once) and the header comes last; a file is opened by mapping it (one mmap, zero-copy
+// views, nothing resident until searched) or, without the mmap addon, by reading each section.
+//
+//   SIFTSEG2: "SIFTSEG2" | header offset (f64) | sections… | header JSON   (offsets are absolute)
+//   SIFTSEG1: "SIFTSEG1" | header length (u32) | pad | header JSON | sections… (offsets after the header)
 import fs from "node:fs";
+import { mapFile } from "@sift/mmap";
 
-const MAGIC = "SIFTSEG1";
+const MAGIC_V1 = "SIFTSEG1";
+const MAGIC_V2 = "SIFTSEG2";
+const PREFIX = 16;
 
 export type Section = Uint8Array | Uint32Array | Float64Array;
 type SectionType = "u8" | "u32" | "f64";
@@ -15,54 +23,135 @@ interface Header {
 const typeOf = (a: Section): SectionType =>
   a instanceof Float64Array ? "f64" : a instanceof Uint32Array ? "u32" : "u8";
 const align8 = (n: number) => Math.ceil(n / 8) * 8;
+const BYTES: Record<SectionType, number> = { u8: 1, u32: 4, f64: 8 };
 
-/** Writes and fsyncs the file. */
-export async function writeSegmentFile(path: string, meta: unknown, sections: Record<string, Section>): Promise<void> {
-  const header: Header = { meta, sections: {} };
-  // Offsets are relative to the end of the header, whose own length is not known yet.
-  let offset = 0;
-  for (const [name, array] of Object.entries(sections)) {
-    header.sections[name] = { type: typeOf(array), offset, length: array.length };
-    offset = align8(offset + array.byteLength);
+/** Appends sections to a new segment file; finish() writes the header and fsyncs. */
+export class SegmentFileWriter {
+  private readonly header: Header = { meta: null, sections: {} };
+  private offset = PREFIX;
+  private readonly file: fs.promises.FileHandle;
+
+  private constructor(file: fs.promises.FileHandle) {
+    this.file = file;
   }
-  const headerBytes = Buffer.from(JSON.stringify(header));
-  const prefix = Buffer.alloc(align8(16 + headerBytes.length));
-  prefix.write(MAGIC, 0, "latin1");
-  prefix.writeUInt32LE(headerBytes.length, 8);
-  headerBytes.copy(prefix, 16);
 
-  const file = await fs.promises.open(path, "w");
-  try {
-    await writeFully(file, prefix, 0);
-    for (const [name, array] of Object.entries(sections)) {
-      const at = prefix.length + header.sections[name]!.offset;
-      await writeFully(file, new Uint8Array(array.buffer, array.byteOffset, array.byteLength), at);
+  static async create(path: string): Promise<SegmentFileWriter> {
+    return new SegmentFileWriter(await fs.promises.open(path, "w"));
+  }
+
+  /** Writes a section now; the caller may drop the array as soon as this resolves. */
+  async add(name: string, array: Section): Promise<void> {
+    if (name in this.header.sections) throw new Error(`section ${name} written twice`);
+    this.header.sections[name] = { type: typeOf(array), offset: this.offset, length: array.length };
+    await writeFully(this.file, new Uint8Array(array.buffer, array.byteOffset, array.byteLength), this.offset);
+    this.offset = align8(this.offset + array.byteLength);
+  }
+
+  /**
+   * Writes a section of `length` elements that the caller produces in parts (a window at a time),
+   * so that a section larger than the memory it may use is never whole in memory.
+   */
+  async addInParts(
+    name: string,
+    type: "u32",
+    length: number,
+    produce: (put: (part: Uint32Array, atElement: number) => Promise<void>) => Promise<void>,
+  ): Promise<void> {
+    if (name in this.header.sections) throw new Error(`section ${name} written twice`);
+    const start = this.offset;
+    this.header.sections[name] = { type, offset: start, length };
+    await produce(async (part, at) => {
+      if (at < 0 || at + part.length > length) throw new Error(`section ${name}: part [${at}, ${at + part.length}) out of [0, ${length})`);
+      await writeFully(this.file, new Uint8Array(part.buffer, part.byteOffset, part.byteLength), start + at * 4);
+    });
+    this.offset = align8(start + length * 4);
+  }
+
+  async finish(meta: unknown): Promise<void> {
+    try {
+      this.header.meta = meta;
+      await writeFully(this.file, Buffer.from(JSON.stringify(this.header)), this.offset);
+      const prefix = Buffer.alloc(PREFIX);
+      prefix.write(MAGIC_V2, 0, "latin1");
+      prefix.writeDoubleLE(this.offset, 8);
+      await writeFully(this.file, prefix, 0);
+      await this.file.sync();
+    } finally {
+      await this.file.close();
     }
-    await file.sync();
-  } finally {
-    await file.close();
+  }
+
+  /** Closes the file without finishing it (the caller removes it). */
+  async close(): Promise<void> {
+    await this.file.close().catch(() => {});
   }
 }
 
-/** Reads each section into its own typed array (files can exceed what one read may return). */
-export async function readSegmentFile(path: string): Promise<{ meta: unknown; sections: Record<string, Section> }> {
+/** Writes a whole segment file at once (tests and small tools). */
+export async function writeSegmentFile(path: string, meta: unknown, sections: Record<string, Section>): Promise<void> {
+  const writer = await SegmentFileWriter.create(path);
+  for (const [name, array] of Object.entries(sections)) await writer.add(name, array);
+  await writer.finish(meta);
+}
+
+interface Layout {
+  meta: unknown;
+  /** Absolute byte offset, type and length of each section. */
+  sections: Record<string, { type: SectionType; offset: number; length: number }>;
+}
+
+async function readLayout(file: fs.promises.FileHandle, path: string, size: number): Promise<Layout> {
+  const prefix = Buffer.alloc(PREFIX);
+  await readFully(file, prefix, 0);
+  const magic = prefix.toString("latin1", 0, 8);
+  if (magic === MAGIC_V2) {
+    const at = prefix.readDoubleLE(8);
+    if (!(at >= PREFIX && at <= size)) throw new Error(`${path}: segment file is truncated`);
+    const headerBytes = Buffer.alloc(size - at);
+    await readFully(file, headerBytes, at);
+    return JSON.parse(headerBytes.toString("utf8")) as Header;
+  }
+  if (magic === MAGIC_V1) {
+    const headerBytes = Buffer.alloc(prefix.readUInt32LE(8));
+    await readFully(file, headerBytes, PREFIX);
+    const header = JSON.parse(headerBytes.toString("utf8")) as Header;
+    const base = align8(PREFIX + headerBytes.length);
+    for (const s of Object.values(header.sections)) s.offset += base;
+    return header;
+  }
+  throw new Error(`${path}: not a segment file`);
+}
+
+function checkBounds(layout: Layout, path: string, size: number): void {
+  for (const s of Object.values(layout.sections)) {
+    if (s.offset + s.length * BYTES[s.type] > size) throw new Error(`${path}: segment file is truncated`);
+  }
+}
+
+/**
+ * Opens a segment file. With `map` (and the addon built) the sections are views into one read-only
+ * mapping of the file: resident memory is only the pages searches touch, and the kernel may drop
+ * them again. Otherwise each section is read into its own array.
+ */
+export async function openSegmentFile(path: string, map: boolean): Promise<{ meta: unknown; sections: Record<string, Section>; mapped: boolean }> {
   const file = await fs.promises.open(path, "r");
   try {
-    const prefix = Buffer.alloc(16);
-    await readFully(file, prefix, 0);
-    if (prefix.toString("latin1", 0, 8) !== MAGIC) throw new Error(`${path}: not a segment file`);
-    const headerBytes = Buffer.alloc(prefix.readUInt32LE(8));
-    await readFully(file, headerBytes, 16);
-    const header = JSON.parse(headerBytes.toString("utf8")) as Header;
-    const base = align8(16 + headerBytes.length);
+    const { size } = await file.stat();
+    const layout = await readLayout(file, path, size);
+    checkBounds(layout, path, size);
+    const mapping = map ? mapFile(file.fd, size) : null;
     const sections: Record<string, Section> = {};
-    for (const [name, s] of Object.entries(header.sections)) {
-      const array =
-        s.type === "f64" ? new Float64Array(s.length) : s.type === "u32" ? new Uint32Array(s.length) : new Uint8Array(s.length);
-      await readFully(file, new Uint8Array(array.buffer), base + s.offset);
-      sections[name] = array;
+    for (const [name, s] of Object.entries(layout.sections)) {
+      const ctor = s.type === "f64" ? Float64Array : s.type === "u32" ? Uint32Array : Uint8Array;
+      if (mapping !== null) {
+        sections[name] = new ctor(mapping, s.offset, s.length);
+      } else {
+        const array = new ctor(s.length);
+        await readFully(file, new Uint8Array(array.buffer), s.offset);
+        sections[name] = array;
+      }
     }
-    return { meta: header.meta, sections };
+    return { meta: layout.meta, sections, mapped: mapping !== null };
   } finally {
     await file.close();
   }

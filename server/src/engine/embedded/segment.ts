@@ -1,5 +1,5 @@
 // An immutable, self-contained major version: records on disk (records.bin, read per hit) and a
-// typed-array index in memory. Documents are numbered in (weight desc, id asc) order, so a posting
+// typed-array index, mapped from index.bin (or read into memory where maps are unavailable). Documents are numbered in (weight desc, id asc) order, so a posting
 // list read front to back is already in weighted rank order and a weighted top-k stops early.
 //
 // Every document has a position in three orders: the weight order (its number), the id order (its
@@ -26,7 +26,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import type { SearchRecord } from "../../ports/engine.ts";
-import { readSegmentFile, type Section } from "./segment-file.ts";
+import { openSegmentFile, type Section } from "./segment-file.ts";
 import { SortedStrings } from "./sorted-strings.ts";
 import type { GeoIndex } from "./geo.ts";
 
@@ -85,14 +85,17 @@ export class Segment {
   readonly recLengths: Uint32Array;
   readonly filterKinds: Uint8Array[];
   readonly filterNums: Float64Array[];
+  /** Whether the index is a view of the mapped file rather than a copy in the heap. */
+  readonly mapped: boolean;
   private fd: number;
   private readBuffer = Buffer.alloc(64 * 1024);
   private readonly hot = new Map<number, { record: SearchRecord; units: number }>();
   private hotUnits = 0;
 
-  private constructor(dir: string, meta: SegmentMeta, sections: Record<string, Section>) {
+  private constructor(dir: string, meta: SegmentMeta, sections: Record<string, Section>, mapped: boolean) {
     this.dir = dir;
     this.meta = meta;
+    this.mapped = mapped;
     const u32 = (name: string) => sections[name] as Uint32Array;
     const f64 = (name: string) => sections[name] as Float64Array;
     const bytes = (name: string) => {
@@ -127,14 +130,10 @@ export class Segment {
     this.fd = fs.openSync(path.join(dir, RECORDS_FILE), "r");
   }
 
-  /** A segment over sections already in memory (just built), whose files are in `dir`. */
-  static fromSections(dir: string, meta: SegmentMeta, sections: Record<string, Section>): Segment {
-    return new Segment(dir, meta, sections);
-  }
-
-  static async load(dir: string): Promise<Segment> {
-    const { meta, sections } = await readSegmentFile(path.join(dir, INDEX_FILE));
-    return new Segment(dir, meta as SegmentMeta, sections);
+  /** Opens the segment in `dir`; `map: false` reads the index into memory even where maps work. */
+  static async load(dir: string, map = true): Promise<Segment> {
+    const { meta, sections, mapped } = await openSegmentFile(path.join(dir, INDEX_FILE), map);
+    return new Segment(dir, meta as SegmentMeta, sections, mapped);
   }
 
   get docCount(): number {

@@ -21,18 +21,20 @@ export function parseVersion(version: VersionId): ParsedVersion {
 export class MajorVersion {
   readonly row: MajorRow;
   readonly dir: string;
+  private readonly map: boolean;
   private segment: Segment | null = null;
   private loading: Promise<Segment> | null = null;
 
-  constructor(row: MajorRow, dir: string, segment: Segment | null = null) {
+  constructor(row: MajorRow, dir: string, map: boolean, segment: Segment | null = null) {
     this.row = row;
     this.dir = dir;
+    this.map = map;
     this.segment = segment;
   }
 
   async load(): Promise<Segment> {
     if (this.segment !== null) return this.segment;
-    this.loading ??= Segment.load(this.dir).then((s) => (this.segment = s));
+    this.loading ??= Segment.load(this.dir, this.map).then((s) => (this.segment = s));
     return this.loading;
   }
 

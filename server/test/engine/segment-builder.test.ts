@@ -1,0 +1,80 @@
+// The builder's memory-bounded paths must produce exactly the index the plain path does.
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import type { SearchRecord } from "../../src/ports/engine.ts";
+import { SegmentBuilder } from "../../src/engine/embedded/segment-builder.ts";
+import { openSegmentFile } from "../../src/engine/embedded/segment-file.ts";
+import { INDEX_FILE, RECORDS_FILE } from "../../src/engine/embedded/segment.ts";
+
+const root = fs.mkdtempSync(path.join(os.tmpdir(), "sift-builder-"));
+afterAll(() => fs.rmSync(root, { recursive: true, force: true }));
+
+function random(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => ((s = (Math.imul(s, 1664525) + 1013904223) >>> 0) / 2 ** 32);
+}
+
+const WORDS = ["san", "santa", "Santé", "río", "rio", "東京", "x", "new", "newt", "york", "a", "ab"];
+const ID_CHARS = ["a", "b", "é", "Ω", "😀", "\ue000", "1"];
+
+function records(count: number): SearchRecord[] {
+  const rand = random(11);
+  const pick = <T>(xs: readonly T[]) => xs[Math.floor(rand() * xs.length)]!;
+  return Array.from({ length: count }, (_, i) => {
+    // Some ids repeat: the later record must replace the earlier one.
+    const id = rand() < 0.1 ? `dup${i % 7}` : Array.from({ length: 1 + Math.floor(rand() * 3) }, () => pick(ID_CHARS)).join("") + i;
+    const record: SearchRecord = {
+      id,
+      title: Array.from({ length: 1 + Math.floor(rand() * 4) }, () => pick(WORDS)).join(" "),
+      data: { colour: pick(["red", "blue", "york"]), price: Math.floor(rand() * 100) },
+    };
+    if (rand() < 0.5) record.weight = Math.floor(rand() * 5);
+    if (rand() < 0.6) {
+      record.latitude = rand() * 170 - 85;
+      record.longitude = rand() * 360 - 180;
+    }
+    return record;
+  });
+}
+
+async function build(name: string, window: number | undefined, input: SearchRecord[]) {
+  const dir = path.join(root, name);
+  const builder = await SegmentBuilder.create(dir, 3, window);
+  for (const r of input) builder.add(r);
+  const meta = await builder.finishFiles();
+  const file = await openSegmentFile(path.join(dir, INDEX_FILE), false);
+  return { meta, sections: file.sections, records: fs.readFileSync(path.join(dir, RECORDS_FILE)) };
+}
+
+describe("segment builder", () => {
+  it("fills posting sections window by window into the same index as in one pass", async () => {
+    const input = records(3000);
+    const whole = await build("whole", undefined, input);
+    const windowed = await build("windowed", 64, input);
+    expect(windowed.meta).toEqual(whole.meta);
+    expect(Object.keys(windowed.sections).sort()).toEqual(Object.keys(whole.sections).sort());
+    for (const [name, section] of Object.entries(whole.sections)) {
+      expect(Buffer.compare(Buffer.from(windowed.sections[name]!.buffer), Buffer.from(section.buffer)), name).toBe(0);
+    }
+    expect(windowed.records.equals(whole.records)).toBe(true);
+    // Duplicated ids were folded: 7 "dup" ids at most, each once.
+    expect(whole.meta.docCount).toBeLessThan(3000);
+    expect(whole.sections.prefixDocs!.length).toBeGreaterThan(64 / 4);
+  });
+
+  it("keeps the last record of an id, and orders ids by code point", async () => {
+    const input: SearchRecord[] = [
+      { id: "b", title: "first" },
+      { id: "\ue000", title: "private use" },
+      { id: "😀", title: "astral" },
+      { id: "b", title: "second" },
+      { id: "é", title: "accent" },
+    ];
+    const { meta, sections } = await build("ids", undefined, input);
+    expect(meta.docCount).toBe(4);
+    const ids = Buffer.from(sections.idBytes!.buffer).toString("utf8");
+    expect(ids).toBe(["b", "é", "\ue000", "😀"].join(""));
+  });
+});

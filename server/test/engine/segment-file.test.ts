@@ -1,0 +1,71 @@
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { openSegmentFile, writeSegmentFile, type Section } from "../../src/engine/embedded/segment-file.ts";
+
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sift-segfile-"));
+afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+const sections: Record<string, Section> = {
+  bytes: Uint8Array.from([1, 2, 3]),
+  words: Uint32Array.from([0, 0xffff_ffff, 5]),
+  empty: new Uint32Array(0),
+  reals: Float64Array.from([NaN, -1.5, 1e300]),
+};
+const plain = (all: Record<string, Section>) => Object.fromEntries(Object.entries(all).map(([k, v]) => [k, [...v]]));
+
+/** The layout earlier releases wrote: header first, sections after it. */
+function writeV1(file: string, meta: unknown, all: Record<string, Section>): void {
+  const align8 = (n: number) => Math.ceil(n / 8) * 8;
+  const header: { meta: unknown; sections: Record<string, unknown> } = { meta, sections: {} };
+  let offset = 0;
+  for (const [name, a] of Object.entries(all)) {
+    header.sections[name] = { type: a instanceof Float64Array ? "f64" : a instanceof Uint32Array ? "u32" : "u8", offset, length: a.length };
+    offset = align8(offset + a.byteLength);
+  }
+  const json = Buffer.from(JSON.stringify(header));
+  const base = align8(16 + json.length);
+  const out = Buffer.alloc(base + offset);
+  out.write("SIFTSEG1", 0, "latin1");
+  out.writeUInt32LE(json.length, 8);
+  json.copy(out, 16);
+  for (const [name, a] of Object.entries(all)) {
+    Buffer.from(a.buffer, a.byteOffset, a.byteLength).copy(out, base + (header.sections[name] as { offset: number }).offset);
+  }
+  fs.writeFileSync(file, out);
+}
+
+describe("segment files", () => {
+  it.each([true, false])("round-trip every section type (mapped: %s)", async (map) => {
+    const file = path.join(dir, `v2-${map}.bin`);
+    await writeSegmentFile(file, { docCount: 3 }, sections);
+    const opened = await openSegmentFile(file, map);
+    expect(opened.mapped).toBe(map);
+    expect(opened.meta).toEqual({ docCount: 3 });
+    expect(plain(opened.sections)).toEqual(plain(sections));
+    expect(opened.sections.reals).toBeInstanceOf(Float64Array);
+  });
+
+  it.each([true, false])("open files of the earlier header-first layout (mapped: %s)", async (map) => {
+    const file = path.join(dir, `v1-${map}.bin`);
+    writeV1(file, { docCount: 3 }, sections);
+    const opened = await openSegmentFile(file, map);
+    expect(opened.meta).toEqual({ docCount: 3 });
+    expect(plain(opened.sections)).toEqual(plain(sections));
+  });
+
+  it("refuse a truncated file instead of mapping past its end", async () => {
+    const file = path.join(dir, "cut.bin");
+    await writeSegmentFile(file, {}, { words: new Uint32Array(1000) });
+    const whole = fs.readFileSync(file);
+    // Keep the header (at the end) but drop most of the section before it.
+    const header = whole.subarray(whole.readDoubleLE(8));
+    const cut = Buffer.concat([whole.subarray(0, 64), header]);
+    cut.writeDoubleLE(64, 8);
+    fs.writeFileSync(file, cut);
+    await expect(openSegmentFile(file, true)).rejects.toThrow(/truncated/);
+    fs.writeFileSync(file, whole.subarray(0, 10));
+    await expect(openSegmentFile(file, true)).rejects.toThrow(/truncated|not a segment file/);
+  });
+});
