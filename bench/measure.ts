@@ -36,6 +36,17 @@ export function directoryBytes(dir: string): number {
   return total;
 }
 
+/** Bytes of the files named `name` under dir (Sift's mapped segment indexes: index.bin). */
+export function filesNamed(dir: string, name: string): number {
+  let total = 0;
+  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+    const full = path.join(dir, entry.name);
+    if (entry.isDirectory()) total += filesNamed(full, name);
+    else if (entry.name === name) total += fs.statSync(full).size;
+  }
+  return total;
+}
+
 export const mb = (bytes: number) => `${(bytes / 1e6).toFixed(0)} MB`;
 export const ms = (value: number) => (value >= 100 ? value.toFixed(0) : value >= 10 ? value.toFixed(1) : value.toFixed(2));
 
@@ -50,6 +61,11 @@ export interface EngineResult {
   sourceBytes: number;
   buildMs: number;
   memory: Memory;
+  /**
+   * Sift: bytes of its segment indexes, which are mapped files (docs/DECISIONS.md E12), outside
+   * both heap figures; counted in full in the memory target, as if every page were resident.
+   */
+  mappedBytes?: number;
   diskBytes?: number;
   /** Per query of the shared list; null where the time budget ran out before the query. */
   timings: (number | null)[];

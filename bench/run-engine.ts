@@ -16,7 +16,7 @@ import {
   type ReferenceScore,
 } from "../server/test/engine/reference.ts";
 import { datasetBatches } from "./datasets.ts";
-import { SIFT_PASSES, directoryBytes, memoryDelta, percentile, settledMemory, type EngineResult } from "./measure.ts";
+import { SIFT_PASSES, directoryBytes, filesNamed, memoryDelta, percentile, settledMemory, type EngineResult } from "./measure.ts";
 import { createPeer } from "./peers.ts";
 import type { BenchQuery } from "./queries.ts";
 
@@ -49,6 +49,7 @@ async function runEmbedded(dataset: string, queries: BenchQuery[]): Promise<Engi
   await timed(() => writer.commit());
   const memory = memoryDelta(settledMemory(), before);
   const diskBytes = directoryBytes(dataDir);
+  const mappedBytes = filesNamed(dataDir, "index.bin");
   log(`${dataset}: built ${records} in ${(buildMs / 1000).toFixed(1)} s`);
 
   // Several passes: a p99 of 100 timings is the second-slowest, which one pause of the machine
@@ -98,6 +99,7 @@ async function runEmbedded(dataset: string, queries: BenchQuery[]): Promise<Engi
     sourceBytes,
     buildMs,
     memory,
+    mappedBytes,
     diskBytes,
     timings,
     moreTimings,

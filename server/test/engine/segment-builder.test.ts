@@ -32,8 +32,8 @@ function records(count: number): SearchRecord[] {
     };
     if (rand() < 0.5) record.weight = Math.floor(rand() * 5);
     if (rand() < 0.6) {
-      record.latitude = rand() * 170 - 85;
-      record.longitude = rand() * 360 - 180;
+      record.latitude = (rand() * 170 - 85).toFixed(6);
+      record.longitude = (rand() * 360 - 180).toFixed(6);
     }
     return record;
   });

@@ -8,8 +8,9 @@ import { tokenize } from "../tokenize.ts";
 import { Growable, invert, radixSortByKey, sortIndices } from "./arrays.ts";
 import { walkData, type FilterLeaf } from "./data-fields.ts";
 import { geoCode } from "./geo.ts";
-import { INDEX_FILE, KIND_FALSE, KIND_MISSING, KIND_NUMBER, KIND_TRUE, RECORDS_FILE, Segment, type SegmentMeta } from "./segment.ts";
+import { INDEX_FILE, KIND_FALSE, KIND_NUMBER, KIND_TRUE, RECORDS_FILE, Segment, type SegmentMeta } from "./segment.ts";
 import { SegmentFileWriter } from "./segment-file.ts";
+import { SlotLog, type SlotLogReader } from "./slot-log.ts";
 import { SortedStrings, compareCodePoints } from "./sorted-strings.ts";
 import { Pacer } from "./pacer.ts";
 
@@ -25,12 +26,13 @@ const TEXT_CACHE_ENTRIES = 200_000;
  * a 1.6 GB prefix section, which must not be in memory whole (the 2 GB ingest target).
  */
 export const POSTING_WINDOW_BYTES = 128 << 20;
+/** The builder's temporary per-record log (slot-log.ts), removed when the build ends. */
+const SLOT_LOG_FILE = "slots.tmp";
 const NON_ASCII = /[^\u0000-\u007f]/;
 
 interface FilterColumn {
   path: string[];
-  kinds: Growable<Uint8Array>;
-  nums: Growable<Float64Array>;
+  index: number;
 }
 
 /** Filter columns by path, one level per key (no key strings built per value). */
@@ -50,18 +52,17 @@ export class SegmentBuilder {
 
   /** Ids as UTF-8 (whose byte order is code point order), not millions of small strings. */
   private readonly idBytes = new Growable(Uint8Array);
-  private readonly idEnds = new Growable(Float64Array);
-  private readonly recOffset = new Growable(Float64Array);
-  private readonly recLength = new Growable(Uint32Array);
+  private readonly idEnds = new Growable(Uint32Array);
   private readonly weight = new Growable(Uint32Array);
+  /** Per slot: JSON length, title and data term ids, filter values (see writeSlot). */
+  private readonly log: SlotLog;
   /** Coordinates of the records that have them (most records of many indexes do not). */
   private readonly geoSlots = new Growable(Uint32Array);
   private readonly geoLat = new Growable(Float64Array);
   private readonly geoLon = new Growable(Float64Array);
-  private readonly titleStart = new Growable(Uint32Array);
-  private readonly titleTokens = new Growable(Uint32Array);
-  private readonly dataStart = new Growable(Uint32Array);
-  private readonly dataTokens = new Growable(Uint32Array);
+  private readonly slotTitle: number[] = [];
+  private readonly slotData: number[] = [];
+  private readonly slotFilters: number[] = [];
   private readonly vocabulary = new Map<string, number>();
   private readonly terms: string[] = [];
   private readonly inTitle = new Growable(Uint8Array);
@@ -78,8 +79,7 @@ export class SegmentBuilder {
     this.maxPrefix = maxPrefix;
     this.postingWindow = postingWindow;
     this.fd = fs.openSync(path.join(dir, RECORDS_FILE), "w");
-    this.titleStart.push(0);
-    this.dataStart.push(0);
+    this.log = new SlotLog(path.join(dir, SLOT_LOG_FILE));
   }
 
   /** `postingWindow`: see POSTING_WINDOW_BYTES; tests make it tiny to fill in many windows. */
@@ -102,13 +102,12 @@ export class SegmentBuilder {
       if (json.length * 3 > this.pending.length) this.pending = Buffer.allocUnsafe(json.length * 3);
     }
     const bytes = this.pending.write(json, this.pendingBytes, "utf8");
-    this.recOffset.push(this.fileOffset + this.pendingBytes);
-    this.recLength.push(bytes);
     this.pendingBytes += bytes;
 
     const id = record.id;
     if (NON_ASCII.test(id)) for (const byte of Buffer.from(id, "utf8")) this.idBytes.push(byte);
     else for (let i = 0; i < id.length; i++) this.idBytes.push(id.charCodeAt(i));
+    if (this.idBytes.length > 0xffff_ffff) throw new Error("ids of one segment larger than 4 GiB");
     this.idEnds.push(this.idBytes.length);
     this.weight.push(record.weight ?? 0);
     if (record.latitude !== undefined && record.longitude !== undefined) {
@@ -117,27 +116,49 @@ export class SegmentBuilder {
       this.geoLon.push(Number(record.longitude));
     }
 
+    const title = this.slotTitle;
+    const data = this.slotData;
     for (const token of tokenize(record.title)) {
       const t = this.termId(token);
       this.inTitle.set(t, 1);
       this.seenIn.set(t, slot + 1);
-      this.titleTokens.push(t);
+      title.push(t);
     }
-    this.titleStart.push(this.titleTokens.length);
-
     walkData(
       record.data,
       (text) => {
         for (const t of this.textTerms(text)) {
           if (this.seenIn.get(t) !== slot + 1) {
             this.seenIn.set(t, slot + 1);
-            this.dataTokens.push(t);
+            data.push(t);
           }
         }
       },
-      (leafPath, value) => this.addFilterValue(slot, leafPath, value),
+      (leafPath, value) => this.addFilterValue(leafPath, value),
     );
-    this.dataStart.push(this.dataTokens.length);
+    this.writeSlot(bytes);
+  }
+
+  /**
+   * One slot in the log: JSON length, title term count and ids, data term count and ids, filter
+   * value count and values (column, kind, and for numbers the value as two words).
+   */
+  private writeSlot(jsonBytes: number): void {
+    const log = this.log;
+    log.push(jsonBytes);
+    for (const list of [this.slotTitle, this.slotData]) {
+      log.push(list.length);
+      for (const t of list) log.push(t);
+      list.length = 0;
+    }
+    const filters = this.slotFilters;
+    log.push(filters.length / 3);
+    for (let i = 0; i < filters.length; i += 3) {
+      log.push(filters[i]!);
+      log.push(filters[i + 1]!);
+      if (filters[i + 1] === KIND_NUMBER) log.pushNumber(filters[i + 2]!);
+    }
+    filters.length = 0;
   }
 
   /** Term ids of a data string; short strings (categories, colours, tags) repeat, so they are cached. */
@@ -161,7 +182,7 @@ export class SegmentBuilder {
     return t;
   }
 
-  private addFilterValue(slot: number, leafPath: readonly string[], value: FilterLeaf): void {
+  private addFilterValue(leafPath: readonly string[], value: FilterLeaf): void {
     let node = this.filterTree;
     for (const key of leafPath) {
       let child = node.children.get(key);
@@ -170,16 +191,12 @@ export class SegmentBuilder {
     }
     let column = node.column;
     if (column === undefined) {
-      column = { path: [...leafPath], kinds: new Growable(Uint8Array), nums: new Growable(Float64Array) };
+      column = { path: [...leafPath], index: this.filters.length };
       node.column = column;
       this.filters.push(column);
     }
-    if (typeof value === "number") {
-      column.kinds.set(slot, KIND_NUMBER);
-      column.nums.set(slot, value);
-    } else {
-      column.kinds.set(slot, value ? KIND_TRUE : KIND_FALSE);
-    }
+    if (typeof value === "number") this.slotFilters.push(column.index, KIND_NUMBER, value);
+    else this.slotFilters.push(column.index, value ? KIND_TRUE : KIND_FALSE, 0);
   }
 
   private flush(): void {
@@ -218,6 +235,7 @@ export class SegmentBuilder {
       await out.close();
       throw error;
     }
+    this.log.remove();
     await syncDirectory(this.dir);
     return meta;
   }
@@ -225,47 +243,27 @@ export class SegmentBuilder {
   private async writeSections(out: SegmentFileWriter): Promise<SegmentMeta> {
     const pacer = new Pacer();
     const slots = this.size;
-    const { slotOfDoc, rankOfDoc, ranked } = await this.orderDocuments(pacer);
-    const n = slotOfDoc.length;
+    // Ids first: sorted, de-duplicated and written, their memory released before anything else grows.
+    const ranked = await this.rankIds(pacer);
+    const n = ranked.length;
     const ids = this.packIds(ranked);
     this.idBytes.release();
     this.idEnds.release();
     await out.add("idBytes", ids.bytes);
     await out.add("idOffsets", ids.offsets);
-    const perDoc = <T extends Uint32Array | Float64Array | Uint8Array>(source: Growable<T>, make: (n: number) => T): T => {
-      const values = source.view();
-      const array = make(n);
-      for (let d = 0; d < n; d++) array[d] = values[slotOfDoc[d]!]!;
-      source.release();
-      return array;
-    };
-    await out.add("weight", perDoc(this.weight, (k) => new Uint32Array(k)));
-    await out.add("recOffsets", perDoc(this.recOffset, (k) => new Float64Array(k)));
-    await out.add("recLengths", perDoc(this.recLength, (k) => new Uint32Array(k)));
 
-    const filterPaths: string[][] = [];
-    for (const column of this.filters.splice(0)) {
-      const i = filterPaths.length;
-      filterPaths.push(column.path);
-      const kinds = new Uint8Array(n);
-      const nums = new Float64Array(n);
-      const slotKinds = column.kinds.view();
-      const slotNums = column.nums.view();
-      for (let d = 0; d < n; d++) {
-        const s = slotOfDoc[d]!;
-        kinds[d] = slotKinds[s] ?? KIND_MISSING;
-        nums[d] = slotNums[s] ?? 0;
-      }
-      column.kinds.release();
-      column.nums.release();
-      await out.add(`filter${i}Kind`, kinds);
-      await out.add(`filter${i}Num`, nums);
-    }
+    const { rankOfDoc, docOfSlot } = this.orderByWeight(ranked, slots);
+    const weight = new Uint32Array(n);
+    const slotWeights = this.weight.view();
+    for (let s = 0; s < slots; s++) if (docOfSlot[s] !== NONE) weight[docOfSlot[s]!] = slotWeights[s]!;
+    this.weight.release();
+    await out.add("weight", weight);
+    const rankToDoc = invert(rankOfDoc);
+    await out.add("docToRank", rankOfDoc);
+    await out.add("rankToDoc", rankToDoc);
 
     const lat = new Float64Array(n).fill(NaN);
     const lon = new Float64Array(n).fill(NaN);
-    const docOfSlot = new Uint32Array(slots).fill(NONE);
-    for (let d = 0; d < n; d++) docOfSlot[slotOfDoc[d]!] = d;
     const geoSlots = this.geoSlots.view();
     for (let i = 0; i < geoSlots.length; i++) {
       const d = docOfSlot[geoSlots[i]!]!;
@@ -281,40 +279,92 @@ export class SegmentBuilder {
     await out.add("lon", lon);
     await out.add("geoCodes", geoCodes);
     await out.add("geoDocs", geoDocs);
-    const orders: DocOrders = { rankToDoc: invert(rankOfDoc), geoDocs };
-    await out.add("rankToDoc", orders.rankToDoc);
-    await out.add("docToRank", rankOfDoc);
+    const orders: DocOrders = { rankToDoc, geoDocs };
 
+    // Pass 1 over the slot log: record locations, and how many title and data terms each doc has.
+    const recOffsets = new Float64Array(n);
+    const recLengths = new Uint32Array(n);
+    const fwdOffsets = new Uint32Array(n + 1);
+    const dataOffsets = new Uint32Array(n + 1);
+    let reader = this.log.reader();
+    let offset = 0;
+    for (let s = 0; s < slots; s++) {
+      if ((s & CHECK_EVERY) === 0 && pacer.due()) await pacer.pause();
+      const d = docOfSlot[s]!;
+      const length = reader.next();
+      const titleCount = reader.next();
+      reader.skip(titleCount);
+      const dataCount = reader.next();
+      reader.skip(dataCount);
+      skipFilters(reader);
+      if (d !== NONE) {
+        recOffsets[d] = offset;
+        recLengths[d] = length;
+        fwdOffsets[d + 1] = titleCount;
+        dataOffsets[d + 1] = dataCount;
+      }
+      offset += length;
+    }
+    await out.add("recOffsets", recOffsets);
+    await out.add("recLengths", recLengths);
+    let maxTitleTokens = 0;
+    for (let d = 0; d < n; d++) {
+      maxTitleTokens = Math.max(maxTitleTokens, fwdOffsets[d + 1]!);
+      fwdOffsets[d + 1]! += fwdOffsets[d]!;
+      dataOffsets[d + 1]! += dataOffsets[d]!;
+    }
+
+    // Pass 2: each doc's title terms (the forward index) and data terms, in final term ids.
     const termOrder = await this.sortTerms(pacer);
     const finalTerm = invert(termOrder);
     const termCount = termOrder.length;
-    await this.writeDataPostings(out, slotOfDoc, finalTerm, termCount, pacer);
-
-    // Forward index in document order, with final term ids.
-    const fwdOffsets = new Uint32Array(n + 1);
-    let fwdTotal = 0;
-    for (let d = 0; d < n; d++) {
-      const s = slotOfDoc[d]!;
-      fwdOffsets[d] = fwdTotal;
-      fwdTotal += this.titleStart.get(s + 1) - this.titleStart.get(s);
+    const fwdTokens = new Uint32Array(fwdOffsets[n]!);
+    const dataTokens = new Uint32Array(dataOffsets[n]!);
+    reader = this.log.reader();
+    for (let s = 0; s < slots; s++) {
+      if ((s & CHECK_EVERY) === 0 && pacer.due()) await pacer.pause();
+      const d = docOfSlot[s]!;
+      reader.next();
+      const titleCount = reader.next();
+      if (d === NONE) reader.skip(titleCount);
+      else for (let i = 0, at = fwdOffsets[d]!; i < titleCount; i++) fwdTokens[at + i] = finalTerm[reader.next()]!;
+      const dataCount = reader.next();
+      if (d === NONE) reader.skip(dataCount);
+      else for (let i = 0, at = dataOffsets[d]!; i < dataCount; i++) dataTokens[at + i] = finalTerm[reader.next()]!;
+      skipFilters(reader);
     }
-    fwdOffsets[n] = fwdTotal;
-    const fwdTokens = new Uint32Array(fwdTotal);
-    let maxTitleTokens = 0;
-    const slotTokens = this.titleTokens.view();
-    for (let d = 0; d < n; d++) {
-      if ((d & CHECK_EVERY) === 0 && pacer.due()) await pacer.pause();
-      const s = slotOfDoc[d]!;
-      const from = this.titleStart.get(s);
-      const to = this.titleStart.get(s + 1);
-      maxTitleTokens = Math.max(maxTitleTokens, to - from);
-      let at = fwdOffsets[d]!;
-      for (let i = from; i < to; i++) fwdTokens[at++] = finalTerm[slotTokens[i]!]!;
-    }
-    this.titleTokens.release();
-    this.titleStart.release();
     await out.add("fwdOffsets", fwdOffsets);
     await out.add("fwdTokens", fwdTokens);
+    await this.writeDataPostings(out, dataOffsets, dataTokens, termCount, pacer);
+
+    // Then the filter columns, as many per pass over the log as fit in a posting window.
+    const filterPaths = this.filters.map((c) => c.path);
+    const perPass = Math.max(1, Math.floor(this.postingWindow / (9 * Math.max(1, n))));
+    for (let first = 0; first < filterPaths.length; first += perPass) {
+      const count = Math.min(perPass, filterPaths.length - first);
+      const kinds = Array.from({ length: count }, () => new Uint8Array(n));
+      const nums = Array.from({ length: count }, () => new Float64Array(n));
+      reader = this.log.reader();
+      for (let s = 0; s < slots; s++) {
+        if ((s & CHECK_EVERY) === 0 && pacer.due()) await pacer.pause();
+        const d = docOfSlot[s]!;
+        reader.next();
+        reader.skip(reader.next());
+        reader.skip(reader.next());
+        for (let values = reader.next(); values > 0; values--) {
+          const column = reader.next() - first;
+          const kind = reader.next();
+          const num = kind === KIND_NUMBER ? reader.nextNumber() : 0;
+          if (d === NONE || column < 0 || column >= count) continue;
+          kinds[column]![d] = kind;
+          nums[column]![d] = num;
+        }
+      }
+      for (let c = 0; c < count; c++) {
+        await out.add(`filter${first + c}Kind`, kinds[c]!);
+        await out.add(`filter${first + c}Num`, nums[c]!);
+      }
+    }
 
     await writeSplitPostings(out, ["termPost", "termDocs", "termRanks", "termPostGeo", "termGeo"], n, termCount, orders, this.postingWindow, pacer, (doc, emit) => {
       const from = fwdOffsets[doc]!;
@@ -336,17 +386,14 @@ export class SegmentBuilder {
     } catch {
       // already closed by finish()
     }
+    this.log.remove();
     await fs.promises.rm(this.dir, { recursive: true, force: true });
   }
 
-  /**
-   * Drops replaced duplicates and numbers documents by (weight desc, id asc).
-   * ranked: live slots in id order; rankOfDoc/slotOfDoc: per document.
-   */
-  private async orderDocuments(pacer: Pacer): Promise<{ slotOfDoc: Uint32Array; rankOfDoc: Uint32Array; ranked: Uint32Array }> {
+  /** The live slots (the last add of each id) in id order. */
+  private async rankIds(pacer: Pacer): Promise<Uint32Array> {
     const bytes = this.idBytes.view();
     const ends = this.idEnds.view();
-    const slots = ends.length;
     /** Byte order of the UTF-8 ids, which is their code point order. */
     const compareIds = (a: number, b: number): number => {
       let i = a === 0 ? 0 : ends[a - 1]!;
@@ -359,16 +406,23 @@ export class SegmentBuilder {
       }
       return endA - i - (endB - j);
     };
-    // By id, equal ids in slot order (the sort is stable).
-    const bySlotId = await sortIndices(slots, compareIds, pacer);
-    const live = new Growable(Uint32Array, Math.max(1, slots));
+    // By id, equal ids in slot order (the sort is stable); then compacted in place.
+    const bySlotId = await sortIndices(ends.length, compareIds, pacer);
+    let live = 0;
     for (let i = 0; i < bySlotId.length; i++) {
       const s = bySlotId[i]!;
       // Within a run of equal ids the last slot (the latest add) wins.
       if (i + 1 < bySlotId.length && compareIds(bySlotId[i + 1]!, s) === 0) continue;
-      live.push(s);
+      bySlotId[live++] = s;
     }
-    const ranked = live.view().slice();
+    return bySlotId.subarray(0, live);
+  }
+
+  /**
+   * Numbers documents by (weight desc, id asc). rankOfDoc: each document's position in id order;
+   * docOfSlot: each slot's document, NONE for a replaced duplicate.
+   */
+  private orderByWeight(ranked: Uint32Array, slots: number): { rankOfDoc: Uint32Array; docOfSlot: Uint32Array } {
     const n = ranked.length;
     const weights = this.weight.view();
     const keys = new Uint32Array(n);
@@ -378,9 +432,9 @@ export class SegmentBuilder {
       ranks[r] = r;
     }
     const rankOfDoc = radixSortByKey(keys, ranks);
-    const slotOfDoc = new Uint32Array(n);
-    for (let d = 0; d < n; d++) slotOfDoc[d] = ranked[rankOfDoc[d]!]!;
-    return { slotOfDoc, rankOfDoc, ranked };
+    const docOfSlot = new Uint32Array(slots).fill(NONE);
+    for (let d = 0; d < n; d++) docOfSlot[ranked[rankOfDoc[d]!]!] = d;
+    return { rankOfDoc, docOfSlot };
   }
 
   /** The ids of `ranked` slots, in that order, as a string table. */
@@ -410,32 +464,24 @@ export class SegmentBuilder {
     return sortIndices(terms.length, (a, b) => compareCodePoints(terms[a]!, terms[b]!), pacer);
   }
 
+  /** Docs with each term in data text but not in the title, from the docs' data terms in doc order. */
   private async writeDataPostings(
     out: SegmentFileWriter,
-    slotOfDoc: Uint32Array,
-    finalTerm: Uint32Array,
+    starts: Uint32Array,
+    tokens: Uint32Array,
     termCount: number,
     pacer: Pacer,
   ): Promise<void> {
-    const n = slotOfDoc.length;
+    const n = starts.length - 1;
     const counts = new Uint32Array(termCount + 1);
-    const tokens = this.dataTokens.view();
-    const starts = this.dataStart.view();
-    for (let d = 0; d < n; d++) {
-      if ((d & CHECK_EVERY) === 0 && pacer.due()) await pacer.pause();
-      const s = slotOfDoc[d]!;
-      for (let i = starts[s]!; i < starts[s + 1]!; i++) counts[finalTerm[tokens[i]!]! + 1]!++;
-    }
+    for (let i = 0; i < tokens.length; i++) counts[tokens[i]! + 1]!++;
     for (let t = 1; t <= termCount; t++) counts[t]! += counts[t - 1]!;
     const offsets = counts.slice();
     const docs = new Uint32Array(offsets[termCount]!);
     for (let d = 0; d < n; d++) {
       if ((d & CHECK_EVERY) === 0 && pacer.due()) await pacer.pause();
-      const s = slotOfDoc[d]!;
-      for (let i = starts[s]!; i < starts[s + 1]!; i++) docs[counts[finalTerm[tokens[i]!]!]!++] = d;
+      for (let i = starts[d]!; i < starts[d + 1]!; i++) docs[counts[tokens[i]!]!++] = d;
     }
-    this.dataTokens.release();
-    this.dataStart.release();
     await out.add("dataPost", offsets);
     await out.add("dataDocs", docs);
   }
@@ -593,6 +639,14 @@ async function writeSplitPostings(
   await fill(names[2], offsets, n, (r) => rankToDoc[r]!);
   await out.add(names[3], geoOffsets);
   await fill(names[4], geoOffsets, geoDocs.length, (g) => geoDocs[g]!);
+}
+
+/** Skips a slot's filter values. */
+function skipFilters(reader: SlotLogReader): void {
+  for (let values = reader.next(); values > 0; values--) {
+    reader.next();
+    if (reader.next() === KIND_NUMBER) reader.skip(2);
+  }
 }
 
 function buildGeo(lat: Float64Array, lon: Float64Array): { geoCodes: Uint32Array; geoDocs: Uint32Array } {
