@@ -240,10 +240,49 @@ export class SegmentBuilder {
     return meta;
   }
 
+  /**
+   * Writes the sections in phases, each a method returning only what later phases need: arrays a
+   * long function still names stay reachable until it returns, and at 20M records each is 80 to
+   * 160 MB. The few that are passed on are dropped (set to null) after their last use.
+   */
   private async writeSections(out: SegmentFileWriter): Promise<SegmentMeta> {
     const pacer = new Pacer();
+    const ordered = await this.writeIdsAndOrders(out, pacer);
+    const { n, rankToDoc } = ordered;
+    let docOfSlot: Uint32Array | null = ordered.docOfSlot;
+    const geoDocs = await this.writeGeo(out, docOfSlot, n);
+    const orders: DocOrders = { rankToDoc, geoDocs };
+    const located = await this.writeRecordLocations(out, docOfSlot, n, pacer);
+    const { fwdOffsets, maxTitleTokens } = located;
+    const termOrder = await this.sortTerms(pacer);
+    const termCount = termOrder.length;
+    const fwdTokens = await this.writeForwardIndex(out, docOfSlot, fwdOffsets, located.dataOffsets, termOrder, pacer);
+    located.dataOffsets = null;
+    const filterPaths = await this.writeFilters(out, docOfSlot, n, pacer);
+    docOfSlot = null;
+
+    await writeSplitPostings(out, ["termPost", "termDocs", "termRanks", "termPostGeo", "termGeo"], n, termCount, orders, this.postingWindow, pacer, (doc, emit, low, high) => {
+      const from = fwdOffsets[doc]!;
+      const to = fwdOffsets[doc + 1]!;
+      for (let i = from; i < to; i++) {
+        const t = fwdTokens[i]!;
+        if (t >= low && t < high) emit(t, i === from);
+      }
+    });
+    await this.writePrefixPostings(out, termOrder, orders, fwdOffsets, fwdTokens, pacer);
+
+    const termTable = await SortedStrings.pack(termCount, (i) => this.terms[termOrder[i]!]!, pacer);
+    await out.add("termBytes", termTable.bytes);
+    await out.add("termOffsets", termTable.offsets);
+    return { docCount: n, maxPrefix: this.maxPrefix, maxTitleTokens, filterPaths };
+  }
+
+  /**
+   * Ids first (sorted, de-duplicated, written, their memory released before anything else grows),
+   * then the weight order. docOfSlot: each slot's document, NONE for a replaced duplicate.
+   */
+  private async writeIdsAndOrders(out: SegmentFileWriter, pacer: Pacer): Promise<{ n: number; docOfSlot: Uint32Array; rankToDoc: Uint32Array }> {
     const slots = this.size;
-    // Ids first: sorted, de-duplicated and written, their memory released before anything else grows.
     const ranked = await this.rankIds(pacer);
     const n = ranked.length;
     const ids = this.packIds(ranked);
@@ -261,7 +300,11 @@ export class SegmentBuilder {
     const rankToDoc = invert(rankOfDoc);
     await out.add("docToRank", rankOfDoc);
     await out.add("rankToDoc", rankToDoc);
+    return { n, docOfSlot, rankToDoc };
+  }
 
+  /** lat, lon and the geo order; returns the geo order (geoDocs). */
+  private async writeGeo(out: SegmentFileWriter, docOfSlot: Uint32Array, n: number): Promise<Uint32Array> {
     const lat = new Float64Array(n).fill(NaN);
     const lon = new Float64Array(n).fill(NaN);
     const geoSlots = this.geoSlots.view();
@@ -279,14 +322,25 @@ export class SegmentBuilder {
     await out.add("lon", lon);
     await out.add("geoCodes", geoCodes);
     await out.add("geoDocs", geoDocs);
-    const orders: DocOrders = { rankToDoc, geoDocs };
+    return geoDocs;
+  }
 
-    // Pass 1 over the slot log: record locations, and how many title and data terms each doc has.
+  /**
+   * Pass 1 over the slot log: where each doc's record lies in records.bin (written), and how many
+   * title and data terms each doc has, as the start offsets of its entries (returned).
+   */
+  private async writeRecordLocations(
+    out: SegmentFileWriter,
+    docOfSlot: Uint32Array,
+    n: number,
+    pacer: Pacer,
+  ): Promise<{ fwdOffsets: Uint32Array; dataOffsets: Uint32Array | null; maxTitleTokens: number }> {
+    const slots = docOfSlot.length;
     const recOffsets = new Float64Array(n);
     const recLengths = new Uint32Array(n);
     const fwdOffsets = new Uint32Array(n + 1);
     const dataOffsets = new Uint32Array(n + 1);
-    let reader = this.log.reader();
+    const reader = this.log.reader();
     let offset = 0;
     for (let s = 0; s < slots; s++) {
       if ((s & CHECK_EVERY) === 0 && pacer.due()) await pacer.pause();
@@ -313,14 +367,28 @@ export class SegmentBuilder {
       fwdOffsets[d + 1]! += fwdOffsets[d]!;
       dataOffsets[d + 1]! += dataOffsets[d]!;
     }
+    return { fwdOffsets, dataOffsets, maxTitleTokens };
+  }
 
-    // Pass 2: each doc's title terms (the forward index) and data terms, in final term ids.
-    const termOrder = await this.sortTerms(pacer);
+  /**
+   * Pass 2: each doc's title terms (the forward index, written and returned) and data terms (turned
+   * into the data postings), in final term ids.
+   */
+  private async writeForwardIndex(
+    out: SegmentFileWriter,
+    docOfSlot: Uint32Array,
+    fwdOffsets: Uint32Array,
+    dataOffsets: Uint32Array | null,
+    termOrder: Uint32Array,
+    pacer: Pacer,
+  ): Promise<Uint32Array> {
+    const slots = docOfSlot.length;
+    const n = fwdOffsets.length - 1;
     const finalTerm = invert(termOrder);
-    const termCount = termOrder.length;
     const fwdTokens = new Uint32Array(fwdOffsets[n]!);
-    const dataTokens = new Uint32Array(dataOffsets[n]!);
-    reader = this.log.reader();
+    const dataStarts = dataOffsets!;
+    const dataTokens = new Uint32Array(dataStarts[n]!);
+    const reader = this.log.reader();
     for (let s = 0; s < slots; s++) {
       if ((s & CHECK_EVERY) === 0 && pacer.due()) await pacer.pause();
       const d = docOfSlot[s]!;
@@ -330,21 +398,25 @@ export class SegmentBuilder {
       else for (let i = 0, at = fwdOffsets[d]!; i < titleCount; i++) fwdTokens[at + i] = finalTerm[reader.next()]!;
       const dataCount = reader.next();
       if (d === NONE) reader.skip(dataCount);
-      else for (let i = 0, at = dataOffsets[d]!; i < dataCount; i++) dataTokens[at + i] = finalTerm[reader.next()]!;
+      else for (let i = 0, at = dataStarts[d]!; i < dataCount; i++) dataTokens[at + i] = finalTerm[reader.next()]!;
       skipFilters(reader);
     }
     await out.add("fwdOffsets", fwdOffsets);
     await out.add("fwdTokens", fwdTokens);
-    await this.writeDataPostings(out, dataOffsets, dataTokens, termCount, pacer);
+    await this.writeDataPostings(out, dataStarts, dataTokens, termOrder.length, pacer);
+    return fwdTokens;
+  }
 
-    // Then the filter columns, as many per pass over the log as fit in a posting window.
+  /** The filter columns, as many per pass over the slot log as fit in a posting window. */
+  private async writeFilters(out: SegmentFileWriter, docOfSlot: Uint32Array, n: number, pacer: Pacer): Promise<string[][]> {
+    const slots = docOfSlot.length;
     const filterPaths = this.filters.map((c) => c.path);
     const perPass = Math.max(1, Math.floor(this.postingWindow / (9 * Math.max(1, n))));
     for (let first = 0; first < filterPaths.length; first += perPass) {
       const count = Math.min(perPass, filterPaths.length - first);
       const kinds = Array.from({ length: count }, () => new Uint8Array(n));
       const nums = Array.from({ length: count }, () => new Float64Array(n));
-      reader = this.log.reader();
+      const reader = this.log.reader();
       for (let s = 0; s < slots; s++) {
         if ((s & CHECK_EVERY) === 0 && pacer.due()) await pacer.pause();
         const d = docOfSlot[s]!;
@@ -365,18 +437,7 @@ export class SegmentBuilder {
         await out.add(`filter${first + c}Num`, nums[c]!);
       }
     }
-
-    await writeSplitPostings(out, ["termPost", "termDocs", "termRanks", "termPostGeo", "termGeo"], n, termCount, orders, this.postingWindow, pacer, (doc, emit) => {
-      const from = fwdOffsets[doc]!;
-      const to = fwdOffsets[doc + 1]!;
-      for (let i = from; i < to; i++) emit(fwdTokens[i]!, i === from);
-    });
-    await this.writePrefixPostings(out, termOrder, orders, fwdOffsets, fwdTokens, pacer);
-
-    const termTable = await SortedStrings.pack(termCount, (i) => this.terms[termOrder[i]!]!, pacer);
-    await out.add("termBytes", termTable.bytes);
-    await out.add("termOffsets", termTable.offsets);
-    return { docCount: n, maxPrefix: this.maxPrefix, maxTitleTokens, filterPaths };
+    return filterPaths;
   }
 
   /** Closes and removes everything written. */
@@ -522,12 +583,23 @@ export class SegmentBuilder {
     prefixList.length = 0;
     await out.add("prefixBytes", table.bytes);
     await out.add("prefixOffsets", table.offsets);
+    // A term's prefixes ("a", "am", "amb") are ascending prefix ids: a window of ids that misses
+    // [first, last] has none of them, and the term is passed over without looking at each.
+    const firstPrefix = new Uint32Array(termOrder.length).fill(NONE);
+    const lastPrefix = new Uint32Array(termOrder.length);
+    for (let t = 0; t < termOrder.length; t++) {
+      for (let k = 0; k < L && termPrefixes[t * L + k] !== NONE; k++) {
+        if (k === 0) firstPrefix[t] = termPrefixes[t * L]!;
+        lastPrefix[t] = termPrefixes[t * L + k]!;
+      }
+    }
     const sections = ["prefixPost", "prefixDocs", "prefixRanks", "prefixPostGeo", "prefixGeo"] as const;
-    await writeSplitPostings(out, sections, fwdOffsets.length - 1, order.length, orders, this.postingWindow, pacer, (doc, emit) => {
+    await writeSplitPostings(out, sections, fwdOffsets.length - 1, order.length, orders, this.postingWindow, pacer, (doc, emit, low, high) => {
       const from = fwdOffsets[doc]!;
       const to = fwdOffsets[doc + 1]!;
       for (let i = from; i < to; i++) {
         const t = fwdTokens[i]!;
+        if (firstPrefix[t]! >= high || lastPrefix[t]! < low) continue;
         for (let k = 0; k < L; k++) {
           const p = termPrefixes[t * L + k]!;
           if (p === NONE) break;
@@ -549,7 +621,8 @@ type Emit = (key: number, atStart: boolean) => void;
 /**
  * Postings split into "at the first title token" and "elsewhere" runs (see segment.ts), built by
  * counting sort: one counting pass, then one filling pass per order, visiting documents in that
- * order so every run comes out sorted. `visit` emits each key of a document; duplicates within a
+ * order so every run comes out sorted. `visit` emits each key of a document (it may leave out keys
+ * outside [low, high), which are ignored anyway); duplicates within a
  * document are dropped, the first occurrence decides. Each order's runs are written as soon as
  * they are filled, under the names [offsets, weight order, id order, geo offsets, geo order]; the
  * geo order holds only documents with coordinates.
@@ -562,7 +635,7 @@ async function writeSplitPostings(
   orders: DocOrders,
   windowBytes: number,
   pacer: Pacer,
-  visit: (doc: number, emit: Emit) => void,
+  visit: (doc: number, emit: Emit, low: number, high: number) => void,
 ): Promise<void> {
   const seen = new Uint32Array(keyCount);
   let mark = 0;
@@ -583,7 +656,7 @@ async function writeSplitPostings(
     if ((doc & CHECK_EVERY) === 0 && pacer.due()) await pacer.pause();
     mark++;
     located = isLocated[doc] === 1;
-    visit(doc, count);
+    visit(doc, count, 0, keyCount);
   }
 
   const layout = (starts: Uint32Array, others: Uint32Array) => {
@@ -627,7 +700,7 @@ async function writeSplitPostings(
         for (position = 0; position < length; position++) {
           if ((position & CHECK_EVERY) === 0 && pacer.due()) await pacer.pause();
           mark++;
-          visit(docAt(position), emit);
+          visit(docAt(position), emit, low, keyHi);
         }
         await put(part, base);
       }
