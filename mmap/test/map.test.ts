@@ -14,7 +14,7 @@ describe("mapFile", () => {
 
   it("maps a file's bytes, readable after the descriptor is closed and the file removed", () => {
     const file = path.join(dir, "a.bin");
-    const values = Uint32Array.from([7, 0xffff_ffff, 42, 1 << 31]);
+    const values = Uint32Array.from([7, 0xffff_ffff, 42, 2 ** 31]);
     fs.writeFileSync(file, new Uint8Array(values.buffer));
     const fd = fs.openSync(file, "r");
     const buffer = mapFile(fd, values.byteLength)!;
@@ -22,7 +22,7 @@ describe("mapFile", () => {
     fs.rmSync(file);
     expect(buffer.byteLength).toBe(16);
     expect([...new Uint32Array(buffer)]).toEqual([...values]);
-    expect([...new Uint32Array(buffer, 8, 2)]).toEqual([42, 1 << 31]);
+    expect([...new Uint32Array(buffer, 8, 2)]).toEqual([42, 2 ** 31]);
   });
 
   it("maps an empty file as an empty buffer", () => {

@@ -256,9 +256,11 @@ export class SegmentBuilder {
     const { fwdOffsets, maxTitleTokens } = located;
     const termOrder = await this.sortTerms(pacer);
     const termCount = termOrder.length;
-    const fwdTokens = await this.writeForwardIndex(out, docOfSlot, fwdOffsets, located.dataOffsets, termOrder, pacer);
+    const finalTerm = invert(termOrder);
+    await this.writeDataIndex(out, docOfSlot, located.dataOffsets!, finalTerm, pacer);
     located.dataOffsets = null;
     const filterPaths = await this.writeFilters(out, docOfSlot, n, pacer);
+    const fwdTokens = await this.writeForwardIndex(out, docOfSlot, fwdOffsets, finalTerm, pacer);
     docOfSlot = null;
 
     await writeSplitPostings(out, ["termPost", "termDocs", "termRanks", "termPostGeo", "termGeo"], n, termCount, orders, this.postingWindow, pacer, (doc, emit, low, high) => {
@@ -370,24 +372,40 @@ export class SegmentBuilder {
     return { fwdOffsets, dataOffsets, maxTitleTokens };
   }
 
-  /**
-   * Pass 2: each doc's title terms (the forward index, written and returned) and data terms (turned
-   * into the data postings), in final term ids.
-   */
+  /** Pass 2: each doc's data terms, in final term ids, turned into the data postings. */
+  private async writeDataIndex(
+    out: SegmentFileWriter,
+    docOfSlot: Uint32Array,
+    dataOffsets: Uint32Array,
+    finalTerm: Uint32Array,
+    pacer: Pacer,
+  ): Promise<void> {
+    const slots = docOfSlot.length;
+    const dataTokens = new Uint32Array(dataOffsets[dataOffsets.length - 1]!);
+    const reader = this.log.reader();
+    for (let s = 0; s < slots; s++) {
+      if ((s & CHECK_EVERY) === 0 && pacer.due()) await pacer.pause();
+      const d = docOfSlot[s]!;
+      reader.next();
+      reader.skip(reader.next());
+      const dataCount = reader.next();
+      if (d === NONE) reader.skip(dataCount);
+      else for (let i = 0, at = dataOffsets[d]!; i < dataCount; i++) dataTokens[at + i] = finalTerm[reader.next()]!;
+      skipFilters(reader);
+    }
+    await this.writeDataPostings(out, dataOffsets, dataTokens, finalTerm.length, pacer);
+  }
+
+  /** Pass 3: each doc's title terms in final term ids: the forward index, written and returned. */
   private async writeForwardIndex(
     out: SegmentFileWriter,
     docOfSlot: Uint32Array,
     fwdOffsets: Uint32Array,
-    dataOffsets: Uint32Array | null,
-    termOrder: Uint32Array,
+    finalTerm: Uint32Array,
     pacer: Pacer,
   ): Promise<Uint32Array> {
     const slots = docOfSlot.length;
-    const n = fwdOffsets.length - 1;
-    const finalTerm = invert(termOrder);
-    const fwdTokens = new Uint32Array(fwdOffsets[n]!);
-    const dataStarts = dataOffsets!;
-    const dataTokens = new Uint32Array(dataStarts[n]!);
+    const fwdTokens = new Uint32Array(fwdOffsets[fwdOffsets.length - 1]!);
     const reader = this.log.reader();
     for (let s = 0; s < slots; s++) {
       if ((s & CHECK_EVERY) === 0 && pacer.due()) await pacer.pause();
@@ -396,14 +414,11 @@ export class SegmentBuilder {
       const titleCount = reader.next();
       if (d === NONE) reader.skip(titleCount);
       else for (let i = 0, at = fwdOffsets[d]!; i < titleCount; i++) fwdTokens[at + i] = finalTerm[reader.next()]!;
-      const dataCount = reader.next();
-      if (d === NONE) reader.skip(dataCount);
-      else for (let i = 0, at = dataStarts[d]!; i < dataCount; i++) dataTokens[at + i] = finalTerm[reader.next()]!;
+      reader.skip(reader.next());
       skipFilters(reader);
     }
     await out.add("fwdOffsets", fwdOffsets);
     await out.add("fwdTokens", fwdTokens);
-    await this.writeDataPostings(out, dataStarts, dataTokens, termOrder.length, pacer);
     return fwdTokens;
   }
 
