@@ -62,8 +62,8 @@ export interface EngineResult {
   buildMs: number;
   memory: Memory;
   /**
-   * Sift: bytes of its segment indexes, which are mapped files (docs/DECISIONS.md E12), outside
-   * both heap figures; counted in full in the memory target, as if every page were resident.
+   * Sift: bytes of its segment indexes, which are mapped files (docs/DECISIONS.md E12). V8 counts
+   * them in `external` already, as if every page were resident.
    */
   mappedBytes?: number;
   diskBytes?: number;

@@ -1,6 +1,8 @@
 // Builds a segment from a stream of records (bulk ingest or checkpoint). Records go to
-// records.bin as they arrive; per-record index data is kept in typed arrays and turned into the
-// sections described in segment.ts by finish(). Nothing is visible until the catalog says so.
+// records.bin as they arrive; ids and weights stay in typed arrays (the document order needs them),
+// the rest of each record's index data goes to a slot log on disk (slot-log.ts), and finish() turns
+// both into the sections described in segment.ts, written one at a time (docs/DECISIONS.md E12).
+// Nothing is visible until the catalog says so.
 import fs from "node:fs";
 import path from "node:path";
 import type { SearchRecord } from "../../ports/engine.ts";
