@@ -382,19 +382,7 @@ export class SegmentBuilder {
     finalTerm: Uint32Array,
     pacer: Pacer,
   ): Promise<void> {
-    const slots = docOfSlot.length;
-    const dataTokens = new Uint32Array(dataOffsets[dataOffsets.length - 1]!);
-    const reader = this.log.reader();
-    for (let s = 0; s < slots; s++) {
-      if ((s & CHECK_EVERY) === 0 && pacer.due()) await pacer.pause();
-      const d = docOfSlot[s]!;
-      reader.next();
-      reader.skip(reader.next());
-      const dataCount = reader.next();
-      if (d === NONE) reader.skip(dataCount);
-      else for (let i = 0, at = dataOffsets[d]!; i < dataCount; i++) dataTokens[at + i] = finalTerm[reader.next()]!;
-      skipFilters(reader);
-    }
+    const dataTokens = await this.gatherTerms("data", docOfSlot, dataOffsets, finalTerm, pacer);
     await this.writeDataPostings(out, dataOffsets, dataTokens, finalTerm.length, pacer);
   }
 
@@ -406,22 +394,34 @@ export class SegmentBuilder {
     finalTerm: Uint32Array,
     pacer: Pacer,
   ): Promise<Uint32Array> {
-    const slots = docOfSlot.length;
-    const fwdTokens = new Uint32Array(fwdOffsets[fwdOffsets.length - 1]!);
-    const reader = this.log.reader();
-    for (let s = 0; s < slots; s++) {
-      if ((s & CHECK_EVERY) === 0 && pacer.due()) await pacer.pause();
-      const d = docOfSlot[s]!;
-      reader.next();
-      const titleCount = reader.next();
-      if (d === NONE) reader.skip(titleCount);
-      else for (let i = 0, at = fwdOffsets[d]!; i < titleCount; i++) fwdTokens[at + i] = finalTerm[reader.next()]!;
-      reader.skip(reader.next());
-      skipFilters(reader);
-    }
+    const fwdTokens = await this.gatherTerms("title", docOfSlot, fwdOffsets, finalTerm, pacer);
     await out.add("fwdOffsets", fwdOffsets);
     await out.add("fwdTokens", fwdTokens);
     return fwdTokens;
+  }
+
+  /** One pass over the slot log: each doc's title or data terms, in final term ids, from `starts`. */
+  private async gatherTerms(
+    part: "title" | "data",
+    docOfSlot: Uint32Array,
+    starts: Uint32Array,
+    finalTerm: Uint32Array,
+    pacer: Pacer,
+  ): Promise<Uint32Array> {
+    const tokens = new Uint32Array(starts[starts.length - 1]!);
+    const reader = this.log.reader();
+    for (let s = 0; s < docOfSlot.length; s++) {
+      if ((s & CHECK_EVERY) === 0 && pacer.due()) await pacer.pause();
+      const d = docOfSlot[s]!;
+      reader.next();
+      if (part === "data") reader.skip(reader.next());
+      const count = reader.next();
+      if (d === NONE) reader.skip(count);
+      else for (let i = 0, at = starts[d]!; i < count; i++) tokens[at + i] = finalTerm[reader.next()]!;
+      if (part === "title") reader.skip(reader.next());
+      skipFilters(reader);
+    }
+    return tokens;
   }
 
   /** The filter columns, as many per pass over the slot log as fit in a posting window. */
