@@ -10,7 +10,7 @@ import { tokenize } from "../tokenize.ts";
 import { Growable, invert, radixSortByKey, sortIndices } from "./arrays.ts";
 import { walkData, type FilterLeaf } from "./data-fields.ts";
 import { geoCode } from "./geo.ts";
-import { INDEX_FILE, KIND_FALSE, KIND_NUMBER, KIND_TRUE, RECORDS_FILE, Segment, type SegmentMeta } from "./segment.ts";
+import { INDEX_FILE, KIND_FALSE, KIND_NUMBER, KIND_TRUE, RECORDS_FILE, type SegmentMeta } from "./segment.ts";
 import { SegmentFileWriter } from "./segment-file.ts";
 import { SlotLog, type SlotLogReader } from "./slot-log.ts";
 import { SortedStrings, compareCodePoints } from "./sorted-strings.ts";
@@ -27,7 +27,7 @@ const TEXT_CACHE_ENTRIES = 200_000;
  * window by window, each pass visiting every document again: a segment of 20M small records has
  * a 1.6 GB prefix section, which must not be in memory whole (the 2 GB ingest target).
  */
-export const POSTING_WINDOW_BYTES = 128 << 20;
+const POSTING_WINDOW_BYTES = 128 << 20;
 /** The builder's temporary per-record log (slot-log.ts), removed when the build ends. */
 const SLOT_LOG_FILE = "slots.tmp";
 const NON_ASCII = /[^\u0000-\u007f]/;
@@ -208,12 +208,6 @@ export class SegmentBuilder {
     }
     this.fileOffset += this.pendingBytes;
     this.pendingBytes = 0;
-  }
-
-  /** Builds the index, makes both files durable, and returns the segment (mapped where possible). */
-  async finish(map = true): Promise<Segment> {
-    await this.finishFiles();
-    return Segment.load(this.dir, map);
   }
 
   /**
