@@ -64,6 +64,28 @@ describe("segment builder", () => {
     expect(whole.sections.prefixDocs!.length).toBeGreaterThan(64 / 4);
   });
 
+  it("holds the same documents in a run's weight, id and geo orders", async () => {
+    // The id and geo orders are derived from the weight order window by window: each run must be
+    // exactly the weight-order run's documents, mapped to their positions in that order, ascending.
+    const { sections } = await build("orders", 64, records(2000));
+    const docToRank = sections.docToRank!;
+    const geoPosition = new Map([...sections.geoDocs!].map((doc, position) => [doc, position]));
+    expect(geoPosition.size).toBeGreaterThan(0);
+    const ascending = (xs: number[]) => xs.sort((a, b) => a - b);
+    for (const kind of ["term", "prefix"]) {
+      const post = sections[`${kind}Post`]!;
+      const postGeo = sections[`${kind}PostGeo`]!;
+      const slice = (name: string, from: number, to: number) => [...sections[`${kind}${name}`]!.subarray(from, to)];
+      for (let run = 0; run + 1 < post.length; run++) {
+        const docs = slice("Docs", post[run]!, post[run + 1]!);
+        expect(docs).toEqual(ascending([...docs]));
+        expect(slice("Ranks", post[run]!, post[run + 1]!)).toEqual(ascending(docs.map((d) => docToRank[d]!)));
+        const located = docs.filter((d) => geoPosition.has(d)).map((d) => geoPosition.get(d)!);
+        expect(slice("Geo", postGeo[run]!, postGeo[run + 1]!)).toEqual(ascending(located));
+      }
+    }
+  });
+
   it("keeps the last record of an id, and orders ids by code point", async () => {
     const input: SearchRecord[] = [
       { id: "b", title: "first" },

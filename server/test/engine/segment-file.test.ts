@@ -2,7 +2,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { openSegmentFile, writeSegmentFile, type Section } from "../../src/engine/embedded/segment-file.ts";
+import { SegmentFileWriter, openSegmentFile, writeSegmentFile, type Section } from "../../src/engine/embedded/segment-file.ts";
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sift-segfile-"));
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
@@ -67,5 +67,27 @@ describe("segment files", () => {
     await expect(openSegmentFile(file, true)).rejects.toThrow(/truncated/);
     fs.writeFileSync(file, whole.subarray(0, 10));
     await expect(openSegmentFile(file, true)).rejects.toThrow(/truncated|not a segment file/);
+  });
+
+  it("fill reserved sections in parts, side by side and out of order, and read them back while writing", async () => {
+    const file = path.join(dir, "parts.bin");
+    const out = await SegmentFileWriter.create(file);
+    await out.add("head", Uint32Array.from([7]));
+    const putBytes = out.reserve("bytes", "u8", 5);
+    const putWords = out.reserve("words", "u32", 6);
+    await out.add("tail", Float64Array.from([2.5]));
+    await putWords(Uint32Array.from([40, 50]), 4);
+    await putBytes(Uint8Array.from([9, 8]), 3);
+    await putWords(Uint32Array.from([10, 20]), 1);
+    const back = new Uint32Array(3);
+    await out.read("words", 2, back);
+    expect([...back]).toEqual([20, 0, 40]);
+    await expect(putWords(Uint32Array.from([1, 2]), 5)).rejects.toThrow(/out of/);
+    await expect(putWords(Uint8Array.from([1]), 0)).rejects.toThrow(/1-byte elements/);
+    await expect(out.read("words", 5, new Uint32Array(2))).rejects.toThrow(/cannot read/);
+    await out.finish({});
+    const opened = await openSegmentFile(file, true);
+    // Parts never put stay zero.
+    expect(plain(opened.sections)).toEqual({ head: [7], bytes: [0, 0, 0, 9, 8], words: [0, 10, 20, 0, 40, 50], tail: [2.5] });
   });
 });

@@ -7,7 +7,7 @@ import fs from "node:fs";
 import path from "node:path";
 import type { SearchRecord } from "../../ports/engine.ts";
 import { tokenize } from "../tokenize.ts";
-import { Growable, invert, radixSortByKey, sortIndices } from "./arrays.ts";
+import { Growable, invert, radixSortByKey, release, sortByKey, sortIndices } from "./arrays.ts";
 import { walkData, type FilterLeaf } from "./data-fields.ts";
 import { geoCode } from "./geo.ts";
 import { INDEX_FILE, KIND_FALSE, KIND_NUMBER, KIND_TRUE, RECORDS_FILE, type SegmentMeta } from "./segment.ts";
@@ -239,35 +239,41 @@ export class SegmentBuilder {
   /**
    * Writes the sections in phases, each a method returning only what later phases need: arrays a
    * long function still names stay reachable until it returns, and at 20M records each is 80 to
-   * 160 MB. The few that are passed on are dropped (set to null) after their last use.
+   * 160 MB. The few that are passed on are dropped (set to null) after their last use. The
+   * postings, the largest sections, are derived from the forward index read back from the file.
    */
   private async writeSections(out: SegmentFileWriter): Promise<SegmentMeta> {
     const pacer = new Pacer();
     const ordered = await this.writeIdsAndOrders(out, pacer);
-    const { n, rankToDoc } = ordered;
-    let docOfSlot: Uint32Array | null = ordered.docOfSlot;
+    const { n, docToRank } = ordered;
+    let docOfSlot: Uint32Array | null = ordered.docOfSlot!;
+    ordered.docOfSlot = null;
     const geoDocs = await this.writeGeo(out, docOfSlot, n);
-    const orders: DocOrders = { rankToDoc, geoDocs };
-    const located = await this.writeRecordLocations(out, docOfSlot, n, pacer);
-    const { fwdOffsets, maxTitleTokens } = located;
+    await this.writeRecordLocations(out, docOfSlot, n, pacer);
+    const located = await this.countTerms(docOfSlot, n, pacer);
+    const { maxTitleTokens } = located;
     const termOrder = await this.sortTerms(pacer);
     const termCount = termOrder.length;
     const finalTerm = invert(termOrder);
     await this.writeDataIndex(out, docOfSlot, located.dataOffsets!, finalTerm, pacer);
     located.dataOffsets = null;
     const filterPaths = await this.writeFilters(out, docOfSlot, n, pacer);
-    const fwdTokens = await this.writeForwardIndex(out, docOfSlot, fwdOffsets, finalTerm, pacer);
+    await this.writeForwardIndex(out, docOfSlot, located.fwdOffsets!, finalTerm, pacer);
+    located.fwdOffsets = null;
+    release(docOfSlot);
     docOfSlot = null;
 
-    await writeSplitPostings(out, ["termPost", "termDocs", "termRanks", "termPostGeo", "termGeo"], n, termCount, orders, this.postingWindow, pacer, (doc, emit, low, high) => {
-      const from = fwdOffsets[doc]!;
-      const to = fwdOffsets[doc + 1]!;
+    const orders = docOrders(n, docToRank, geoDocs);
+    release(geoDocs);
+    await writeSplitPostings(out, ["termPost", "termDocs", "termRanks", "termPostGeo", "termGeo"], termCount, orders, this.postingWindow, pacer, (tokens, from, to, emit, low, high) => {
       for (let i = from; i < to; i++) {
-        const t = fwdTokens[i]!;
+        const t = tokens[i]!;
         if (t >= low && t < high) emit(t, i === from);
       }
     });
-    await this.writePrefixPostings(out, termOrder, orders, fwdOffsets, fwdTokens, pacer);
+    await this.writePrefixPostings(out, termOrder, orders, pacer);
+    release(docToRank);
+    if (orders.geoPosition !== null) release(orders.geoPosition);
 
     const termTable = await SortedStrings.pack(termCount, (i) => this.terms[termOrder[i]!]!, pacer);
     await out.add("termBytes", termTable.bytes);
@@ -277,32 +283,46 @@ export class SegmentBuilder {
 
   /**
    * Ids first (sorted, de-duplicated, written, their memory released before anything else grows),
-   * then the weight order. docOfSlot: each slot's document, NONE for a replaced duplicate.
+   * then the weight order. docOfSlot: each slot's document, NONE for a replaced duplicate;
+   * docToRank: each document's position in id order.
    */
-  private async writeIdsAndOrders(out: SegmentFileWriter, pacer: Pacer): Promise<{ n: number; docOfSlot: Uint32Array; rankToDoc: Uint32Array }> {
+  private async writeIdsAndOrders(out: SegmentFileWriter, pacer: Pacer): Promise<{ n: number; docOfSlot: Uint32Array | null; docToRank: Uint32Array }> {
     const slots = this.size;
     const ranked = await this.rankIds(pacer);
     const n = ranked.length;
-    const ids = this.packIds(ranked);
+    await this.writeIds(out, ranked);
     this.idBytes.release();
     this.idEnds.release();
-    await out.add("idBytes", ids.bytes);
-    await out.add("idOffsets", ids.offsets);
 
     const { rankOfDoc, docOfSlot } = this.orderByWeight(ranked, slots);
+    release(ranked);
     const weight = new Uint32Array(n);
     const slotWeights = this.weight.view();
     for (let s = 0; s < slots; s++) if (docOfSlot[s] !== NONE) weight[docOfSlot[s]!] = slotWeights[s]!;
     this.weight.release();
     await out.add("weight", weight);
-    const rankToDoc = invert(rankOfDoc);
+    release(weight);
     await out.add("docToRank", rankOfDoc);
+    const rankToDoc = invert(rankOfDoc);
     await out.add("rankToDoc", rankToDoc);
-    return { n, docOfSlot, rankToDoc };
+    release(rankToDoc);
+    return { n, docOfSlot, docToRank: rankOfDoc };
   }
 
   /** lat, lon and the geo order; returns the geo order (geoDocs). */
   private async writeGeo(out: SegmentFileWriter, docOfSlot: Uint32Array, n: number): Promise<Uint32Array> {
+    if (this.geoSlots.length === 0) {
+      // Most indexes have no coordinates: two columns of NaN, written a chunk at a time, not 16
+      // bytes a record held in memory.
+      const nothing = new Float64Array(Math.min(n, WRITE_CHUNK / 8)).fill(NaN);
+      for (const name of ["lat", "lon"]) {
+        const put = out.reserve(name, "f64", n);
+        for (let at = 0; at < n; at += nothing.length) await put(nothing.subarray(0, Math.min(nothing.length, n - at)), at);
+      }
+      await out.add("geoCodes", new Uint32Array(0));
+      await out.add("geoDocs", new Uint32Array(0));
+      return new Uint32Array(0);
+    }
     const lat = new Float64Array(n).fill(NaN);
     const lon = new Float64Array(n).fill(NaN);
     const geoSlots = this.geoSlots.view();
@@ -318,57 +338,81 @@ export class SegmentBuilder {
     const { geoCodes, geoDocs } = buildGeo(lat, lon);
     await out.add("lat", lat);
     await out.add("lon", lon);
+    release(lat);
+    release(lon);
     await out.add("geoCodes", geoCodes);
+    release(geoCodes);
     await out.add("geoDocs", geoDocs);
     return geoDocs;
   }
 
-  /**
-   * Pass 1 over the slot log: where each doc's record lies in records.bin (written), and how many
-   * title and data terms each doc has, as the start offsets of its entries (returned).
-   */
-  private async writeRecordLocations(
-    out: SegmentFileWriter,
-    docOfSlot: Uint32Array,
-    n: number,
-    pacer: Pacer,
-  ): Promise<{ fwdOffsets: Uint32Array; dataOffsets: Uint32Array | null; maxTitleTokens: number }> {
-    const slots = docOfSlot.length;
+  /** Pass 1 over the slot log: where each doc's record lies in records.bin. */
+  private async writeRecordLocations(out: SegmentFileWriter, docOfSlot: Uint32Array, n: number, pacer: Pacer): Promise<void> {
     const recOffsets = new Float64Array(n);
     const recLengths = new Uint32Array(n);
-    const fwdOffsets = new Uint32Array(n + 1);
-    const dataOffsets = new Uint32Array(n + 1);
     const reader = this.log.reader();
     let offset = 0;
-    for (let s = 0; s < slots; s++) {
+    for (let s = 0; s < docOfSlot.length; s++) {
       if ((s & CHECK_EVERY) === 0 && pacer.due()) await pacer.pause();
       const d = docOfSlot[s]!;
       const length = reader.next();
+      reader.skip(reader.next());
+      reader.skip(reader.next());
+      skipFilters(reader);
+      if (d !== NONE) {
+        recOffsets[d] = offset;
+        recLengths[d] = length;
+      }
+      offset += length;
+    }
+    await out.add("recOffsets", recOffsets);
+    await out.add("recLengths", recLengths);
+    release(recOffsets);
+    release(recLengths);
+  }
+
+  /**
+   * Pass 2: how many title and data terms each doc has, as the start offsets of its entries. A pass
+   * of its own, not part of pass 1, so that the record locations are freed before these grow.
+   */
+  private async countTerms(
+    docOfSlot: Uint32Array,
+    n: number,
+    pacer: Pacer,
+  ): Promise<{ fwdOffsets: Uint32Array | null; dataOffsets: Uint32Array | null; maxTitleTokens: number }> {
+    const fwdOffsets = new Uint32Array(n + 1);
+    const dataOffsets = new Uint32Array(n + 1);
+    const reader = this.log.reader();
+    for (let s = 0; s < docOfSlot.length; s++) {
+      if ((s & CHECK_EVERY) === 0 && pacer.due()) await pacer.pause();
+      const d = docOfSlot[s]!;
+      reader.next();
       const titleCount = reader.next();
       reader.skip(titleCount);
       const dataCount = reader.next();
       reader.skip(dataCount);
       skipFilters(reader);
       if (d !== NONE) {
-        recOffsets[d] = offset;
-        recLengths[d] = length;
         fwdOffsets[d + 1] = titleCount;
         dataOffsets[d + 1] = dataCount;
       }
-      offset += length;
     }
-    await out.add("recOffsets", recOffsets);
-    await out.add("recLengths", recLengths);
     let maxTitleTokens = 0;
+    let titleTotal = 0;
+    let dataTotal = 0;
     for (let d = 0; d < n; d++) {
       maxTitleTokens = Math.max(maxTitleTokens, fwdOffsets[d + 1]!);
-      fwdOffsets[d + 1]! += fwdOffsets[d]!;
-      dataOffsets[d + 1]! += dataOffsets[d]!;
+      titleTotal += fwdOffsets[d + 1]!;
+      dataTotal += dataOffsets[d + 1]!;
+      // The offsets are 32-bit: past 4G entries they would wrap around silently.
+      if (titleTotal > 0xffff_ffff || dataTotal > 0xffff_ffff) throw new Error("more than 4G term entries in one segment");
+      fwdOffsets[d + 1] = titleTotal;
+      dataOffsets[d + 1] = dataTotal;
     }
     return { fwdOffsets, dataOffsets, maxTitleTokens };
   }
 
-  /** Pass 2: each doc's data terms, in final term ids, turned into the data postings. */
+  /** Pass 3: each doc's data terms, in final term ids, turned into the data postings. */
   private async writeDataIndex(
     out: SegmentFileWriter,
     docOfSlot: Uint32Array,
@@ -376,33 +420,64 @@ export class SegmentBuilder {
     finalTerm: Uint32Array,
     pacer: Pacer,
   ): Promise<void> {
-    const dataTokens = await this.gatherTerms("data", docOfSlot, dataOffsets, finalTerm, pacer);
+    const dataTokens = new Uint32Array(dataOffsets[dataOffsets.length - 1]!);
+    await this.gatherTerms("data", docOfSlot, dataOffsets, finalTerm, pacer, 0, dataOffsets.length - 1, dataTokens);
     await this.writeDataPostings(out, dataOffsets, dataTokens, finalTerm.length, pacer);
+    release(dataTokens);
+    release(dataOffsets);
   }
 
-  /** Pass 3: each doc's title terms in final term ids: the forward index, written and returned. */
+  /**
+   * Passes 5 and on: each doc's title terms in final term ids, the forward index (the postings read
+   * it back), filled a window of documents per pass so that it is never whole in memory.
+   */
   private async writeForwardIndex(
     out: SegmentFileWriter,
     docOfSlot: Uint32Array,
     fwdOffsets: Uint32Array,
     finalTerm: Uint32Array,
     pacer: Pacer,
-  ): Promise<Uint32Array> {
-    const fwdTokens = await this.gatherTerms("title", docOfSlot, fwdOffsets, finalTerm, pacer);
+  ): Promise<void> {
+    const n = fwdOffsets.length - 1;
     await out.add("fwdOffsets", fwdOffsets);
-    await out.add("fwdTokens", fwdTokens);
-    return fwdTokens;
+    const put = out.reserve("fwdTokens", "u32", fwdOffsets[n]!);
+    const windowEntries = Math.max(1, Math.floor(this.postingWindow / 4));
+    const windows = [0];
+    let largest = 0;
+    while (windows.at(-1)! < n) {
+      const first = windows.at(-1)!;
+      let last = first + 1;
+      while (last < n && fwdOffsets[last + 1]! - fwdOffsets[first]! <= windowEntries) last++;
+      windows.push(last);
+      largest = Math.max(largest, fwdOffsets[last]! - fwdOffsets[first]!);
+    }
+    const buffer = new Uint32Array(largest);
+    for (let w = 0; w + 1 < windows.length; w++) {
+      const first = windows[w]!;
+      const last = windows[w + 1]!;
+      const tokens = buffer.subarray(0, fwdOffsets[last]! - fwdOffsets[first]!);
+      await this.gatherTerms("title", docOfSlot, fwdOffsets, finalTerm, pacer, first, last, tokens);
+      await put(tokens, fwdOffsets[first]!);
+    }
+    release(buffer);
+    release(fwdOffsets);
   }
 
-  /** One pass over the slot log: each doc's title or data terms, in final term ids, from `starts`. */
+  /**
+   * One pass over the slot log: the title or data terms, in final term ids, of the docs in
+   * [first, last), into `into`, which starts at starts[first].
+   */
   private async gatherTerms(
     part: "title" | "data",
     docOfSlot: Uint32Array,
     starts: Uint32Array,
     finalTerm: Uint32Array,
     pacer: Pacer,
-  ): Promise<Uint32Array> {
-    const tokens = new Uint32Array(starts[starts.length - 1]!);
+    first: number,
+    last: number,
+    into: Uint32Array,
+  ): Promise<void> {
+    const base = starts[first]!;
     const reader = this.log.reader();
     for (let s = 0; s < docOfSlot.length; s++) {
       if ((s & CHECK_EVERY) === 0 && pacer.due()) await pacer.pause();
@@ -410,12 +485,11 @@ export class SegmentBuilder {
       reader.next();
       if (part === "data") reader.skip(reader.next());
       const count = reader.next();
-      if (d === NONE) reader.skip(count);
-      else for (let i = 0, at = starts[d]!; i < count; i++) tokens[at + i] = finalTerm[reader.next()]!;
+      if (d < first || d >= last) reader.skip(count);
+      else for (let i = 0, at = starts[d]! - base; i < count; i++) into[at + i] = finalTerm[reader.next()]!;
       if (part === "title") reader.skip(reader.next());
       skipFilters(reader);
     }
-    return tokens;
   }
 
   /** The filter columns, as many per pass over the slot log as fit in a posting window. */
@@ -446,6 +520,8 @@ export class SegmentBuilder {
       for (let c = 0; c < count; c++) {
         await out.add(`filter${first + c}Kind`, kinds[c]!);
         await out.add(`filter${first + c}Num`, nums[c]!);
+        release(kinds[c]!);
+        release(nums[c]!);
       }
     }
     return filterPaths;
@@ -495,39 +571,59 @@ export class SegmentBuilder {
    * docOfSlot: each slot's document, NONE for a replaced duplicate.
    */
   private orderByWeight(ranked: Uint32Array, slots: number): { rankOfDoc: Uint32Array; docOfSlot: Uint32Array } {
-    const n = ranked.length;
     const weights = this.weight.view();
-    const keys = new Uint32Array(n);
-    const ranks = new Uint32Array(n);
-    for (let r = 0; r < n; r++) {
-      keys[r] = NONE - weights[ranked[r]!]!;
-      ranks[r] = r;
-    }
-    const rankOfDoc = radixSortByKey(keys, ranks);
+    const rankOfDoc = sortByKey(ranked.length, (r) => NONE - weights[ranked[r]!]!);
     const docOfSlot = new Uint32Array(slots).fill(NONE);
-    for (let d = 0; d < n; d++) docOfSlot[ranked[rankOfDoc[d]!]!] = d;
+    for (let d = 0; d < rankOfDoc.length; d++) docOfSlot[ranked[rankOfDoc[d]!]!] = d;
     return { rankOfDoc, docOfSlot };
   }
 
-  /** The ids of `ranked` slots, in that order, as a string table. */
-  private packIds(ranked: Uint32Array): SortedStrings {
+  /**
+   * The ids of `ranked` slots, in that order, as the string table sections idBytes and idOffsets,
+   * written a chunk at a time (a whole copy would be another 230 MB at 20M records).
+   */
+  private async writeIds(out: SegmentFileWriter, ranked: Uint32Array): Promise<void> {
     const bytes = this.idBytes.view();
     const ends = this.idEnds.view();
-    const offsets = new Uint32Array(ranked.length + 1);
+    const startOf = (s: number) => (s === 0 ? 0 : ends[s - 1]!);
     let total = 0;
-    for (let r = 0; r < ranked.length; r++) {
+    for (let r = 0; r < ranked.length; r++) total += ends[ranked[r]!]! - startOf(ranked[r]!);
+    if (total > 0xffff_ffff) throw new Error("id table larger than 4 GiB");
+    const putBytes = out.reserve("idBytes", "u8", total);
+    const putOffsets = out.reserve("idOffsets", "u32", ranked.length + 1);
+    const chunk = new Uint8Array(WRITE_CHUNK);
+    const offsets = new Uint32Array(WRITE_CHUNK / 4);
+    let used = 0;
+    let bytesPut = 0;
+    let offsetCount = 0;
+    let offsetsPut = 0;
+    let at = 0;
+    for (let r = 0; r <= ranked.length; r++) {
+      if (offsetCount === offsets.length) {
+        await putOffsets(offsets, offsetsPut);
+        offsetsPut += offsetCount;
+        offsetCount = 0;
+      }
+      offsets[offsetCount++] = at;
+      if (r === ranked.length) break;
       const s = ranked[r]!;
-      offsets[r] = total;
-      total += ends[s]! - (s === 0 ? 0 : ends[s - 1]!);
-      if (total > 0xffff_ffff) throw new Error("id table larger than 4 GiB");
+      const start = startOf(s);
+      const length = ends[s]! - start;
+      if (used + length > chunk.length) {
+        await putBytes(chunk.subarray(0, used), bytesPut);
+        bytesPut += used;
+        used = 0;
+      }
+      if (length > chunk.length) {
+        await putBytes(bytes.subarray(start, start + length), bytesPut);
+        bytesPut += length;
+      } else {
+        for (let i = 0; i < length; i++) chunk[used++] = bytes[start + i]!;
+      }
+      at += length;
     }
-    offsets[ranked.length] = total;
-    const packed = Buffer.allocUnsafe(total);
-    for (let r = 0; r < ranked.length; r++) {
-      const s = ranked[r]!;
-      packed.set(bytes.subarray(s === 0 ? 0 : ends[s - 1]!, ends[s]!), offsets[r]!);
-    }
-    return new SortedStrings(packed, offsets);
+    await putBytes(chunk.subarray(0, used), bytesPut);
+    await putOffsets(offsets.subarray(0, offsetCount), offsetsPut);
   }
 
   /** Temporary term ids in byte (code point) order of the terms. */
@@ -556,17 +652,13 @@ export class SegmentBuilder {
     }
     await out.add("dataPost", offsets);
     await out.add("dataDocs", docs);
+    release(counts);
+    release(offsets);
+    release(docs);
   }
 
   /** Prefixes of 1..maxPrefix characters of every title term, and their split postings. */
-  private async writePrefixPostings(
-    out: SegmentFileWriter,
-    termOrder: Uint32Array,
-    orders: DocOrders,
-    fwdOffsets: Uint32Array,
-    fwdTokens: Uint32Array,
-    pacer: Pacer,
-  ): Promise<void> {
+  private async writePrefixPostings(out: SegmentFileWriter, termOrder: Uint32Array, orders: DocOrders, pacer: Pacer): Promise<void> {
     const L = this.maxPrefix;
     const prefixIds = new Map<string, number>();
     const prefixList: string[] = [];
@@ -605,11 +697,9 @@ export class SegmentBuilder {
       }
     }
     const sections = ["prefixPost", "prefixDocs", "prefixRanks", "prefixPostGeo", "prefixGeo"] as const;
-    await writeSplitPostings(out, sections, fwdOffsets.length - 1, order.length, orders, this.postingWindow, pacer, (doc, emit, low, high) => {
-      const from = fwdOffsets[doc]!;
-      const to = fwdOffsets[doc + 1]!;
+    await writeSplitPostings(out, sections, order.length, orders, this.postingWindow, pacer, (tokens, from, to, emit, low, high) => {
       for (let i = from; i < to; i++) {
-        const t = fwdTokens[i]!;
+        const t = tokens[i]!;
         if (firstPrefix[t]! >= high || lastPrefix[t]! < low) continue;
         for (let k = 0; k < L; k++) {
           const p = termPrefixes[t * L + k]!;
@@ -623,31 +713,68 @@ export class SegmentBuilder {
 
 /** The id and geo orders of the documents (the weight order is the document numbering itself). */
 interface DocOrders {
-  rankToDoc: Uint32Array;
-  geoDocs: Uint32Array;
+  n: number;
+  docToRank: Uint32Array;
+  /** Each document's position in the geo order, NONE without coordinates; null when none has any. */
+  geoPosition: Uint32Array | null;
+}
+
+function docOrders(n: number, docToRank: Uint32Array, geoDocs: Uint32Array): DocOrders {
+  if (geoDocs.length === 0) return { n, docToRank, geoPosition: null };
+  const geoPosition = new Uint32Array(n).fill(NONE);
+  for (let g = 0; g < geoDocs.length; g++) geoPosition[geoDocs[g]!] = g;
+  return { n, docToRank, geoPosition };
 }
 
 type Emit = (key: number, atStart: boolean) => void;
+/** Emits the keys of one document whose title terms are tokens[from, to) (it may leave out keys outside [low, high)). */
+type KeysOf = (tokens: Uint32Array, from: number, to: number, emit: Emit, low: number, high: number) => void;
+
+/** Documents read back from the forward index at a time. */
+const SCAN_DOCS = 1 << 18;
+
+/**
+ * Visits every document in document order with its title terms, read back from the forward index
+ * already written (fwdOffsets, fwdTokens) a chunk at a time: sequential reads of the page cache,
+ * instead of 16 bytes per record held in memory through every posting pass.
+ */
+async function scanTitles(out: SegmentFileWriter, n: number, pacer: Pacer, visit: (doc: number, tokens: Uint32Array, from: number, to: number) => void): Promise<void> {
+  const offsets = new Uint32Array(SCAN_DOCS + 1);
+  let tokens = new Uint32Array(SCAN_DOCS * 4);
+  for (let first = 0; first < n; first += SCAN_DOCS) {
+    if (pacer.due()) await pacer.pause();
+    const count = Math.min(SCAN_DOCS, n - first);
+    const at = offsets.subarray(0, count + 1);
+    await out.read("fwdOffsets", first, at);
+    const base = at[0]!;
+    const length = at[count]! - base;
+    if (length > tokens.length) tokens = new Uint32Array(length);
+    await out.read("fwdTokens", base, tokens.subarray(0, length));
+    for (let i = 0; i < count; i++) visit(first + i, tokens, at[i]! - base, at[i + 1]! - base);
+  }
+}
 
 /**
  * Postings split into "at the first title token" and "elsewhere" runs (see segment.ts), built by
- * counting sort: one counting pass, then one filling pass per order, visiting documents in that
- * order so every run comes out sorted. `visit` emits each key of a document (it may leave out keys
- * outside [low, high), which are ignored anyway); duplicates within a
- * document are dropped, the first occurrence decides. Each order's runs are written as soon as
- * they are filled, under the names [offsets, weight order, id order, geo offsets, geo order]; the
- * geo order holds only documents with coordinates.
+ * counting sort. `keysOf` emits each key of a document; duplicates within a document are dropped,
+ * the first occurrence decides. One counting pass over the documents, then a window of whole keys
+ * at a time: one pass in document order fills the window's runs in the weight order (documents
+ * are numbered by weight), and the same runs in the id and geo orders are derived from it (each
+ * document mapped to its position in that order, each run sorted), not filled by visiting the
+ * documents in those orders, which would read the forward index at random. Sections, as named:
+ * [offsets, weight order, id order, geo offsets, geo order]; the geo order holds only documents
+ * with coordinates.
  */
 async function writeSplitPostings(
   out: SegmentFileWriter,
   names: readonly [string, string, string, string, string],
-  n: number,
   keyCount: number,
   orders: DocOrders,
   windowBytes: number,
   pacer: Pacer,
-  visit: (doc: number, emit: Emit, low: number, high: number) => void,
+  keysOf: KeysOf,
 ): Promise<void> {
+  const { n, docToRank, geoPosition } = orders;
   const seen = new Uint32Array(keyCount);
   let mark = 0;
   const startCount = new Uint32Array(keyCount);
@@ -661,14 +788,11 @@ async function writeSplitPostings(
     (atStart ? startCount : otherCount)[key]!++;
     if (located) (atStart ? startGeo : otherGeo)[key]!++;
   };
-  const isLocated = new Uint8Array(n);
-  for (const d of orders.geoDocs) isLocated[d] = 1;
-  for (let doc = 0; doc < n; doc++) {
-    if ((doc & CHECK_EVERY) === 0 && pacer.due()) await pacer.pause();
+  await scanTitles(out, n, pacer, (doc, tokens, from, to) => {
     mark++;
-    located = isLocated[doc] === 1;
-    visit(doc, count, 0, keyCount);
-  }
+    located = geoPosition !== null && geoPosition[doc] !== NONE;
+    keysOf(tokens, from, to, count, 0, keyCount);
+  });
 
   const layout = (starts: Uint32Array, others: Uint32Array) => {
     const offsets = new Uint32Array(2 * keyCount + 1);
@@ -684,45 +808,86 @@ async function writeSplitPostings(
   };
   const offsets = layout(startCount, otherCount);
   const geoOffsets = layout(startGeo, otherGeo);
-
-  /**
-   * Fills runs visiting documents in an order; each entry is the document's position in that order.
-   * Runs are filled a window of whole keys at a time (at least one key per window), each window
-   * being one more pass over the documents that keeps only its keys' entries.
-   */
-  const fill = async (name: string, runOffsets: Uint32Array, length: number, docAt: (position: number) => number): Promise<void> => {
-    const windowEntries = Math.max(1, Math.floor(windowBytes / 4));
-    await out.addInParts(name, "u32", runOffsets[2 * keyCount]!, async (put) => {
-      const cursor = runOffsets.slice();
-      for (let keyLo = 0; keyLo < keyCount; ) {
-        const base = runOffsets[2 * keyLo]!;
-        let keyHi = keyLo + 1;
-        while (keyHi < keyCount && runOffsets[2 * keyHi + 2]! - base <= windowEntries) keyHi++;
-        const part = new Uint32Array(runOffsets[2 * keyHi]! - base);
-        const low = keyLo;
-        keyLo = keyHi;
-        if (part.length === 0) continue;
-        let position = 0;
-        const emit: Emit = (key, atStart) => {
-          if (key < low || key >= keyHi || seen[key] === mark) return;
-          seen[key] = mark;
-          part[cursor[atStart ? 2 * key : 2 * key + 1]!++ - base] = position;
-        };
-        for (position = 0; position < length; position++) {
-          if ((position & CHECK_EVERY) === 0 && pacer.due()) await pacer.pause();
-          mark++;
-          visit(docAt(position), emit, low, keyHi);
-        }
-        await put(part, base);
-      }
-    });
-  };
-  const { rankToDoc, geoDocs } = orders;
   await out.add(names[0], offsets);
-  await fill(names[1], offsets, n, (d) => d);
-  await fill(names[2], offsets, n, (r) => rankToDoc[r]!);
+  const putDocs = out.reserve(names[1], "u32", offsets[2 * keyCount]!);
+  const putRanks = out.reserve(names[2], "u32", offsets[2 * keyCount]!);
   await out.add(names[3], geoOffsets);
-  await fill(names[4], geoOffsets, geoDocs.length, (g) => geoDocs[g]!);
+  const putGeo = out.reserve(names[4], "u32", geoOffsets[2 * keyCount]!);
+
+  // With coordinates a window's geo runs are held beside it: each gets half the window.
+  const windowEntries = Math.max(1, Math.floor(windowBytes / (geoPosition === null ? 4 : 8)));
+  const windows: number[] = [0];
+  let largest = 0;
+  while (windows.at(-1)! < keyCount) {
+    const keyLo = windows.at(-1)!;
+    const base = offsets[2 * keyLo]!;
+    let keyHi = keyLo + 1;
+    while (keyHi < keyCount && offsets[2 * keyHi + 2]! - base <= windowEntries) keyHi++;
+    windows.push(keyHi);
+    largest = Math.max(largest, offsets[2 * keyHi]! - base);
+  }
+  // One buffer for every window: a new one per window would leave the last windows' buffers to
+  // the garbage collector, which frees them late (several windows' worth resident at once).
+  const buffer = new Uint32Array(largest);
+  const geoBuffer = geoPosition === null ? null : new Uint32Array(largest);
+  const cursor = offsets.slice();
+  for (let w = 0; w + 1 < windows.length; w++) {
+    const low = windows[w]!;
+    const high = windows[w + 1]!;
+    const base = offsets[2 * low]!;
+    const part = buffer.subarray(0, offsets[2 * high]! - base);
+    if (part.length === 0) continue;
+    let doc = 0;
+    const emit: Emit = (key, atStart) => {
+      if (key < low || key >= high || seen[key] === mark) return;
+      seen[key] = mark;
+      part[cursor[atStart ? 2 * key : 2 * key + 1]!++ - base] = doc;
+    };
+    await scanTitles(out, n, pacer, (d, tokens, from, to) => {
+      mark++;
+      doc = d;
+      keysOf(tokens, from, to, emit, low, high);
+    });
+    await putDocs(part, base);
+
+    if (geoPosition !== null) {
+      const geoBase = geoOffsets[2 * low]!;
+      const geoPart = geoBuffer!.subarray(0, geoOffsets[2 * high]! - geoBase);
+      let at = 0;
+      for (let i = 0; i < part.length; i++) {
+        const g = geoPosition[part[i]!]!;
+        if (g !== NONE) geoPart[at++] = g;
+      }
+      await sortRuns(geoPart, geoOffsets, 2 * low, 2 * high, pacer);
+      await putGeo(geoPart, geoBase);
+    }
+    for (let i = 0; i < part.length; i++) part[i] = docToRank[part[i]!]!;
+    await sortRuns(part, offsets, 2 * low, 2 * high, pacer);
+    await putRanks(part, base);
+  }
+  release(buffer);
+  if (geoBuffer !== null) release(geoBuffer);
+}
+
+/** Sorts each run [offsets[r], offsets[r + 1]) for r in [first, last) of `part`, which starts at offsets[first]. */
+async function sortRuns(part: Uint32Array, offsets: Uint32Array, first: number, last: number, pacer: Pacer): Promise<void> {
+  const base = offsets[first]!;
+  for (let r = first; r < last; r++) {
+    const from = offsets[r]! - base;
+    const to = offsets[r + 1]! - base;
+    if (to - from < 2) continue;
+    if (to - from <= 16) {
+      for (let i = from + 1; i < to; i++) {
+        const value = part[i]!;
+        let j = i - 1;
+        for (; j >= from && part[j]! > value; j--) part[j + 1] = part[j]!;
+        part[j + 1] = value;
+      }
+    } else {
+      part.subarray(from, to).sort();
+    }
+    if ((r & 0xff) === 0 && pacer.due()) await pacer.pause();
+  }
 }
 
 /** Skips a slot's filter values. */

@@ -25,6 +25,9 @@ const typeOf = (a: Section): SectionType =>
 const align8 = (n: number) => Math.ceil(n / 8) * 8;
 const BYTES: Record<SectionType, number> = { u8: 1, u32: 4, f64: 8 };
 
+/** Writes one part of a reserved section, starting at element `atElement`. */
+export type Put = (part: Section, atElement: number) => Promise<void>;
+
 /** Appends sections to a new segment file; finish() writes the header and fsyncs. */
 export class SegmentFileWriter {
   private readonly header: Header = { meta: null, sections: {} };
@@ -36,7 +39,8 @@ export class SegmentFileWriter {
   }
 
   static async create(path: string): Promise<SegmentFileWriter> {
-    return new SegmentFileWriter(await fs.promises.open(path, "w"));
+    // Readable too: later sections of a build are derived from earlier ones read back in passes.
+    return new SegmentFileWriter(await fs.promises.open(path, "w+"));
   }
 
   /** Writes a section now; the caller may drop the array as soon as this resolves. */
@@ -48,23 +52,30 @@ export class SegmentFileWriter {
   }
 
   /**
-   * Writes a section of `length` elements that the caller produces in parts (a window at a time),
-   * so that a section larger than the memory it may use is never whole in memory.
+   * Sets aside a section of `length` elements that the caller fills in parts (a window at a time,
+   * in any order, several sections side by side), so that a section larger than the memory it may
+   * use is never whole in memory. Parts not put stay zero.
    */
-  async addInParts(
-    name: string,
-    type: "u32",
-    length: number,
-    produce: (put: (part: Uint32Array, atElement: number) => Promise<void>) => Promise<void>,
-  ): Promise<void> {
+  reserve(name: string, type: SectionType, length: number): Put {
     if (name in this.header.sections) throw new Error(`section ${name} written twice`);
     const start = this.offset;
+    const size = BYTES[type];
     this.header.sections[name] = { type, offset: start, length };
-    await produce(async (part, at) => {
+    this.offset = align8(start + length * size);
+    return async (part, at) => {
+      if (part.BYTES_PER_ELEMENT !== size) throw new Error(`section ${name}: a part of ${part.BYTES_PER_ELEMENT}-byte elements in a ${type} section`);
       if (at < 0 || at + part.length > length) throw new Error(`section ${name}: part [${at}, ${at + part.length}) out of [0, ${length})`);
-      await writeFully(this.file, new Uint8Array(part.buffer, part.byteOffset, part.byteLength), start + at * 4);
-    });
-    this.offset = align8(start + length * 4);
+      await writeFully(this.file, new Uint8Array(part.buffer, part.byteOffset, part.byteLength), start + at * size);
+    };
+  }
+
+  /** Reads elements of a section written (or put) earlier into `into`, from element `at`. */
+  async read(name: string, at: number, into: Uint32Array): Promise<void> {
+    const section = this.header.sections[name];
+    if (section?.type !== "u32" || at < 0 || at + into.length > section.length) {
+      throw new Error(`section ${name}: cannot read [${at}, ${at + into.length}) as u32`);
+    }
+    await readFully(this.file, new Uint8Array(into.buffer, into.byteOffset, into.byteLength), section.offset + at * 4);
   }
 
   async finish(meta: unknown): Promise<void> {
