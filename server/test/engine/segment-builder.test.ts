@@ -67,11 +67,13 @@ describe("segment builder", () => {
   it("holds the same documents in a run's weight, id and geo orders", async () => {
     // The id and geo orders are derived from the weight order window by window: each run must be
     // exactly the weight-order run's documents, mapped to their positions in that order, ascending.
-    const { sections } = await build("orders", 64, records(2000));
+    // 100,000 records: long runs (over 16,384 documents) are radix sorted, shorter ones not.
+    const { sections } = await build("orders", 1 << 16, records(100_000));
     const docToRank = sections.docToRank!;
     const geoPosition = new Map([...sections.geoDocs!].map((doc, position) => [doc, position]));
     expect(geoPosition.size).toBeGreaterThan(0);
     const ascending = (xs: number[]) => xs.sort((a, b) => a - b);
+    let longest = 0;
     for (const kind of ["term", "prefix"]) {
       const post = sections[`${kind}Post`]!;
       const postGeo = sections[`${kind}PostGeo`]!;
@@ -82,8 +84,10 @@ describe("segment builder", () => {
         expect(slice("Ranks", post[run]!, post[run + 1]!)).toEqual(ascending(docs.map((d) => docToRank[d]!)));
         const located = docs.filter((d) => geoPosition.has(d)).map((d) => geoPosition.get(d)!);
         expect(slice("Geo", postGeo[run]!, postGeo[run + 1]!)).toEqual(ascending(located));
+        longest = Math.max(longest, docs.length);
       }
     }
+    expect(longest).toBeGreaterThan(16_384);
   });
 
   it("keeps the last record of an id, and orders ids by code point", async () => {
