@@ -441,16 +441,7 @@ export class SegmentBuilder {
     const n = fwdOffsets.length - 1;
     await out.add("fwdOffsets", fwdOffsets);
     const put = out.reserve("fwdTokens", "u32", fwdOffsets[n]!);
-    const windowEntries = Math.max(1, Math.floor(this.postingWindow / 4));
-    const windows = [0];
-    let largest = 0;
-    while (windows.at(-1)! < n) {
-      const first = windows.at(-1)!;
-      let last = first + 1;
-      while (last < n && fwdOffsets[last + 1]! - fwdOffsets[first]! <= windowEntries) last++;
-      windows.push(last);
-      largest = Math.max(largest, fwdOffsets[last]! - fwdOffsets[first]!);
-    }
+    const { windows, largest } = splitIntoWindows(n, (doc) => fwdOffsets[doc]!, this.postingWindow / 4);
     const buffer = new Uint32Array(largest);
     for (let w = 0; w + 1 < windows.length; w++) {
       const first = windows[w]!;
@@ -815,17 +806,7 @@ async function writeSplitPostings(
   const putGeo = out.reserve(names[4], "u32", geoOffsets[2 * keyCount]!);
 
   // With coordinates a window's geo runs are held beside it: each gets half the window.
-  const windowEntries = Math.max(1, Math.floor(windowBytes / (geoPosition === null ? 4 : 8)));
-  const windows: number[] = [0];
-  let largest = 0;
-  while (windows.at(-1)! < keyCount) {
-    const keyLo = windows.at(-1)!;
-    const base = offsets[2 * keyLo]!;
-    let keyHi = keyLo + 1;
-    while (keyHi < keyCount && offsets[2 * keyHi + 2]! - base <= windowEntries) keyHi++;
-    windows.push(keyHi);
-    largest = Math.max(largest, offsets[2 * keyHi]! - base);
-  }
+  const { windows, largest } = splitIntoWindows(keyCount, (key) => offsets[2 * key]!, windowBytes / (geoPosition === null ? 4 : 8));
   // One buffer for every window: a new one per window would leave the last windows' buffers to
   // the garbage collector, which frees them late (several windows' worth resident at once).
   const buffer = new Uint32Array(largest);
@@ -869,6 +850,26 @@ async function writeSplitPostings(
   release(buffer);
   if (geoBuffer !== null) release(geoBuffer);
   sorter.release();
+}
+
+/**
+ * Splits items 0..count-1, whose entries start at startOf(item) (ascending, startOf(count) the
+ * total), into windows of consecutive items holding at most `maxEntries` entries each, or one item
+ * when that alone holds more. windows: the first item of each window, then count; largest: the
+ * most entries in one window (the buffer to allocate once for all of them).
+ */
+function splitIntoWindows(count: number, startOf: (item: number) => number, maxEntries: number): { windows: number[]; largest: number } {
+  const limit = Math.max(1, Math.floor(maxEntries));
+  const windows = [0];
+  let largest = 0;
+  while (windows.at(-1)! < count) {
+    const first = windows.at(-1)!;
+    let last = first + 1;
+    while (last < count && startOf(last + 1) - startOf(first) <= limit) last++;
+    windows.push(last);
+    largest = Math.max(largest, startOf(last) - startOf(first));
+  }
+  return { windows, largest };
 }
 
 function longestRun(offsets: Uint32Array): number {
