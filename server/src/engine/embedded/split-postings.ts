@@ -1,0 +1,252 @@
+// The split posting sections of a segment (terms and prefixes: offsets, weight, id and geo orders),
+// written a window of keys at a time from the forward index read back from the segment file, so
+// that a posting section larger than the memory a build may use is never whole in memory
+// (docs/DECISIONS.md E12, E13).
+import { release } from "./arrays.ts";
+import type { Pacer } from "./pacer.ts";
+import type { SegmentFileWriter } from "./segment-file.ts";
+
+const NONE = 0xffff_ffff;
+
+/** The id and geo orders of the documents (the weight order is the document numbering itself). */
+export interface DocOrders {
+  n: number;
+  docToRank: Uint32Array;
+  /** Each document's position in the geo order, NONE without coordinates; null when none has any. */
+  geoPosition: Uint32Array | null;
+}
+
+export function docOrders(n: number, docToRank: Uint32Array, geoDocs: Uint32Array): DocOrders {
+  if (geoDocs.length === 0) return { n, docToRank, geoPosition: null };
+  const geoPosition = new Uint32Array(n).fill(NONE);
+  for (let g = 0; g < geoDocs.length; g++) geoPosition[geoDocs[g]!] = g;
+  return { n, docToRank, geoPosition };
+}
+
+export type Emit = (key: number, atStart: boolean) => void;
+/** Emits the keys of one document whose title terms are tokens[from, to) (it may leave out keys outside [low, high)). */
+type KeysOf = (tokens: Uint32Array, from: number, to: number, emit: Emit, low: number, high: number) => void;
+
+/** Documents read back from the forward index at a time. */
+const SCAN_DOCS = 1 << 18;
+
+/**
+ * Visits every document in document order with its title terms, read back from the forward index
+ * already written (fwdOffsets, fwdTokens) a chunk at a time: sequential reads of the page cache,
+ * instead of 16 bytes per record held in memory through every posting pass.
+ */
+async function scanTitles(out: SegmentFileWriter, n: number, pacer: Pacer, visit: (doc: number, tokens: Uint32Array, from: number, to: number) => void): Promise<void> {
+  const offsets = new Uint32Array(SCAN_DOCS + 1);
+  let tokens = new Uint32Array(SCAN_DOCS * 4);
+  for (let first = 0; first < n; first += SCAN_DOCS) {
+    if (pacer.due()) await pacer.pause();
+    const count = Math.min(SCAN_DOCS, n - first);
+    const at = offsets.subarray(0, count + 1);
+    await out.read("fwdOffsets", first, at);
+    const base = at[0]!;
+    const length = at[count]! - base;
+    if (length > tokens.length) tokens = new Uint32Array(length);
+    await out.read("fwdTokens", base, tokens.subarray(0, length));
+    for (let i = 0; i < count; i++) visit(first + i, tokens, at[i]! - base, at[i + 1]! - base);
+  }
+}
+
+/**
+ * Postings split into "at the first title token" and "elsewhere" runs (see segment.ts), built by
+ * counting sort. `keysOf` emits each key of a document; duplicates within a document are dropped,
+ * the first occurrence decides. One counting pass over the documents, then a window of whole keys
+ * at a time: one pass in document order fills the window's runs in the weight order (documents
+ * are numbered by weight), and the same runs in the id and geo orders are derived from it (each
+ * document mapped to its position in that order, each run sorted), not filled by visiting the
+ * documents in those orders, which would read the forward index at random. Sections, as named:
+ * [offsets, weight order, id order, geo offsets, geo order]; the geo order holds only documents
+ * with coordinates.
+ */
+export async function writeSplitPostings(
+  out: SegmentFileWriter,
+  names: readonly [string, string, string, string, string],
+  keyCount: number,
+  orders: DocOrders,
+  windowBytes: number,
+  pacer: Pacer,
+  keysOf: KeysOf,
+): Promise<void> {
+  const { n, docToRank, geoPosition } = orders;
+  const seen = new Uint32Array(keyCount);
+  let mark = 0;
+  const startCount = new Uint32Array(keyCount);
+  const otherCount = new Uint32Array(keyCount);
+  const startGeo = new Uint32Array(keyCount);
+  const otherGeo = new Uint32Array(keyCount);
+  let located = false;
+  const count: Emit = (key, atStart) => {
+    if (seen[key] === mark) return;
+    seen[key] = mark;
+    (atStart ? startCount : otherCount)[key]!++;
+    if (located) (atStart ? startGeo : otherGeo)[key]!++;
+  };
+  await scanTitles(out, n, pacer, (doc, tokens, from, to) => {
+    mark++;
+    located = geoPosition !== null && geoPosition[doc] !== NONE;
+    keysOf(tokens, from, to, count, 0, keyCount);
+  });
+
+  const layout = (starts: Uint32Array, others: Uint32Array) => {
+    const offsets = new Uint32Array(2 * keyCount + 1);
+    let total = 0;
+    for (let k = 0; k < keyCount; k++) {
+      offsets[2 * k] = total;
+      total += starts[k]!;
+      offsets[2 * k + 1] = total;
+      total += others[k]!;
+    }
+    offsets[2 * keyCount] = total;
+    return offsets;
+  };
+  const offsets = layout(startCount, otherCount);
+  const geoOffsets = layout(startGeo, otherGeo);
+  await out.add(names[0], offsets);
+  const putDocs = out.reserve(names[1], "u32", offsets[2 * keyCount]!);
+  const putRanks = out.reserve(names[2], "u32", offsets[2 * keyCount]!);
+  await out.add(names[3], geoOffsets);
+  const putGeo = out.reserve(names[4], "u32", geoOffsets[2 * keyCount]!);
+
+  // With coordinates a window's geo runs are held beside it: each gets half the window.
+  const { windows, largest } = splitIntoWindows(keyCount, (key) => offsets[2 * key]!, windowBytes / (geoPosition === null ? 4 : 8));
+  // One buffer for every window: a new one per window would leave the last windows' buffers to
+  // the garbage collector, which frees them late (several windows' worth resident at once).
+  const buffer = new Uint32Array(largest);
+  const geoBuffer = geoPosition === null ? null : new Uint32Array(largest);
+  const sorter = new RunSorter(longestRun(offsets), pacer);
+  const cursor = offsets.slice();
+  for (let w = 0; w + 1 < windows.length; w++) {
+    const low = windows[w]!;
+    const high = windows[w + 1]!;
+    const base = offsets[2 * low]!;
+    const part = buffer.subarray(0, offsets[2 * high]! - base);
+    if (part.length === 0) continue;
+    let doc = 0;
+    const emit: Emit = (key, atStart) => {
+      if (key < low || key >= high || seen[key] === mark) return;
+      seen[key] = mark;
+      part[cursor[atStart ? 2 * key : 2 * key + 1]!++ - base] = doc;
+    };
+    await scanTitles(out, n, pacer, (d, tokens, from, to) => {
+      mark++;
+      doc = d;
+      keysOf(tokens, from, to, emit, low, high);
+    });
+    await putDocs(part, base);
+
+    if (geoPosition !== null) {
+      const geoBase = geoOffsets[2 * low]!;
+      const geoPart = geoBuffer!.subarray(0, geoOffsets[2 * high]! - geoBase);
+      let at = 0;
+      for (let i = 0; i < part.length; i++) {
+        const g = geoPosition[part[i]!]!;
+        if (g !== NONE) geoPart[at++] = g;
+      }
+      await sorter.sortRuns(geoPart, geoOffsets, 2 * low, 2 * high, geoPosition.length);
+      await putGeo(geoPart, geoBase);
+    }
+    for (let i = 0; i < part.length; i++) part[i] = docToRank[part[i]!]!;
+    await sorter.sortRuns(part, offsets, 2 * low, 2 * high, n);
+    await putRanks(part, base);
+  }
+  release(buffer);
+  if (geoBuffer !== null) release(geoBuffer);
+  sorter.release();
+}
+
+/**
+ * Splits items 0..count-1, whose entries start at startOf(item) (ascending, startOf(count) the
+ * total), into windows of consecutive items holding at most `maxEntries` entries each, or one item
+ * when that alone holds more. windows: the first item of each window, then count; largest: the
+ * most entries in one window (the buffer to allocate once for all of them).
+ */
+export function splitIntoWindows(count: number, startOf: (item: number) => number, maxEntries: number): { windows: number[]; largest: number } {
+  const limit = Math.max(1, Math.floor(maxEntries));
+  const windows = [0];
+  let largest = 0;
+  while (windows.at(-1)! < count) {
+    const first = windows.at(-1)!;
+    let last = first + 1;
+    while (last < count && startOf(last + 1) - startOf(first) <= limit) last++;
+    windows.push(last);
+    largest = Math.max(largest, startOf(last) - startOf(first));
+  }
+  return { windows, largest };
+}
+
+function longestRun(offsets: Uint32Array): number {
+  let longest = 0;
+  for (let r = 0; r + 1 < offsets.length; r++) longest = Math.max(longest, offsets[r + 1]! - offsets[r]!);
+  return longest;
+}
+
+/** Runs at least this long are radix sorted; shorter ones by insertion or the native sort. */
+const RADIX_MIN = 1 << 14;
+const RADIX_BITS = 13;
+
+/**
+ * Sorts the runs of a posting window. Long runs (a prefix like "a" holds millions of documents) are
+ * radix sorted, 13 bits a pass: three times faster than the native sort on 32M positions, for a
+ * scratch array as long as the longest run.
+ */
+class RunSorter {
+  private scratch: Uint32Array | null;
+  private readonly counts = new Uint32Array((1 << RADIX_BITS) + 1);
+  private readonly pacer: Pacer;
+
+  constructor(longest: number, pacer: Pacer) {
+    this.scratch = longest >= RADIX_MIN ? new Uint32Array(longest) : null;
+    this.pacer = pacer;
+  }
+
+  /** Sorts each run [offsets[r], offsets[r + 1]) for r in [first, last) of `part`, which starts at offsets[first]; values are below `limit`. */
+  async sortRuns(part: Uint32Array, offsets: Uint32Array, first: number, last: number, limit: number): Promise<void> {
+    const bits = 32 - Math.clz32(Math.max(1, limit - 1));
+    const base = offsets[first]!;
+    for (let r = first; r < last; r++) {
+      const from = offsets[r]! - base;
+      const to = offsets[r + 1]! - base;
+      if (to - from < 2) continue;
+      if (to - from <= 16) {
+        for (let i = from + 1; i < to; i++) {
+          const value = part[i]!;
+          let j = i - 1;
+          for (; j >= from && part[j]! > value; j--) part[j + 1] = part[j]!;
+          part[j + 1] = value;
+        }
+      } else if (to - from < RADIX_MIN || this.scratch === null) {
+        part.subarray(from, to).sort();
+      } else {
+        this.radixSort(part.subarray(from, to), bits);
+      }
+      if ((r & 0xff) === 0 && this.pacer.due()) await this.pacer.pause();
+    }
+  }
+
+  release(): void {
+    if (this.scratch !== null) release(this.scratch);
+    this.scratch = null;
+  }
+
+  private radixSort(run: Uint32Array, bits: number): void {
+    const mask = (1 << RADIX_BITS) - 1;
+    const counts = this.counts;
+    let from = run;
+    let to = this.scratch!.subarray(0, run.length);
+    for (let shift = 0; shift < bits; shift += RADIX_BITS) {
+      counts.fill(0);
+      for (let i = 0; i < from.length; i++) counts[((from[i]! >>> shift) & mask) + 1]!++;
+      for (let b = 1; b <= mask + 1; b++) counts[b]! += counts[b - 1]!;
+      for (let i = 0; i < from.length; i++) {
+        const value = from[i]!;
+        to[counts[(value >>> shift) & mask]!++] = value;
+      }
+      [from, to] = [to, from];
+    }
+    if (from !== run) run.set(from);
+  }
+}
