@@ -88,6 +88,13 @@ describe("segment builder", () => {
       }
     }
     expect(longest).toBeGreaterThan(16_384);
+    // Data postings are filled in arrival order and sorted too: each run ascending, no repeats.
+    const dataPost = sections.dataPost!;
+    const dataDocs = sections.dataDocs!;
+    for (let t = 0; t + 1 < dataPost.length; t++) {
+      for (let i = dataPost[t]! + 1; i < dataPost[t + 1]!; i++) expect(dataDocs[i]!).toBeGreaterThan(dataDocs[i - 1]!);
+    }
+    expect(dataDocs.length).toBeGreaterThan(16_384);
   });
 
   it("keeps the last record of an id, and orders ids by code point", async () => {

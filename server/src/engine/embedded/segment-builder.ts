@@ -15,7 +15,7 @@ import { SegmentFileWriter } from "./segment-file.ts";
 import { SlotLog, type SlotLogReader } from "./slot-log.ts";
 import { SortedStrings, compareCodePoints } from "./sorted-strings.ts";
 import { Pacer } from "./pacer.ts";
-import { docOrders, splitIntoWindows, writeSplitPostings, type DocOrders } from "./split-postings.ts";
+import { RunSorter, docOrders, longestRun, splitIntoWindows, writeSplitPostings, type DocOrders } from "./split-postings.ts";
 
 const NONE = 0xffff_ffff;
 /** Loop iterations between asking the pacer whether to give the event loop back. */
@@ -251,13 +251,12 @@ export class SegmentBuilder {
     ordered.docOfSlot = null;
     const geoDocs = await this.writeGeo(out, docOfSlot, n);
     await this.writeRecordLocations(out, docOfSlot, n, pacer);
-    const located = await this.countTerms(docOfSlot, n, pacer);
+    const located = await this.countTitleTerms(docOfSlot, n, pacer);
     const { maxTitleTokens } = located;
     const termOrder = await this.sortTerms(pacer);
     const termCount = termOrder.length;
     const finalTerm = invert(termOrder);
-    await this.writeDataIndex(out, docOfSlot, located.dataOffsets!, finalTerm, pacer);
-    located.dataOffsets = null;
+    await this.writeDataPostings(out, docOfSlot, finalTerm, pacer);
     const filterPaths = await this.writeFilters(out, docOfSlot, n, pacer);
     await this.writeForwardIndex(out, docOfSlot, located.fwdOffsets!, finalTerm, pacer);
     located.fwdOffsets = null;
@@ -373,16 +372,11 @@ export class SegmentBuilder {
   }
 
   /**
-   * Pass 2: how many title and data terms each doc has, as the start offsets of its entries. A pass
-   * of its own, not part of pass 1, so that the record locations are freed before these grow.
+   * Pass 2: how many title terms each doc has, as the start offsets of its entries in the forward
+   * index. A pass of its own, not part of pass 1, so that the record locations are freed first.
    */
-  private async countTerms(
-    docOfSlot: Uint32Array,
-    n: number,
-    pacer: Pacer,
-  ): Promise<{ fwdOffsets: Uint32Array | null; dataOffsets: Uint32Array | null; maxTitleTokens: number }> {
+  private async countTitleTerms(docOfSlot: Uint32Array, n: number, pacer: Pacer): Promise<{ fwdOffsets: Uint32Array | null; maxTitleTokens: number }> {
     const fwdOffsets = new Uint32Array(n + 1);
-    const dataOffsets = new Uint32Array(n + 1);
     const reader = this.log.reader();
     for (let s = 0; s < docOfSlot.length; s++) {
       if ((s & CHECK_EVERY) === 0 && pacer.due()) await pacer.pause();
@@ -390,46 +384,24 @@ export class SegmentBuilder {
       reader.next();
       const titleCount = reader.next();
       reader.skip(titleCount);
-      const dataCount = reader.next();
-      reader.skip(dataCount);
+      reader.skip(reader.next());
       skipFilters(reader);
-      if (d !== NONE) {
-        fwdOffsets[d + 1] = titleCount;
-        dataOffsets[d + 1] = dataCount;
-      }
+      if (d !== NONE) fwdOffsets[d + 1] = titleCount;
     }
     let maxTitleTokens = 0;
-    let titleTotal = 0;
-    let dataTotal = 0;
+    let total = 0;
     for (let d = 0; d < n; d++) {
       maxTitleTokens = Math.max(maxTitleTokens, fwdOffsets[d + 1]!);
-      titleTotal += fwdOffsets[d + 1]!;
-      dataTotal += dataOffsets[d + 1]!;
+      total += fwdOffsets[d + 1]!;
       // The offsets are 32-bit: past 4G entries they would wrap around silently.
-      if (titleTotal > 0xffff_ffff || dataTotal > 0xffff_ffff) throw new Error("more than 4G term entries in one segment");
-      fwdOffsets[d + 1] = titleTotal;
-      dataOffsets[d + 1] = dataTotal;
+      if (total > 0xffff_ffff) throw new Error("more than 4G title term entries in one segment");
+      fwdOffsets[d + 1] = total;
     }
-    return { fwdOffsets, dataOffsets, maxTitleTokens };
-  }
-
-  /** Pass 3: each doc's data terms, in final term ids, turned into the data postings. */
-  private async writeDataIndex(
-    out: SegmentFileWriter,
-    docOfSlot: Uint32Array,
-    dataOffsets: Uint32Array,
-    finalTerm: Uint32Array,
-    pacer: Pacer,
-  ): Promise<void> {
-    const dataTokens = new Uint32Array(dataOffsets[dataOffsets.length - 1]!);
-    await this.gatherTerms("data", docOfSlot, dataOffsets, finalTerm, pacer, 0, dataOffsets.length - 1, dataTokens);
-    await this.writeDataPostings(out, dataOffsets, dataTokens, finalTerm.length, pacer);
-    release(dataTokens);
-    release(dataOffsets);
+    return { fwdOffsets, maxTitleTokens };
   }
 
   /**
-   * Passes 5 and on: each doc's title terms in final term ids, the forward index (the postings read
+   * Passes after the filters: each doc's title terms in final term ids, the forward index (the postings read
    * it back), filled a window of documents per pass so that it is never whole in memory.
    */
   private async writeForwardIndex(
@@ -448,7 +420,7 @@ export class SegmentBuilder {
       const first = windows[w]!;
       const last = windows[w + 1]!;
       const tokens = buffer.subarray(0, fwdOffsets[last]! - fwdOffsets[first]!);
-      await this.gatherTerms("title", docOfSlot, fwdOffsets, finalTerm, pacer, first, last, tokens);
+      await this.gatherTitleTerms(docOfSlot, fwdOffsets, finalTerm, pacer, first, last, tokens);
       await put(tokens, fwdOffsets[first]!);
     }
     release(buffer);
@@ -456,11 +428,10 @@ export class SegmentBuilder {
   }
 
   /**
-   * One pass over the slot log: the title or data terms, in final term ids, of the docs in
-   * [first, last), into `into`, which starts at starts[first].
+   * One pass over the slot log: the title terms, in final term ids, of the docs in [first, last),
+   * into `into`, which starts at starts[first].
    */
-  private async gatherTerms(
-    part: "title" | "data",
+  private async gatherTitleTerms(
     docOfSlot: Uint32Array,
     starts: Uint32Array,
     finalTerm: Uint32Array,
@@ -475,11 +446,10 @@ export class SegmentBuilder {
       if ((s & CHECK_EVERY) === 0 && pacer.due()) await pacer.pause();
       const d = docOfSlot[s]!;
       reader.next();
-      if (part === "data") reader.skip(reader.next());
       const count = reader.next();
       if (d < first || d >= last) reader.skip(count);
       else for (let i = 0, at = starts[d]! - base; i < count; i++) into[at + i] = finalTerm[reader.next()]!;
-      if (part === "title") reader.skip(reader.next());
+      reader.skip(reader.next());
       skipFilters(reader);
     }
   }
@@ -624,30 +594,62 @@ export class SegmentBuilder {
     return sortIndices(terms.length, (a, b) => compareCodePoints(terms[a]!, terms[b]!), pacer);
   }
 
-  /** Docs with each term in data text but not in the title, from the docs' data terms in doc order. */
-  private async writeDataPostings(
-    out: SegmentFileWriter,
-    starts: Uint32Array,
-    tokens: Uint32Array,
-    termCount: number,
-    pacer: Pacer,
-  ): Promise<void> {
-    const n = starts.length - 1;
-    const counts = new Uint32Array(termCount + 1);
-    for (let i = 0; i < tokens.length; i++) counts[tokens[i]! + 1]!++;
-    for (let t = 1; t <= termCount; t++) counts[t]! += counts[t - 1]!;
-    const offsets = counts.slice();
-    const docs = new Uint32Array(offsets[termCount]!);
-    for (let d = 0; d < n; d++) {
-      if ((d & CHECK_EVERY) === 0 && pacer.due()) await pacer.pause();
-      for (let i = starts[d]!; i < starts[d + 1]!; i++) docs[counts[tokens[i]!]!++] = d;
+  /**
+   * Passes 3 and on: the docs of each term found in data text (and not in the same doc's title):
+   * one pass counting, then a window of terms per pass over the slot log. The slot log is in
+   * arrival order, so each run is filled out of document order and sorted, as the id orders of the
+   * split postings are; the data terms are never all in memory at once (free text in `data` can
+   * be many per record).
+   */
+  private async writeDataPostings(out: SegmentFileWriter, docOfSlot: Uint32Array, finalTerm: Uint32Array, pacer: Pacer): Promise<void> {
+    const termCount = finalTerm.length;
+    const offsets = new Uint32Array(termCount + 1);
+    await this.forEachDataTerm(docOfSlot, finalTerm, pacer, (_doc, term) => offsets[term + 1]!++);
+    let total = 0;
+    for (let t = 1; t <= termCount; t++) {
+      total += offsets[t]!;
+      if (total > 0xffff_ffff) throw new Error("more than 4G data term entries in one segment");
+      offsets[t] = total;
     }
     await out.add("dataPost", offsets);
-    await out.add("dataDocs", docs);
-    release(counts);
+    const put = out.reserve("dataDocs", "u32", total);
+    const { windows, largest } = splitIntoWindows(termCount, (t) => offsets[t]!, this.postingWindow / 4);
+    const buffer = new Uint32Array(largest);
+    const cursor = offsets.slice();
+    const sorter = new RunSorter(longestRun(offsets), pacer);
+    for (let w = 0; w + 1 < windows.length; w++) {
+      const low = windows[w]!;
+      const high = windows[w + 1]!;
+      const base = offsets[low]!;
+      const part = buffer.subarray(0, offsets[high]! - base);
+      if (part.length === 0) continue;
+      await this.forEachDataTerm(docOfSlot, finalTerm, pacer, (doc, term) => {
+        if (term >= low && term < high) part[cursor[term]!++ - base] = doc;
+      });
+      await sorter.sortRuns(part, offsets, low, high, docOfSlot.length);
+      await put(part, base);
+    }
+    release(buffer);
+    release(cursor);
     release(offsets);
-    release(docs);
+    sorter.release();
   }
+
+  /** One pass over the slot log: each live doc's data terms, in final term ids. */
+  private async forEachDataTerm(docOfSlot: Uint32Array, finalTerm: Uint32Array, pacer: Pacer, visit: (doc: number, term: number) => void): Promise<void> {
+    const reader = this.log.reader();
+    for (let s = 0; s < docOfSlot.length; s++) {
+      if ((s & CHECK_EVERY) === 0 && pacer.due()) await pacer.pause();
+      const d = docOfSlot[s]!;
+      reader.next();
+      reader.skip(reader.next());
+      const count = reader.next();
+      if (d === NONE) reader.skip(count);
+      else for (let i = 0; i < count; i++) visit(d, finalTerm[reader.next()]!);
+      skipFilters(reader);
+    }
+  }
+
 
   /** Prefixes of 1..maxPrefix characters of every title term, and their split postings. */
   private async writePrefixPostings(out: SegmentFileWriter, termOrder: Uint32Array, orders: DocOrders, pacer: Pacer): Promise<void> {

@@ -178,7 +178,7 @@ export function splitIntoWindows(count: number, startOf: (item: number) => numbe
   return { windows, largest };
 }
 
-function longestRun(offsets: Uint32Array): number {
+export function longestRun(offsets: Uint32Array): number {
   let longest = 0;
   for (let r = 0; r + 1 < offsets.length; r++) longest = Math.max(longest, offsets[r + 1]! - offsets[r]!);
   return longest;
@@ -193,7 +193,7 @@ const RADIX_BITS = 13;
  * radix sorted, 13 bits a pass: three times faster than the native sort on 32M positions, for a
  * scratch array as long as the longest run.
  */
-class RunSorter {
+export class RunSorter {
   private scratch: Uint32Array | null;
   private readonly counts = new Uint32Array((1 << RADIX_BITS) + 1);
   private readonly pacer: Pacer;
