@@ -350,11 +350,8 @@ export class SegmentBuilder {
   private async writeRecordLocations(out: SegmentFileWriter, docOfSlot: Uint32Array, n: number, pacer: Pacer): Promise<void> {
     const recOffsets = new Float64Array(n);
     const recLengths = new Uint32Array(n);
-    const reader = this.log.reader();
     let offset = 0;
-    for (let s = 0; s < docOfSlot.length; s++) {
-      if ((s & CHECK_EVERY) === 0 && pacer.due()) await pacer.pause();
-      const d = docOfSlot[s]!;
+    await this.forEachSlot(docOfSlot, pacer, (d, reader) => {
       const length = reader.next();
       reader.skip(reader.next());
       reader.skip(reader.next());
@@ -364,7 +361,7 @@ export class SegmentBuilder {
         recLengths[d] = length;
       }
       offset += length;
-    }
+    });
     await out.add("recOffsets", recOffsets);
     await out.add("recLengths", recLengths);
     release(recOffsets);
@@ -377,17 +374,14 @@ export class SegmentBuilder {
    */
   private async countTitleTerms(docOfSlot: Uint32Array, n: number, pacer: Pacer): Promise<{ fwdOffsets: Uint32Array | null; maxTitleTokens: number }> {
     const fwdOffsets = new Uint32Array(n + 1);
-    const reader = this.log.reader();
-    for (let s = 0; s < docOfSlot.length; s++) {
-      if ((s & CHECK_EVERY) === 0 && pacer.due()) await pacer.pause();
-      const d = docOfSlot[s]!;
+    await this.forEachSlot(docOfSlot, pacer, (d, reader) => {
       reader.next();
       const titleCount = reader.next();
       reader.skip(titleCount);
       reader.skip(reader.next());
       skipFilters(reader);
       if (d !== NONE) fwdOffsets[d + 1] = titleCount;
-    }
+    });
     let maxTitleTokens = 0;
     let total = 0;
     for (let d = 0; d < n; d++) {
@@ -441,32 +435,25 @@ export class SegmentBuilder {
     into: Uint32Array,
   ): Promise<void> {
     const base = starts[first]!;
-    const reader = this.log.reader();
-    for (let s = 0; s < docOfSlot.length; s++) {
-      if ((s & CHECK_EVERY) === 0 && pacer.due()) await pacer.pause();
-      const d = docOfSlot[s]!;
+    await this.forEachSlot(docOfSlot, pacer, (d, reader) => {
       reader.next();
       const count = reader.next();
       if (d < first || d >= last) reader.skip(count);
       else for (let i = 0, at = starts[d]! - base; i < count; i++) into[at + i] = finalTerm[reader.next()]!;
       reader.skip(reader.next());
       skipFilters(reader);
-    }
+    });
   }
 
   /** The filter columns, as many per pass over the slot log as fit in a posting window. */
   private async writeFilters(out: SegmentFileWriter, docOfSlot: Uint32Array, n: number, pacer: Pacer): Promise<string[][]> {
-    const slots = docOfSlot.length;
     const filterPaths = this.filters.map((c) => c.path);
     const perPass = Math.max(1, Math.floor(this.postingWindow / (9 * Math.max(1, n))));
     for (let first = 0; first < filterPaths.length; first += perPass) {
       const count = Math.min(perPass, filterPaths.length - first);
       const kinds = Array.from({ length: count }, () => new Uint8Array(n));
       const nums = Array.from({ length: count }, () => new Float64Array(n));
-      const reader = this.log.reader();
-      for (let s = 0; s < slots; s++) {
-        if ((s & CHECK_EVERY) === 0 && pacer.due()) await pacer.pause();
-        const d = docOfSlot[s]!;
+      await this.forEachSlot(docOfSlot, pacer, (d, reader) => {
         reader.next();
         reader.skip(reader.next());
         reader.skip(reader.next());
@@ -478,7 +465,7 @@ export class SegmentBuilder {
           kinds[column]![d] = kind;
           nums[column]![d] = num;
         }
-      }
+      });
       for (let c = 0; c < count; c++) {
         await out.add(`filter${first + c}Kind`, kinds[c]!);
         await out.add(`filter${first + c}Num`, nums[c]!);
@@ -637,16 +624,26 @@ export class SegmentBuilder {
 
   /** One pass over the slot log: each live doc's data terms, in final term ids. */
   private async forEachDataTerm(docOfSlot: Uint32Array, finalTerm: Uint32Array, pacer: Pacer, visit: (doc: number, term: number) => void): Promise<void> {
-    const reader = this.log.reader();
-    for (let s = 0; s < docOfSlot.length; s++) {
-      if ((s & CHECK_EVERY) === 0 && pacer.due()) await pacer.pause();
-      const d = docOfSlot[s]!;
+    await this.forEachSlot(docOfSlot, pacer, (d, reader) => {
       reader.next();
       reader.skip(reader.next());
       const count = reader.next();
       if (d === NONE) reader.skip(count);
       else for (let i = 0; i < count; i++) visit(d, finalTerm[reader.next()]!);
       skipFilters(reader);
+    });
+  }
+
+  /**
+   * One pass over the slot log in arrival order: `visit` gets each slot's document (NONE for a
+   * replaced duplicate) and the reader at the slot's first word, and reads or skips the whole slot
+   * (layout: writeSlot).
+   */
+  private async forEachSlot(docOfSlot: Uint32Array, pacer: Pacer, visit: (doc: number, reader: SlotLogReader) => void): Promise<void> {
+    const reader = this.log.reader();
+    for (let s = 0; s < docOfSlot.length; s++) {
+      if ((s & CHECK_EVERY) === 0 && pacer.due()) await pacer.pause();
+      visit(docOfSlot[s]!, reader);
     }
   }
 
