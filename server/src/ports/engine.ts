@@ -18,8 +18,10 @@ export interface SearchRecord {
   data?: Record<string, unknown>;
 }
 
-/** "7" (major) or "7.3" (minor). */
-export type VersionId = string;
+import type { VersionId } from "../domain/version-id.ts";
+
+/** "7" (major) or "7.3" (minor); parsed and formatted by domain/version-id.ts. */
+export type { VersionId };
 
 export type FilterComparison = "=" | "!=" | "<" | "<=" | ">" | ">=";
 

@@ -4,6 +4,7 @@
 import { and, desc, eq, gt, inArray, max, ne, sql } from "drizzle-orm";
 import type { components } from "../../../generated/types.ts";
 import { conflict, notFound } from "../http/problem.ts";
+import { formatVersion, isMajorVersion, majorOf, minorOf } from "../domain/version-id.ts";
 import type { Logger } from "../log.ts";
 import type { SearchEngine, SearchRecord } from "../ports/engine.ts";
 import type { Db } from "../store/open.ts";
@@ -13,8 +14,6 @@ import type { CatalogService, IndexRef } from "./catalog.ts";
 type IndexVersion = components["schemas"]["IndexVersion"];
 type VersionRow = typeof versions.$inferSelect;
 
-export const majorOf = (version: string) => Number(version.split(".")[0]);
-export const minorOf = (version: string) => Number(version.split(".")[1] ?? 0);
 
 export interface VersionPolicy {
   /** A major that has accumulated this many record changes is checkpointed automatically. */
@@ -117,7 +116,7 @@ export class VersionService {
         .select({ minor: max(versions.minor) })
         .from(versions)
         .where(and(eq(versions.indexId, ref.id), eq(versions.major, major)));
-      const version = `${major}.${(last?.minor ?? 0) + 1}`;
+      const version = formatVersion(major, (last?.minor ?? 0) + 1);
       const upserts = change.upserts ?? [];
       const deletes = [...(change.deletes ?? []), ...(await this.tombstonesToCarry(ref.id, parent, upserts))];
 
@@ -184,9 +183,9 @@ export class VersionService {
   async coalesce(ref: IndexRef): Promise<string> {
     return this.withIndexLock(ref.id, async () => {
       const from = await this.activeVersion(ref.id);
-      if (minorOf(from) === 0) return from;
+      if (isMajorVersion(from)) return from;
       const major = await this.takeMajor(ref.id);
-      const version = String(major);
+      const version = formatVersion(major);
       await this.db.insert(versions).values({
         indexId: ref.id,
         version,
@@ -223,7 +222,7 @@ export class VersionService {
    */
   async finishBulk(ref: IndexRef, major: number, options: { records: number; activate: boolean; startedAt: number }): Promise<string> {
     return this.withIndexLock(ref.id, async () => {
-      const base = String(major);
+      const base = formatVersion(major);
       await this.db
         .update(versions)
         .set({ state: "ready", records: options.records })
@@ -236,7 +235,7 @@ export class VersionService {
       for (const { recordId } of late) if (await this.engine.get(ref.id, base, recordId)) deletes.push(recordId);
       let live = base;
       if (deletes.length) {
-        live = `${major}.1`;
+        live = formatVersion(major, 1);
         await this.engine.applyChange(ref.id, { version: live, parent: base, upserts: [], deletes });
         await this.db.insert(versions).values({
           indexId: ref.id,
@@ -313,7 +312,7 @@ export class VersionService {
         (await this.db.select({ v: versions.version }).from(versions).where(eq(versions.indexId, id))).map((r) => r.v),
       );
       for (const v of await this.engine.versions(id)) {
-        if (known.has(v.version) || minorOf(v.version) === 0) continue;
+        if (known.has(v.version) || isMajorVersion(v.version)) continue;
         await this.db.insert(versions).values({
           indexId: id,
           version: v.version,

@@ -19,6 +19,7 @@ import type {
   SearchRequest,
   VersionId,
 } from "../../ports/engine.ts";
+import { compareVersions, parseVersion } from "../../domain/version-id.ts";
 import { tokenize } from "../tokenize.ts";
 import { Catalog } from "./catalog.ts";
 import { MAX_QUERY_TOKENS } from "./lexical.ts";
@@ -28,7 +29,7 @@ import { compareRanked, type RankedHit } from "./ranked.ts";
 import type { Segment } from "./segment.ts";
 import { OffThreadBuilder } from "./off-thread-builder.ts";
 import { DEFAULT_TUNING, searchSegment, type SearchTuning } from "./segment-search.ts";
-import { ChangeVersion, IndexVersions, MajorVersion, parseVersion } from "./versions.ts";
+import { ChangeVersion, IndexVersions, MajorVersion } from "./versions.ts";
 
 export interface EmbeddedEngineOptions {
   dataDir: string;
@@ -188,7 +189,7 @@ class EmbeddedEngine implements SearchEngine {
     const versions = this.index(indexKey);
     const target = parseVersion(change.version);
     const parent = parseVersion(change.parent);
-    if (target.minor === null || target.major !== parent.major) {
+    if (target.minor === 0 || target.major !== parent.major) {
       throw new Error(`change ${change.version} must be a minor version of its parent's major ${parent.major}`);
     }
     if (versions.has(change.version)) throw new Error(`index ${indexKey}: version ${change.version} already exists`);
@@ -239,7 +240,7 @@ class EmbeddedEngine implements SearchEngine {
   async dropVersion(indexKey: string, version: VersionId): Promise<void> {
     const versions = this.index(indexKey);
     const { major, minor } = parseVersion(version);
-    if (minor !== null) {
+    if (minor !== 0) {
       if (!versions.changes.has(version)) return;
       const dropped = versions.descendants(version);
       this.db().removeChanges(indexKey, dropped);
@@ -260,8 +261,7 @@ class EmbeddedEngine implements SearchEngine {
     const list: EngineVersionInfo[] = [];
     for (const m of versions.majors.values()) list.push({ version: String(m.row.major), parent: m.row.parent, records: m.row.records });
     for (const c of versions.changes.values()) list.push({ version: c.row.version, parent: c.row.parent, records: c.row.records });
-    const key = (v: string) => parseVersion(v);
-    return list.sort((a, b) => key(a.version).major - key(b.version).major || (key(a.version).minor ?? -1) - (key(b.version).minor ?? -1));
+    return list.sort((a, b) => compareVersions(a.version, b.version));
   }
 
   async search(indexKey: string, version: VersionId, request: SearchRequest): Promise<SearchHit[]> {

@@ -1,22 +1,12 @@
 // The version tree of one index in memory: major segments (loaded on first use) and the minor
 // changes on top of them, with a small cache of overlays (the net effect of a chain of changes).
-import type { RecordChange, VersionId } from "../../ports/engine.ts";
+import { isMajorVersion, parseVersion, type VersionId } from "../../domain/version-id.ts";
+import type { RecordChange } from "../../ports/engine.ts";
 import type { ChangeRow, MajorRow } from "./catalog.ts";
 import { Overlay, overlayRecord, type OverlayRecord } from "./overlay.ts";
 import { Segment } from "./segment.ts";
 
 const OVERLAY_CACHE = 32;
-
-export interface ParsedVersion {
-  major: number;
-  minor: number | null;
-}
-
-export function parseVersion(version: VersionId): ParsedVersion {
-  const m = /^(0|[1-9]\d*)(?:\.(0|[1-9]\d*))?$/.exec(version);
-  if (m === null) throw new Error(`invalid version id ${JSON.stringify(version)}: expected "7" or "7.3"`);
-  return { major: Number(m[1]), minor: m[2] === undefined ? null : Number(m[2]) };
-}
 
 export class MajorVersion {
   readonly row: MajorRow;
@@ -82,7 +72,7 @@ export class IndexVersions {
 
   has(version: VersionId): boolean {
     const { major, minor } = parseVersion(version);
-    return minor === null ? this.majors.has(major) : this.changes.has(version);
+    return minor === 0 ? this.majors.has(major) : this.changes.has(version);
   }
 
   /** The overlay of a version of a loaded major (empty for the major itself). */
@@ -97,7 +87,7 @@ export class IndexVersions {
     // Walk up to the major or a cached ancestor, then apply the changes downwards.
     const chain: ChangeVersion[] = [];
     let overlay = new Overlay();
-    for (let v = version; parseVersion(v).minor !== null; ) {
+    for (let v = version; !isMajorVersion(v); ) {
       const hit = this.overlays.get(v);
       if (hit !== undefined) {
         overlay = hit;

@@ -8,7 +8,8 @@ import type { Context, VersionEntry } from "./context.ts";
 import { toDocument, type TypesenseDocument } from "./documents.ts";
 import { tolerating } from "./http.ts";
 import { idKey, indexNames } from "./names.ts";
-import { deleteEntry, deleteMajorEntries, lineage, loadTree, parseVersion, putEntry, visibilityFilter } from "./versions.ts";
+import { parseVersion } from "../../domain/version-id.ts";
+import { deleteEntry, deleteMajorEntries, lineage, loadTree, putEntry, visibilityFilter } from "./versions.ts";
 
 // Typesense answers at most 250 hits per page; a version sees at most one document per id.
 const PAGE = 250;

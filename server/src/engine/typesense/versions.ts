@@ -8,21 +8,10 @@
 // A branch (a second child of "7.1") never sees the marks "3" left, since "3" is not on its
 // lineage. Typesense's `!=` on a string array is the complement of `=`, so documents with an
 // empty `superseded_by` pass.
-import type { VersionId } from "../../ports/engine.ts";
+import { parseVersion, type VersionId } from "../../domain/version-id.ts";
 import { UnknownVersionError, type Context, type VersionEntry, type VersionTree } from "./context.ts";
 import { MAJOR_WRITER } from "./documents.ts";
 import { indexNames } from "./names.ts";
-
-const VERSION_PATTERN = /^(\d+)(?:\.(\d+))?$/;
-
-export function parseVersion(version: VersionId): { major: number; minor: number } {
-  const match = VERSION_PATTERN.exec(version);
-  const minor = match?.[2] === undefined ? 0 : Number(match[2]);
-  if (!match || (match[2] !== undefined && minor === 0)) {
-    throw new Error(`typesense: "${version}" is not a version id ("7" or "7.3")`);
-  }
-  return { major: Number(match[1]), minor };
-}
 
 /** The version and its ancestors, major first. */
 export function lineage(tree: VersionTree, indexKey: string, version: VersionId): VersionEntry[] {
