@@ -2,7 +2,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { SegmentFileWriter, openSegmentFile, writeSegmentFile, type Section } from "../../src/engine/embedded/segment-file.ts";
+import { SegmentFileWriter, openSegmentFile, writeSegmentFile, type Section } from "../../src/engine/embedded/segment/segment-file.ts";
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sift-segfile-"));
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));

@@ -21,15 +21,15 @@ import type {
 } from "../../ports/engine.ts";
 import { compareVersions, parseVersion } from "../../domain/version-id.ts";
 import { tokenize } from "../tokenize.ts";
-import { Catalog } from "./catalog.ts";
-import { MAX_QUERY_TOKENS } from "./lexical.ts";
-import { overlayRecord, type Overlay } from "./overlay.ts";
-import { Pacer } from "./pacer.ts";
-import { compareRanked, type RankedHit } from "./ranked.ts";
-import type { Segment } from "./segment.ts";
-import { OffThreadBuilder } from "./off-thread-builder.ts";
-import { DEFAULT_TUNING, searchSegment, type SearchTuning } from "./segment-search.ts";
-import { ChangeVersion, IndexVersions, MajorVersion } from "./versions.ts";
+import { Catalog } from "./catalog/catalog.ts";
+import { MAX_QUERY_TOKENS } from "./search/lexical.ts";
+import { overlayRecord, type Overlay } from "./versions/overlay.ts";
+import { Pacer } from "./util/pacer.ts";
+import { compareRanked, type RankedHit } from "./search/ranked.ts";
+import type { Segment } from "./segment/segment.ts";
+import { OffThreadBuilder } from "./build/off-thread-builder.ts";
+import { DEFAULT_TUNING, searchSegment, type SearchTuning } from "./search/segment-search.ts";
+import { ChangeVersion, IndexVersions, MajorVersion } from "./versions/versions.ts";
 
 export interface EmbeddedEngineOptions {
   dataDir: string;

@@ -10,14 +10,14 @@
 //   weighted + geo  weight order; inside a large group of equal weights, nearest first
 // Streams built from the data-only lists (scope=all) exist only in weight order and are read
 // whole when another order is needed.
-import type { SearchRequest } from "../../ports/engine.ts";
-import { compileFilter, type DocPredicate } from "./filter-columns.ts";
-import { NearestIterator, haversineMeters } from "./geo.ts";
+import type { SearchRequest } from "../../../ports/engine.ts";
+import { compileFilter, type DocPredicate } from "../columns/filter-columns.ts";
+import { NearestIterator, haversineMeters } from "../columns/geo.ts";
 import { BUCKETS, DATA_BUCKET, MatchScratch, titleBucket } from "./lexical.ts";
-import { AndSource, EMPTY, END, RunSource, UnionSource, intersectionByBitmap, materialize, mergeRuns, type Source } from "./postings.ts";
-import type { Segment } from "./segment.ts";
+import { AndSource, EMPTY, END, RunSource, UnionSource, intersectionByBitmap, materialize, mergeRuns, type Source } from "../postings/sources.ts";
+import type { Segment } from "../segment/segment.ts";
 import { TopK } from "./top-k.ts";
-import { lowerBound } from "./arrays.ts";
+import { lowerBound } from "../util/arrays.ts";
 
 export interface SearchTuning {
   /** A prefix longer than the prefix index spanning more terms than this is merged into one run. */

@@ -1,9 +1,9 @@
 // Evaluates a FilterExpr against a segment's columns (no record is read or parsed), with the
 // semantics of search/filter.ts: a comparison holds only when the field exists with the type of
 // the literal.
-import type { FilterExpr } from "../../ports/engine.ts";
-import { compareValue } from "../../search/filter.ts";
-import { KIND_FALSE, KIND_NUMBER, KIND_TRUE, type Segment } from "./segment.ts";
+import type { FilterExpr } from "../../../ports/engine.ts";
+import { compareValue } from "../../../search/filter.ts";
+import { KIND_FALSE, KIND_NUMBER, KIND_TRUE, type Segment } from "../segment/segment.ts";
 
 export type DocPredicate = (doc: number) => boolean;
 

@@ -2,9 +2,9 @@
 // written a window of keys at a time from the forward index read back from the segment file, so
 // that a posting section larger than the memory a build may use is never whole in memory
 // (docs/DECISIONS.md E12, E13).
-import { release } from "./arrays.ts";
-import type { Pacer } from "./pacer.ts";
-import type { SegmentFileWriter } from "./segment-file.ts";
+import { release } from "../util/arrays.ts";
+import type { Pacer } from "../util/pacer.ts";
+import type { SegmentFileWriter } from "../segment/segment-file.ts";
 
 const NONE = 0xffff_ffff;
 

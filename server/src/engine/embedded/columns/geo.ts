@@ -3,9 +3,9 @@
 // contiguous range of that order; a best-first walk over the cells (Hjaltason & Samet's
 // incremental nearest neighbour) yields the members of a posting expression (in geo order) in
 // exact distance order, opening only cells near the point that hold members.
-import { lowerBound } from "./arrays.ts";
-import type { Source } from "./postings.ts";
-import { END } from "./postings.ts";
+import { lowerBound } from "../util/arrays.ts";
+import type { Source } from "../postings/sources.ts";
+import { END } from "../postings/sources.ts";
 
 export const EARTH_RADIUS_M = 6_371_008.8;
 const RAD = Math.PI / 180;

@@ -4,9 +4,9 @@
 // the caller waits, so a fast producer cannot pile records up in memory.
 import fs from "node:fs";
 import { Worker } from "node:worker_threads";
-import type { SearchRecord } from "../../ports/engine.ts";
+import type { SearchRecord } from "../../../ports/engine.ts";
 import type { BuildReply, BuildRequest } from "./build-worker.ts";
-import { Segment } from "./segment.ts";
+import { Segment } from "../segment/segment.ts";
 
 type Built = Extract<BuildReply, { ok: true }>["built"];
 type Request = BuildRequest extends infer R ? (R extends unknown ? Omit<R, "id"> : never) : never;

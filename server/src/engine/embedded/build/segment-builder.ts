@@ -5,17 +5,17 @@
 // Nothing is visible until the catalog says so.
 import fs from "node:fs";
 import path from "node:path";
-import type { SearchRecord } from "../../ports/engine.ts";
-import { tokenize } from "../tokenize.ts";
-import { Growable, invert, radixSortByKey, release, sortByKey, sortIndices } from "./arrays.ts";
-import { walkData, type FilterLeaf } from "./data-fields.ts";
-import { geoCode } from "./geo.ts";
-import { INDEX_FILE, KIND_FALSE, KIND_NUMBER, KIND_TRUE, RECORDS_FILE, type SegmentMeta } from "./segment.ts";
-import { SegmentFileWriter } from "./segment-file.ts";
+import type { SearchRecord } from "../../../ports/engine.ts";
+import { tokenize } from "../../tokenize.ts";
+import { Growable, invert, radixSortByKey, release, sortByKey, sortIndices } from "../util/arrays.ts";
+import { walkData, type FilterLeaf } from "../columns/data-fields.ts";
+import { geoCode } from "../columns/geo.ts";
+import { INDEX_FILE, KIND_FALSE, KIND_NUMBER, KIND_TRUE, RECORDS_FILE, type SegmentMeta } from "../segment/segment.ts";
+import { SegmentFileWriter } from "../segment/segment-file.ts";
 import { SlotLog, type SlotLogReader } from "./slot-log.ts";
-import { SortedStrings, compareCodePoints } from "./sorted-strings.ts";
-import { Pacer } from "./pacer.ts";
-import { RunSorter, docOrders, longestRun, splitIntoWindows, writeSplitPostings, type DocOrders } from "./split-postings.ts";
+import { SortedStrings, compareCodePoints } from "../termdict/sorted-strings.ts";
+import { Pacer } from "../util/pacer.ts";
+import { RunSorter, docOrders, longestRun, splitIntoWindows, writeSplitPostings, type DocOrders } from "../postings/split-postings.ts";
 
 const NONE = 0xffff_ffff;
 /** Loop iterations between asking the pacer whether to give the event loop back. */

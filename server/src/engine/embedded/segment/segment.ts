@@ -25,10 +25,10 @@
 //   filter{i}Kind/filter{i}Num columns of the numeric/boolean data paths in meta.filterPaths
 import fs from "node:fs";
 import path from "node:path";
-import type { SearchRecord } from "../../ports/engine.ts";
+import type { SearchRecord } from "../../../ports/engine.ts";
 import { openSegmentFile, type Section } from "./segment-file.ts";
-import { SortedStrings } from "./sorted-strings.ts";
-import type { GeoIndex } from "./geo.ts";
+import { SortedStrings } from "../termdict/sorted-strings.ts";
+import type { GeoIndex } from "../columns/geo.ts";
 
 export interface SegmentMeta {
   docCount: number;
