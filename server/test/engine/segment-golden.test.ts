@@ -9,7 +9,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import type { SearchRecord } from "../../src/ports/engine.ts";
 import { SegmentBuilder } from "../../src/engine/embedded/build/segment-builder.ts";
 import { openSegmentFile } from "../../src/engine/embedded/segment/segment-file.ts";
-import { INDEX_FILE, RECORDS_FILE } from "../../src/engine/embedded/segment/segment.ts";
+import { INDEX_FILE, RECORDS_FILE } from "../../src/engine/embedded/segment/meta.ts";
 import { random } from "../support/random.ts";
 
 const root = fs.mkdtempSync(path.join(os.tmpdir(), "sift-golden-"));

@@ -218,7 +218,7 @@ class EmbeddedEngine implements SearchEngine {
     try {
       for (let doc = 0; doc < segment.docCount; doc++) {
         if ((doc & CHECK_EVERY) === 0 && pacer.due()) await pacer.pause();
-        if (!overlay.shadowed.has(doc)) await builder.add(segment.readRecord(doc));
+        if (!overlay.shadowed.has(doc)) await builder.add(segment.records.read(doc));
       }
       for (const item of overlay.upserts.values()) await builder.add(item.record);
       const built = await builder.finish();
@@ -271,7 +271,7 @@ class EmbeddedEngine implements SearchEngine {
     const prefixLast = request.scope === "title";
     const fromSegment: RankedHit[] = searchSegment(segment, { tokens, prefixLast, request, shadowed: overlay.shadowed }, this.tuning).map(
       (hit) => {
-        const record = segment.readHotRecord(hit.doc);
+        const record = segment.records.readHot(hit.doc);
         return { bucket: hit.bucket, weight: segment.weight[hit.doc]!, distance: hit.distance, id: record.id, record, doc: hit.doc };
       },
     );
@@ -290,7 +290,7 @@ class EmbeddedEngine implements SearchEngine {
     if (upserted !== undefined) return structuredClone(upserted.record);
     if (overlay.deletes.has(id)) return null;
     const doc = segment.findDoc(id);
-    return doc < 0 ? null : segment.readHotRecord(doc);
+    return doc < 0 ? null : segment.records.readHot(doc);
   }
 
   async count(indexKey: string, version: VersionId): Promise<number> {

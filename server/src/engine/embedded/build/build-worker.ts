@@ -3,7 +3,7 @@
 // would stall searches for seconds if it ran on the server's event loop.
 import { parentPort } from "node:worker_threads";
 import type { SearchRecord } from "../../../ports/engine.ts";
-import type { SegmentMeta } from "../segment/segment.ts";
+import type { SegmentMeta } from "../segment/meta.ts";
 import { SegmentBuilder } from "./segment-builder.ts";
 
 export type BuildRequest =

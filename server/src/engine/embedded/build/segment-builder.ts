@@ -1,7 +1,7 @@
 // Builds a segment from a stream of records (bulk ingest or checkpoint). Records go to
 // records.bin as they arrive; ids and weights stay in typed arrays (the document order needs them),
 // the rest of each record's index data goes to a slot log on disk (slot-log.ts), and finish() turns
-// both into the sections described in segment.ts, written one at a time (docs/DECISIONS.md E12).
+// both into the sections of segment/sections.ts, written one at a time (docs/DECISIONS.md E12).
 // Nothing is visible until the catalog says so.
 import fs from "node:fs";
 import path from "node:path";
@@ -9,9 +9,11 @@ import type { SearchRecord } from "../../../ports/engine.ts";
 import { tokenize } from "../../tokenize.ts";
 import { Growable, invert, radixSortByKey, release, sortByKey, sortIndices } from "../util/arrays.ts";
 import { walkData, type FilterLeaf } from "../columns/data-fields.ts";
+import { KIND_FALSE, KIND_NUMBER, KIND_TRUE } from "../columns/filter-columns.ts";
 import { geoCode } from "../columns/geo.ts";
-import { INDEX_FILE, KIND_FALSE, KIND_NUMBER, KIND_TRUE, RECORDS_FILE, type SegmentMeta } from "../segment/segment.ts";
+import { INDEX_FILE, RECORDS_FILE, type SegmentMeta } from "../segment/meta.ts";
 import { SegmentFileWriter } from "../segment/segment-file.ts";
+import { PREFIX_POSTINGS, SECTIONS, TITLE_POSTINGS, filterColumnSections } from "../segment/sections.ts";
 import { SlotLog, type SlotLogReader } from "./slot-log.ts";
 import { SortedStrings, compareCodePoints } from "../termdict/sorted-strings.ts";
 import { Pacer } from "../util/pacer.ts";
@@ -265,7 +267,7 @@ export class SegmentBuilder {
 
     const orders = docOrders(n, docToRank, geoDocs);
     release(geoDocs);
-    await writeSplitPostings(out, ["termPost", "termDocs", "termRanks", "termPostGeo", "termGeo"], termCount, orders, this.postingWindow, pacer, (tokens, from, to, emit, low, high) => {
+    await writeSplitPostings(out, TITLE_POSTINGS, termCount, orders, this.postingWindow, pacer, (tokens, from, to, emit, low, high) => {
       for (let i = from; i < to; i++) {
         const t = tokens[i]!;
         if (t >= low && t < high) emit(t, i === from);
@@ -276,8 +278,8 @@ export class SegmentBuilder {
     if (orders.geoPosition !== null) release(orders.geoPosition);
 
     const termTable = await SortedStrings.pack(termCount, (i) => this.terms[termOrder[i]!]!, pacer);
-    await out.add("termBytes", termTable.bytes);
-    await out.add("termOffsets", termTable.offsets);
+    await out.add(SECTIONS.termDictBytes, termTable.bytes);
+    await out.add(SECTIONS.termDictOffsets, termTable.offsets);
     return { docCount: n, maxPrefix: this.maxPrefix, maxTitleTokens, filterPaths };
   }
 
@@ -300,11 +302,11 @@ export class SegmentBuilder {
     const slotWeights = this.weight.view();
     for (let s = 0; s < slots; s++) if (docOfSlot[s] !== NONE) weight[docOfSlot[s]!] = slotWeights[s]!;
     this.weight.release();
-    await out.add("weight", weight);
+    await out.add(SECTIONS.weight, weight);
     release(weight);
-    await out.add("docToRank", rankOfDoc);
+    await out.add(SECTIONS.docToRank, rankOfDoc);
     const rankToDoc = invert(rankOfDoc);
-    await out.add("rankToDoc", rankToDoc);
+    await out.add(SECTIONS.rankToDoc, rankToDoc);
     release(rankToDoc);
     return { n, docOfSlot, docToRank: rankOfDoc };
   }
@@ -315,12 +317,12 @@ export class SegmentBuilder {
       // Most indexes have no coordinates: two columns of NaN, written a chunk at a time, not 16
       // bytes a record held in memory.
       const nothing = new Float64Array(Math.min(n, WRITE_CHUNK / 8)).fill(NaN);
-      for (const name of ["lat", "lon"]) {
-        const put = out.reserve(name, "f64", n);
+      for (const key of [SECTIONS.latitude, SECTIONS.longitude]) {
+        const put = out.reserve(key, n);
         for (let at = 0; at < n; at += nothing.length) await put(nothing.subarray(0, Math.min(nothing.length, n - at)), at);
       }
-      await out.add("geoCodes", new Uint32Array(0));
-      await out.add("geoDocs", new Uint32Array(0));
+      await out.add(SECTIONS.geoCodes, new Uint32Array(0));
+      await out.add(SECTIONS.geoDocs, new Uint32Array(0));
       return new Uint32Array(0);
     }
     const lat = new Float64Array(n).fill(NaN);
@@ -336,13 +338,13 @@ export class SegmentBuilder {
     this.geoLat.release();
     this.geoLon.release();
     const { geoCodes, geoDocs } = buildGeo(lat, lon);
-    await out.add("lat", lat);
-    await out.add("lon", lon);
+    await out.add(SECTIONS.latitude, lat);
+    await out.add(SECTIONS.longitude, lon);
     release(lat);
     release(lon);
-    await out.add("geoCodes", geoCodes);
+    await out.add(SECTIONS.geoCodes, geoCodes);
     release(geoCodes);
-    await out.add("geoDocs", geoDocs);
+    await out.add(SECTIONS.geoDocs, geoDocs);
     return geoDocs;
   }
 
@@ -362,8 +364,8 @@ export class SegmentBuilder {
       }
       offset += length;
     });
-    await out.add("recOffsets", recOffsets);
-    await out.add("recLengths", recLengths);
+    await out.add(SECTIONS.recordOffsets, recOffsets);
+    await out.add(SECTIONS.recordLengths, recLengths);
     release(recOffsets);
     release(recLengths);
   }
@@ -406,8 +408,8 @@ export class SegmentBuilder {
     pacer: Pacer,
   ): Promise<void> {
     const n = fwdOffsets.length - 1;
-    await out.add("fwdOffsets", fwdOffsets);
-    const put = out.reserve("fwdTokens", "u32", fwdOffsets[n]!);
+    await out.add(SECTIONS.forwardOffsets, fwdOffsets);
+    const put = out.reserve(SECTIONS.forwardTerms, fwdOffsets[n]!);
     const { windows, largest } = splitIntoWindows(n, (doc) => fwdOffsets[doc]!, this.postingWindow / 4);
     const buffer = new Uint32Array(largest);
     for (let w = 0; w + 1 < windows.length; w++) {
@@ -467,8 +469,9 @@ export class SegmentBuilder {
         }
       });
       for (let c = 0; c < count; c++) {
-        await out.add(`filter${first + c}Kind`, kinds[c]!);
-        await out.add(`filter${first + c}Num`, nums[c]!);
+        const sections = filterColumnSections(first + c);
+        await out.add(sections.kinds, kinds[c]!);
+        await out.add(sections.values, nums[c]!);
         release(kinds[c]!);
         release(nums[c]!);
       }
@@ -538,8 +541,8 @@ export class SegmentBuilder {
     let total = 0;
     for (let r = 0; r < ranked.length; r++) total += ends[ranked[r]!]! - startOf(ranked[r]!);
     if (total > 0xffff_ffff) throw new Error("id table larger than 4 GiB");
-    const putBytes = out.reserve("idBytes", "u8", total);
-    const putOffsets = out.reserve("idOffsets", "u32", ranked.length + 1);
+    const putBytes = out.reserve(SECTIONS.idBytes, total);
+    const putOffsets = out.reserve(SECTIONS.idOffsets, ranked.length + 1);
     const chunk = new Uint8Array(WRITE_CHUNK);
     const offsets = new Uint32Array(WRITE_CHUNK / 4);
     let used = 0;
@@ -598,8 +601,8 @@ export class SegmentBuilder {
       if (total > 0xffff_ffff) throw new Error("more than 4G data term entries in one segment");
       offsets[t] = total;
     }
-    await out.add("dataPost", offsets);
-    const put = out.reserve("dataDocs", "u32", total);
+    await out.add(SECTIONS.dataOffsets, offsets);
+    const put = out.reserve(SECTIONS.dataDocs, total);
     const { windows, largest } = splitIntoWindows(termCount, (t) => offsets[t]!, this.postingWindow / 4);
     const buffer = new Uint32Array(largest);
     const cursor = offsets.slice();
@@ -675,8 +678,8 @@ export class SegmentBuilder {
     const table = await SortedStrings.pack(order.length, (i) => prefixList[order[i]!]!, pacer);
     prefixIds.clear();
     prefixList.length = 0;
-    await out.add("prefixBytes", table.bytes);
-    await out.add("prefixOffsets", table.offsets);
+    await out.add(SECTIONS.prefixDictBytes, table.bytes);
+    await out.add(SECTIONS.prefixDictOffsets, table.offsets);
     // A term's prefixes ("a", "am", "amb") are ascending prefix ids: a window of ids that misses
     // [first, last] has none of them, and the term is passed over without looking at each.
     const firstPrefix = new Uint32Array(termOrder.length).fill(NONE);
@@ -687,8 +690,7 @@ export class SegmentBuilder {
         lastPrefix[t] = termPrefixes[t * L + k]!;
       }
     }
-    const sections = ["prefixPost", "prefixDocs", "prefixRanks", "prefixPostGeo", "prefixGeo"] as const;
-    await writeSplitPostings(out, sections, order.length, orders, this.postingWindow, pacer, (tokens, from, to, emit, low, high) => {
+    await writeSplitPostings(out, PREFIX_POSTINGS, order.length, orders, this.postingWindow, pacer, (tokens, from, to, emit, low, high) => {
       for (let i = from; i < to; i++) {
         const t = tokens[i]!;
         if (firstPrefix[t]! >= high || lastPrefix[t]! < low) continue;

@@ -5,6 +5,7 @@
 import { release } from "../util/arrays.ts";
 import type { Pacer } from "../util/pacer.ts";
 import type { SegmentFileWriter } from "../segment/segment-file.ts";
+import { SECTIONS, type SplitPostingSections } from "../segment/sections.ts";
 
 const NONE = 0xffff_ffff;
 
@@ -32,7 +33,7 @@ const SCAN_DOCS = 1 << 18;
 
 /**
  * Visits every document in document order with its title terms, read back from the forward index
- * already written (fwdOffsets, fwdTokens) a chunk at a time: sequential reads of the page cache,
+ * already written (forwardOffsets, forwardTerms) a chunk at a time: sequential reads of the page cache,
  * instead of 16 bytes per record held in memory through every posting pass.
  */
 async function scanTitles(out: SegmentFileWriter, n: number, pacer: Pacer, visit: (doc: number, tokens: Uint32Array, from: number, to: number) => void): Promise<void> {
@@ -42,29 +43,27 @@ async function scanTitles(out: SegmentFileWriter, n: number, pacer: Pacer, visit
     if (pacer.due()) await pacer.pause();
     const count = Math.min(SCAN_DOCS, n - first);
     const at = offsets.subarray(0, count + 1);
-    await out.read("fwdOffsets", first, at);
+    await out.read(SECTIONS.forwardOffsets, first, at);
     const base = at[0]!;
     const length = at[count]! - base;
     if (length > tokens.length) tokens = new Uint32Array(length);
-    await out.read("fwdTokens", base, tokens.subarray(0, length));
+    await out.read(SECTIONS.forwardTerms, base, tokens.subarray(0, length));
     for (let i = 0; i < count; i++) visit(first + i, tokens, at[i]! - base, at[i + 1]! - base);
   }
 }
 
 /**
- * Postings split into "at the first title token" and "elsewhere" runs (see segment.ts), built by
+ * Postings split into "at the first title token" and "elsewhere" runs (SplitPostingSections), built by
  * counting sort. `keysOf` emits each key of a document; duplicates within a document are dropped,
  * the first occurrence decides. One counting pass over the documents, then a window of whole keys
  * at a time: one pass in document order fills the window's runs in the weight order (documents
  * are numbered by weight), and the same runs in the id and geo orders are derived from it (each
  * document mapped to its position in that order, each run sorted), not filled by visiting the
- * documents in those orders, which would read the forward index at random. Sections, as named:
- * [offsets, weight order, id order, geo offsets, geo order]; the geo order holds only documents
- * with coordinates.
+ * documents in those orders, which would read the forward index at random.
  */
 export async function writeSplitPostings(
   out: SegmentFileWriter,
-  names: readonly [string, string, string, string, string],
+  sections: SplitPostingSections,
   keyCount: number,
   orders: DocOrders,
   windowBytes: number,
@@ -105,11 +104,11 @@ export async function writeSplitPostings(
   };
   const offsets = layout(startCount, otherCount);
   const geoOffsets = layout(startGeo, otherGeo);
-  await out.add(names[0], offsets);
-  const putDocs = out.reserve(names[1], "u32", offsets[2 * keyCount]!);
-  const putRanks = out.reserve(names[2], "u32", offsets[2 * keyCount]!);
-  await out.add(names[3], geoOffsets);
-  const putGeo = out.reserve(names[4], "u32", geoOffsets[2 * keyCount]!);
+  await out.add(sections.offsets, offsets);
+  const putDocs = out.reserve(sections.docs, offsets[2 * keyCount]!);
+  const putRanks = out.reserve(sections.ranks, offsets[2 * keyCount]!);
+  await out.add(sections.geoOffsets, geoOffsets);
+  const putGeo = out.reserve(sections.geoPositions, geoOffsets[2 * keyCount]!);
 
   // With coordinates a window's geo runs are held beside it: each gets half the window.
   const { windows, largest } = splitIntoWindows(keyCount, (key) => offsets[2 * key]!, windowBytes / (geoPosition === null ? 4 : 8));

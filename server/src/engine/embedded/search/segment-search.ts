@@ -15,7 +15,7 @@ import { compileFilter, type DocPredicate } from "../columns/filter-columns.ts";
 import { NearestIterator, haversineMeters } from "../columns/geo.ts";
 import { BUCKETS, DATA_BUCKET, MatchScratch, titleBucket } from "./lexical.ts";
 import { AndSource, EMPTY, END, RunSource, UnionSource, intersectionByBitmap, materialize, mergeRuns, type Source } from "../postings/sources.ts";
-import type { Segment } from "../segment/segment.ts";
+import type { Segment, SplitPostings } from "../segment/segment.ts";
 import { TopK } from "./top-k.ts";
 import { lowerBound } from "../util/arrays.ts";
 
@@ -181,8 +181,8 @@ class SegmentSearch {
         this.stream(5, only(5, 6, 7), false, prefixed(false)),
       ];
     }
-    const { dataPost, dataDocs } = this.segment;
-    const dataOnly = (t: number) => new RunSource(dataDocs, dataPost[t]!, dataPost[t + 1]!);
+    const { offsets: dataOffsets, docs: dataDocs } = this.segment.dataPostings;
+    const dataOnly = (t: number) => new RunSource(dataDocs, dataOffsets[t]!, dataOffsets[t + 1]!);
     const weightOnly = (make: () => Source) => (o: Order) => (o === "weight" ? make() : null);
     if (n === 1) {
       const t = ids[0]!;
@@ -209,13 +209,11 @@ class SegmentSearch {
 
   /** One run of term t: documents with t as first title token, or with t elsewhere. */
   private termRun(t: number, atStart: boolean, order: Order): RunSource {
-    const s = this.segment;
-    return splitRun(order === "geo" ? s.termPostGeo : s.termPost, order === "weight" ? s.termDocs : order === "id" ? s.termRanks : s.termGeo, t, atStart);
+    return splitRun(this.segment.titlePostings, order, t, atStart);
   }
 
   private prefixRun(p: number, atStart: boolean, order: Order): RunSource {
-    const s = this.segment;
-    return splitRun(order === "geo" ? s.prefixPostGeo : s.prefixPost, order === "weight" ? s.prefixDocs : order === "id" ? s.prefixRanks : s.prefixGeo, p, atStart);
+    return splitRun(this.segment.prefixPostings, order, p, atStart);
   }
 
   /** Every title occurrence of term t (both runs). */
@@ -265,16 +263,16 @@ class SegmentSearch {
   }
 
   private bucketOf(doc: number): number {
-    const { fwdOffsets, fwdTokens } = this.segment;
+    const { offsets: forwardOffsets, terms: forwardTerms } = this.segment.forward;
     const { ids, lo, hi } = this.terms;
     const { masks, prefix } = this.scratch;
     const n = this.n;
-    const from = fwdOffsets[doc]!;
-    const len = fwdOffsets[doc + 1]! - from;
+    const from = forwardOffsets[doc]!;
+    const len = forwardOffsets[doc + 1]! - from;
     const prefixLast = this.query.prefixLast;
     let found = 0;
     for (let j = 0; j < len; j++) {
-      const t = fwdTokens[from + j]!;
+      const t = forwardTerms[from + j]!;
       let mask = 0;
       for (let i = 0; i < n; i++) if (ids[i] === t) mask |= 1 << i;
       masks[j] = mask;
@@ -283,12 +281,12 @@ class SegmentSearch {
     }
     if (prefixLast || found === this.full) return titleBucket(masks, prefix, len, n, prefixLast);
     // scope=all: the tokens missing from the title must all be in data.
-    const { dataPost, dataDocs } = this.segment;
+    const { offsets: dataOffsets, docs: dataDocs } = this.segment.dataPostings;
     for (let i = 0; i < n; i++) {
       if (found & (1 << i)) continue;
       const t = ids[i]!;
-      const end = dataPost[t + 1]!;
-      const at = lowerBound(dataDocs, dataPost[t]!, end, doc);
+      const end = dataOffsets[t + 1]!;
+      const at = lowerBound(dataDocs, dataOffsets[t]!, end, doc);
       if (at === end || dataDocs[at] !== doc) return -1;
     }
     return DATA_BUCKET;
@@ -468,6 +466,9 @@ class SegmentSearch {
   }
 }
 
-function splitRun(offsets: Uint32Array, values: Uint32Array, key: number, atStart: boolean): RunSource {
+/** Key k's run "at the first title token" or "elsewhere", in an order. */
+function splitRun(postings: SplitPostings, order: Order, key: number, atStart: boolean): RunSource {
+  const offsets = order === "geo" ? postings.geoOffsets : postings.offsets;
+  const values = order === "weight" ? postings.docs : order === "id" ? postings.ranks : postings.geoPositions;
   return atStart ? new RunSource(values, offsets[2 * key]!, offsets[2 * key + 1]!) : new RunSource(values, offsets[2 * key + 1]!, offsets[2 * key + 2]!);
 }
