@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { radixSortByKey } from "../../src/engine/embedded/util/arrays.ts";
-import { NearestIterator, geoCode, haversineMeters, type GeoIndex } from "../../src/engine/embedded/columns/geo.ts";
+import { geoCode, haversineMeters, type GeoIndex } from "../../src/engine/embedded/columns/geo.ts";
+import { NearestIterator } from "../../src/engine/embedded/search/nearest.ts";
 import { RunSource } from "../../src/engine/embedded/postings/sources.ts";
 
 function index(points: [number, number][]): GeoIndex {
