@@ -1,11 +1,28 @@
 // The embedded search engine: in-process, persisted under dataDir.
 //
-//   dataDir/catalog.db                       SQLite: indexes, majors, the change log (catalog.ts)
-//   dataDir/segments/<index>/<major>-<tag>/  one immutable segment per major (segment.ts)
+//   dataDir/catalog.db                       SQLite: indexes, majors, the change log
+//   dataDir/segments/<index>/<major>-<tag>/  one immutable segment per major
 //
 // A major version is a segment; a minor version is a row in the change log, searched as its
 // major's segment minus the documents its chain of changes replaced or deleted, plus the records
-// it upserted (overlay.ts). Versions therefore share storage; checkpoint() writes a new segment.
+// it upserted (an overlay). Versions therefore share storage; checkpoint() writes a new segment.
+//
+// This file is the adapter (SearchEngine). The folders hold the parts, laid out like a search
+// engine's (tantivy's directory, termdict, postings, store, fastfield, indexer, query, collector):
+//   segment/   the Segment reader, its meta, the table of sections (sections.ts) and the file
+//              container they are stored in (segment-file.ts)
+//   termdict/  sorted string tables (terms, prefixes, ids) and the term/prefix dictionary writer
+//   postings/  posting runs and expressions over them (sources.ts); the writers of the title and
+//              prefix (split), data and forward-index postings, filled window by window
+//   store/     records.bin: the writer, the reader and its cache of hot records
+//   columns/   per-document columns: ids and the document order, weight, geo, filter columns,
+//              and what a record's data holds (data-fields.ts)
+//   build/     SegmentBuilder, the orchestrator of one writer per part; the slot log and its codec;
+//              the off-thread builder and its worker
+//   search/    planning, matching, reading orders (weight, id, nearest first), top-k, hit order
+//   versions/  the version tree of an index and the overlays of minor versions
+//   catalog/   the SQLite catalog
+//   util/      typed-array helpers and the pacer that gives the event loop back during builds
 import fs from "node:fs";
 import path from "node:path";
 import { randomUUID } from "node:crypto";
@@ -35,7 +52,7 @@ export interface EmbeddedEngineOptions {
   dataDir: string;
   /** Longest prefix (in characters) with its own posting list; longer ones merge term lists. Default 4. */
   maxPrefix?: number;
-  /** Thresholds of the search strategies (segment-search.ts); tests lower them to reach every path. */
+  /** Thresholds of the search strategies (search/segment-search.ts); tests lower them to reach every path. */
   tuning?: Partial<SearchTuning>;
   /** Map segment indexes from their files (default) rather than reading them into the heap. */
   mapSegments?: boolean;

@@ -92,7 +92,8 @@ export class OffThreadBuilder {
     const records = this.batch;
     this.batch = [];
     const acknowledged = this.call({ type: "add", json: JSON.stringify(records) });
-    // A failure surfaces when this batch is waited for (below or in finish), not as an unhandled rejection.
+    // Not dropped: this same promise is awaited below or in finish(), which rethrows its failure;
+    // the empty handler only keeps it from counting as an unhandled rejection meanwhile.
     acknowledged.catch(() => {});
     this.sent.push(acknowledged);
     while (this.sent.length >= IN_FLIGHT) await this.sent.shift();

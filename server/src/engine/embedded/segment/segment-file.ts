@@ -109,6 +109,8 @@ export class SegmentFileWriter {
 
   /** Closes the file without finishing it (the caller removes it). */
   async close(): Promise<void> {
+    // Only a failed build closes this way, and it rethrows its own error and removes the file:
+    // an error from close() would only hide that one.
     await this.file.close().catch(() => {});
   }
 }
