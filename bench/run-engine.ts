@@ -5,8 +5,8 @@ import fs from "node:fs";
 import path from "node:path";
 import type { SearchEngine, SearchRequest } from "../server/src/ports/engine.ts";
 import { createEmbeddedEngine } from "../server/src/engine/embedded/index.ts";
-import { haversineMeters } from "../server/src/engine/embedded/geo.ts";
-import { TopK } from "../server/src/engine/embedded/top-k.ts";
+import { haversineMeters } from "../server/src/engine/embedded/columns/geo.ts";
+import { TopK } from "../server/src/engine/embedded/search/top-k.ts";
 import {
   compareScores,
   prepareRecord,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { radixSortByKey, sortByKey } from "../../src/engine/embedded/arrays.ts";
+import { radixSortByKey, sortByKey } from "../../src/engine/embedded/util/arrays.ts";
 
 describe("sorting by a 32-bit key", () => {
   let seed = 3;

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SearchEngine, SearchHit, SearchRecord, SearchRequest } from "../../src/ports/engine.ts";
 import { parseFilter } from "../../src/search/filter.ts";
 import { tokenize } from "../../src/engine/tokenize.ts";
-import { random } from "./reference.ts";
+import { random } from "../support/random.ts";
 
 export type OpenEngine = () => Promise<{ engine: SearchEngine; cleanup: () => Promise<void> }>;
 

@@ -9,7 +9,8 @@ import { afterEach, describe, expect, it } from "vitest";
 import { createEmbeddedEngine, type EmbeddedEngineOptions } from "../../src/engine/embedded/index.ts";
 import type { FilterExpr, RecordChange, SearchEngine, SearchRecord, SearchRequest } from "../../src/ports/engine.ts";
 import { parseFilter } from "../../src/search/filter.ts";
-import { compareScores, prepareRecord, queryTokens, random, scoreRecord, toHits, type PreparedRecord } from "./reference.ts";
+import { compareScores, prepareRecord, queryTokens, scoreRecord, toHits, type PreparedRecord } from "./reference.ts";
+import { random } from "../support/random.ts";
 
 const dirs: string[] = [];
 const engines: SearchEngine[] = [];

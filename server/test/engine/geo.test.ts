@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { radixSortByKey } from "../../src/engine/embedded/arrays.ts";
-import { NearestIterator, geoCode, haversineMeters, type GeoIndex } from "../../src/engine/embedded/geo.ts";
-import { RunSource } from "../../src/engine/embedded/postings.ts";
+import { radixSortByKey } from "../../src/engine/embedded/util/arrays.ts";
+import { geoCode, haversineMeters, type GeoIndex } from "../../src/engine/embedded/columns/geo.ts";
+import { NearestIterator } from "../../src/engine/embedded/search/nearest.ts";
+import { RunSource } from "../../src/engine/embedded/postings/sources.ts";
 
 function index(points: [number, number][]): GeoIndex {
   const lat = Float64Array.from(points, (p) => p[0]);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { AndSource, RunSource, UnionSource, materialize, type Source } from "../../src/engine/embedded/postings.ts";
-import { random } from "./reference.ts";
+import { AndSource, RunSource, UnionSource, materialize, type Source } from "../../src/engine/embedded/postings/sources.ts";
+import { random } from "../support/random.ts";
 
 /** A sorted, de-duplicated run of up to `size` positions in [from, universe). */
 function run(next: () => number, size: number, universe: number, from = 0): RunSource {

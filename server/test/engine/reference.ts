@@ -111,14 +111,3 @@ export function referenceSearch(records: Iterable<SearchRecord>, request: Search
   }
   return toHits(scored.sort(compareScores(request.weighted)).slice(0, request.limit));
 }
-
-/** A deterministic pseudo-random sequence (mulberry32), so a failing case can be replayed. */
-export function random(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(a ^ (a >>> 15), a | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}

@@ -4,17 +4,13 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import type { SearchRecord } from "../../src/ports/engine.ts";
-import { SegmentBuilder } from "../../src/engine/embedded/segment-builder.ts";
-import { openSegmentFile } from "../../src/engine/embedded/segment-file.ts";
-import { INDEX_FILE, RECORDS_FILE } from "../../src/engine/embedded/segment.ts";
+import { SegmentBuilder } from "../../src/engine/embedded/build/segment-builder.ts";
+import { openSegmentFile } from "../../src/engine/embedded/segment/segment-file.ts";
+import { INDEX_FILE, RECORDS_FILE } from "../../src/engine/embedded/segment/meta.ts";
+import { random } from "../support/random.ts";
 
 const root = fs.mkdtempSync(path.join(os.tmpdir(), "sift-builder-"));
 afterAll(() => fs.rmSync(root, { recursive: true, force: true }));
-
-function random(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => ((s = (Math.imul(s, 1664525) + 1013904223) >>> 0) / 2 ** 32);
-}
 
 const WORDS = ["san", "santa", "Santé", "río", "rio", "東京", "x", "new", "newt", "york", "a", "ab"];
 const ID_CHARS = ["a", "b", "é", "Ω", "😀", "\ue000", "1"];

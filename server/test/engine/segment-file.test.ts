@@ -2,7 +2,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { SegmentFileWriter, openSegmentFile, writeSegmentFile, type Section } from "../../src/engine/embedded/segment-file.ts";
+import { SegmentFileWriter, openSegmentFile, sectionOf, writeSegmentFile, type Section } from "../../src/engine/embedded/segment/segment-file.ts";
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sift-segfile-"));
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
@@ -72,22 +72,37 @@ describe("segment files", () => {
   it("fill reserved sections in parts, side by side and out of order, and read them back while writing", async () => {
     const file = path.join(dir, "parts.bin");
     const out = await SegmentFileWriter.create(file);
-    await out.add("head", Uint32Array.from([7]));
-    const putBytes = out.reserve("bytes", "u8", 5);
-    const putWords = out.reserve("words", "u32", 6);
-    await out.add("tail", Float64Array.from([2.5]));
+    const words = { stored: "words", type: "u32" } as const;
+    await out.add({ stored: "head", type: "u32" }, Uint32Array.from([7]));
+    const putBytes = out.reserve({ stored: "bytes", type: "u8" }, 5);
+    const putWords = out.reserve(words, 6);
+    await out.add({ stored: "tail", type: "f64" }, Float64Array.from([2.5]));
     await putWords(Uint32Array.from([40, 50]), 4);
     await putBytes(Uint8Array.from([9, 8]), 3);
     await putWords(Uint32Array.from([10, 20]), 1);
     const back = new Uint32Array(3);
-    await out.read("words", 2, back);
+    await out.read(words, 2, back);
     expect([...back]).toEqual([20, 0, 40]);
     await expect(putWords(Uint32Array.from([1, 2]), 5)).rejects.toThrow(/out of/);
+    // @ts-expect-error: a part of another element type is refused at run time too
     await expect(putWords(Uint8Array.from([1]), 0)).rejects.toThrow(/1-byte elements/);
-    await expect(out.read("words", 5, new Uint32Array(2))).rejects.toThrow(/cannot read/);
+    await expect(out.read(words, 5, new Uint32Array(2))).rejects.toThrow(/cannot read/);
     await out.finish({});
     const opened = await openSegmentFile(file, true);
     // Parts never put stay zero.
     expect(plain(opened.sections)).toEqual({ head: [7], bytes: [0, 0, 0, 9, 8], words: [0, 10, 20, 0, 40, 50], tail: [2.5] });
+  });
+
+  it("hand out a section only under its element type", async () => {
+    const file = path.join(dir, "typed.bin");
+    const out = await SegmentFileWriter.create(file);
+    // @ts-expect-error: an array of another element type is refused at run time too
+    await expect(out.add({ stored: "reals", type: "f64" }, Uint32Array.from([1]))).rejects.toThrow(/u32 elements in a f64 section/);
+    await out.add({ stored: "words", type: "u32" }, Uint32Array.from([1, 2]));
+    await out.finish({});
+    const { sections: opened } = await openSegmentFile(file, false);
+    expect([...sectionOf(opened, { stored: "words", type: "u32" })]).toEqual([1, 2]);
+    expect(() => sectionOf(opened, { stored: "words", type: "f64" })).toThrow(/no f64 section words/);
+    expect(() => sectionOf(opened, { stored: "reals", type: "f64" })).toThrow(/no f64 section reals/);
   });
 });

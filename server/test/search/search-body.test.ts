@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { deepFreeze } from "../../src/engine/embedded/segment.ts";
+import { deepFreeze } from "../../src/engine/embedded/store/record-store.ts";
 import { searchBody } from "../../src/routes/search.ts";
 import type { SearchHit } from "../../src/ports/engine.ts";
 import { suggestionOf } from "../../src/services/search.ts";

@@ -1,11 +1,28 @@
 // The embedded search engine: in-process, persisted under dataDir.
 //
-//   dataDir/catalog.db                       SQLite: indexes, majors, the change log (catalog.ts)
-//   dataDir/segments/<index>/<major>-<tag>/  one immutable segment per major (segment.ts)
+//   dataDir/catalog.db                       SQLite: indexes, majors, the change log
+//   dataDir/segments/<index>/<major>-<tag>/  one immutable segment per major
 //
 // A major version is a segment; a minor version is a row in the change log, searched as its
 // major's segment minus the documents its chain of changes replaced or deleted, plus the records
-// it upserted (overlay.ts). Versions therefore share storage; checkpoint() writes a new segment.
+// it upserted (an overlay). Versions therefore share storage; checkpoint() writes a new segment.
+//
+// This file is the adapter (SearchEngine). The folders hold the parts, laid out like a search
+// engine's (tantivy's directory, termdict, postings, store, fastfield, indexer, query, collector):
+//   segment/   the Segment reader, its meta, the table of sections (sections.ts) and the file
+//              container they are stored in (segment-file.ts)
+//   termdict/  sorted string tables (terms, prefixes, ids) and the term/prefix dictionary writer
+//   postings/  posting runs and expressions over them (sources.ts); the writers of the title and
+//              prefix (split), data and forward-index postings, filled window by window
+//   store/     records.bin: the writer, the reader and its cache of hot records
+//   columns/   per-document columns: ids and the document order, weight, geo, filter columns,
+//              and what a record's data holds (data-fields.ts)
+//   build/     SegmentBuilder, the orchestrator of one writer per part; the slot log and its codec;
+//              the off-thread builder and its worker
+//   search/    planning, matching, reading orders (weight, id, nearest first), top-k, hit order
+//   versions/  the version tree of an index and the overlays of minor versions
+//   catalog/   the SQLite catalog
+//   util/      typed-array helpers and the pacer that gives the event loop back during builds
 import fs from "node:fs";
 import path from "node:path";
 import { randomUUID } from "node:crypto";
@@ -21,21 +38,21 @@ import type {
 } from "../../ports/engine.ts";
 import { compareVersions, parseVersion } from "../../domain/version-id.ts";
 import { tokenize } from "../tokenize.ts";
-import { Catalog } from "./catalog.ts";
-import { MAX_QUERY_TOKENS } from "./lexical.ts";
-import { overlayRecord, type Overlay } from "./overlay.ts";
-import { Pacer } from "./pacer.ts";
-import { compareRanked, type RankedHit } from "./ranked.ts";
-import type { Segment } from "./segment.ts";
-import { OffThreadBuilder } from "./off-thread-builder.ts";
-import { DEFAULT_TUNING, searchSegment, type SearchTuning } from "./segment-search.ts";
-import { ChangeVersion, IndexVersions, MajorVersion } from "./versions.ts";
+import { Catalog } from "./catalog/catalog.ts";
+import { MAX_QUERY_TOKENS } from "./search/lexical.ts";
+import { overlayRecord, type Overlay } from "./versions/overlay.ts";
+import { Pacer } from "./util/pacer.ts";
+import { compareRanked, type RankedHit } from "./search/ranked.ts";
+import type { Segment } from "./segment/segment.ts";
+import { OffThreadBuilder } from "./build/off-thread-builder.ts";
+import { DEFAULT_TUNING, searchSegment, type SearchTuning } from "./search/segment-search.ts";
+import { ChangeVersion, IndexVersions, MajorVersion } from "./versions/versions.ts";
 
 export interface EmbeddedEngineOptions {
   dataDir: string;
   /** Longest prefix (in characters) with its own posting list; longer ones merge term lists. Default 4. */
   maxPrefix?: number;
-  /** Thresholds of the search strategies (segment-search.ts); tests lower them to reach every path. */
+  /** Thresholds of the search strategies (search/segment-search.ts); tests lower them to reach every path. */
   tuning?: Partial<SearchTuning>;
   /** Map segment indexes from their files (default) rather than reading them into the heap. */
   mapSegments?: boolean;
@@ -218,7 +235,7 @@ class EmbeddedEngine implements SearchEngine {
     try {
       for (let doc = 0; doc < segment.docCount; doc++) {
         if ((doc & CHECK_EVERY) === 0 && pacer.due()) await pacer.pause();
-        if (!overlay.shadowed.has(doc)) await builder.add(segment.readRecord(doc));
+        if (!overlay.shadowed.has(doc)) await builder.add(segment.records.read(doc));
       }
       for (const item of overlay.upserts.values()) await builder.add(item.record);
       const built = await builder.finish();
@@ -271,7 +288,7 @@ class EmbeddedEngine implements SearchEngine {
     const prefixLast = request.scope === "title";
     const fromSegment: RankedHit[] = searchSegment(segment, { tokens, prefixLast, request, shadowed: overlay.shadowed }, this.tuning).map(
       (hit) => {
-        const record = segment.readHotRecord(hit.doc);
+        const record = segment.records.readHot(hit.doc);
         return { bucket: hit.bucket, weight: segment.weight[hit.doc]!, distance: hit.distance, id: record.id, record, doc: hit.doc };
       },
     );
@@ -290,7 +307,7 @@ class EmbeddedEngine implements SearchEngine {
     if (upserted !== undefined) return structuredClone(upserted.record);
     if (overlay.deletes.has(id)) return null;
     const doc = segment.findDoc(id);
-    return doc < 0 ? null : segment.readHotRecord(doc);
+    return doc < 0 ? null : segment.records.readHot(doc);
   }
 
   async count(indexKey: string, version: VersionId): Promise<number> {

@@ -1,9 +1,16 @@
-// Evaluates a FilterExpr against a segment's columns (no record is read or parsed), with the
-// semantics of search/filter.ts: a comparison holds only when the field exists with the type of
-// the literal.
-import type { FilterExpr } from "../../ports/engine.ts";
-import { compareValue } from "../../search/filter.ts";
-import { KIND_FALSE, KIND_NUMBER, KIND_TRUE, type Segment } from "./segment.ts";
+// Filter columns: each numeric or boolean data path (data.a.b) of a segment's records is a column
+// of a kind and a number per document (sections.ts, filterColumnSections). compileFilter evaluates
+// a FilterExpr against them (no record is read or parsed), with the semantics of
+// src/search/filter.ts: a comparison holds only when the field exists with the type of the literal.
+import type { FilterExpr } from "../../../ports/engine.ts";
+import { compareValue } from "../../../search/filter.ts";
+import type { Segment } from "../segment/segment.ts";
+
+/** A document's kind of value at a filter column's path (its filter{i}Kind section). */
+export const KIND_MISSING = 0;
+export const KIND_NUMBER = 1;
+export const KIND_FALSE = 2;
+export const KIND_TRUE = 3;
 
 export type DocPredicate = (doc: number) => boolean;
 

@@ -1,8 +1,8 @@
 // Sorted posting runs and expressions over them: unions (a term's two runs, a prefix spanning
 // several terms) and intersections (multi-token queries, leapfrogging with galloping seeks).
-// Entries are positions in one of a segment's orders (see segment.ts): the same expression is
-// read in weight, id or geo order by building it over that order's runs.
-import { lowerBound } from "./arrays.ts";
+// Entries are positions in one of a segment's orders (see segment/sections.ts): the same
+// expression is read in weight, id or geo order by building it over that order's runs.
+import { lowerBound } from "../util/arrays.ts";
 
 /** Returned when an iterator is exhausted; larger than any document number. */
 export const END = 2 ** 32;

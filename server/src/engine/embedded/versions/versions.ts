@@ -1,10 +1,10 @@
 // The version tree of one index in memory: major segments (loaded on first use) and the minor
 // changes on top of them, with a small cache of overlays (the net effect of a chain of changes).
-import { isMajorVersion, parseVersion, type VersionId } from "../../domain/version-id.ts";
-import type { RecordChange } from "../../ports/engine.ts";
-import type { ChangeRow, MajorRow } from "./catalog.ts";
+import { isMajorVersion, parseVersion, type VersionId } from "../../../domain/version-id.ts";
+import type { RecordChange } from "../../../ports/engine.ts";
+import type { ChangeRow, MajorRow } from "../catalog/catalog.ts";
 import { Overlay, overlayRecord, type OverlayRecord } from "./overlay.ts";
-import { Segment } from "./segment.ts";
+import { Segment } from "../segment/segment.ts";
 
 const OVERLAY_CACHE = 32;
 

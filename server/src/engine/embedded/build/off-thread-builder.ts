@@ -4,9 +4,9 @@
 // the caller waits, so a fast producer cannot pile records up in memory.
 import fs from "node:fs";
 import { Worker } from "node:worker_threads";
-import type { SearchRecord } from "../../ports/engine.ts";
+import type { SearchRecord } from "../../../ports/engine.ts";
 import type { BuildReply, BuildRequest } from "./build-worker.ts";
-import { Segment } from "./segment.ts";
+import { Segment } from "../segment/segment.ts";
 
 type Built = Extract<BuildReply, { ok: true }>["built"];
 type Request = BuildRequest extends infer R ? (R extends unknown ? Omit<R, "id"> : never) : never;
@@ -92,7 +92,8 @@ export class OffThreadBuilder {
     const records = this.batch;
     this.batch = [];
     const acknowledged = this.call({ type: "add", json: JSON.stringify(records) });
-    // A failure surfaces when this batch is waited for (below or in finish), not as an unhandled rejection.
+    // Not dropped: this same promise is awaited below or in finish(), which rethrows its failure;
+    // the empty handler only keeps it from counting as an unhandled rejection meanwhile.
     acknowledged.catch(() => {});
     this.sent.push(acknowledged);
     while (this.sent.length >= IN_FLIGHT) await this.sent.shift();

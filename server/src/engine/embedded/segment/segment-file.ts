@@ -12,21 +12,33 @@ const MAGIC_V1 = "SIFTSEG1";
 const MAGIC_V2 = "SIFTSEG2";
 const PREFIX = 16;
 
-export type Section = Uint8Array | Uint32Array | Float64Array;
-type SectionType = "u8" | "u32" | "f64";
+/** The element types a section may have, as the header spells them, and their arrays. */
+export type ElementType = "u8" | "u32" | "f64";
+export interface ElementArrays {
+  u8: Uint8Array;
+  u32: Uint32Array;
+  f64: Float64Array;
+}
+export type Section = ElementArrays[ElementType];
+
+/** A section as the file knows it: the name stored in the header and the element type. */
+export interface SectionKey<T extends ElementType = ElementType> {
+  readonly stored: string;
+  readonly type: T;
+}
 
 interface Header {
   meta: unknown;
-  sections: Record<string, { type: SectionType; offset: number; length: number }>;
+  sections: Record<string, { type: ElementType; offset: number; length: number }>;
 }
 
-const typeOf = (a: Section): SectionType =>
+const typeOf = (a: Section): ElementType =>
   a instanceof Float64Array ? "f64" : a instanceof Uint32Array ? "u32" : "u8";
 const align8 = (n: number) => Math.ceil(n / 8) * 8;
-const BYTES: Record<SectionType, number> = { u8: 1, u32: 4, f64: 8 };
+const BYTES: Record<ElementType, number> = { u8: 1, u32: 4, f64: 8 };
 
 /** Writes one part of a reserved section, starting at element `atElement`. */
-export type Put = (part: Section, atElement: number) => Promise<void>;
+export type Put<T extends ElementType> = (part: ElementArrays[T], atElement: number) => Promise<void>;
 
 /** Appends sections to a new segment file; finish() writes the header and fsyncs. */
 export class SegmentFileWriter {
@@ -44,9 +56,11 @@ export class SegmentFileWriter {
   }
 
   /** Writes a section now; the caller may drop the array as soon as this resolves. */
-  async add(name: string, array: Section): Promise<void> {
+  async add<T extends ElementType>(key: SectionKey<T>, array: ElementArrays[T]): Promise<void> {
+    const name = key.stored;
     if (name in this.header.sections) throw new Error(`section ${name} written twice`);
-    this.header.sections[name] = { type: typeOf(array), offset: this.offset, length: array.length };
+    if (typeOf(array) !== key.type) throw new Error(`section ${name}: ${typeOf(array)} elements in a ${key.type} section`);
+    this.header.sections[name] = { type: key.type, offset: this.offset, length: array.length };
     await writeFully(this.file, new Uint8Array(array.buffer, array.byteOffset, array.byteLength), this.offset);
     this.offset = align8(this.offset + array.byteLength);
   }
@@ -56,7 +70,8 @@ export class SegmentFileWriter {
    * in any order, several sections side by side), so that a section larger than the memory it may
    * use is never whole in memory. Parts not put stay zero.
    */
-  reserve(name: string, type: SectionType, length: number): Put {
+  reserve<T extends ElementType>(key: SectionKey<T>, length: number): Put<T> {
+    const { stored: name, type } = key;
     if (name in this.header.sections) throw new Error(`section ${name} written twice`);
     const start = this.offset;
     const size = BYTES[type];
@@ -70,10 +85,10 @@ export class SegmentFileWriter {
   }
 
   /** Reads elements of a section written (or put) earlier into `into`, from element `at`. */
-  async read(name: string, at: number, into: Uint32Array): Promise<void> {
-    const section = this.header.sections[name];
+  async read(key: SectionKey<"u32">, at: number, into: Uint32Array): Promise<void> {
+    const section = this.header.sections[key.stored];
     if (section?.type !== "u32" || at < 0 || at + into.length > section.length) {
-      throw new Error(`section ${name}: cannot read [${at}, ${at + into.length}) as u32`);
+      throw new Error(`section ${key.stored}: cannot read [${at}, ${at + into.length}) as u32`);
     }
     await readFully(this.file, new Uint8Array(into.buffer, into.byteOffset, into.byteLength), section.offset + at * 4);
   }
@@ -94,6 +109,8 @@ export class SegmentFileWriter {
 
   /** Closes the file without finishing it (the caller removes it). */
   async close(): Promise<void> {
+    // Only a failed build closes this way, and it rethrows its own error and removes the file:
+    // an error from close() would only hide that one.
     await this.file.close().catch(() => {});
   }
 }
@@ -101,14 +118,14 @@ export class SegmentFileWriter {
 /** Writes a whole segment file at once (tests and small tools). */
 export async function writeSegmentFile(path: string, meta: unknown, sections: Record<string, Section>): Promise<void> {
   const writer = await SegmentFileWriter.create(path);
-  for (const [name, array] of Object.entries(sections)) await writer.add(name, array);
+  for (const [name, array] of Object.entries(sections)) await writer.add({ stored: name, type: typeOf(array) }, array);
   await writer.finish(meta);
 }
 
 interface Layout {
   meta: unknown;
   /** Absolute byte offset, type and length of each section. */
-  sections: Record<string, { type: SectionType; offset: number; length: number }>;
+  sections: Record<string, { type: ElementType; offset: number; length: number }>;
 }
 
 async function readLayout(file: fs.promises.FileHandle, path: string, size: number): Promise<Layout> {
@@ -166,6 +183,14 @@ export async function openSegmentFile(path: string, map: boolean): Promise<{ met
   } finally {
     await file.close();
   }
+}
+
+/** The section `key` names, which must exist with the key's element type. */
+export function sectionOf<T extends ElementType>(sections: Record<string, Section>, key: SectionKey<T>): ElementArrays[T] {
+  const array = sections[key.stored];
+  if (array === undefined || typeOf(array) !== key.type) throw new Error(`segment file has no ${key.type} section ${key.stored}`);
+  // Checked just above: the one place a section's array type is asserted.
+  return array as ElementArrays[T];
 }
 
 const CHUNK = 1 << 28;

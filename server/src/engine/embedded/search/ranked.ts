@@ -1,8 +1,8 @@
 // The final order of DESIGN.md "Ranking" over hits from a segment and from a version's changes:
 // lexical bucket, then weight (when weighted), then distance (records without coordinates last),
 // then id in code point order.
-import type { SearchRecord } from "../../ports/engine.ts";
-import { compareCodePoints } from "./sorted-strings.ts";
+import type { SearchRecord } from "../../../ports/engine.ts";
+import { compareCodePoints } from "../termdict/sorted-strings.ts";
 
 export interface RankedHit {
   bucket: number;

@@ -2,8 +2,8 @@
 // a segment of millions of records holds millions of small strings; their garbage collection
 // would stall searches for seconds if it ran on the server's event loop.
 import { parentPort } from "node:worker_threads";
-import type { SearchRecord } from "../../ports/engine.ts";
-import type { SegmentMeta } from "./segment.ts";
+import type { SearchRecord } from "../../../ports/engine.ts";
+import type { SegmentMeta } from "../segment/meta.ts";
 import { SegmentBuilder } from "./segment-builder.ts";
 
 export type BuildRequest =

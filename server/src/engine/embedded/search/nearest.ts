@@ -1,53 +1,17 @@
-// Distances and nearest-first enumeration. Documents with coordinates are sorted by a Z-order
-// (Morton) code of their quantised position (the geo order), so every quadtree cell is a
-// contiguous range of that order; a best-first walk over the cells (Hjaltason & Samet's
-// incremental nearest neighbour) yields the members of a posting expression (in geo order) in
-// exact distance order, opening only cells near the point that hold members.
-import { lowerBound } from "./arrays.ts";
-import type { Source } from "./postings.ts";
-import { END } from "./postings.ts";
+// Nearest-first enumeration, the geo reading order: a best-first walk over the quadtree cells of
+// the geo order (columns/geo.ts; Hjaltason & Samet's incremental nearest neighbour) yields the
+// members of a posting expression (in geo order) in exact distance order, opening only cells near
+// the point that hold members.
+import { CELL_BITS, EARTH_RADIUS_M, RAD, compactBits, haversineMeters, type GeoIndex } from "../columns/geo.ts";
+import { END, type Source } from "../postings/sources.ts";
+import { lowerBound } from "../util/arrays.ts";
 
-export const EARTH_RADIUS_M = 6_371_008.8;
-const RAD = Math.PI / 180;
-const CELL_BITS = 16;
 /**
  * Cells with at most this many members are opened into their members. For an intersection the
  * count is an upper bound (its smallest input), so enumerating early stops a descent into cells
  * where the inputs never meet.
  */
 const LEAF_SIZE = 32;
-
-export function haversineMeters(lat1: number, lon1: number, lat2: number, lon2: number): number {
-  const dLat = (lat2 - lat1) * RAD;
-  const dLon = (lon2 - lon1) * RAD;
-  const a = Math.sin(dLat / 2) ** 2 + Math.cos(lat1 * RAD) * Math.cos(lat2 * RAD) * Math.sin(dLon / 2) ** 2;
-  return 2 * EARTH_RADIUS_M * Math.asin(Math.min(1, Math.sqrt(a)));
-}
-
-function spreadBits(v: number): number {
-  v = (v | (v << 8)) & 0x00ff00ff;
-  v = (v | (v << 4)) & 0x0f0f0f0f;
-  v = (v | (v << 2)) & 0x33333333;
-  v = (v | (v << 1)) & 0x55555555;
-  return v >>> 0;
-}
-
-function compactBits(v: number): number {
-  v &= 0x55555555;
-  v = (v | (v >>> 1)) & 0x33333333;
-  v = (v | (v >>> 2)) & 0x0f0f0f0f;
-  v = (v | (v >>> 4)) & 0x00ff00ff;
-  v = (v | (v >>> 8)) & 0x0000ffff;
-  return v;
-}
-
-const quantise = (value: number, min: number, span: number) =>
-  Math.min((1 << CELL_BITS) - 1, Math.max(0, Math.floor(((value - min) / span) * (1 << CELL_BITS))));
-
-/** Z-order code: longitude bits at even positions, latitude bits at odd positions. */
-export function geoCode(lat: number, lon: number): number {
-  return (spreadBits(quantise(lon, -180, 360)) | (spreadBits(quantise(lat, -90, 180)) << 1)) >>> 0;
-}
 
 /** A lower bound of the distance from (lat, lon) to any point of the box, in meters. */
 function boxLowerBound(lat: number, lon: number, latMin: number, latMax: number, lonMin: number, lonMax: number): number {
@@ -67,15 +31,6 @@ function boxLowerBound(lat: number, lon: number, latMin: number, latMax: number,
 function angularGap(a: number, b: number): number {
   const d = Math.abs(a - b) % 360;
   return d > 180 ? 360 - d : d;
-}
-
-export interface GeoIndex {
-  /** Morton codes of the documents with coordinates, ascending. */
-  codes: Uint32Array;
-  /** The documents, aligned with codes. */
-  docs: Uint32Array;
-  lat: Float64Array;
-  lon: Float64Array;
 }
 
 interface Cell {

@@ -1,14 +1,14 @@
 // A minor version as the net effect of its chain of changes over the major's segment: records
 // upserted since the major, ids deleted since, and the segment documents they hide. Changes are
 // few between checkpoints, so the overlay's records are searched by a linear scan.
-import type { RecordChange, SearchRecord, SearchRequest } from "../../ports/engine.ts";
-import { matchesFilter } from "../../search/filter.ts";
-import { tokenize } from "../tokenize.ts";
-import { walkData } from "./data-fields.ts";
-import { haversineMeters } from "./geo.ts";
-import { DATA_BUCKET, MatchScratch, stringTitleBucket } from "./lexical.ts";
-import type { RankedHit } from "./ranked.ts";
-import type { Segment } from "./segment.ts";
+import type { RecordChange, SearchRecord, SearchRequest } from "../../../ports/engine.ts";
+import { matchesFilter } from "../../../search/filter.ts";
+import { tokenize } from "../../tokenize.ts";
+import { walkData } from "../columns/data-fields.ts";
+import { haversineMeters } from "../columns/geo.ts";
+import { DATA_BUCKET, MatchScratch, stringTitleBucket } from "../search/lexical.ts";
+import type { RankedHit } from "../search/ranked.ts";
+import type { Segment } from "../segment/segment.ts";
 
 /** An upserted record with what matching needs, computed once per change. */
 export interface OverlayRecord {

@@ -2,7 +2,8 @@
 // title and data term ids, filter values and JSON length. Kept in memory that was about 60 bytes
 // per record (over a gigabyte for a 2 GB upload of small records), so it is appended to a
 // temporary file in arrival order instead and read back in sequential passes, each of which costs
-// about a second per 20M records and no resident memory beyond its buffer.
+// about a second per 20M records and no resident memory beyond its buffer. This file moves 32-bit
+// words to and from the file; slot-codec.ts is the layout of a slot in them.
 import fs from "node:fs";
 
 const BUFFER_WORDS = 1 << 20;

@@ -1,7 +1,7 @@
 // A sorted table of UTF-8 strings packed in one buffer: the term and prefix dictionaries and the
 // id table of a segment. Byte order equals code-point order, and every set of strings sharing a
 // prefix is one contiguous range, which is what prefix search needs.
-import type { Pacer } from "./pacer.ts";
+import type { Pacer } from "../util/pacer.ts";
 
 export class SortedStrings {
   readonly bytes: Buffer;

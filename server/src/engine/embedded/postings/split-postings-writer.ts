@@ -1,10 +1,13 @@
-// The split posting sections of a segment (terms and prefixes: offsets, weight, id and geo orders),
-// written a window of keys at a time from the forward index read back from the segment file, so
-// that a posting section larger than the memory a build may use is never whole in memory
+// The split posting sections of a segment (title terms and prefixes: offsets, weight, id and geo
+// orders), written a window of keys at a time from the forward index read back from the segment
+// file, so that a posting section larger than the memory a build may use is never whole in memory
 // (docs/DECISIONS.md E12, E13).
-import { release } from "./arrays.ts";
-import type { Pacer } from "./pacer.ts";
-import type { SegmentFileWriter } from "./segment-file.ts";
+import type { SegmentFileWriter } from "../segment/segment-file.ts";
+import { PREFIX_POSTINGS, SECTIONS, TITLE_POSTINGS, type SplitPostingSections } from "../segment/sections.ts";
+import type { TermPrefixes } from "../termdict/term-dict-writer.ts";
+import { release } from "../util/arrays.ts";
+import type { Pacer } from "../util/pacer.ts";
+import { RunSorter, longestRun, splitIntoWindows } from "./windows.ts";
 
 const NONE = 0xffff_ffff;
 
@@ -32,7 +35,7 @@ const SCAN_DOCS = 1 << 18;
 
 /**
  * Visits every document in document order with its title terms, read back from the forward index
- * already written (fwdOffsets, fwdTokens) a chunk at a time: sequential reads of the page cache,
+ * already written (forwardOffsets, forwardTerms) a chunk at a time: sequential reads of the page cache,
  * instead of 16 bytes per record held in memory through every posting pass.
  */
 async function scanTitles(out: SegmentFileWriter, n: number, pacer: Pacer, visit: (doc: number, tokens: Uint32Array, from: number, to: number) => void): Promise<void> {
@@ -42,29 +45,27 @@ async function scanTitles(out: SegmentFileWriter, n: number, pacer: Pacer, visit
     if (pacer.due()) await pacer.pause();
     const count = Math.min(SCAN_DOCS, n - first);
     const at = offsets.subarray(0, count + 1);
-    await out.read("fwdOffsets", first, at);
+    await out.read(SECTIONS.forwardOffsets, first, at);
     const base = at[0]!;
     const length = at[count]! - base;
     if (length > tokens.length) tokens = new Uint32Array(length);
-    await out.read("fwdTokens", base, tokens.subarray(0, length));
+    await out.read(SECTIONS.forwardTerms, base, tokens.subarray(0, length));
     for (let i = 0; i < count; i++) visit(first + i, tokens, at[i]! - base, at[i + 1]! - base);
   }
 }
 
 /**
- * Postings split into "at the first title token" and "elsewhere" runs (see segment.ts), built by
+ * Postings split into "at the first title token" and "elsewhere" runs (SplitPostingSections), built by
  * counting sort. `keysOf` emits each key of a document; duplicates within a document are dropped,
  * the first occurrence decides. One counting pass over the documents, then a window of whole keys
  * at a time: one pass in document order fills the window's runs in the weight order (documents
  * are numbered by weight), and the same runs in the id and geo orders are derived from it (each
  * document mapped to its position in that order, each run sorted), not filled by visiting the
- * documents in those orders, which would read the forward index at random. Sections, as named:
- * [offsets, weight order, id order, geo offsets, geo order]; the geo order holds only documents
- * with coordinates.
+ * documents in those orders, which would read the forward index at random.
  */
-export async function writeSplitPostings(
+async function writeSplitPostings(
   out: SegmentFileWriter,
-  names: readonly [string, string, string, string, string],
+  sections: SplitPostingSections,
   keyCount: number,
   orders: DocOrders,
   windowBytes: number,
@@ -105,11 +106,11 @@ export async function writeSplitPostings(
   };
   const offsets = layout(startCount, otherCount);
   const geoOffsets = layout(startGeo, otherGeo);
-  await out.add(names[0], offsets);
-  const putDocs = out.reserve(names[1], "u32", offsets[2 * keyCount]!);
-  const putRanks = out.reserve(names[2], "u32", offsets[2 * keyCount]!);
-  await out.add(names[3], geoOffsets);
-  const putGeo = out.reserve(names[4], "u32", geoOffsets[2 * keyCount]!);
+  await out.add(sections.offsets, offsets);
+  const putDocs = out.reserve(sections.docs, offsets[2 * keyCount]!);
+  const putRanks = out.reserve(sections.ranks, offsets[2 * keyCount]!);
+  await out.add(sections.geoOffsets, geoOffsets);
+  const putGeo = out.reserve(sections.geoPositions, geoOffsets[2 * keyCount]!);
 
   // With coordinates a window's geo runs are held beside it: each gets half the window.
   const { windows, largest } = splitIntoWindows(keyCount, (key) => offsets[2 * key]!, windowBytes / (geoPosition === null ? 4 : 8));
@@ -158,95 +159,47 @@ export async function writeSplitPostings(
   sorter.release();
 }
 
-/**
- * Splits items 0..count-1, whose entries start at startOf(item) (ascending, startOf(count) the
- * total), into windows of consecutive items holding at most `maxEntries` entries each, or one item
- * when that alone holds more. windows: the first item of each window, then count; largest: the
- * most entries in one window (the buffer to allocate once for all of them).
- */
-export function splitIntoWindows(count: number, startOf: (item: number) => number, maxEntries: number): { windows: number[]; largest: number } {
-  const limit = Math.max(1, Math.floor(maxEntries));
-  const windows = [0];
-  let largest = 0;
-  while (windows.at(-1)! < count) {
-    const first = windows.at(-1)!;
-    let last = first + 1;
-    while (last < count && startOf(last + 1) - startOf(first) <= limit) last++;
-    windows.push(last);
-    largest = Math.max(largest, startOf(last) - startOf(first));
-  }
-  return { windows, largest };
+/** The title postings (TITLE_POSTINGS): each document's title terms, the first one "at start". */
+export async function writeTitlePostings(out: SegmentFileWriter, termCount: number, orders: DocOrders, windowBytes: number, pacer: Pacer): Promise<void> {
+  await writeSplitPostings(out, TITLE_POSTINGS, termCount, orders, windowBytes, pacer, (tokens, from, to, emit, low, high) => {
+    for (let i = from; i < to; i++) {
+      const t = tokens[i]!;
+      if (t >= low && t < high) emit(t, i === from);
+    }
+  });
 }
 
-export function longestRun(offsets: Uint32Array): number {
-  let longest = 0;
-  for (let r = 0; r + 1 < offsets.length; r++) longest = Math.max(longest, offsets[r + 1]! - offsets[r]!);
-  return longest;
-}
-
-/** Runs at least this long are radix sorted; shorter ones by insertion or the native sort. */
-const RADIX_MIN = 1 << 14;
-const RADIX_BITS = 13;
-
-/**
- * Sorts the runs of a posting window. Long runs (a prefix like "a" holds millions of documents) are
- * radix sorted, 13 bits a pass: three times faster than the native sort on 32M positions, for a
- * scratch array as long as the longest run.
- */
-export class RunSorter {
-  private scratch: Uint32Array | null;
-  private readonly counts = new Uint32Array((1 << RADIX_BITS) + 1);
-  private readonly pacer: Pacer;
-
-  constructor(longest: number, pacer: Pacer) {
-    this.scratch = longest >= RADIX_MIN ? new Uint32Array(longest) : null;
-    this.pacer = pacer;
-  }
-
-  /** Sorts each run [offsets[r], offsets[r + 1]) for r in [first, last) of `part`, which starts at offsets[first]; values are below `limit`. */
-  async sortRuns(part: Uint32Array, offsets: Uint32Array, first: number, last: number, limit: number): Promise<void> {
-    const bits = 32 - Math.clz32(Math.max(1, limit - 1));
-    const base = offsets[first]!;
-    for (let r = first; r < last; r++) {
-      const from = offsets[r]! - base;
-      const to = offsets[r + 1]! - base;
-      if (to - from < 2) continue;
-      if (to - from <= 16) {
-        for (let i = from + 1; i < to; i++) {
-          const value = part[i]!;
-          let j = i - 1;
-          for (; j >= from && part[j]! > value; j--) part[j + 1] = part[j]!;
-          part[j + 1] = value;
-        }
-      } else if (to - from < RADIX_MIN || this.scratch === null) {
-        part.subarray(from, to).sort();
-      } else {
-        this.radixSort(part.subarray(from, to), bits);
-      }
-      if ((r & 0xff) === 0 && this.pacer.due()) await this.pacer.pause();
+/** The prefix postings (PREFIX_POSTINGS): the prefixes of each document's title terms. */
+export async function writePrefixPostings(
+  out: SegmentFileWriter,
+  prefixes: TermPrefixes,
+  termCount: number,
+  maxPrefix: number,
+  orders: DocOrders,
+  windowBytes: number,
+  pacer: Pacer,
+): Promise<void> {
+  const L = maxPrefix;
+  const termPrefixes = prefixes.ofTerm;
+  // A term's prefixes ("a", "am", "amb") are ascending prefix ids: a window of ids that misses
+  // [first, last] has none of them, and the term is passed over without looking at each.
+  const firstPrefix = new Uint32Array(termCount).fill(NONE);
+  const lastPrefix = new Uint32Array(termCount);
+  for (let t = 0; t < termCount; t++) {
+    for (let k = 0; k < L && termPrefixes[t * L + k] !== NONE; k++) {
+      if (k === 0) firstPrefix[t] = termPrefixes[t * L]!;
+      lastPrefix[t] = termPrefixes[t * L + k]!;
     }
   }
-
-  release(): void {
-    if (this.scratch !== null) release(this.scratch);
-    this.scratch = null;
-  }
-
-  private radixSort(run: Uint32Array, bits: number): void {
-    const mask = (1 << RADIX_BITS) - 1;
-    const counts = this.counts;
-    let from = run;
-    let to = this.scratch!.subarray(0, run.length);
-    for (let shift = 0; shift < bits; shift += RADIX_BITS) {
-      counts.fill(0);
-      for (let i = 0; i < from.length; i++) counts[((from[i]! >>> shift) & mask) + 1]!++;
-      for (let b = 1; b <= mask + 1; b++) counts[b]! += counts[b - 1]!;
-      for (let i = 0; i < from.length; i++) {
-        const value = from[i]!;
-        to[counts[(value >>> shift) & mask]!++] = value;
+  await writeSplitPostings(out, PREFIX_POSTINGS, prefixes.count, orders, windowBytes, pacer, (tokens, from, to, emit, low, high) => {
+    for (let i = from; i < to; i++) {
+      const t = tokens[i]!;
+      if (firstPrefix[t]! >= high || lastPrefix[t]! < low) continue;
+      for (let k = 0; k < L; k++) {
+        const p = termPrefixes[t * L + k]!;
+        if (p === NONE) break;
+        emit(p, i === from);
       }
-      [from, to] = [to, from];
     }
-    if (from !== run) run.set(from);
-  }
+  });
 }

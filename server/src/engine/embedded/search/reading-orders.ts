@@ -1,0 +1,224 @@
+// Reading orders: each stream of a plan is read best first, in the order that ranks its documents,
+// and stops once its best bucket has the hits it needs:
+//   weighted        weight order (document numbers): the first k hits of the best bucket end it
+//   unweighted      id order: likewise
+//   geo             nearest first over the stream's geo-ordered postings (nearest.ts), then the
+//                   stream's documents without coordinates in id order
+//   weighted + geo  weight order; inside a large group of equal weights, nearest first
+// Streams stored only in weight order (data postings, scope=all) are read whole when another
+// order is needed.
+import type { SearchRequest } from "../../../ports/engine.ts";
+import { AndSource, END, intersectionByBitmap, materialize } from "../postings/sources.ts";
+import type { Segment } from "../segment/segment.ts";
+import { BUCKETS } from "./lexical.ts";
+import type { Matcher } from "./matching.ts";
+import { NearestIterator } from "./nearest.ts";
+import type { Order, Stream } from "./planning.ts";
+import type { SearchTuning, SegmentHit } from "./segment-search.ts";
+import { TopK } from "./top-k.ts";
+
+export class StreamReader {
+  private readonly segment: Segment;
+  private readonly request: SearchRequest;
+  private readonly matcher: Matcher;
+  private readonly tuning: SearchTuning;
+  private readonly point: { latitude: number; longitude: number } | null;
+  private readonly hits: SegmentHit[] = [];
+
+  constructor(segment: Segment, request: SearchRequest, matcher: Matcher, tuning: SearchTuning) {
+    this.segment = segment;
+    this.request = request;
+    this.matcher = matcher;
+    this.tuning = tuning;
+    this.point = matcher.point;
+  }
+
+  /** The best `limit` hits of the streams (best bound first). */
+  run(streams: Stream[]): SegmentHit[] {
+    const { limit, weighted } = this.request;
+    for (const stream of streams) {
+      const better = this.hits.reduce((c, h) => c + (h.bucket < stream.bound ? 1 : 0), 0);
+      const need = limit - better;
+      if (need <= 0) break;
+      const counts = new Uint32Array(BUCKETS);
+      if (weighted && this.point) this.readWeightedNearest(stream, need, counts);
+      else if (weighted) this.readInOrder(stream, need, counts, "weight");
+      else if (this.point) this.readGeo(stream, need, counts);
+      else this.readInOrder(stream, need, counts, "id");
+    }
+    return this.hits.sort(this.matcher.compare).slice(0, limit);
+  }
+
+  private docAt(order: Order, position: number): number {
+    return order === "weight" ? position : order === "id" ? this.segment.rankToDoc[position]! : this.segment.geo.docs[position]!;
+  }
+
+  /**
+   * Reads the stream in weight or id order (positions [lo, hi) of that order), keeping the first
+   * `need` hits of each bucket; the stream's best bucket full means nothing later can rank.
+   */
+  private readInOrder(stream: Stream, need: number, counts: Uint32Array, order: "weight" | "id", unlocatedOnly = false, lo = 0, hi = END): void {
+    const source = stream.source(order);
+    if (source === null) return this.readWhole(stream, need, counts, unlocatedOnly);
+    const matcher = this.matcher;
+    const lat = this.segment.geo.lat;
+    let it = source.open(lo, hi);
+    let read = 0;
+    for (let p = it.next(); p !== END; p = it.next()) {
+      // Many matches and the best bucket still not full: the rest is likely read to the end. When
+      // the inputs mostly miss each other (most leapfrog steps find nothing), an exact
+      // intersection by bitmap costs less than leapfrogging through the rest.
+      if (++read === this.tuning.selectiveAfter && source instanceof AndSource && read * 4 < source.count(lo, p + 1)) {
+        const rest = intersectionByBitmap(source, p, hi);
+        if (rest !== null) {
+          it = rest.open();
+          p = it.next();
+          if (p === END) return;
+        }
+      }
+      const doc = this.docAt(order, p);
+      if (unlocatedOnly && !Number.isNaN(lat[doc]!)) continue;
+      const bucket = matcher.accept(doc, stream);
+      if (bucket < 0) continue;
+      if (counts[bucket]!++ < need) this.hits.push({ doc, bucket, distance: Infinity });
+      if (counts[stream.bound]! >= need) return;
+    }
+  }
+
+  /** Reads the whole stream in weight order and keeps its best `need` hits (streams stored in no other order). */
+  private readWhole(stream: Stream, need: number, counts: Uint32Array, unlocatedOnly: boolean): void {
+    const matcher = this.matcher;
+    const found = new TopK<SegmentHit>(need, matcher.compare);
+    const lat = this.segment.geo.lat;
+    const it = stream.source("weight")!.open();
+    for (let doc = it.next(); doc !== END; doc = it.next()) {
+      if (unlocatedOnly && !Number.isNaN(lat[doc]!)) continue;
+      const bucket = matcher.accept(doc, stream);
+      if (bucket >= 0) found.offer({ doc, bucket, distance: matcher.distanceOf(doc) });
+    }
+    this.keepBest(found.sorted(), need, counts);
+  }
+
+  /** Unweighted + geo: nearest first, then the documents without coordinates by id. */
+  private readGeo(stream: Stream, need: number, counts: Uint32Array): void {
+    const readCost = stream.source("weight")!.count(0, END);
+    if (readCost <= this.tuning.smallStream) return this.readWhole(stream, need, counts, false);
+    const mark = this.hits.length;
+    const outcome = this.readNearest(stream, need, counts, 0, END, readCost * this.tuning.nearestBudget, readCost);
+    if (outcome === "over budget") {
+      this.hits.length = mark;
+      counts.fill(0);
+      this.readWhole(stream, need, counts, false);
+    } else if (outcome === "exhausted") this.readInOrder(stream, need, counts, "id", true);
+  }
+
+  /**
+   * Reads the stream's documents with coordinates (within documents [lo, hi)) nearest first until
+   * its best bucket has `need` hits. Documents at exactly the distance of the last one needed are
+   * read too: they may win on id.
+   */
+  private readNearest(
+    stream: Stream,
+    need: number,
+    counts: Uint32Array,
+    lo: number,
+    hi: number,
+    budget: number,
+    readCost: number,
+  ): "full" | "exhausted" | "over budget" {
+    let source = stream.source("geo");
+    if (source === null) return "over budget";
+    if (source instanceof AndSource && readCost <= this.tuning.exactIntersection) source = materialize(source);
+    const matcher = this.matcher;
+    const nearest = new NearestIterator(this.segment.geo, source, this.point!.latitude, this.point!.longitude);
+    const lastDistance = new Float64Array(BUCKETS).fill(-1);
+    let stopAt = Infinity;
+    while (nearest.peekDistance() <= stopAt && nearest.next()) {
+      if (nearest.work > budget) return "over budget";
+      const doc = this.segment.geo.docs[nearest.position]!;
+      if (doc < lo || doc >= hi) continue;
+      const bucket = matcher.accept(doc, stream);
+      if (bucket < 0) continue;
+      if (counts[bucket]! < need || nearest.distance === lastDistance[bucket]) {
+        this.hits.push({ doc, bucket, distance: nearest.distance });
+        lastDistance[bucket] = nearest.distance;
+      }
+      counts[bucket]!++;
+      if (bucket === stream.bound && counts[bucket]! >= need && stopAt === Infinity) stopAt = nearest.distance;
+    }
+    return counts[stream.bound]! >= need ? "full" : "exhausted";
+  }
+
+  /**
+   * Weighted + geo: weight order, with distance (then id) deciding inside each group of equal
+   * weight. A small group is read whole; a large one nearest first, restricted to the group.
+   */
+  private readWeightedNearest(stream: Stream, need: number, counts: Uint32Array): void {
+    const matcher = this.matcher;
+    const source = stream.source("weight")!;
+    const located = stream.source("geo");
+    const it = source.open();
+    for (let doc = it.next(); doc !== END; doc = it.seek(doc)) {
+      const groupEnd = this.weightGroupEnd(doc);
+      // Most groups are a handful of documents (distinct weights): read whole without counting.
+      let readWhole = true;
+      if (located !== null && groupEnd - doc > this.tuning.smallStream) {
+        const members = source.count(doc, groupEnd);
+        // Nearest first visits about need * (all located matches) / (matches in the group) matches.
+        const nearestCost = (need * located.count(0, END)) / members;
+        if (members > this.tuning.smallStream && nearestCost < members) {
+          const mark = this.hits.length;
+          const saved = counts.slice();
+          const outcome = this.readNearest(stream, need, counts, doc, groupEnd, members * this.tuning.nearestBudget, source.count(0, END));
+          // Within a group, weight order is id order: its unlocated documents come in id order.
+          if (outcome === "exhausted") this.readInOrder(stream, need, counts, "weight", true, doc, groupEnd);
+          readWhole = outcome === "over budget";
+          if (readWhole) {
+            this.hits.length = mark;
+            counts.set(saved);
+          }
+        }
+      }
+      if (readWhole) {
+        const group: SegmentHit[] = [];
+        for (let d = it.seek(doc); d < groupEnd; d = it.next()) {
+          const bucket = matcher.accept(d, stream);
+          if (bucket >= 0) group.push({ doc: d, bucket, distance: matcher.distanceOf(d) });
+        }
+        if (group.length > 1) group.sort(matcher.compare);
+        this.keepBest(group, need, counts);
+      }
+      doc = groupEnd;
+      // Later groups weigh less: once the stream's best bucket is full they cannot rank.
+      if (counts[stream.bound]! >= need) return;
+    }
+  }
+
+  /**
+   * Weights are non-increasing in document order: the group of doc ends at the first smaller
+   * weight. Galloping from doc: groups are usually a document or two.
+   */
+  private weightGroupEnd(doc: number): number {
+    const weight = this.segment.weight;
+    const end = this.segment.docCount;
+    const w = weight[doc]!;
+    let lo = doc + 1;
+    let step = 1;
+    while (lo + step <= end && weight[lo + step - 1]! >= w) {
+      lo += step;
+      step *= 2;
+    }
+    let hi = Math.min(lo + step, end);
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (weight[mid]! >= w) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+
+  /** Adds hits (sorted best first) up to `need` per bucket. */
+  private keepBest(sorted: SegmentHit[], need: number, counts: Uint32Array): void {
+    for (const hit of sorted) if (counts[hit.bucket]!++ < need) this.hits.push(hit);
+  }
+}

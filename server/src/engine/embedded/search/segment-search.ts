@@ -1,0 +1,61 @@
+// Top-k search over one segment without scoring every match, in three steps:
+//
+//   planning.ts        the query's terms resolved in the segment's dictionaries, and its matches
+//                      split into streams whose documents share a best lexical bucket (lexical.ts)
+//   reading-orders.ts  each stream read best first, in the order that ranks its documents (weight,
+//                      id or distance), stopping once the best bucket has k hits
+//   matching.ts        each document read checked: its exact bucket (from the forward index), the
+//                      version's shadowed documents, the filter, its distance
+import type { SearchRequest } from "../../../ports/engine.ts";
+import type { Segment } from "../segment/segment.ts";
+import { Matcher } from "./matching.ts";
+import { planStreams, resolveTerms } from "./planning.ts";
+import { StreamReader } from "./reading-orders.ts";
+
+export interface SearchTuning {
+  /** A prefix longer than the prefix index spanning more terms than this is merged into one run. */
+  maxUnionTerms: number;
+  /** In geo queries, streams (or equal-weight groups) with at most this many matches are read whole. */
+  smallStream: number;
+  /**
+   * A nearest-first read gives up (and reads whole) after this many times the work of reading
+   * whole: a stream whose best bucket is rare is cheaper to read in one go.
+   */
+  nearestBudget: number;
+  /**
+   * Intersections whose smallest input has at most this many entries are computed exactly before
+   * a nearest-first read: their per-cell counts are otherwise loose upper bounds that make the
+   * walk open many cells where the inputs never meet.
+   */
+  exactIntersection: number;
+  /**
+   * An intersection read in order that has yielded this many matches without filling the
+   * stream's best bucket, mostly through leapfrog steps that found nothing, is computed whole by
+   * bitmap from there on (intersectionByBitmap).
+   */
+  selectiveAfter: number;
+}
+
+export const DEFAULT_TUNING: SearchTuning = { maxUnionTerms: 32, smallStream: 256, nearestBudget: 2, exactIntersection: 50_000, selectiveAfter: 64 };
+
+export interface SegmentHit {
+  doc: number;
+  bucket: number;
+  /** Infinity when the query has no point or the document no coordinates. */
+  distance: number;
+}
+
+export interface SegmentQuery {
+  tokens: string[];
+  prefixLast: boolean;
+  request: SearchRequest;
+  /** Documents replaced or deleted by the version's changes. */
+  shadowed: ReadonlySet<number>;
+}
+
+export function searchSegment(segment: Segment, query: SegmentQuery, tuning: SearchTuning): SegmentHit[] {
+  const terms = resolveTerms(segment, query);
+  if (terms === null) return [];
+  const streams = planStreams(segment, query, terms, tuning);
+  return new StreamReader(segment, query.request, new Matcher(segment, query, terms), tuning).run(streams);
+}

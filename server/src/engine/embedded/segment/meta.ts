@@ -1,0 +1,17 @@
+// What a segment directory holds, and the header's meta: one immutable major version, its records
+// in records.bin (the store, read per hit) and its index in index.bin (the sections of sections.ts
+// in the container of segment-file.ts).
+
+export const INDEX_FILE = "index.bin";
+export const RECORDS_FILE = "records.bin";
+
+/** Stored as JSON in index.bin's header: keep the keys and their order (the bytes of the file). */
+export interface SegmentMeta {
+  docCount: number;
+  /** Longest prefix (in characters) with its own posting runs. */
+  maxPrefix: number;
+  /** The most title tokens of one document (the size of the matching scratch). */
+  maxTitleTokens: number;
+  /** The data path of each filter column, in column order. */
+  filterPaths: string[][];
+}

@@ -1,0 +1,130 @@
+// An immutable, self-contained major version: records on disk (records.bin, read per hit, see
+// store/) and a typed-array index, mapped from index.bin (or read into memory where maps are
+// unavailable). Documents are numbered in (weight desc, id asc) order, so a posting list read
+// front to back is already in weighted rank order and a weighted top-k stops early.
+//
+// Title posting runs are stored in all three orders of sections.ts (weight, id and geo), so a
+// query reads its matches in whichever order ranks them and stops after k instead of scoring
+// every match. The reader exposes each part under a name that says what it holds; sections.ts
+// maps those to the sections stored in the file.
+import path from "node:path";
+import type { GeoIndex } from "../columns/geo.ts";
+import { RecordStore } from "../store/record-store.ts";
+import { SortedStrings } from "../termdict/sorted-strings.ts";
+import { INDEX_FILE, type SegmentMeta } from "./meta.ts";
+import { openSegmentFile, sectionOf, type ElementArrays, type ElementType, type Section, type SectionKey } from "./segment-file.ts";
+import { PREFIX_POSTINGS, SECTIONS, TITLE_POSTINGS, filterColumnSections, type SplitPostingSections } from "./sections.ts";
+
+/** The arrays of split posting runs, named as their sections (SplitPostingSections) are. */
+export type SplitPostings = { readonly [K in keyof SplitPostingSections]: Uint32Array };
+
+/** Documents with a term in data text but not in the title: term t's run is docs[offsets[t], offsets[t + 1]). */
+export interface DataPostings {
+  readonly offsets: Uint32Array;
+  readonly docs: Uint32Array;
+}
+
+/** Each document's title term ids in title order: document d's are terms[offsets[d], offsets[d + 1]). */
+export interface ForwardIndex {
+  readonly offsets: Uint32Array;
+  readonly terms: Uint32Array;
+}
+
+/** Typed views of an opened index file's sections, looked up through the section table. */
+class SectionViews {
+  private readonly sections: Record<string, Section>;
+
+  constructor(sections: Record<string, Section>) {
+    this.sections = sections;
+  }
+
+  get<T extends ElementType>(key: SectionKey<T>): ElementArrays[T] {
+    return sectionOf(this.sections, key);
+  }
+
+  /** A string table from its bytes and offsets sections. */
+  strings(bytes: SectionKey<"u8">, offsets: SectionKey<"u32">): SortedStrings {
+    const a = this.get(bytes);
+    return new SortedStrings(Buffer.from(a.buffer, a.byteOffset, a.byteLength), this.get(offsets));
+  }
+
+  split(group: SplitPostingSections): SplitPostings {
+    return {
+      offsets: this.get(group.offsets),
+      docs: this.get(group.docs),
+      ranks: this.get(group.ranks),
+      geoOffsets: this.get(group.geoOffsets),
+      geoPositions: this.get(group.geoPositions),
+    };
+  }
+}
+
+export class Segment {
+  readonly dir: string;
+  readonly meta: SegmentMeta;
+  /** The term dictionary: term ids are positions in it. */
+  readonly terms: SortedStrings;
+  readonly titlePostings: SplitPostings;
+  readonly dataPostings: DataPostings;
+  /** Prefixes of title terms (up to meta.maxPrefix characters): prefix ids are positions in it. */
+  readonly prefixes: SortedStrings;
+  readonly prefixPostings: SplitPostings;
+  readonly forward: ForwardIndex;
+  /** Ids in code point order: an id's position is its rank. */
+  readonly ids: SortedStrings;
+  readonly rankToDoc: Uint32Array;
+  readonly docToRank: Uint32Array;
+  readonly weight: Uint32Array;
+  readonly geo: GeoIndex;
+  /** Per filter column (meta.filterPaths): each document's KIND_* and numeric value. */
+  readonly filterKinds: Uint8Array[];
+  readonly filterNums: Float64Array[];
+  readonly records: RecordStore;
+  /** Whether the index is a view of the mapped file rather than a copy in the heap. */
+  readonly mapped: boolean;
+
+  private constructor(dir: string, meta: SegmentMeta, sections: SectionViews, mapped: boolean) {
+    this.dir = dir;
+    this.meta = meta;
+    this.mapped = mapped;
+    this.terms = sections.strings(SECTIONS.termDictBytes, SECTIONS.termDictOffsets);
+    this.titlePostings = sections.split(TITLE_POSTINGS);
+    this.dataPostings = { offsets: sections.get(SECTIONS.dataOffsets), docs: sections.get(SECTIONS.dataDocs) };
+    this.prefixes = sections.strings(SECTIONS.prefixDictBytes, SECTIONS.prefixDictOffsets);
+    this.prefixPostings = sections.split(PREFIX_POSTINGS);
+    this.forward = { offsets: sections.get(SECTIONS.forwardOffsets), terms: sections.get(SECTIONS.forwardTerms) };
+    this.ids = sections.strings(SECTIONS.idBytes, SECTIONS.idOffsets);
+    this.rankToDoc = sections.get(SECTIONS.rankToDoc);
+    this.docToRank = sections.get(SECTIONS.docToRank);
+    this.weight = sections.get(SECTIONS.weight);
+    this.geo = {
+      codes: sections.get(SECTIONS.geoCodes),
+      docs: sections.get(SECTIONS.geoDocs),
+      lat: sections.get(SECTIONS.latitude),
+      lon: sections.get(SECTIONS.longitude),
+    };
+    const filters = meta.filterPaths.map((_, i) => filterColumnSections(i));
+    this.filterKinds = filters.map((column) => sections.get(column.kinds));
+    this.filterNums = filters.map((column) => sections.get(column.values));
+    this.records = new RecordStore(dir, sections.get(SECTIONS.recordOffsets), sections.get(SECTIONS.recordLengths));
+  }
+
+  /** Opens the segment in `dir`; `map: false` reads the index into memory even where maps work. */
+  static async load(dir: string, map = true): Promise<Segment> {
+    const { meta, sections, mapped } = await openSegmentFile(path.join(dir, INDEX_FILE), map);
+    return new Segment(dir, meta as SegmentMeta, new SectionViews(sections), mapped);
+  }
+
+  get docCount(): number {
+    return this.meta.docCount;
+  }
+
+  findDoc(id: string): number {
+    const rank = this.ids.find(Buffer.from(id, "utf8"));
+    return rank < 0 ? -1 : this.rankToDoc[rank]!;
+  }
+
+  close(): void {
+    this.records.close();
+  }
+}
