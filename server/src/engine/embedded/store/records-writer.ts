@@ -13,7 +13,8 @@ const NONE = 0xffff_ffff;
 const WRITE_CHUNK = 4 << 20;
 
 export class RecordsWriter {
-  private readonly fd: number;
+  /** -1 once closed: a closed descriptor's number may already belong to another file. */
+  private fd: number;
   /** Records encoded but not yet written to records.bin. */
   private pending = Buffer.allocUnsafe(WRITE_CHUNK);
   private pendingBytes = 0;
@@ -51,16 +52,19 @@ export class RecordsWriter {
     this.flush();
     // Asynchronous: flushing hundreds of megabytes to disk must not hold the event loop.
     await new Promise<void>((resolve, reject) => fs.fsync(this.fd, (error) => (error ? reject(error) : resolve())));
-    fs.closeSync(this.fd);
+    this.close();
   }
 
   /** Closes the file unless finish() did. */
   abort(): void {
-    try {
-      fs.closeSync(this.fd);
-    } catch {
-      // already closed by finish()
-    }
+    this.close();
+  }
+
+  private close(): void {
+    if (this.fd < 0) return;
+    const fd = this.fd;
+    this.fd = -1;
+    fs.closeSync(fd);
   }
 
   /** One pass over the slot log: where each document's record lies in records.bin (recordOffsets, recordLengths). */
