@@ -3,11 +3,11 @@ import { randomUUID } from "node:crypto";
 import type { MiddlewareHandler } from "hono";
 import { getCookie } from "hono/cookie";
 import { ANONYMOUS } from "../auth/principal.ts";
+import { ForbiddenError, UnauthenticatedError } from "../domain/errors.ts";
 import type { Logger } from "../log.ts";
 import type { AccountService } from "../services/accounts.ts";
 import type { ApiKeyService } from "../services/api-keys.ts";
 import type { AppEnv } from "./env.ts";
-import { forbidden, unauthorized } from "./problem.ts";
 
 export const SESSION_COOKIE = "sift_session";
 
@@ -68,7 +68,7 @@ export function authenticate(apiKeys: ApiKeyService, accounts: AccountService): 
     const header = c.req.header("authorization");
     if (header !== undefined) {
       const bearer = /^Bearer\s+(\S+)\s*$/i.exec(header);
-      if (!bearer) throw unauthorized("send the API key as Authorization: Bearer <key>");
+      if (!bearer) throw new UnauthenticatedError("send the API key as Authorization: Bearer <key>");
       c.set("principal", await apiKeys.authenticate(bearer[1]!));
     } else {
       // An expired or unknown cookie is simply no session: public searches keep working.
@@ -99,11 +99,11 @@ export function csrfOriginCheck(options: {
     const own = new URL(c.req.url).origin;
     if (origin !== undefined) {
       if (origin === own || options.allowedOrigins.includes(origin)) return next();
-      throw forbidden(`cross-site request refused: origin ${origin} may not use a dashboard session here`);
+      throw new ForbiddenError(`cross-site request refused: origin ${origin} may not use a dashboard session here`);
     }
     const site = c.req.header("sec-fetch-site");
     if (site !== undefined && site !== "same-origin" && site !== "none") {
-      throw forbidden("cross-site request refused: a dashboard session can only be used from this site");
+      throw new ForbiddenError("cross-site request refused: a dashboard session can only be used from this site");
     }
     return next();
   };

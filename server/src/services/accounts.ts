@@ -4,7 +4,7 @@ import { and, eq, gt, lt } from "drizzle-orm";
 import type { components } from "../../../generated/types.ts";
 import type { Principal } from "../auth/principal.ts";
 import { hashPassword, newId, newSessionToken, sha256, verifyPassword } from "../auth/secrets.ts";
-import { conflict, unauthorized } from "../http/problem.ts";
+import { ConflictError, UnauthenticatedError } from "../domain/errors.ts";
 import type { Db } from "../store/open.ts";
 import { oauthIdentities, sessions, tenants, users } from "../store/schema.ts";
 
@@ -47,7 +47,7 @@ export class AccountService {
     const email = input.email.trim().toLowerCase();
     const [user] = await this.db.select().from(users).where(eq(users.email, email)).limit(1);
     const ok = await verifyPassword(input.password, user?.passwordHash ?? null);
-    if (!user || !ok) throw unauthorized("the e-mail or the password is not right");
+    if (!user || !ok) throw new UnauthenticatedError("the e-mail or the password is not right");
     return this.startSession(user.id);
   }
 
@@ -91,7 +91,7 @@ export class AccountService {
       .innerJoin(tenants, eq(tenants.id, users.tenantId))
       .where(eq(users.id, userId))
       .limit(1);
-    if (!row) throw unauthorized("the session's user no longer exists");
+    if (!row) throw new UnauthenticatedError("the session's user no longer exists");
     return {
       user: { id: row.user.id, email: row.user.email, createdAt: row.user.createdAt },
       tenant: { id: row.tenant.id, name: row.tenant.name },
@@ -112,7 +112,7 @@ export class AccountService {
         await tx.insert(users).values({ id: userId, tenantId, email, passwordHash, createdAt: now });
       });
     } catch (error) {
-      if (isUniqueViolation(error)) throw conflict("an account with this e-mail already exists: log in instead");
+      if (isUniqueViolation(error)) throw new ConflictError("an account with this e-mail already exists: log in instead");
       throw error;
     }
     return userId;

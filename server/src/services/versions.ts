@@ -3,7 +3,7 @@
 // so the next search sees it. The engine holds the data; this service holds the version graph.
 import { and, desc, eq, gt, inArray, max, ne, sql } from "drizzle-orm";
 import type { components } from "../../../generated/types.ts";
-import { conflict, notFound } from "../http/problem.ts";
+import { ConflictError, NotFoundError } from "../domain/errors.ts";
 import { formatVersion, isMajorVersion, majorOf, minorOf } from "../domain/version-id.ts";
 import type { Logger } from "../log.ts";
 import type { SearchEngine, SearchRecord } from "../ports/engine.ts";
@@ -57,7 +57,7 @@ export class VersionService {
     if (requested === undefined) return ref.activeVersion;
     const row = await this.row(ref.id, requested);
     if (!row || row.state !== "ready") {
-      throw notFound(`version ${requested} of index "${ref.name}" does not exist or is no longer retained`);
+      throw new NotFoundError(`version ${requested} of index "${ref.name}" does not exist or is no longer retained`);
     }
     return requested;
   }
@@ -91,8 +91,8 @@ export class VersionService {
   async activate(ref: IndexRef, version: string): Promise<string> {
     return this.withIndexLock(ref.id, async () => {
       const row = await this.row(ref.id, version);
-      if (!row || row.state === "dropped") throw notFound(`version ${version} of index "${ref.name}" does not exist or is no longer retained`);
-      if (row.state !== "ready") throw conflict(`version ${version} is ${row.state}: only a ready version can be activated`);
+      if (!row || row.state === "dropped") throw new NotFoundError(`version ${version} of index "${ref.name}" does not exist or is no longer retained`);
+      if (row.state !== "ready") throw new ConflictError(`version ${version} is ${row.state}: only a ready version can be activated`);
       await this.setActive(ref.id, version);
       return version;
     });
@@ -108,7 +108,7 @@ export class VersionService {
       // Checked under the lock: two concurrent deletes of one record must not both succeed.
       for (const id of change.deletes ?? []) {
         if (!(await this.engine.get(ref.id, parent, id))) {
-          throw notFound(`record "${id}" does not exist in the active version of index "${ref.name}"`);
+          throw new NotFoundError(`record "${id}" does not exist in the active version of index "${ref.name}"`);
         }
       }
       const major = majorOf(parent);
@@ -267,7 +267,7 @@ export class VersionService {
       .set({ nextMajor: sql`${indexes.nextMajor} + 1` })
       .where(eq(indexes.id, indexId))
       .returning({ major: sql<number>`${indexes.nextMajor} - 1` });
-    if (!row) throw notFound("the index no longer exists");
+    if (!row) throw new NotFoundError("the index no longer exists");
     return Number(row.major);
   }
 
@@ -279,7 +279,7 @@ export class VersionService {
 
   async activeVersion(indexId: string): Promise<string> {
     const [row] = await this.db.select({ v: indexes.activeVersion }).from(indexes).where(eq(indexes.id, indexId));
-    if (!row) throw notFound("the index no longer exists");
+    if (!row) throw new NotFoundError("the index no longer exists");
     return row.v;
   }
 
