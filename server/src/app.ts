@@ -1,6 +1,7 @@
 // The Hono application: middleware, the contract's operations, documentation. It receives its
 // services ready-made; choosing adapters is the composition root's job (compose.ts).
 import { Hono } from "hono";
+import type { ApiKeyAuthenticator, SessionAuthenticator } from "./auth/credentials.ts";
 import type { Config } from "./config.ts";
 import { renderReference } from "./docs/reference.ts";
 import { mountContract, type Contract, type Handlers } from "./http/contract.ts";
@@ -8,15 +9,15 @@ import type { AppEnv } from "./http/env.ts";
 import { authenticate, csrfOriginCheck, openReadCors, requestContext } from "./http/middleware.ts";
 import { HttpProblem, problemFor, problemResponse } from "./http/problem.ts";
 import type { Logger } from "./log.ts";
-import type { AccountService } from "./services/accounts.ts";
-import type { ApiKeyService } from "./services/api-keys.ts";
 
 export interface AppDeps {
   config: Config;
   log: Logger;
   contract: Contract;
-  accounts: AccountService;
-  apiKeys: ApiKeyService;
+  /** Resolves Bearer keys (the API key service). */
+  apiKeys: ApiKeyAuthenticator;
+  /** Resolves session cookies (the account service). */
+  sessions: SessionAuthenticator;
   handlers: Handlers;
   /** Extra non-contract routes (the demo page, widget assets, the MCP GET/DELETE answers). */
   extraRoutes?: (app: Hono<AppEnv>) => void;
@@ -42,8 +43,8 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   const openRead = openReadCors({ exposeHeaders: ["x-sift-region", "x-request-id"], maxAgeSeconds: 86_400 });
   for (const path of ["/v1/search", "/v1/regions", "/healthz"]) app.use(path, openRead);
 
-  app.use("/v1/*", authenticate(deps.apiKeys, deps.accounts));
-  app.use("/mcp", authenticate(deps.apiKeys, deps.accounts));
+  app.use("/v1/*", authenticate(deps.apiKeys, deps.sessions));
+  app.use("/mcp", authenticate(deps.apiKeys, deps.sessions));
   app.use(
     "/v1/*",
     csrfOriginCheck({

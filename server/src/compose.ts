@@ -128,8 +128,8 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
     config,
     log,
     contract,
-    accounts,
     apiKeys,
+    sessions: accounts,
     handlers: {
       ...healthHandlers({ config, store, engine }),
       ...authHandlers(accounts),

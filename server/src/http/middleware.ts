@@ -2,11 +2,10 @@
 import { randomUUID } from "node:crypto";
 import type { MiddlewareHandler } from "hono";
 import { getCookie } from "hono/cookie";
+import type { ApiKeyAuthenticator, SessionAuthenticator } from "../auth/credentials.ts";
 import { ANONYMOUS } from "../auth/principal.ts";
 import { ForbiddenError, UnauthenticatedError } from "../domain/errors.ts";
 import type { Logger } from "../log.ts";
-import type { AccountService } from "../services/accounts.ts";
-import type { ApiKeyService } from "../services/api-keys.ts";
 import type { AppEnv } from "./env.ts";
 
 export const SESSION_COOKIE = "sift_session";
@@ -63,7 +62,7 @@ export function requestContext(log: Logger): MiddlewareHandler<AppEnv> {
 }
 
 /** Resolves the caller: a Bearer API key wins over the session cookie; an invalid key is 401. */
-export function authenticate(apiKeys: ApiKeyService, accounts: AccountService): MiddlewareHandler<AppEnv> {
+export function authenticate(apiKeys: ApiKeyAuthenticator, sessions: SessionAuthenticator): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     const header = c.req.header("authorization");
     if (header !== undefined) {
@@ -73,7 +72,7 @@ export function authenticate(apiKeys: ApiKeyService, accounts: AccountService): 
     } else {
       // An expired or unknown cookie is simply no session: public searches keep working.
       const token = getCookie(c, SESSION_COOKIE);
-      if (token) c.set("principal", (await accounts.session(token)) ?? ANONYMOUS);
+      if (token) c.set("principal", (await sessions.session(token)) ?? ANONYMOUS);
     }
     await next();
   };

@@ -2,14 +2,15 @@
 // store keeps only its SHA-256 with an expiry, so a leaked database cannot be replayed.
 import { and, eq, gt, lt } from "drizzle-orm";
 import type { components } from "../../../generated/types.ts";
-import type { Principal } from "../auth/principal.ts";
+import type { SessionAuthenticator } from "../auth/credentials.ts";
+import type { SessionPrincipal } from "../auth/principal.ts";
 import { hashPassword, newId, newSessionToken, sha256, verifyPassword } from "../auth/secrets.ts";
 import { ConflictError, UnauthenticatedError } from "../domain/errors.ts";
+import { isUniqueViolation } from "../store/errors.ts";
 import type { Db } from "../store/open.ts";
 import { oauthIdentities, sessions, tenants, users } from "../store/schema.ts";
 
 export type Me = components["schemas"]["Me"];
-type SessionPrincipal = Extract<Principal, { kind: "session" }>;
 
 export interface SignedIn {
   me: Me;
@@ -18,14 +19,7 @@ export interface SignedIn {
   expiresAt: number;
 }
 
-const isUniqueViolation = (error: unknown) => {
-  for (let e = error as { code?: string; cause?: unknown } | undefined; e; e = e.cause as typeof e) {
-    if (e.code === "23505") return true;
-  }
-  return false;
-};
-
-export class AccountService {
+export class AccountService implements SessionAuthenticator {
   private readonly db: Db;
   private readonly sessionTtlMs: number;
   private readonly now: () => number;
@@ -127,5 +121,3 @@ export class AccountService {
     return { me, token, expiresAt };
   }
 }
-
-export { isUniqueViolation };

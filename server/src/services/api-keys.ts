@@ -3,7 +3,8 @@
 // revocation evicts at once, and lastUsedAt is written at most once a minute per key.
 import { and, desc, eq, isNull } from "drizzle-orm";
 import type { components } from "../../../generated/types.ts";
-import type { Principal } from "../auth/principal.ts";
+import type { ApiKeyAuthenticator } from "../auth/credentials.ts";
+import type { KeyPrincipal } from "../auth/principal.ts";
 import {
   constantTimeEqual,
   DISPLAY_PREFIX_LENGTH,
@@ -21,7 +22,6 @@ import { apiKeys, users } from "../store/schema.ts";
 type ApiKey = components["schemas"]["ApiKey"];
 type ApiKeyCreated = components["schemas"]["ApiKeyCreated"];
 type KeyRow = typeof apiKeys.$inferSelect;
-type KeyPrincipal = Extract<Principal, { kind: "key" }>;
 
 const CACHE_TTL_MS = 30_000;
 const LAST_USED_EVERY_MS = 60_000;
@@ -36,7 +36,7 @@ const toMetadata = (row: KeyRow): ApiKey => ({
   revokedAt: row.revokedAt,
 });
 
-export class ApiKeyService {
+export class ApiKeyService implements ApiKeyAuthenticator {
   private readonly cache = new Map<string, { principal: KeyPrincipal; until: number }>();
   private readonly lastUsedWritten = new Map<string, number>();
 

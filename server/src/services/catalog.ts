@@ -7,9 +7,9 @@ import { newId } from "../auth/secrets.ts";
 import { ConflictError, InvalidArgumentError, NotFoundError } from "../domain/errors.ts";
 import type { SearchEngine } from "../ports/engine.ts";
 import { REGION_IDS, isRegionId } from "../regions.ts";
+import { isUniqueViolation } from "../store/errors.ts";
 import type { Db } from "../store/open.ts";
 import { indexes, services, versions } from "../store/schema.ts";
-import { isUniqueViolation } from "./accounts.ts";
 
 type SiftService = components["schemas"]["SiftService"];
 type SiftIndex = components["schemas"]["SiftIndex"];

@@ -7,7 +7,7 @@ import { authorizeIndex, tenantOf } from "../auth/authority.ts";
 import { newId } from "../auth/secrets.ts";
 import { sign, verifySignature } from "../auth/signing.ts";
 import { ConflictError, ForbiddenError, InvalidArgumentError, NotFoundError, PayloadTooLargeError } from "../domain/errors.ts";
-import { BlobTooLargeError, type BlobStore } from "../ports/blobs.ts";
+import { BlobTooLargeError, uploadBlobKey, type BlobStore } from "../ports/blobs.ts";
 import type { Db } from "../store/open.ts";
 import { uploads, versions } from "../store/schema.ts";
 import type { CatalogService, IndexRef } from "./catalog.ts";
@@ -17,8 +17,6 @@ type IngestStatus = components["schemas"]["IngestStatus"];
 type UploadRow = typeof uploads.$inferSelect;
 
 export const UPLOAD_URL_TTL_MS = 15 * 60_000;
-
-export const blobKey = (row: Pick<UploadRow, "indexId" | "version">) => `uploads/${row.indexId}/${row.version}.bin`;
 
 export class UploadService {
   private readonly db: Db;
@@ -105,7 +103,7 @@ export class UploadService {
     if (!body) throw new InvalidArgumentError("the upload has no body: PUT the file's bytes", [{ field: "body", message: "is required" }]);
     this.receiving.add(row.id);
     try {
-      const { bytes } = await this.blobs.write(blobKey(row), body, { maxBytes: this.maxUploadBytes });
+      const { bytes } = await this.blobs.write(uploadBlobKey(row), body, { maxBytes: this.maxUploadBytes });
       await this.db.update(uploads).set({ state: "uploaded", bytesReceived: bytes }).where(eq(uploads.id, row.id));
       return { bytes };
     } catch (error) {
