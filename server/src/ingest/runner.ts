@@ -188,7 +188,9 @@ export class IngestRunner {
       await this.blobs.delete(uploadBlobKey(row));
       log.info("ingest succeeded", { records, live, ms: this.now() - startedAt });
     } catch (error) {
-      await writer?.abort().catch(() => {});
+      // The failure below is what gets reported; an abort that fails too leaves an uncommitted
+      // version the engine never shows, so it is only logged.
+      await writer?.abort().catch((abortError: Error) => log.warn("could not abort the bulk writer", { error: abortError.message }));
       if (this.abort.signal.aborted) return; // shutting down: recoverInterrupted() resumes it next start
       if (error instanceof UploadParseError) {
         errors.push({ line: error.line, message: error.message });
@@ -214,7 +216,10 @@ export class IngestRunner {
       .set({ ...progress, recordsIngested: 0, ...(errors ? { errors } : {}), state: "failed", failureReason: reason, finishedAt: this.now() })
       .where(eq(uploads.id, row.id));
     await this.versions.failBulk(row.indexId, Number(row.version));
-    await this.blobs.delete(uploadBlobKey(row)).catch(() => {});
+    // The ingest has failed either way; a blob left behind only takes disk space.
+    await this.blobs
+      .delete(uploadBlobKey(row))
+      .catch((error: Error) => this.log.warn("could not delete the blob of a failed ingest", { upload: row.id, error: error.message }));
   }
 
   /** For tests and shutdown: true while any upload is queued or running. */

@@ -113,6 +113,7 @@ async function postForm(url: string, form: Record<string, string>): Promise<Reco
   }).catch((error: Error) => {
     throw new UnavailableError(`the sign-in provider is unreachable: ${error.message}`);
   });
+  // A body that is not JSON holds no access token: the caller answers that as a refusal.
   const body = (await response.json().catch(() => ({}))) as Record<string, unknown>;
   if (response.status >= 500) throw new UnavailableError(`the sign-in provider failed (${response.status})`);
   return body;

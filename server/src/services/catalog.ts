@@ -5,6 +5,7 @@ import { and, asc, count, eq } from "drizzle-orm";
 import type { components } from "../../../generated/types.ts";
 import { newId } from "../auth/secrets.ts";
 import { ConflictError, InvalidArgumentError, NotFoundError } from "../domain/errors.ts";
+import type { Logger } from "../log.ts";
 import type { SearchEngine } from "../ports/engine.ts";
 import { REGION_IDS, isRegionId } from "../regions.ts";
 import { isUniqueViolation } from "../store/errors.ts";
@@ -34,11 +35,13 @@ export class CatalogService {
 
   private readonly db: Db;
   private readonly engine: SearchEngine;
+  private readonly log: Logger;
   private readonly now: () => number;
 
-  constructor(db: Db, engine: SearchEngine, now: () => number = Date.now) {
+  constructor(db: Db, engine: SearchEngine, log: Logger, now: () => number = Date.now) {
     this.db = db;
     this.engine = engine;
+    this.log = log;
     this.now = now;
   }
 
@@ -123,7 +126,10 @@ export class CatalogService {
         });
       });
     } catch (error) {
-      await this.engine.dropIndex(id).catch(() => {});
+      // The caller gets the error that matters; a leftover engine index is unreachable (no row names it).
+      await this.engine.dropIndex(id).catch((dropError: Error) =>
+        this.log.warn("could not drop the engine index of an index that was not created", { index: id, error: dropError.message }),
+      );
       if (isUniqueViolation(error)) throw new ConflictError(`an index named "${input.name}" already exists in this tenant`);
       throw error;
     }
