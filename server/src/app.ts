@@ -1,23 +1,23 @@
 // The Hono application: middleware, the contract's operations, documentation. It receives its
 // services ready-made; choosing adapters is the composition root's job (compose.ts).
 import { Hono } from "hono";
-import { HTTPException } from "hono/http-exception";
+import type { ApiKeyAuthenticator, SessionAuthenticator } from "./auth/credentials.ts";
 import type { Config } from "./config.ts";
 import { renderReference } from "./docs/reference.ts";
 import { mountContract, type Contract, type Handlers } from "./http/contract.ts";
 import type { AppEnv } from "./http/env.ts";
 import { authenticate, csrfOriginCheck, openReadCors, requestContext } from "./http/middleware.ts";
-import { HttpProblem, problemResponse } from "./http/problem.ts";
+import { HttpProblem, problemFor, problemResponse } from "./http/problem.ts";
 import type { Logger } from "./log.ts";
-import type { AccountService } from "./services/accounts.ts";
-import type { ApiKeyService } from "./services/api-keys.ts";
 
 export interface AppDeps {
   config: Config;
   log: Logger;
   contract: Contract;
-  accounts: AccountService;
-  apiKeys: ApiKeyService;
+  /** Resolves Bearer keys (the API key service). */
+  apiKeys: ApiKeyAuthenticator;
+  /** Resolves session cookies (the account service). */
+  sessions: SessionAuthenticator;
   handlers: Handlers;
   /** Extra non-contract routes (the demo page, widget assets, the MCP GET/DELETE answers). */
   extraRoutes?: (app: Hono<AppEnv>) => void;
@@ -43,8 +43,8 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   const openRead = openReadCors({ exposeHeaders: ["x-sift-region", "x-request-id"], maxAgeSeconds: 86_400 });
   for (const path of ["/v1/search", "/v1/regions", "/healthz"]) app.use(path, openRead);
 
-  app.use("/v1/*", authenticate(deps.apiKeys, deps.accounts));
-  app.use("/mcp", authenticate(deps.apiKeys, deps.accounts));
+  app.use("/v1/*", authenticate(deps.apiKeys, deps.sessions));
+  app.use("/mcp", authenticate(deps.apiKeys, deps.sessions));
   app.use(
     "/v1/*",
     csrfOriginCheck({
@@ -59,11 +59,8 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   app.notFound((c) => problemResponse(new HttpProblem(404, `no such route: ${c.req.method} ${c.req.path}`), c.get("requestId")));
   app.onError((error, c) => {
     const requestId = c.get("requestId");
-    if (error instanceof HttpProblem) return problemResponse(error, requestId);
-    if (error instanceof HTTPException && error.status < 500) {
-      const status = ([400, 401, 403, 404, 409, 413, 415] as const).find((s) => s === error.status) ?? 400;
-      return problemResponse(new HttpProblem(status, error.message || "invalid request"), requestId);
-    }
+    const problem = problemFor(error);
+    if (problem) return problemResponse(problem, requestId);
     (c.get("log") ?? deps.log).error("unhandled error", {
       requestId,
       error: error.message,

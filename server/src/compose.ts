@@ -73,6 +73,7 @@ function signingSecret(config: Config): Buffer {
   try {
     return Buffer.from(readFileSync(path, "utf8").trim(), "base64");
   } catch {
+    // No key yet (a first start): make one. `wx` refuses to replace a key written meanwhile.
     const secret = randomBytes(32);
     writeFileSync(path, secret.toString("base64"), { mode: 0o600, flag: "wx" });
     return secret;
@@ -94,7 +95,7 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
 
   const accounts = new AccountService(store.db, config.sessionTtlMs);
   const apiKeys = new ApiKeyService(store.db, log);
-  const catalog = new CatalogService(store.db, engine);
+  const catalog = new CatalogService(store.db, engine, log);
   const versions = new VersionService({
     db: store.db,
     engine,
@@ -119,17 +120,28 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
   const demo = config.demo ? await seedDemo({ db: store.db, engine, catalog, versions, log }) : undefined;
   await ingest.start();
   const timers = [
-    setInterval(() => void accounts.purgeExpiredSessions().catch(() => {}), 3_600_000).unref(),
-    setInterval(() => void versions.applyRetentionEverywhere(), config.retentionEveryMs).unref(),
+    setInterval(
+      () =>
+        void accounts
+          .purgeExpiredSessions()
+          .catch((error: Error) => log.warn("could not purge expired sessions; the next run tries again", { error: error.message })),
+      3_600_000,
+    ).unref(),
+    setInterval(
+      () =>
+        void versions
+          .applyRetentionEverywhere()
+          .catch((error: Error) => log.error("retention could not list the indexes", { error: error.message })),
+      config.retentionEveryMs,
+    ).unref(),
   ];
-
 
   const app = createApp({
     config,
     log,
     contract,
-    accounts,
     apiKeys,
+    sessions: accounts,
     handlers: {
       ...healthHandlers({ config, store, engine }),
       ...authHandlers(accounts),

@@ -1,7 +1,7 @@
 // DESIGN.md's authority table, as data. Every route asks `authorize` (may this caller do this
 // kind of thing at all?) and then `authorizeIndex` (on this index?). Another tenant's index
 // answers exactly as a missing one would.
-import { forbidden, notFound, unauthorized } from "../http/problem.ts";
+import { ForbiddenError, NotFoundError, UnauthenticatedError } from "../domain/errors.ts";
 import type { Principal } from "./principal.ts";
 
 export type Action =
@@ -59,25 +59,25 @@ export const AUTHORITY: Record<Caller, Record<Action, Cell>> = {
 export const callerOf = (p: Principal): Caller =>
   p.kind === "anonymous" ? "anonymous" : p.kind === "session" ? "session" : p.type;
 
-function denial(p: Principal, action: Action): Error {
+function denial(p: Principal, action: Action): UnauthenticatedError {
   if (action === "apiKeys" && p.kind === "key") {
-    return unauthorized("API keys cannot manage keys: sign in to the dashboard and use its session");
+    return new UnauthenticatedError("API keys cannot manage keys: sign in to the dashboard and use its session");
   }
   if (action === "mcp" && p.kind === "session") {
-    return unauthorized("the MCP endpoint takes an API key: send Authorization: Bearer <key>");
+    return new UnauthenticatedError("the MCP endpoint takes an API key: send Authorization: Bearer <key>");
   }
   if (p.kind === "key" && p.type === "srh") {
-    return unauthorized("a public srh key can only search PUBLIC indexes; use a secret key for this");
+    return new UnauthenticatedError("a public srh key can only search PUBLIC indexes; use a secret key for this");
   }
-  if (action === "apiKeys") return unauthorized("sign in to the dashboard first: the session cookie is missing or expired");
-  return unauthorized("this operation needs an API key: send Authorization: Bearer <key>");
+  if (action === "apiKeys") return new UnauthenticatedError("sign in to the dashboard first: the session cookie is missing or expired");
+  return new UnauthenticatedError("this operation needs an API key: send Authorization: Bearer <key>");
 }
 
 /** Throws 401/403 when the caller may not perform `action` at all; returns the cell otherwise. */
 export function authorize(p: Principal, action: Action): Exclude<Cell, "deny" | "forbid"> {
   const cell = AUTHORITY[callerOf(p)][action];
   if (cell === "deny") throw denial(p, action);
-  if (cell === "forbid") throw forbidden(`a ${callerOf(p)} key can read services and indexes but not change them`);
+  if (cell === "forbid") throw new ForbiddenError(`a ${callerOf(p)} key can read services and indexes but not change them`);
   return cell;
 }
 
@@ -93,11 +93,11 @@ export function authorizeIndex<T extends IndexAccess>(p: Principal, action: Acti
   const cell = authorize(p, action);
   if (cell === "public") {
     if (index?.visibility === "PUBLIC") return index;
-    throw unauthorized(`${what} is not a PUBLIC index: send an API key of the tenant that owns it`);
+    throw new UnauthenticatedError(`${what} is not a PUBLIC index: send an API key of the tenant that owns it`);
   }
-  if (!index || index.tenantId !== tenantOf(p)) throw notFound(`${what} does not exist`);
+  if (!index || index.tenantId !== tenantOf(p)) throw new NotFoundError(`${what} does not exist`);
   if (cell === "ownPublic" && index.visibility !== "PUBLIC") {
-    throw unauthorized(`${what} is PRIVATE: a public srh key can only reach PUBLIC indexes`);
+    throw new UnauthenticatedError(`${what} is PRIVATE: a public srh key can only reach PUBLIC indexes`);
   }
   return index;
 }

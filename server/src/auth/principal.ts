@@ -6,4 +6,7 @@ export type Principal =
   | { kind: "key"; keyId: string; tenantId: string; type: KeyType; userId: string | null }
   | { kind: "session"; tenantId: string; userId: string; tokenHash: string };
 
+export type KeyPrincipal = Extract<Principal, { kind: "key" }>;
+export type SessionPrincipal = Extract<Principal, { kind: "session" }>;
+
 export const ANONYMOUS: Principal = { kind: "anonymous" };

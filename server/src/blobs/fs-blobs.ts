@@ -27,6 +27,7 @@ export function createFsBlobStore(root: string): BlobStore {
         }
         await file.sync();
       } catch (error) {
+        // The write's own error is the one to report; the partial file is removed just below anyway.
         await file.close().catch(() => {});
         await rm(partial, { force: true });
         throw error;

@@ -8,7 +8,8 @@ import formatsModule from "ajv-formats";
 import type { Context, Hono } from "hono";
 import type { AppEnv } from "./env.ts";
 import type { operations } from "../../../generated/types.ts";
-import { badRequest, HttpProblem, payloadTooLarge, type FieldProblem } from "./problem.ts";
+import { InvalidArgumentError, PayloadTooLargeError, type FieldProblem } from "../domain/errors.ts";
+import { HttpProblem } from "./problem.ts";
 
 export type OperationId = keyof operations;
 type Op<K extends OperationId> = operations[K];
@@ -204,10 +205,10 @@ const describe = (problems: FieldProblem[]) =>
 
 async function readJsonBody(c: Context, op: ContractOperation, maxBytes: number): Promise<unknown> {
   const declared = Number(c.req.header("content-length") ?? "NaN");
-  if (declared > maxBytes) throw payloadTooLarge(`the request body is larger than ${maxBytes} bytes`);
+  if (declared > maxBytes) throw new PayloadTooLargeError(`the request body is larger than ${maxBytes} bytes`);
   const raw = c.req.raw.body ? await readLimited(c.req.raw.body, maxBytes) : "";
   if (raw.trim() === "") {
-    if (op.jsonBody?.required) throw badRequest("a JSON request body is required", [{ field: "body", message: "is required" }]);
+    if (op.jsonBody?.required) throw new InvalidArgumentError("a JSON request body is required", [{ field: "body", message: "is required" }]);
     return undefined;
   }
   const contentType = c.req.header("content-type") ?? "";
@@ -226,7 +227,7 @@ async function readJsonBody(c: Context, op: ContractOperation, maxBytes: number)
       const column = before.length - before.lastIndexOf("\n");
       where = ` at line ${line}, column ${column}`;
     }
-    throw badRequest(`the request body is not valid JSON${where}`, [
+    throw new InvalidArgumentError(`the request body is not valid JSON${where}`, [
       { field: "body", message: `is not valid JSON${where}: ${message}` },
     ]);
   }
@@ -242,7 +243,7 @@ async function readLimited(stream: ReadableStream<Uint8Array>, maxBytes: number)
     size += value.byteLength;
     if (size > maxBytes) {
       await reader.cancel();
-      throw payloadTooLarge(`the request body is larger than ${maxBytes} bytes`);
+      throw new PayloadTooLargeError(`the request body is larger than ${maxBytes} bytes`);
     }
     chunks.push(value);
   }
@@ -254,7 +255,7 @@ export async function validateRequest(c: Context<AppEnv>, op: ContractOperation,
   const path = c.req.param() as Record<string, string>;
   if (!op.validatePath(path)) {
     const problems = fieldProblems(op.validatePath.errors);
-    throw badRequest(`invalid path parameter: ${describe(problems)}`, problems);
+    throw new InvalidArgumentError(`invalid path parameter: ${describe(problems)}`, problems);
   }
   // One parse of the query string: Hono's query(name) parses it again per name when it is encoded.
   const all = c.req.query();
@@ -266,14 +267,14 @@ export async function validateRequest(c: Context<AppEnv>, op: ContractOperation,
   const query = coerceParams(rawQuery, op);
   if (!op.validateQuery(query)) {
     const problems = fieldProblems(op.validateQuery.errors);
-    throw badRequest(`invalid query parameter: ${describe(problems)}`, problems);
+    throw new InvalidArgumentError(`invalid query parameter: ${describe(problems)}`, problems);
   }
   let body: unknown;
   if (op.validateBody) {
     body = await readJsonBody(c, op, maxBodyBytes);
     if (body !== undefined && !op.validateBody(body)) {
       const problems = fieldProblems(op.validateBody.errors);
-      throw badRequest(`invalid request body: ${describe(problems)}`, problems);
+      throw new InvalidArgumentError(`invalid request body: ${describe(problems)}`, problems);
     }
   }
   return { path, query, body } as Input<OperationId>;

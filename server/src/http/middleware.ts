@@ -2,12 +2,11 @@
 import { randomUUID } from "node:crypto";
 import type { MiddlewareHandler } from "hono";
 import { getCookie } from "hono/cookie";
+import type { ApiKeyAuthenticator, SessionAuthenticator } from "../auth/credentials.ts";
 import { ANONYMOUS } from "../auth/principal.ts";
+import { ForbiddenError, UnauthenticatedError } from "../domain/errors.ts";
 import type { Logger } from "../log.ts";
-import type { AccountService } from "../services/accounts.ts";
-import type { ApiKeyService } from "../services/api-keys.ts";
 import type { AppEnv } from "./env.ts";
-import { forbidden, unauthorized } from "./problem.ts";
 
 export const SESSION_COOKIE = "sift_session";
 
@@ -63,17 +62,17 @@ export function requestContext(log: Logger): MiddlewareHandler<AppEnv> {
 }
 
 /** Resolves the caller: a Bearer API key wins over the session cookie; an invalid key is 401. */
-export function authenticate(apiKeys: ApiKeyService, accounts: AccountService): MiddlewareHandler<AppEnv> {
+export function authenticate(apiKeys: ApiKeyAuthenticator, sessions: SessionAuthenticator): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     const header = c.req.header("authorization");
     if (header !== undefined) {
       const bearer = /^Bearer\s+(\S+)\s*$/i.exec(header);
-      if (!bearer) throw unauthorized("send the API key as Authorization: Bearer <key>");
+      if (!bearer) throw new UnauthenticatedError("send the API key as Authorization: Bearer <key>");
       c.set("principal", await apiKeys.authenticate(bearer[1]!));
     } else {
       // An expired or unknown cookie is simply no session: public searches keep working.
       const token = getCookie(c, SESSION_COOKIE);
-      if (token) c.set("principal", (await accounts.session(token)) ?? ANONYMOUS);
+      if (token) c.set("principal", (await sessions.session(token)) ?? ANONYMOUS);
     }
     await next();
   };
@@ -99,11 +98,11 @@ export function csrfOriginCheck(options: {
     const own = new URL(c.req.url).origin;
     if (origin !== undefined) {
       if (origin === own || options.allowedOrigins.includes(origin)) return next();
-      throw forbidden(`cross-site request refused: origin ${origin} may not use a dashboard session here`);
+      throw new ForbiddenError(`cross-site request refused: origin ${origin} may not use a dashboard session here`);
     }
     const site = c.req.header("sec-fetch-site");
     if (site !== undefined && site !== "same-origin" && site !== "none") {
-      throw forbidden("cross-site request refused: a dashboard session can only be used from this site");
+      throw new ForbiddenError("cross-site request refused: a dashboard session can only be used from this site");
     }
     return next();
   };

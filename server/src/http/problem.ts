@@ -1,6 +1,9 @@
 // RFC 9457 problem documents. Every error the API returns goes through here, so no handler
-// can leak a stack trace or answer an unshaped body.
+// can leak a stack trace or answer an unshaped body. This is also the one place that knows which
+// HTTP status each domain error (domain/errors.ts) stands for (docs/api.md, errors).
+import { HTTPException } from "hono/http-exception";
 import type { components } from "../../../generated/types.ts";
+import { SiftError, InvalidArgumentError, type FieldProblem as DomainFieldProblem, type SiftErrorKind } from "../domain/errors.ts";
 
 export type Problem = components["schemas"]["Problem"];
 export type FieldProblem = components["schemas"]["FieldProblem"];
@@ -21,6 +24,11 @@ const kinds = {
 
 export type ProblemStatus = keyof typeof kinds;
 
+/**
+ * A problem ready to send. Domain errors become one through problemFor(); the HTTP layer throws
+ * one directly only for what exists in HTTP alone (a method or media type refused, a route or
+ * operation missing).
+ */
 export class HttpProblem extends Error {
   readonly status: ProblemStatus;
   readonly errors: FieldProblem[] | undefined;
@@ -48,16 +56,39 @@ export class HttpProblem extends Error {
   }
 }
 
-export const badRequest = (detail: string, errors?: FieldProblem[]) => new HttpProblem(400, detail, errors);
-export const invalidField = (field: string, message: string) =>
-  new HttpProblem(400, `${field}: ${message}`, [{ field, message }]);
-export const unauthorized = (detail: string) =>
-  new HttpProblem(401, detail, undefined, { "www-authenticate": 'Bearer realm="sift"' });
-export const forbidden = (detail: string) => new HttpProblem(403, detail);
-export const notFound = (detail: string) => new HttpProblem(404, detail);
-export const conflict = (detail: string) => new HttpProblem(409, detail);
-export const payloadTooLarge = (detail: string) => new HttpProblem(413, detail);
-export const unavailable = (detail: string) => new HttpProblem(503, detail);
+/** The status of each kind of domain error; a new kind does not compile until it is given one. */
+export const STATUS_OF: Record<SiftErrorKind, ProblemStatus> = {
+  "invalid-argument": 400,
+  unauthenticated: 401,
+  forbidden: 403,
+  "not-found": 404,
+  conflict: 409,
+  "payload-too-large": 413,
+  unavailable: 503,
+};
+
+/** RFC 9110: a 401 names the scheme the client should answer with. */
+const CHALLENGE = { "www-authenticate": 'Bearer realm="sift"' };
+
+// The domain's field problems must fit the contract's, or the mapping below would not compile.
+void ((p: DomainFieldProblem): FieldProblem => p);
+
+/**
+ * The problem an error stands for: a domain error by its kind, a Hono client error by its status;
+ * undefined for anything else, which is a bug and answers 500.
+ */
+export function problemFor(error: unknown): HttpProblem | undefined {
+  if (error instanceof HttpProblem) return error;
+  if (error instanceof SiftError) {
+    const fields = error instanceof InvalidArgumentError && error.fields.length ? error.fields : undefined;
+    return new HttpProblem(STATUS_OF[error.kind], error.message, fields, error.kind === "unauthenticated" ? CHALLENGE : {});
+  }
+  if (error instanceof HTTPException && error.status < 500) {
+    const status = ([400, 401, 403, 404, 409, 413, 415] as const).find((s) => s === error.status) ?? 400;
+    return new HttpProblem(status, error.message || "invalid request");
+  }
+  return undefined;
+}
 
 export function problemResponse(problem: HttpProblem, requestId?: string): Response {
   return new Response(JSON.stringify(problem.toProblem(requestId)), {

@@ -4,10 +4,9 @@
 import { randomUUID } from "node:crypto";
 import { and, asc, eq, inArray, sql } from "drizzle-orm";
 import type { Logger } from "../log.ts";
-import type { BlobStore } from "../ports/blobs.ts";
+import { uploadBlobKey, type BlobStore } from "../ports/blobs.ts";
 import type { BulkWriter, SearchEngine } from "../ports/engine.ts";
 import type { CatalogService } from "../services/catalog.ts";
-import { blobKey } from "../services/uploads.ts";
 import type { VersionService } from "../services/versions.ts";
 import type { Db } from "../store/open.ts";
 import { tombstones, uploads } from "../store/schema.ts";
@@ -144,7 +143,7 @@ export class IngestRunner {
 
     let writer: BulkWriter | undefined;
     try {
-      const upload = await openUpload(await this.blobs.read(blobKey(row)), {
+      const upload = await openUpload(await this.blobs.read(uploadBlobKey(row)), {
         generateId: randomUUID,
         onProgress: (bytes) => (progress.bytesRead = bytes),
         signal: this.abort.signal,
@@ -186,10 +185,12 @@ export class IngestRunner {
         .update(uploads)
         .set({ ...progress, errors, state: "succeeded", finishedAt: this.now() })
         .where(eq(uploads.id, row.id));
-      await this.blobs.delete(blobKey(row));
+      await this.blobs.delete(uploadBlobKey(row));
       log.info("ingest succeeded", { records, live, ms: this.now() - startedAt });
     } catch (error) {
-      await writer?.abort().catch(() => {});
+      // The failure below is what gets reported; an abort that fails too leaves an uncommitted
+      // version the engine never shows, so it is only logged.
+      await writer?.abort().catch((abortError: Error) => log.warn("could not abort the bulk writer", { error: abortError.message }));
       if (this.abort.signal.aborted) return; // shutting down: recoverInterrupted() resumes it next start
       if (error instanceof UploadParseError) {
         errors.push({ line: error.line, message: error.message });
@@ -215,7 +216,10 @@ export class IngestRunner {
       .set({ ...progress, recordsIngested: 0, ...(errors ? { errors } : {}), state: "failed", failureReason: reason, finishedAt: this.now() })
       .where(eq(uploads.id, row.id));
     await this.versions.failBulk(row.indexId, Number(row.version));
-    await this.blobs.delete(blobKey(row)).catch(() => {});
+    // The ingest has failed either way; a blob left behind only takes disk space.
+    await this.blobs
+      .delete(uploadBlobKey(row))
+      .catch((error: Error) => this.log.warn("could not delete the blob of a failed ingest", { upload: row.id, error: error.message }));
   }
 
   /** For tests and shutdown: true while any upload is queued or running. */

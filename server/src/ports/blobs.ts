@@ -13,6 +13,9 @@ export interface BlobStore {
   delete(key: string): Promise<void>;
 }
 
+/** Where the bytes of an upload wait: one blob per version of an index. */
+export const uploadBlobKey = (upload: { indexId: string; version: string }) => `uploads/${upload.indexId}/${upload.version}.bin`;
+
 export class BlobTooLargeError extends Error {
   readonly maxBytes: number;
   constructor(maxBytes: number) {

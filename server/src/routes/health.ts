@@ -14,6 +14,7 @@ export function healthHandlers(deps: { config: Config; store: Store; engine: Sea
   return {
     Health_live: (c) => c.json({ status: "ok" } satisfies ResponseBody<"Health_live", 200>),
     Health_ready: async (c) => {
+      // An engine that fails its ping is simply not ready: that is what this endpoint reports.
       const [store, engine] = await Promise.all([deps.store.ping(), deps.engine.ping().catch(() => false)]);
       const ok = store && engine;
       const body = { status: ok ? "ok" : "unavailable", checks: { store, engine } } as const;

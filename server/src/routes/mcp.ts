@@ -6,10 +6,22 @@ import { authorize, authorizeIndex } from "../auth/authority.ts";
 import type { Principal } from "../auth/principal.ts";
 import type { Handlers } from "../http/contract.ts";
 import type { AppEnv } from "../http/env.ts";
-import { HttpProblem } from "../http/problem.ts";
+import { HttpProblem, problemFor } from "../http/problem.ts";
 import type { SearchEngine } from "../ports/engine.ts";
 import type { CatalogService } from "../services/catalog.ts";
 import { suggestionOf, type SearchService } from "../services/search.ts";
+
+/**
+ * The MCP tools show a failure's message to the model when it has a status below 500, so a
+ * domain error leaves the backend as the problem it stands for (same status, same text).
+ */
+const asProblem = async <T>(run: () => Promise<T>): Promise<T> => {
+  try {
+    return await run();
+  } catch (error) {
+    throw problemFor(error) ?? error;
+  }
+};
 
 function backendFor(p: Principal, deps: { catalog: CatalogService; search: SearchService; engine: SearchEngine }): SiftMcpBackend {
   authorize(p, "mcp");
@@ -17,17 +29,19 @@ function backendFor(p: Principal, deps: { catalog: CatalogService; search: Searc
   const index = async (indexName: string) =>
     authorizeIndex(p, "mcp", await deps.catalog.byName(p.tenantId, indexName), `index "${indexName}"`);
   return {
-    async search({ indexName, phrase, latitude, longitude }) {
-      const ref = await index(indexName);
-      const geo = latitude !== undefined && longitude !== undefined ? { latitude, longitude } : undefined;
-      const found = await deps.search.searchIndex(ref, { query: phrase, geo });
-      return { indexName, indexVersion: found.indexVersion, phrase, results: found.hits.map(suggestionOf) as JsonRecord[] };
-    },
-    async lookupById({ indexName, id }) {
-      const ref = await index(indexName);
-      const record = await deps.engine.get(ref.id, ref.activeVersion, id);
-      return record ? { indexName, indexVersion: ref.activeVersion, record: record as JsonRecord } : undefined;
-    },
+    search: ({ indexName, phrase, latitude, longitude }) =>
+      asProblem(async () => {
+        const ref = await index(indexName);
+        const geo = latitude !== undefined && longitude !== undefined ? { latitude, longitude } : undefined;
+        const found = await deps.search.searchIndex(ref, { query: phrase, geo });
+        return { indexName, indexVersion: found.indexVersion, phrase, results: found.hits.map(suggestionOf) as JsonRecord[] };
+      }),
+    lookupById: ({ indexName, id }) =>
+      asProblem(async () => {
+        const ref = await index(indexName);
+        const record = await deps.engine.get(ref.id, ref.activeVersion, id);
+        return record ? { indexName, indexVersion: ref.activeVersion, record: record as JsonRecord } : undefined;
+      }),
   };
 }
 

@@ -6,7 +6,7 @@ import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import { openJson, sealJson } from "../auth/signing.ts";
 import type { Config, OAuthProviderConfig } from "../config.ts";
 import type { Handlers, ResponseBody } from "../http/contract.ts";
-import { badRequest, HttpProblem, notFound, unauthorized } from "../http/problem.ts";
+import { InvalidArgumentError, NotFoundError, UnauthenticatedError, UnavailableError } from "../domain/errors.ts";
 import type { AccountService } from "../services/accounts.ts";
 import { baseUrlOf } from "./health.ts";
 import { isLocal, setSessionCookie } from "./session-cookie.ts";
@@ -28,7 +28,7 @@ export function oauthHandlers(deps: { config: Config; accounts: AccountService; 
   const providers = new Map(deps.config.oauthProviders.map((p) => [p.id, p]));
   const provider = (id: string): OAuthProviderConfig => {
     const p = providers.get(id);
-    if (!p) throw notFound(`sign-in provider "${id}" is not configured here`);
+    if (!p) throw new NotFoundError(`sign-in provider "${id}" is not configured here`);
     return p;
   };
 
@@ -43,7 +43,7 @@ export function oauthHandlers(deps: { config: Config; accounts: AccountService; 
       const redirectTo = query.redirectTo ?? "/";
       // Only same-site paths: an open redirect would turn sign-in into a phishing tool.
       if (!redirectTo.startsWith("/") || redirectTo.startsWith("//") || redirectTo.includes("\\")) {
-        throw badRequest("redirectTo must be a path on this site", [{ field: "redirectTo", message: "must start with a single /" }]);
+        throw new InvalidArgumentError("redirectTo must be a path on this site", [{ field: "redirectTo", message: "must start with a single /" }]);
       }
       const pending: PendingSignIn = {
         provider: p.id,
@@ -76,13 +76,13 @@ export function oauthHandlers(deps: { config: Config; accounts: AccountService; 
       const p = provider(path.provider);
       const pending = openJson<PendingSignIn>(deps.secret, getCookie(c, STATE_COOKIE));
       deleteCookie(c, STATE_COOKIE, { path: "/v1/auth/oauth" });
-      if (query.error) throw unauthorized(`${p.name} did not sign you in: ${query.error}`);
+      if (query.error) throw new UnauthenticatedError(`${p.name} did not sign you in: ${query.error}`);
       if (!pending || pending.provider !== p.id || pending.expiresAt < Date.now() || pending.state !== query.state) {
-        throw badRequest("the sign-in attempt expired or did not start here: start again", [
+        throw new InvalidArgumentError("the sign-in attempt expired or did not start here: start again", [
           { field: "state", message: "does not match the sign-in started by this browser" },
         ]);
       }
-      if (!query.code) throw badRequest("the provider sent no authorization code", [{ field: "code", message: "is required" }]);
+      if (!query.code) throw new InvalidArgumentError("the provider sent no authorization code", [{ field: "code", message: "is required" }]);
 
       const token = await postForm(p.tokenUrl, {
         grant_type: "authorization_code",
@@ -92,10 +92,10 @@ export function oauthHandlers(deps: { config: Config; accounts: AccountService; 
         client_secret: p.clientSecret,
         code_verifier: pending.verifier,
       });
-      if (typeof token.access_token !== "string") throw unauthorized(`${p.name} refused the authorization code`);
+      if (typeof token.access_token !== "string") throw new UnauthenticatedError(`${p.name} refused the authorization code`);
       const profile = await getJson(p.userinfoUrl, token.access_token);
       const subject = profile.sub ?? profile.id;
-      if (subject === undefined) throw new HttpProblem(503, `${p.name} returned a profile without an id`);
+      if (subject === undefined) throw new UnavailableError(`${p.name} returned a profile without an id`);
       const email = typeof profile.email === "string" ? profile.email : undefined;
       const signedIn = await deps.accounts.oauthSignIn(p.id, String(subject), email);
       setSessionCookie(c, signedIn.token, signedIn.expiresAt);
@@ -111,10 +111,11 @@ async function postForm(url: string, form: Record<string, string>): Promise<Reco
     body: new URLSearchParams(form),
     signal: AbortSignal.timeout(10_000),
   }).catch((error: Error) => {
-    throw new HttpProblem(503, `the sign-in provider is unreachable: ${error.message}`);
+    throw new UnavailableError(`the sign-in provider is unreachable: ${error.message}`);
   });
+  // A body that is not JSON holds no access token: the caller answers that as a refusal.
   const body = (await response.json().catch(() => ({}))) as Record<string, unknown>;
-  if (response.status >= 500) throw new HttpProblem(503, `the sign-in provider failed (${response.status})`);
+  if (response.status >= 500) throw new UnavailableError(`the sign-in provider failed (${response.status})`);
   return body;
 }
 
@@ -123,8 +124,8 @@ async function getJson(url: string, accessToken: string): Promise<Record<string,
     headers: { authorization: `Bearer ${accessToken}`, accept: "application/json", "user-agent": "sift" },
     signal: AbortSignal.timeout(10_000),
   }).catch((error: Error) => {
-    throw new HttpProblem(503, `the sign-in provider is unreachable: ${error.message}`);
+    throw new UnavailableError(`the sign-in provider is unreachable: ${error.message}`);
   });
-  if (!response.ok) throw unauthorized(`the sign-in provider refused the profile request (${response.status})`);
+  if (!response.ok) throw new UnauthenticatedError(`the sign-in provider refused the profile request (${response.status})`);
   return (await response.json()) as Record<string, any>;
 }

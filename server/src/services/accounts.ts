@@ -2,14 +2,15 @@
 // store keeps only its SHA-256 with an expiry, so a leaked database cannot be replayed.
 import { and, eq, gt, lt } from "drizzle-orm";
 import type { components } from "../../../generated/types.ts";
-import type { Principal } from "../auth/principal.ts";
+import type { SessionAuthenticator } from "../auth/credentials.ts";
+import type { SessionPrincipal } from "../auth/principal.ts";
 import { hashPassword, newId, newSessionToken, sha256, verifyPassword } from "../auth/secrets.ts";
-import { conflict, unauthorized } from "../http/problem.ts";
+import { ConflictError, UnauthenticatedError } from "../domain/errors.ts";
+import { isUniqueViolation } from "../store/errors.ts";
 import type { Db } from "../store/open.ts";
 import { oauthIdentities, sessions, tenants, users } from "../store/schema.ts";
 
 export type Me = components["schemas"]["Me"];
-type SessionPrincipal = Extract<Principal, { kind: "session" }>;
 
 export interface SignedIn {
   me: Me;
@@ -18,14 +19,7 @@ export interface SignedIn {
   expiresAt: number;
 }
 
-const isUniqueViolation = (error: unknown) => {
-  for (let e = error as { code?: string; cause?: unknown } | undefined; e; e = e.cause as typeof e) {
-    if (e.code === "23505") return true;
-  }
-  return false;
-};
-
-export class AccountService {
+export class AccountService implements SessionAuthenticator {
   private readonly db: Db;
   private readonly sessionTtlMs: number;
   private readonly now: () => number;
@@ -47,7 +41,7 @@ export class AccountService {
     const email = input.email.trim().toLowerCase();
     const [user] = await this.db.select().from(users).where(eq(users.email, email)).limit(1);
     const ok = await verifyPassword(input.password, user?.passwordHash ?? null);
-    if (!user || !ok) throw unauthorized("the e-mail or the password is not right");
+    if (!user || !ok) throw new UnauthenticatedError("the e-mail or the password is not right");
     return this.startSession(user.id);
   }
 
@@ -91,7 +85,7 @@ export class AccountService {
       .innerJoin(tenants, eq(tenants.id, users.tenantId))
       .where(eq(users.id, userId))
       .limit(1);
-    if (!row) throw unauthorized("the session's user no longer exists");
+    if (!row) throw new UnauthenticatedError("the session's user no longer exists");
     return {
       user: { id: row.user.id, email: row.user.email, createdAt: row.user.createdAt },
       tenant: { id: row.tenant.id, name: row.tenant.name },
@@ -112,7 +106,7 @@ export class AccountService {
         await tx.insert(users).values({ id: userId, tenantId, email, passwordHash, createdAt: now });
       });
     } catch (error) {
-      if (isUniqueViolation(error)) throw conflict("an account with this e-mail already exists: log in instead");
+      if (isUniqueViolation(error)) throw new ConflictError("an account with this e-mail already exists: log in instead");
       throw error;
     }
     return userId;
@@ -127,5 +121,3 @@ export class AccountService {
     return { me, token, expiresAt };
   }
 }
-
-export { isUniqueViolation };

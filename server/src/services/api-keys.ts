@@ -3,7 +3,8 @@
 // revocation evicts at once, and lastUsedAt is written at most once a minute per key.
 import { and, desc, eq, isNull } from "drizzle-orm";
 import type { components } from "../../../generated/types.ts";
-import type { Principal } from "../auth/principal.ts";
+import type { ApiKeyAuthenticator } from "../auth/credentials.ts";
+import type { KeyPrincipal } from "../auth/principal.ts";
 import {
   constantTimeEqual,
   DISPLAY_PREFIX_LENGTH,
@@ -13,7 +14,7 @@ import {
   sha256,
   type KeyType,
 } from "../auth/secrets.ts";
-import { notFound, unauthorized } from "../http/problem.ts";
+import { NotFoundError, UnauthenticatedError } from "../domain/errors.ts";
 import type { Logger } from "../log.ts";
 import type { Db } from "../store/open.ts";
 import { apiKeys, users } from "../store/schema.ts";
@@ -21,7 +22,6 @@ import { apiKeys, users } from "../store/schema.ts";
 type ApiKey = components["schemas"]["ApiKey"];
 type ApiKeyCreated = components["schemas"]["ApiKeyCreated"];
 type KeyRow = typeof apiKeys.$inferSelect;
-type KeyPrincipal = Extract<Principal, { kind: "key" }>;
 
 const CACHE_TTL_MS = 30_000;
 const LAST_USED_EVERY_MS = 60_000;
@@ -36,7 +36,7 @@ const toMetadata = (row: KeyRow): ApiKey => ({
   revokedAt: row.revokedAt,
 });
 
-export class ApiKeyService {
+export class ApiKeyService implements ApiKeyAuthenticator {
   private readonly cache = new Map<string, { principal: KeyPrincipal; until: number }>();
   private readonly lastUsedWritten = new Map<string, number>();
 
@@ -82,7 +82,7 @@ export class ApiKeyService {
       .set({ revokedAt: this.now() })
       .where(and(eq(apiKeys.id, keyId), eq(apiKeys.tenantId, tenantId), isNull(apiKeys.revokedAt)))
       .returning();
-    if (!row) throw notFound(`API key ${keyId} does not exist or is already revoked`);
+    if (!row) throw new NotFoundError(`API key ${keyId} does not exist or is already revoked`);
     this.cache.delete(row.keyHash);
     return toMetadata(row);
   }
@@ -90,7 +90,7 @@ export class ApiKeyService {
   /** Resolves a Bearer credential; 401 for anything but an active key. */
   async authenticate(plaintext: string): Promise<KeyPrincipal> {
     if (!looksLikeApiKey(plaintext)) {
-      throw unauthorized("the Bearer credential is not a Sift API key (sk-sift-… or pk-sift-srh-…)");
+      throw new UnauthenticatedError("the Bearer credential is not a Sift API key (sk-sift-… or pk-sift-srh-…)");
     }
     const hash = sha256(plaintext);
     const now = this.now();
@@ -105,10 +105,10 @@ export class ApiKeyService {
       .leftJoin(users, eq(users.id, apiKeys.userId))
       .where(eq(apiKeys.keyHash, hash))
       .limit(1);
-    if (!found || !constantTimeEqual(found.key.keyHash, hash)) throw unauthorized("the API key is not valid");
-    if (found.key.revokedAt !== null) throw unauthorized("the API key has been revoked");
+    if (!found || !constantTimeEqual(found.key.keyHash, hash)) throw new UnauthenticatedError("the API key is not valid");
+    if (found.key.revokedAt !== null) throw new UnauthenticatedError("the API key has been revoked");
     // A pat acts as its user and dies with them.
-    if (found.key.type === "pat" && found.userId === null) throw unauthorized("the API key's user no longer exists");
+    if (found.key.type === "pat" && found.userId === null) throw new UnauthenticatedError("the API key's user no longer exists");
     const principal: KeyPrincipal = {
       kind: "key",
       keyId: found.key.id,

@@ -4,12 +4,13 @@
 import { and, asc, count, eq } from "drizzle-orm";
 import type { components } from "../../../generated/types.ts";
 import { newId } from "../auth/secrets.ts";
-import { badRequest, conflict, notFound } from "../http/problem.ts";
+import { ConflictError, InvalidArgumentError, NotFoundError } from "../domain/errors.ts";
+import type { Logger } from "../log.ts";
 import type { SearchEngine } from "../ports/engine.ts";
 import { REGION_IDS, isRegionId } from "../regions.ts";
+import { isUniqueViolation } from "../store/errors.ts";
 import type { Db } from "../store/open.ts";
 import { indexes, services, versions } from "../store/schema.ts";
-import { isUniqueViolation } from "./accounts.ts";
 
 type SiftService = components["schemas"]["SiftService"];
 type SiftIndex = components["schemas"]["SiftIndex"];
@@ -34,11 +35,13 @@ export class CatalogService {
 
   private readonly db: Db;
   private readonly engine: SearchEngine;
+  private readonly log: Logger;
   private readonly now: () => number;
 
-  constructor(db: Db, engine: SearchEngine, now: () => number = Date.now) {
+  constructor(db: Db, engine: SearchEngine, log: Logger, now: () => number = Date.now) {
     this.db = db;
     this.engine = engine;
+    this.log = log;
     this.now = now;
   }
 
@@ -48,7 +51,7 @@ export class CatalogService {
     const regions = input.regions ? [...new Set(input.regions)] : [...REGION_IDS];
     const unknown = regions.filter((r) => !isRegionId(r));
     if (unknown.length) {
-      throw badRequest(`unknown region ${unknown.join(", ")}`, [
+      throw new InvalidArgumentError(`unknown region ${unknown.join(", ")}`, [
         { field: "regions", message: `must be among ${REGION_IDS.join(", ")}` },
       ]);
     }
@@ -56,7 +59,7 @@ export class CatalogService {
     try {
       await this.db.insert(services).values(row);
     } catch (error) {
-      if (isUniqueViolation(error)) throw conflict(`the service name "${input.name}" is taken: service names are unique across Sift`);
+      if (isUniqueViolation(error)) throw new ConflictError(`the service name "${input.name}" is taken: service names are unique across Sift`);
       throw error;
     }
     return toService(row);
@@ -74,7 +77,7 @@ export class CatalogService {
   async deleteService(tenantId: string, name: string): Promise<void> {
     const row = await this.serviceRow(tenantId, name);
     const [held] = await this.db.select({ n: count() }).from(indexes).where(eq(indexes.serviceId, row.id));
-    if ((held?.n ?? 0) > 0) throw conflict(`service "${name}" still holds ${held!.n} index(es): delete them first`);
+    if ((held?.n ?? 0) > 0) throw new ConflictError(`service "${name}" still holds ${held!.n} index(es): delete them first`);
     await this.db.delete(services).where(eq(services.id, row.id));
   }
 
@@ -84,7 +87,7 @@ export class CatalogService {
       .from(services)
       .where(and(eq(services.tenantId, tenantId), eq(services.name, name)))
       .limit(1);
-    if (!row) throw notFound(`service "${name}" does not exist`);
+    if (!row) throw new NotFoundError(`service "${name}" does not exist`);
     return row;
   }
 
@@ -123,8 +126,11 @@ export class CatalogService {
         });
       });
     } catch (error) {
-      await this.engine.dropIndex(id).catch(() => {});
-      if (isUniqueViolation(error)) throw conflict(`an index named "${input.name}" already exists in this tenant`);
+      // The caller gets the error that matters; a leftover engine index is unreachable (no row names it).
+      await this.engine.dropIndex(id).catch((dropError: Error) =>
+        this.log.warn("could not drop the engine index of an index that was not created", { index: id, error: dropError.message }),
+      );
+      if (isUniqueViolation(error)) throw new ConflictError(`an index named "${input.name}" already exists in this tenant`);
       throw error;
     }
     return this.describe((await this.byName(tenantId, input.name))!);
@@ -137,13 +143,13 @@ export class CatalogService {
 
   async getIndex(tenantId: string, name: string): Promise<SiftIndex> {
     const ref = await this.byName(tenantId, name);
-    if (!ref) throw notFound(`index "${name}" does not exist`);
+    if (!ref) throw new NotFoundError(`index "${name}" does not exist`);
     return this.describe(ref);
   }
 
   async updateIndex(tenantId: string, name: string, input: { visibility?: Visibility }): Promise<SiftIndex> {
     const ref = await this.byName(tenantId, name);
-    if (!ref) throw notFound(`index "${name}" does not exist`);
+    if (!ref) throw new NotFoundError(`index "${name}" does not exist`);
     if (input.visibility) {
       await this.db.update(indexes).set({ visibility: input.visibility }).where(eq(indexes.id, ref.id));
       this.invalidate();
@@ -153,7 +159,7 @@ export class CatalogService {
 
   async deleteIndex(tenantId: string, name: string): Promise<IndexRef> {
     const ref = await this.byName(tenantId, name);
-    if (!ref) throw notFound(`index "${name}" does not exist`);
+    if (!ref) throw new NotFoundError(`index "${name}" does not exist`);
     await this.db.delete(indexes).where(eq(indexes.id, ref.id));
     this.invalidate();
     await this.engine.dropIndex(ref.id);

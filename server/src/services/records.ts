@@ -2,7 +2,7 @@
 // version service so each one is a new, durable, active version.
 import type { Principal } from "../auth/principal.ts";
 import { authorizeIndex, tenantOf } from "../auth/authority.ts";
-import { badRequest, notFound } from "../http/problem.ts";
+import { InvalidArgumentError, NotFoundError } from "../domain/errors.ts";
 import type { SearchEngine, SearchRecord } from "../ports/engine.ts";
 import { checkRecord } from "../records/validate.ts";
 import type { CatalogService, IndexRef } from "./catalog.ts";
@@ -30,7 +30,7 @@ export class RecordService {
     const ref = await this.index(p, "records.read", indexName);
     const resolved = await this.versions.resolve(ref, version);
     const record = await this.engine.get(ref.id, resolved, recordId);
-    if (!record) throw notFound(`record "${recordId}" does not exist in version ${resolved} of index "${indexName}"`);
+    if (!record) throw new NotFoundError(`record "${recordId}" does not exist in version ${resolved} of index "${indexName}"`);
     return record;
   }
 
@@ -38,7 +38,7 @@ export class RecordService {
     const ref = await this.index(p, "index.write", indexName);
     const checked = checkRecord(body, { idOverride: recordId });
     if (!checked.ok) {
-      throw badRequest(`invalid record: ${checked.errors.map((e) => `${e.field} ${e.message}`).join("; ")}`, checked.errors);
+      throw new InvalidArgumentError(`invalid record: ${checked.errors.map((e) => `${e.field} ${e.message}`).join("; ")}`, checked.errors);
     }
     return this.versions.applyRecordChange(ref, { upserts: [checked.record] });
   }

@@ -4,7 +4,7 @@
 import type { components, operations } from "../../../generated/types.ts";
 import { authorizeIndex } from "../auth/authority.ts";
 import type { Principal } from "../auth/principal.ts";
-import { badRequest, invalidField } from "../http/problem.ts";
+import { InvalidArgumentError } from "../domain/errors.ts";
 import type { FilterExpr, SearchEngine, SearchHit } from "../ports/engine.ts";
 import { isRegionId, REGION_IDS } from "../regions.ts";
 import { FilterSyntaxError, parseFilter } from "../search/filter.ts";
@@ -76,9 +76,9 @@ export class SearchService {
 
   private regionFor(ref: IndexRef, requested: string | undefined): string {
     if (requested === undefined) return this.region;
-    if (!isRegionId(requested)) throw invalidField("regionId", `must be one of ${REGION_IDS.join(", ")}`);
+    if (!isRegionId(requested)) throw InvalidArgumentError.field("regionId", `must be one of ${REGION_IDS.join(", ")}`);
     if (!ref.regions.includes(requested)) {
-      throw invalidField("regionId", `service "${ref.serviceName}" is not deployed in ${requested}; its regions: ${ref.regions.join(", ")}`);
+      throw InvalidArgumentError.field("regionId", `service "${ref.serviceName}" is not deployed in ${requested}; its regions: ${ref.regions.join(", ")}`);
     }
     return requested;
   }
@@ -86,8 +86,8 @@ export class SearchService {
 
 export function geoOf(latitude: number | undefined, longitude: number | undefined) {
   if (latitude === undefined && longitude === undefined) return undefined;
-  if (latitude === undefined) throw invalidField("latitude", "is required when longitude is given");
-  if (longitude === undefined) throw invalidField("longitude", "is required when latitude is given");
+  if (latitude === undefined) throw InvalidArgumentError.field("latitude", "is required when longitude is given");
+  if (longitude === undefined) throw InvalidArgumentError.field("longitude", "is required when latitude is given");
   return { latitude, longitude };
 }
 
@@ -96,7 +96,7 @@ function filterOf(text: string | undefined): FilterExpr | undefined {
   try {
     return parseFilter(text);
   } catch (error) {
-    if (error instanceof FilterSyntaxError) throw badRequest(`filter: ${error.message}`, [{ field: "filter", message: error.message }]);
+    if (error instanceof FilterSyntaxError) throw new InvalidArgumentError(`filter: ${error.message}`, [{ field: "filter", message: error.message }]);
     throw error;
   }
 }

@@ -6,8 +6,8 @@ import type { Principal } from "../auth/principal.ts";
 import { authorizeIndex, tenantOf } from "../auth/authority.ts";
 import { newId } from "../auth/secrets.ts";
 import { sign, verifySignature } from "../auth/signing.ts";
-import { badRequest, conflict, forbidden, HttpProblem, notFound, payloadTooLarge } from "../http/problem.ts";
-import { BlobTooLargeError, type BlobStore } from "../ports/blobs.ts";
+import { ConflictError, ForbiddenError, InvalidArgumentError, NotFoundError, PayloadTooLargeError } from "../domain/errors.ts";
+import { BlobTooLargeError, uploadBlobKey, type BlobStore } from "../ports/blobs.ts";
 import type { Db } from "../store/open.ts";
 import { uploads, versions } from "../store/schema.ts";
 import type { CatalogService, IndexRef } from "./catalog.ts";
@@ -17,8 +17,6 @@ type IngestStatus = components["schemas"]["IngestStatus"];
 type UploadRow = typeof uploads.$inferSelect;
 
 export const UPLOAD_URL_TTL_MS = 15 * 60_000;
-
-export const blobKey = (row: Pick<UploadRow, "indexId" | "version">) => `uploads/${row.indexId}/${row.version}.bin`;
 
 export class UploadService {
   private readonly db: Db;
@@ -59,8 +57,8 @@ export class UploadService {
       return authorizeIndex(p, "index.write", ref, `index "${indexName}"`);
     } catch (error) {
       // SPEC 7: starting an upload for an index that does not exist is a 400.
-      if (missing === "400" && error instanceof HttpProblem && error.status === 404) {
-        throw badRequest(`index "${indexName}" does not exist: create it first`, [{ field: "indexName", message: "no such index" }]);
+      if (missing === "400" && error instanceof NotFoundError) {
+        throw new InvalidArgumentError(`index "${indexName}" does not exist: create it first`, [{ field: "indexName", message: "no such index" }]);
       }
       throw error;
     }
@@ -94,22 +92,22 @@ export class UploadService {
   ): Promise<{ bytes: number }> {
     const [row] = await this.db.select().from(uploads).where(eq(uploads.id, uploadId)).limit(1);
     const valid = row && row.expiresAt === expires && verifySignature(this.secret, this.signedMessage(row.id, row.indexId, row.version, expires), signature);
-    if (!valid) throw forbidden("the upload URL is not valid: its signature does not match");
-    if (this.now() > expires) throw forbidden("the upload URL has expired (they are valid for 15 minutes): start a new upload");
+    if (!valid) throw new ForbiddenError("the upload URL is not valid: its signature does not match");
+    if (this.now() > expires) throw new ForbiddenError("the upload URL has expired (they are valid for 15 minutes): start a new upload");
     if (row.state !== "awaiting_upload" || this.receiving.has(row.id)) {
-      throw conflict("this upload URL has already been used: start a new upload to send another file");
+      throw new ConflictError("this upload URL has already been used: start a new upload to send another file");
     }
     if (declaredLength !== undefined && declaredLength > this.maxUploadBytes) {
-      throw payloadTooLarge(`the file is larger than the upload limit of ${this.maxUploadBytes} bytes`);
+      throw new PayloadTooLargeError(`the file is larger than the upload limit of ${this.maxUploadBytes} bytes`);
     }
-    if (!body) throw badRequest("the upload has no body: PUT the file's bytes", [{ field: "body", message: "is required" }]);
+    if (!body) throw new InvalidArgumentError("the upload has no body: PUT the file's bytes", [{ field: "body", message: "is required" }]);
     this.receiving.add(row.id);
     try {
-      const { bytes } = await this.blobs.write(blobKey(row), body, { maxBytes: this.maxUploadBytes });
+      const { bytes } = await this.blobs.write(uploadBlobKey(row), body, { maxBytes: this.maxUploadBytes });
       await this.db.update(uploads).set({ state: "uploaded", bytesReceived: bytes }).where(eq(uploads.id, row.id));
       return { bytes };
     } catch (error) {
-      if (error instanceof BlobTooLargeError) throw payloadTooLarge(error.message);
+      if (error instanceof BlobTooLargeError) throw new PayloadTooLargeError(error.message);
       throw error;
     } finally {
       this.receiving.delete(row.id);
@@ -120,9 +118,9 @@ export class UploadService {
     const ref = await this.index(p, input.indexName, "404");
     const row = await this.row(ref, input.indexVersion);
     if (row.state === "awaiting_upload") {
-      throw conflict(`no file has been uploaded for version ${input.indexVersion}: PUT the bytes to the upload URL first`);
+      throw new ConflictError(`no file has been uploaded for version ${input.indexVersion}: PUT the bytes to the upload URL first`);
     }
-    if (row.state !== "uploaded") throw conflict(`version ${input.indexVersion} was already completed (ingest ${row.state})`);
+    if (row.state !== "uploaded") throw new ConflictError(`version ${input.indexVersion} was already completed (ingest ${row.state})`);
     const [queued] = await this.db
       .update(uploads)
       .set({
@@ -133,7 +131,7 @@ export class UploadService {
       })
       .where(and(eq(uploads.id, row.id), eq(uploads.state, "uploaded")))
       .returning({ id: uploads.id });
-    if (!queued) throw conflict(`version ${input.indexVersion} was already completed`);
+    if (!queued) throw new ConflictError(`version ${input.indexVersion} was already completed`);
     this.onQueued();
   }
 
@@ -148,7 +146,7 @@ export class UploadService {
       .from(uploads)
       .where(and(eq(uploads.indexId, ref.id), eq(uploads.version, version)))
       .limit(1);
-    if (!row) throw notFound(`no upload for version ${version} of index "${ref.name}"`);
+    if (!row) throw new NotFoundError(`no upload for version ${version} of index "${ref.name}"`);
     return row;
   }
 }

@@ -1,0 +1,13 @@
+// What the authentication middleware needs to resolve a caller, as two small interfaces: the
+// services implement them and the composition root hands them over, so http/ never imports services.
+import type { KeyPrincipal, SessionPrincipal } from "./principal.ts";
+
+export interface ApiKeyAuthenticator {
+  /** The principal of a Bearer API key; throws UnauthenticatedError for anything but an active key. */
+  authenticate(plaintext: string): Promise<KeyPrincipal>;
+}
+
+export interface SessionAuthenticator {
+  /** The principal of a session cookie's token; undefined when it is unknown or expired. */
+  session(token: string): Promise<SessionPrincipal | undefined>;
+}

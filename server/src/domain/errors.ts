@@ -1,0 +1,80 @@
+// What went wrong, in the service's own terms. Services, the authority checks, ingest and record
+// validation throw these; they know nothing of HTTP. http/problem.ts is the one place that turns
+// them into problem+json responses (docs/architecture.md, errors).
+
+/** One field (or line of an uploaded file) at fault, named so a person can find it. */
+export interface FieldProblem {
+  /** A parameter name or a JSON path such as `images[2]`. */
+  field: string;
+  message: string;
+  /** 1-based line of an uploaded file. */
+  line?: number;
+}
+
+/** Every kind of failure a caller can act on; the HTTP layer maps each to exactly one status. */
+export type SiftErrorKind =
+  | "invalid-argument"
+  | "unauthenticated"
+  | "forbidden"
+  | "not-found"
+  | "conflict"
+  | "payload-too-large"
+  | "unavailable";
+
+export abstract class SiftError extends Error {
+  abstract readonly kind: SiftErrorKind;
+  override name = "SiftError";
+}
+
+/** The request names something malformed or impossible; `fields` says which parts. */
+export class InvalidArgumentError extends SiftError {
+  readonly kind = "invalid-argument";
+  override name = "InvalidArgumentError";
+  readonly fields: FieldProblem[];
+
+  constructor(message: string, fields: FieldProblem[] = []) {
+    super(message);
+    this.fields = fields;
+  }
+
+  /** One field at fault: the message is `<field>: <what is wrong>`. */
+  static field(field: string, message: string): InvalidArgumentError {
+    return new InvalidArgumentError(`${field}: ${message}`, [{ field, message }]);
+  }
+}
+
+/** No credential, or one that proves nothing (unknown, revoked, expired, or of the wrong kind). */
+export class UnauthenticatedError extends SiftError {
+  readonly kind = "unauthenticated";
+  override name = "UnauthenticatedError";
+}
+
+/** The caller is known but may not do this. */
+export class ForbiddenError extends SiftError {
+  readonly kind = "forbidden";
+  override name = "ForbiddenError";
+}
+
+/** What the request names does not exist, or is not the caller's to see. */
+export class NotFoundError extends SiftError {
+  readonly kind = "not-found";
+  override name = "NotFoundError";
+}
+
+/** The request clashes with the current state (a name taken, a version not ready, a URL used). */
+export class ConflictError extends SiftError {
+  readonly kind = "conflict";
+  override name = "ConflictError";
+}
+
+/** A body or an upload larger than the configured limit. */
+export class PayloadTooLargeError extends SiftError {
+  readonly kind = "payload-too-large";
+  override name = "PayloadTooLargeError";
+}
+
+/** Something Sift depends on (a sign-in provider) failed; trying again later may work. */
+export class UnavailableError extends SiftError {
+  readonly kind = "unavailable";
+  override name = "UnavailableError";
+}

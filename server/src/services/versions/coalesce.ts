@@ -1,0 +1,40 @@
+// Coalesce (docs/versions.md): the active version written out as a self-contained checkpoint with
+// the next major id, so reads stop walking a long chain of changes.
+import { formatVersion, isMajorVersion, type VersionId } from "../../domain/version-id.ts";
+import { versions } from "../../store/schema.ts";
+import type { IndexRef } from "../catalog.ts";
+import { setActive, type VersionContext } from "./context.ts";
+import { activeVersionOf, takeMajor, updateVersion } from "./rows.ts";
+
+/**
+ * Writes the active version as a checkpoint and makes it active. With nothing accumulated (the
+ * active version is already a major) it changes nothing.
+ */
+export function coalesce(ctx: VersionContext, ref: IndexRef): Promise<VersionId> {
+  return ctx.locks.run(ref.id, async () => {
+    const from = await activeVersionOf(ctx.db, ref.id);
+    if (isMajorVersion(from)) return from;
+    const major = await takeMajor(ctx.db, ref.id);
+    const version = formatVersion(major);
+    await ctx.db.insert(versions).values({
+      indexId: ref.id,
+      version,
+      major,
+      minor: 0,
+      parent: from,
+      kind: "checkpoint",
+      state: "pending",
+      createdAt: ctx.now(),
+    });
+    try {
+      const { records } = await ctx.engine.checkpoint(ref.id, from, major);
+      await updateVersion(ctx.db, ref.id, version, { state: "ready", records });
+    } catch (error) {
+      await updateVersion(ctx.db, ref.id, version, { state: "failed" });
+      throw error;
+    }
+    await setActive(ctx, ref.id, version);
+    ctx.log.info("coalesced", { index: ref.id, from, version });
+    return version;
+  });
+}

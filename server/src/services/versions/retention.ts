@@ -1,0 +1,62 @@
+// Retention (docs/versions.md): keeps the active version, the newest `retainVersions` ready
+// versions, everything those are built on, and anything pending. The rest is dropped from the
+// engine and marked `dropped` in the store (ids are never reused).
+import { and, desc, eq, ne } from "drizzle-orm";
+import { majorOf, type VersionId } from "../../domain/version-id.ts";
+import { indexes, versions } from "../../store/schema.ts";
+import type { VersionContext } from "./context.ts";
+import { activeVersionOf, updateVersion, type VersionRow } from "./rows.ts";
+
+type PlannedRow = Pick<VersionRow, "version" | "major" | "minor" | "parent" | "state">;
+
+/**
+ * The versions to drop, given an index's rows that are not dropped yet, newest first. A minor
+ * needs its parent and so on down to its major; a checkpoint's parent is provenance, not storage.
+ * A major is dropped only when none of its versions is kept, since its minors go with it.
+ */
+export function planRetention(rows: readonly PlannedRow[], active: VersionId, retainVersions: number): PlannedRow[] {
+  const byVersion = new Map(rows.map((r) => [r.version, r]));
+  const keep = new Set<string>();
+  const keepWithBase = (version: string) => {
+    for (let v: string | null | undefined = version; v && !keep.has(v); ) {
+      keep.add(v);
+      const row = byVersion.get(v);
+      v = row && row.minor > 0 ? row.parent : undefined;
+    }
+  };
+  keepWithBase(active);
+  rows.filter((r) => r.state === "pending").forEach((r) => keep.add(r.version));
+  rows
+    .filter((r) => r.state === "ready")
+    .slice(0, retainVersions)
+    .forEach((r) => keepWithBase(r.version));
+
+  const keptMajors = new Set([...keep].map(majorOf));
+  return rows.filter((r) => !keep.has(r.version) && !(r.minor === 0 && keptMajors.has(r.major)));
+}
+
+/** Applies retention to one index under its write lock; returns the versions it dropped. */
+export function applyRetention(ctx: VersionContext, indexId: string): Promise<VersionId[]> {
+  return ctx.locks.run(indexId, async () => {
+    const rows = await ctx.db
+      .select()
+      .from(versions)
+      .where(and(eq(versions.indexId, indexId), ne(versions.state, "dropped")))
+      .orderBy(desc(versions.createdAt));
+    const dropped: VersionId[] = [];
+    for (const r of planRetention(rows, await activeVersionOf(ctx.db, indexId), ctx.policy.retainVersions)) {
+      if (r.state === "ready") await ctx.engine.dropVersion(indexId, r.version);
+      await updateVersion(ctx.db, indexId, r.version, { state: "dropped" });
+      dropped.push(r.version);
+    }
+    if (dropped.length) ctx.log.info("retention dropped versions", { index: indexId, dropped: dropped.length });
+    return dropped;
+  });
+}
+
+/** Runs retention over every index; a failure on one index is logged and does not stop the rest. */
+export async function applyRetentionEverywhere(ctx: VersionContext): Promise<void> {
+  for (const { id } of await ctx.db.select({ id: indexes.id }).from(indexes)) {
+    await applyRetention(ctx, id).catch((error: Error) => ctx.log.error("retention failed", { index: id, error: error.message }));
+  }
+}

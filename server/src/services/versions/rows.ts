@@ -1,0 +1,43 @@
+// The version graph as the store holds it: the `versions` rows of an index and the index's active
+// version and next major id. Queries only; what they mean is up to the callers.
+import { and, eq, sql } from "drizzle-orm";
+import { NotFoundError } from "../../domain/errors.ts";
+import type { VersionId } from "../../domain/version-id.ts";
+import type { Db } from "../../store/open.ts";
+import { indexes, versions } from "../../store/schema.ts";
+
+export type VersionRow = typeof versions.$inferSelect;
+
+/** Selects one version of one index (the table's key). */
+export const versionKey = (indexId: string, version: VersionId) => and(eq(versions.indexId, indexId), eq(versions.version, version));
+
+export async function versionRow(db: Db, indexId: string, version: VersionId): Promise<VersionRow | undefined> {
+  const [row] = await db.select().from(versions).where(versionKey(indexId, version)).limit(1);
+  return row;
+}
+
+export async function updateVersion(
+  db: Db,
+  indexId: string,
+  version: VersionId,
+  values: Partial<Pick<VersionRow, "state" | "records">>,
+): Promise<void> {
+  await db.update(versions).set(values).where(versionKey(indexId, version));
+}
+
+export async function activeVersionOf(db: Db, indexId: string): Promise<VersionId> {
+  const [row] = await db.select({ v: indexes.activeVersion }).from(indexes).where(eq(indexes.id, indexId));
+  if (!row) throw new NotFoundError("the index no longer exists");
+  return row.v;
+}
+
+/** Draws the next major id: sequential per index, shared by bulk uploads and checkpoints. */
+export async function takeMajor(db: Db, indexId: string): Promise<number> {
+  const [row] = await db
+    .update(indexes)
+    .set({ nextMajor: sql`${indexes.nextMajor} + 1` })
+    .where(eq(indexes.id, indexId))
+    .returning({ major: sql<number>`${indexes.nextMajor} - 1` });
+  if (!row) throw new NotFoundError("the index no longer exists");
+  return Number(row.major);
+}

@@ -1,0 +1,169 @@
+// The contract loader and validator (http/contract.ts) over real operations of the generated
+// contract: query strings coerced to the types the contract declares, refusals that name each
+// field, and problem+json shaped by the same mapping the app uses.
+import { Hono } from "hono";
+import { beforeAll, describe, expect, test } from "vitest";
+import { loadContract, mountContract, type Contract, type Handlers } from "../../src/http/contract.ts";
+import type { AppEnv } from "../../src/http/env.ts";
+import { problemFor, problemResponse } from "../../src/http/problem.ts";
+
+let contract: Contract;
+let app: Hono<AppEnv>;
+
+/** Handlers that answer the validated input, so a test sees exactly what a real handler receives. */
+const echo = (c: Parameters<NonNullable<Handlers["Search_search"]>>[0], input: unknown) => c.json(input as object);
+const handlers: Handlers = {
+  Search_search: echo,
+  Uploads_putBlob: echo,
+  Records_upsert: echo,
+  Services_create: echo,
+};
+
+beforeAll(() => {
+  contract = loadContract();
+  app = new Hono<AppEnv>();
+  app.use(async (c, next) => {
+    c.set("requestId", "req-1");
+    await next();
+  });
+  mountContract(app, contract, handlers, { maxBodyBytes: 256 });
+  app.onError((error, c) => {
+    const problem = problemFor(error);
+    return problem ? problemResponse(problem, c.get("requestId")) : c.text(`unmapped: ${error.message}`, 500);
+  });
+});
+
+const get = async (url: string) => {
+  const response = await app.request(url);
+  return { status: response.status, type: response.headers.get("content-type"), body: await response.json() };
+};
+const send = async (method: string, url: string, body: string, contentType = "application/json") => {
+  const response = await app.request(url, { method, body, headers: { "content-type": contentType } });
+  return { status: response.status, type: response.headers.get("content-type"), body: await response.json() };
+};
+const search = (params: string) => get(`/v1/search?query=piz&serviceName=shop&indexName=food${params}`);
+
+describe("the loaded contract", () => {
+  test("mounts every operation at its Hono path, with its scalar types and security", () => {
+    const search = contract.byId.get("Search_search")!;
+    expect(search).toMatchObject({ method: "get", path: "/v1/search", routePath: "/v1/search", jsonBody: undefined });
+    expect(Object.fromEntries(search.coerce)).toMatchObject({
+      query: "string",
+      weighted: "boolean",
+      latitude: "number",
+      limit: "integer",
+      scope: "string",
+      version: "string",
+    });
+    const upsert = contract.byId.get("Records_upsert")!;
+    expect(upsert).toMatchObject({ method: "put", routePath: "/v1/indexes/:indexName/records/:recordId", jsonBody: { required: true } });
+    // The MCP endpoint reads its own body (x-sift-raw-body): no schema is compiled for it.
+    expect(contract.byId.get("Mcp_call")!.validateBody).toBeUndefined();
+    // Security: "" is anonymous access.
+    expect(search.security).toEqual(["", "ApiKeyBearer", "SessionCookie"]);
+    expect(contract.byId.get("Auth_signup")!.security).toEqual([""]);
+    expect(contract.byId.get("ApiKeys_list")!.security).toEqual(["SessionCookie"]);
+  });
+});
+
+describe("query coercion", () => {
+  test("booleans accept true/false and 1/0", async () => {
+    for (const [text, value] of [["true", true], ["1", true], ["false", false], ["0", false]] as const) {
+      expect((await search(`&weighted=${text}`)).body.query.weighted).toBe(value);
+    }
+  });
+
+  test("numbers and integers become numbers; strings stay strings", async () => {
+    const { status, body } = await search("&latitude=48.85&longitude=-25e-1&limit=7&version=3.1");
+    expect(status).toBe(200);
+    expect(body.query).toEqual({ query: "piz", serviceName: "shop", indexName: "food", latitude: 48.85, longitude: -2.5, limit: 7, version: "3.1" });
+  });
+
+  test("a value that is not of the type is refused, naming the field", async () => {
+    const cases: [string, string, string][] = [
+      ["&weighted=yes", "weighted", "must be of type boolean"],
+      ["&limit=ten", "limit", "must be an integer"],
+      ["&latitude=north", "latitude", "must be of type number"],
+      ["&latitude=91", "latitude", "must be <= 90"],
+    ];
+    for (const [params, field, message] of cases) {
+      const reply = await search(params);
+      expect(reply.status, params).toBe(400);
+      expect(reply.body.errors, params).toEqual([{ field, message }]);
+      expect(reply.body.detail).toBe(`invalid query parameter: ${field} ${message}`);
+    }
+    // A number that is not an integer fails both the type and the int32 format; each is listed.
+    expect((await search("&limit=7.5")).body.errors).toEqual([
+      { field: "limit", message: "must be an integer" },
+      { field: "limit", message: 'must match format "int32"' },
+    ]);
+  });
+});
+
+describe("refusals as problem+json", () => {
+  test("every invalid query parameter is named, in one problem", async () => {
+    const reply = await get("/v1/search?serviceName=shop&indexName=food&limit=0&scope=everything");
+    expect(reply.status).toBe(400);
+    expect(reply.type).toBe("application/problem+json");
+    expect(reply.body).toEqual({
+      type: "https://sift.dev/problems/invalid-argument",
+      title: "Invalid request",
+      status: 400,
+      detail: "invalid query parameter: query is required; scope must be one of: title, all; limit must be >= 1",
+      resultCode: "INVALID_ARGUMENT",
+      errors: [
+        { field: "query", message: "is required" },
+        { field: "scope", message: "must be one of: title, all" },
+        { field: "limit", message: "must be >= 1" },
+      ],
+      requestId: "req-1",
+    });
+  });
+
+  test("path parameters are checked against their patterns", async () => {
+    const reply = await send("PUT", "/v1/indexes/-bad/records/r1", '{"title":"x"}');
+    expect(reply.status).toBe(400);
+    expect(reply.body.errors).toEqual([{ field: "indexName", message: 'must match pattern "^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$"' }]);
+  });
+
+  test("a required integer query parameter is coerced, and refused when missing", async () => {
+    const put = (query: string) => send("PUT", `/v1/blobs/upl_1?${query}`, "a,b\n", "text/csv");
+    expect((await put("expires=1700000000000&signature=abc")).body.query).toEqual({ expires: 1_700_000_000_000, signature: "abc" });
+    expect((await put("signature=abc")).body.errors).toEqual([{ field: "expires", message: "is required" }]);
+  });
+
+  test("JSON bodies: each field at fault is named with its path", async () => {
+    const reply = await send("POST", "/v1/services", JSON.stringify({ name: "Shop", regions: ["eu", 7], replicas: 9 }));
+    expect(reply.status).toBe(400);
+    expect(reply.body.detail).toMatch(/^invalid request body: /);
+    expect(reply.body.errors).toEqual([
+      { field: "name", message: 'must match pattern "^[a-z0-9][a-z0-9-]{0,62}$"' },
+      { field: "regions[1]", message: "must be of type string" },
+      { field: "replicas", message: "must be <= 5" },
+    ]);
+  });
+
+  test("a body that is missing, not JSON, of another type or too large", async () => {
+    const missing = await send("PUT", "/v1/indexes/food/records/r1", "");
+    expect(missing.body).toMatchObject({ status: 400, detail: "a JSON request body is required", errors: [{ field: "body", message: "is required" }] });
+
+    // Where the parser names a position, the problem gives its line and column.
+    const trailing = await send("PUT", "/v1/indexes/food/records/r1", '{"title":"x"}\n  x');
+    expect(trailing.status).toBe(400);
+    expect(trailing.body.detail).toBe("the request body is not valid JSON at line 2, column 3");
+    expect(trailing.body.errors).toEqual([{ field: "body", message: expect.stringMatching(/^is not valid JSON at line 2, column 3: /) }]);
+    const cut = await send("PUT", "/v1/indexes/food/records/r1", "[1,");
+    expect(cut.body).toMatchObject({ detail: "the request body is not valid JSON", errors: [{ field: "body", message: expect.stringMatching(/^is not valid JSON: /) }] });
+
+    const text = await send("PUT", "/v1/indexes/food/records/r1", '{"title":"x"}', "text/plain");
+    expect(text).toMatchObject({ status: 415, body: { resultCode: "UNSUPPORTED_MEDIA_TYPE", detail: 'send the body as application/json (got "text/plain")' } });
+
+    const large = await send("PUT", "/v1/indexes/food/records/r1", JSON.stringify({ title: "x".repeat(300) }));
+    expect(large).toMatchObject({ status: 413, body: { resultCode: "PAYLOAD_TOO_LARGE", detail: "the request body is larger than 256 bytes" } });
+  });
+
+  test("an operation without a handler answers 501", async () => {
+    const reply = await get("/v1/services");
+    expect(reply).toMatchObject({ status: 501, body: { resultCode: "NOT_IMPLEMENTED", detail: "GET /v1/services is not available on this deployment yet" } });
+  });
+});
