@@ -12,7 +12,7 @@ export interface FieldProblem {
 }
 
 /** Every kind of failure a caller can act on; the HTTP layer maps each to exactly one status. */
-export type SiftErrorKind =
+export type DomainErrorKind =
   | "invalid-argument"
   | "unauthenticated"
   | "forbidden"
@@ -21,13 +21,13 @@ export type SiftErrorKind =
   | "payload-too-large"
   | "unavailable";
 
-export abstract class SiftError extends Error {
-  abstract readonly kind: SiftErrorKind;
-  override name = "SiftError";
+export abstract class DomainError extends Error {
+  abstract readonly kind: DomainErrorKind;
+  override name = "DomainError";
 }
 
 /** The request names something malformed or impossible; `fields` says which parts. */
-export class InvalidArgumentError extends SiftError {
+export class InvalidArgumentError extends DomainError {
   readonly kind = "invalid-argument";
   override name = "InvalidArgumentError";
   readonly fields: FieldProblem[];
@@ -44,37 +44,37 @@ export class InvalidArgumentError extends SiftError {
 }
 
 /** No credential, or one that proves nothing (unknown, revoked, expired, or of the wrong kind). */
-export class UnauthenticatedError extends SiftError {
+export class UnauthenticatedError extends DomainError {
   readonly kind = "unauthenticated";
   override name = "UnauthenticatedError";
 }
 
 /** The caller is known but may not do this. */
-export class ForbiddenError extends SiftError {
+export class ForbiddenError extends DomainError {
   readonly kind = "forbidden";
   override name = "ForbiddenError";
 }
 
 /** What the request names does not exist, or is not the caller's to see. */
-export class NotFoundError extends SiftError {
+export class NotFoundError extends DomainError {
   readonly kind = "not-found";
   override name = "NotFoundError";
 }
 
 /** The request clashes with the current state (a name taken, a version not ready, a URL used). */
-export class ConflictError extends SiftError {
+export class ConflictError extends DomainError {
   readonly kind = "conflict";
   override name = "ConflictError";
 }
 
 /** A body or an upload larger than the configured limit. */
-export class PayloadTooLargeError extends SiftError {
+export class PayloadTooLargeError extends DomainError {
   readonly kind = "payload-too-large";
   override name = "PayloadTooLargeError";
 }
 
 /** Something Sift depends on (a sign-in provider) failed; trying again later may work. */
-export class UnavailableError extends SiftError {
+export class UnavailableError extends DomainError {
   readonly kind = "unavailable";
   override name = "UnavailableError";
 }

@@ -3,7 +3,7 @@
 // HTTP status each domain error (domain/errors.ts) stands for (docs/api.md, errors).
 import { HTTPException } from "hono/http-exception";
 import type { components } from "../../../generated/types.ts";
-import { SiftError, InvalidArgumentError, type FieldProblem as DomainFieldProblem, type SiftErrorKind } from "../domain/errors.ts";
+import { DomainError, InvalidArgumentError, type FieldProblem as DomainFieldProblem, type DomainErrorKind } from "../domain/errors.ts";
 
 export type Problem = components["schemas"]["Problem"];
 export type FieldProblem = components["schemas"]["FieldProblem"];
@@ -57,7 +57,7 @@ export class HttpProblem extends Error {
 }
 
 /** The status of each kind of domain error; a new kind does not compile until it is given one. */
-export const STATUS_OF: Record<SiftErrorKind, ProblemStatus> = {
+export const STATUS_OF: Record<DomainErrorKind, ProblemStatus> = {
   "invalid-argument": 400,
   unauthenticated: 401,
   forbidden: 403,
@@ -79,7 +79,7 @@ void ((p: DomainFieldProblem): FieldProblem => p);
  */
 export function problemFor(error: unknown): HttpProblem | undefined {
   if (error instanceof HttpProblem) return error;
-  if (error instanceof SiftError) {
+  if (error instanceof DomainError) {
     const fields = error instanceof InvalidArgumentError && error.fields.length ? error.fields : undefined;
     return new HttpProblem(STATUS_OF[error.kind], error.message, fields, error.kind === "unauthenticated" ? CHALLENGE : {});
   }

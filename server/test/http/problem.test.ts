@@ -8,7 +8,7 @@ import {
   InvalidArgumentError,
   NotFoundError,
   PayloadTooLargeError,
-  SiftError,
+  DomainError,
   UnauthenticatedError,
   UnavailableError,
 } from "../../src/domain/errors.ts";
@@ -22,7 +22,7 @@ const answer = async (error: unknown, requestId?: string) => {
 };
 
 describe("domain errors as problems", () => {
-  const cases: [SiftError, number, string, string, string][] = [
+  const cases: [DomainError, number, string, string, string][] = [
     [new InvalidArgumentError("bad"), 400, "INVALID_ARGUMENT", "Invalid request", "invalid-argument"],
     [new UnauthenticatedError("who"), 401, "UNAUTHORIZED", "Unauthorized", "unauthorized"],
     [new ForbiddenError("no"), 403, "FORBIDDEN", "Forbidden", "forbidden"],
