@@ -1,5 +1,5 @@
-// The measurement behind docs/DECISIONS.md (engine, E1): how SQLite FTS5 (node:sqlite) handles the
-// orders that DESIGN's ranking needs besides weight, on the 1M synthetic set.
+// The measurement behind docs/engine.md (E1): how SQLite FTS5 (node:sqlite) handles the
+// orders that the ranking (docs/ranking.md) needs besides weight, on the 1M synthetic set.
 // Run: node fts5-probe.ts [records]   (from bench/, Node 24)
 import { DatabaseSync } from "node:sqlite";
 import fs from "node:fs";

@@ -62,7 +62,7 @@ export interface EngineResult {
   buildMs: number;
   memory: Memory;
   /**
-   * Sift: bytes of its segment indexes, which are mapped files (docs/DECISIONS.md E12). V8 counts
+   * Sift: bytes of its segment indexes, which are mapped files (docs/engine.md E12). V8 counts
    * them in `external` already, as if every page were resident.
    */
   mappedBytes?: number;

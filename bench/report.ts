@@ -63,7 +63,7 @@ export function renderReport(runs: Run[], conditions: Conditions): string {
   out.push(`- Date: ${conditions.date}. Machine: ${conditions.machine}.`);
   out.push(
     "- Conditions: a shared 2-core machine with other engineers' builds and tests running; figures are noisy " +
-      "(single runs, no pinning). Each engine runs in its own process; memory is the change after a full GC. Sift maps its segment indexes from their files (docs/DECISIONS.md E12): *mapped index* is their size; V8 counts that in *outside heap* (the mapping is an external ArrayBuffer), so the memory target counts all of it, although only the pages searches touched are resident (RSS).",
+      "(single runs, no pinning). Each engine runs in its own process; memory is the change after a full GC. Sift maps its segment indexes from their files (docs/engine.md E12): *mapped index* is their size; V8 counts that in *outside heap* (the mapping is an external ArrayBuffer), so the memory target counts all of it, although only the pages searches touched are resident (RSS).",
   );
   out.push(
     `- Queries: ${conditions.perCell} per (length, mode) cell, words from titles of sampled records, top 10; ` +

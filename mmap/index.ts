@@ -1,7 +1,7 @@
 // Read-only memory maps of files, through a small Node-API addon (src/mmap.c) built by `npm ci`.
 // Node has no mmap of its own. Segment indexes are mapped rather than read into the heap: an index
 // then costs resident memory only for the pages searches touch, the kernel can drop those again
-// under pressure, and opening a version is instant whatever its size (docs/DECISIONS.md, E13).
+// under pressure, and opening a version is instant whatever its size (docs/engine.md, E12).
 // Where the addon could not be built, mapFile returns null and callers read files instead.
 import { createRequire } from "node:module";
 

@@ -1,10 +1,10 @@
 // POST /mcp: Streamable HTTP in stateless JSON mode. A stateless transport cannot be reused, so
-// every request gets a fresh server and transport (TOOLCHAIN.md).
+// every request gets a fresh server and transport (docs/architecture.md, Tool quirks we work around).
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import { createSiftMcpServer, type SiftMcpBackend } from "./tools.ts";
 
 /**
- * SPEC 4.6 asks only for `Content-Type: application/json`; the SDK refuses a POST whose Accept
+ * docs/api.md (MCP) asks only for `Content-Type: application/json`; the SDK refuses a POST whose Accept
  * lacks text/event-stream (406). Plain JSON is all we ever answer, so both are accepted.
  */
 function acceptingJson(request: Request, body: string): Request {

@@ -15,7 +15,7 @@ async function connect(backend: SiftMcpBackend) {
 
 const text = (r: unknown) => (r as { content: { text: string }[] }).content[0]!.text;
 
-test("search passes coordinates as numbers and returns the SPEC's JSON text", async () => {
+test("search passes coordinates as numbers and returns the documented JSON text", async () => {
   const calls: unknown[] = [];
   const client = await connect({
     search: async (input) => {

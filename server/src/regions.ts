@@ -1,5 +1,6 @@
-// The 11 regions of SPEC.md 1.5. Locations let a client pick a first region before it has
-// measured latency; the SDK then routes by measured latency and fails over in distance order.
+// The 11 regions Sift runs in (docs/api.md, Regions). Locations let a client pick a first region
+// before it has measured latency; the SDK then routes by measured latency and fails over in
+// distance order.
 export const REGIONS = [
   { id: "fremont", name: "Fremont", latitude: 37.5485, longitude: -121.9886 },
   { id: "dallas", name: "Dallas", latitude: 32.7767, longitude: -96.797 },

@@ -1,4 +1,4 @@
-// DESIGN.md's authority table, as data. Every route asks `authorize` (may this caller do this
+// The authority table of docs/authority.md, as data. Every route asks `authorize` (may this caller do this
 // kind of thing at all?) and then `authorizeIndex` (on this index?). Another tenant's index
 // answers exactly as a missing one would.
 import { ForbiddenError, NotFoundError, UnauthenticatedError } from "../domain/errors.ts";

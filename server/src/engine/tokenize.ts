@@ -1,5 +1,5 @@
 // Text normalisation shared by every engine adapter, so that "Zürich", "ZURICH" and "zurich"
-// are the same token everywhere (DESIGN.md, Ranking).
+// are the same token everywhere (docs/ranking.md, Tokens).
 
 const NONSPACING_MARKS = /\p{Mn}/gu;
 const SEPARATORS = /[^\p{L}\p{N}\p{Mc}]+/u;

@@ -7,7 +7,7 @@
 // version and writing again branches from it. The engine keeps each major's records once and
 // each change once, so versions share storage instead of copying the index.
 
-/** A record as stored and returned. Field semantics: SPEC.md 2.1. */
+/** A record as stored and returned. Field rules: docs/api.md, Record fields. */
 export interface SearchRecord {
   id: string;
   title: string;
@@ -32,7 +32,7 @@ export type FilterExpr =
   | { kind: "cmp"; path: string[]; op: FilterComparison; value: number | boolean };
 
 export interface SearchRequest {
-  /** Raw user input; the engine normalises and tokenises it (DESIGN.md, Ranking). */
+  /** Raw user input; the engine normalises and tokenises it (docs/ranking.md, Tokens). */
   query: string;
   /** `title`: prefix autocomplete on title. `all`: whole-token match on title and text fields of data. */
   scope: "title" | "all";

@@ -18,7 +18,7 @@ export type RecordCheck = { ok: true; record: SearchRecord } | { ok: false; erro
 const isPlainObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === "object" && v !== null && !Array.isArray(v);
 
-/** Coordinates arrive as strings (SPEC 2.1); numbers are accepted and kept as strings. */
+/** Coordinates arrive as strings (docs/api.md, Record fields); numbers are accepted and kept as strings. */
 function checkCoordinate(
   name: "latitude" | "longitude",
   raw: unknown,
@@ -41,7 +41,7 @@ function checkCoordinate(
 
 /**
  * Validates and normalises one record. `idOverride` is the path id of a PUT, which wins over any
- * body id (SPEC 4.2). `generateId` supplies an id when the record has none (uploads).
+ * body id (docs/api.md, Records). `generateId` supplies an id when the record has none (uploads).
  */
 export function checkRecord(
   input: unknown,

@@ -3,7 +3,7 @@ import type { Principal } from "../auth/principal.ts";
 import type { Handlers, ResponseBody } from "../http/contract.ts";
 import type { ApiKeyService } from "../services/api-keys.ts";
 
-/** Key management accepts only a dashboard session (SPEC 5.4). */
+/** Key management accepts only a dashboard session (docs/authority.md). */
 function session(p: Principal) {
   authorize(p, "apiKeys");
   if (p.kind !== "session") throw new Error("unreachable: the authority table admits only sessions here");

@@ -1,4 +1,4 @@
-// Records by id (SPEC 4.2); each write answers the write result with its new version.
+// Records by id (docs/api.md, Records); each write answers the write result with its new version.
 import type { Handlers, ResponseBody } from "../http/contract.ts";
 import type { RecordService } from "../services/records.ts";
 

@@ -5,7 +5,7 @@ import { SESSION_COOKIE } from "../http/middleware.ts";
 
 const isLocal = (c: Context<AppEnv>) => ["localhost", "127.0.0.1", "[::1]"].includes(new URL(c.req.url).hostname);
 
-/** HttpOnly, SameSite=Lax, Secure outside localhost (DESIGN.md). */
+/** HttpOnly, SameSite=Lax, Secure outside localhost (docs/authority.md, Sessions and CSRF). */
 export function setSessionCookie(c: Context<AppEnv>, token: string, expiresAt: number): void {
   setCookie(c, SESSION_COOKIE, token, {
     httpOnly: true,

@@ -1,4 +1,4 @@
-// Versions of an index (DESIGN.md, Versions): list, activate, coalesce.
+// Versions of an index (docs/versions.md): list, activate, coalesce.
 import type { Handlers, ResponseBody } from "../http/contract.ts";
 import type { RecordService } from "../services/records.ts";
 import type { VersionService } from "../services/versions.ts";

@@ -1,4 +1,4 @@
-// API key lifecycle (SPEC 2.3, 3.1, 4.4, 5): plaintext returned once, only a hash stored,
+// API key lifecycle (docs/api-keys.md): plaintext returned once, only a hash stored,
 // revocation irreversible. Verified keys are cached briefly because every search may carry one;
 // revocation evicts at once, and lastUsedAt is written at most once a minute per key.
 import { and, desc, eq, isNull } from "drizzle-orm";
@@ -75,7 +75,7 @@ export class ApiKeyService implements ApiKeyAuthenticator {
     return rows.map(toMetadata);
   }
 
-  /** 404 for an unknown id, another tenant's key, or one already revoked (SPEC 3.1). */
+  /** 404 for an unknown id, another tenant's key, or one already revoked (docs/api-keys.md, Revocation). */
   async revoke(tenantId: string, keyId: string): Promise<ApiKey> {
     const [row] = await this.db
       .update(apiKeys)

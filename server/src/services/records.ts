@@ -1,4 +1,4 @@
-// Records by id (SPEC 4.2): reads from the active (or a named) version, writes through the
+// Records by id (docs/api.md, Records): reads from the active (or a named) version, writes through the
 // version service so each one is a new, durable, active version.
 import type { Principal } from "../auth/principal.ts";
 import { authorizeIndex, tenantOf } from "../auth/authority.ts";

@@ -1,4 +1,4 @@
-// GET /v1/search (SPEC 4.1, DESIGN.md): resolves the index by service and name, checks the
+// GET /v1/search (docs/api.md, Search): resolves the index by service and name, checks the
 // caller, picks the version, and asks the engine. The MCP tools call the same method, so REST and
 // MCP rank identically.
 import type { components, operations } from "../../../generated/types.ts";

@@ -1,4 +1,4 @@
-// Bulk upload (SPEC 3.2, 4.3): start assigns the next version and a signed URL; the PUT streams
+// Bulk upload (docs/uploads.md, The flow): start assigns the next version and a signed URL; the PUT streams
 // the bytes into the blob store; complete queues the ingest and returns at once.
 import { and, eq } from "drizzle-orm";
 import type { components } from "../../../generated/types.ts";
@@ -56,7 +56,7 @@ export class UploadService {
     try {
       return authorizeIndex(p, "index.write", ref, `index "${indexName}"`);
     } catch (error) {
-      // SPEC 7: starting an upload for an index that does not exist is a 400.
+      // docs/uploads.md, Start: starting an upload for an index that does not exist is a 400.
       if (missing === "400" && error instanceof NotFoundError) {
         throw new InvalidArgumentError(`index "${indexName}" does not exist: create it first`, [{ field: "indexName", message: "no such index" }]);
       }

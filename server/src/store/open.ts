@@ -1,6 +1,6 @@
 // The metadata store port: a Drizzle database over embedded PGlite (default) or PostgreSQL
 // through postgres.js (DATABASE_URL). Migrations are applied in code because drizzle-kit's
-// migrate command exits 1 without a message on some errors (TOOLCHAIN.md).
+// migrate command exits 1 without a message on some errors (docs/architecture.md, Tool quirks we work around).
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";

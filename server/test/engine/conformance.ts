@@ -1,6 +1,6 @@
 // The search-engine conformance suite: behaviour a user of Sift would notice, written only
 // against the port (src/ports/engine.ts) so that every adapter runs the same tests. Ranking is
-// checked where DESIGN.md "Ranking" decides it; where two reasonable engines could differ (how
+// checked where docs/ranking.md "Rank order" decides it; where two reasonable engines could differ (how
 // two different partial matches compare), only the set of matches is checked.
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -156,7 +156,7 @@ export function describeEngineConformance(name: string, open: OpenEngine): void 
         expect(ids(await search(key, "san"))).toEqual(["b", "a"]);
       });
 
-      it("ranks a whole last token above a prefix before looking at proximity (DESIGN's order)", async () => {
+      it("ranks a whole last token above a prefix before looking at proximity (docs/ranking.md, Lexical buckets)", async () => {
         const key = await indexWith([
           { id: "a", title: "San Jose", weight: 900 },
           { id: "b", title: "J Street San Mateo", weight: 1 },

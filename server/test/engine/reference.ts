@@ -1,4 +1,4 @@
-// A brute-force reference of DESIGN.md "Ranking" with the engine's lexical buckets, written
+// A brute-force reference of docs/ranking.md "Rank order" with the engine's lexical buckets, written
 // directly over strings (no index, no bit tricks): engine results must equal it exactly.
 // Used by the embedded engine's tests and by bench/search.bench.ts to verify samples.
 import type { SearchRecord, SearchRequest } from "../../src/ports/engine.ts";
@@ -39,7 +39,7 @@ export function referenceTitleBucket(title: string[], query: string[], prefixLas
     j + n <= title.length &&
     rest.every((q, i) => title[j + i] === q) &&
     (wholeLast ? title[j + n - 1] === last : title[j + n - 1]!.startsWith(last));
-  // DESIGN: whole-token before prefix-only; then together-and-in-order before scattered; then at the start.
+  // docs/ranking.md: whole-token before prefix-only; then together-and-in-order before scattered; then at the start.
   const w = whole ? 0 : 4;
   if (title.some((_, j) => phraseAt(j, whole))) return w + (phraseAt(0, whole) ? 0 : 1);
   return w + 2 + (title[0] === query[0] ? 0 : 1);

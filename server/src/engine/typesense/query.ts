@@ -1,6 +1,6 @@
 // SearchRequest -> Typesense search parameters, and hits back to SearchHits.
 //
-// Matching follows DESIGN.md "Ranking" as far as Typesense allows: every query token must
+// Matching follows docs/ranking.md "Rank order" as far as Typesense allows: every query token must
 // match (no dropped tokens, no typos, no split/join), whole tokens except the last one with
 // scope=title (`prefix` applies to the last token only). Order: text match, then weight, then
 // distance, then record id. Typesense sorts on at most three keys; when weight and distance
@@ -40,7 +40,7 @@ export function searchParams(
     typo_tokens_threshold: 0,
     drop_tokens_threshold: 0,
     split_join_tokens: "off",
-    // DESIGN.md: closer and earlier matches win; an exact whole-title match earns no extra.
+    // docs/ranking.md: closer and earlier matches win; an exact whole-title match earns no extra.
     prioritize_exact_match: false,
     prioritize_token_position: true,
     text_match_type: "max_score",

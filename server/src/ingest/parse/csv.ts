@@ -1,5 +1,5 @@
 // CSV through csv-parse (quoting, escaped quotes, embedded newlines, CRLF). Rows come out as
-// arrays and are mapped to records here, by header name (SPEC 2.1): record fields by their
+// arrays and are mapped to records here, by header name (docs/uploads.md, CSV): record fields by their
 // names, every other column into `data`.
 import { finished } from "node:stream/promises";
 import { CsvError, Parser } from "csv-parse";

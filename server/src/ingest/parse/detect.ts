@@ -1,4 +1,4 @@
-// Format detection by content alone (SPEC 4.3): a file's name says nothing reliable about it.
+// Format detection by content alone (docs/uploads.md, Formats and detection): a file's name says nothing reliable about it.
 // gzip by its magic bytes, then the first character that is not blank space: `[` is a JSON
 // array, `{` is JSON Lines, anything else is CSV with a header row.
 import { pipeline, Readable } from "node:stream";

@@ -1,5 +1,5 @@
 /**
- * Streaming parser for bulk uploads (SPEC 4.3): CSV with a header row, JSON Lines or a JSON
+ * Streaming parser for bulk uploads (docs/uploads.md, Formats and detection): CSV with a header row, JSON Lines or a JSON
  * array, optionally gzip-compressed, detected from the content. Memory stays flat whatever the
  * file's size: the source is read one chunk at a time, and only when the caller asks for the
  * next batch.

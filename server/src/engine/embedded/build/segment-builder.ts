@@ -2,7 +2,7 @@
 // part. Records go to records.bin as they arrive (store/); ids and weights stay in typed arrays
 // (columns/ids-writer.ts: the document order needs them), and the rest of each record's index data
 // goes to a slot log on disk (slot-log.ts, laid out by slot-codec.ts). finish turns both into the
-// sections of segment/sections.ts, written one at a time (docs/DECISIONS.md E12). Nothing is
+// sections of segment/sections.ts, written one at a time (docs/engine.md E12). Nothing is
 // visible until the catalog says so.
 import fs from "node:fs";
 import path from "node:path";

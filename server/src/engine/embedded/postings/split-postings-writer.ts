@@ -1,7 +1,7 @@
 // The split posting sections of a segment (title terms and prefixes: offsets, weight, id and geo
 // orders), written a window of keys at a time from the forward index read back from the segment
 // file, so that a posting section larger than the memory a build may use is never whole in memory
-// (docs/DECISIONS.md E12, E13).
+// (docs/engine.md E12, E13).
 import type { SegmentFileWriter } from "../segment/segment-file.ts";
 import { PREFIX_POSTINGS, SECTIONS, TITLE_POSTINGS, type SplitPostingSections } from "../segment/sections.ts";
 import type { TermPrefixes } from "../termdict/term-dict-writer.ts";

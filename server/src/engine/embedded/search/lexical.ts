@@ -1,5 +1,5 @@
-// The lexical score of DESIGN.md "Ranking", as a small bucket number (lower ranks first) so that
-// near-equal matches tie and weight, distance and id decide between them. DESIGN's order, as
+// The lexical score of docs/ranking.md "Lexical buckets", as a small bucket number (lower ranks first) so that
+// near-equal matches tie and weight, distance and id decide between them. The order, as
 // written: a whole-token match beats a prefix-only one; then closer, then earlier matches win:
 //
 //   bucket = 4*w + 2*p + s        (scope=all adds DATA_BUCKET after every title match)

@@ -1,4 +1,4 @@
-// The final order of DESIGN.md "Ranking" over hits from a segment and from a version's changes:
+// The final order of docs/ranking.md "Rank order" over hits from a segment and from a version's changes:
 // lexical bucket, then weight (when weighted), then distance (records without coordinates last),
 // then id in code point order.
 import type { SearchRecord } from "../../../ports/engine.ts";
