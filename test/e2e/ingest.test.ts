@@ -10,8 +10,8 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createClient, SiftError, SiftIngestFailedError, type SiftClient } from "../../sdk/src/index.ts";
 import { createFsBlobStore } from "../../server/src/blobs/fs-blobs.ts";
 import { UploadService } from "../../server/src/services/uploads.ts";
-import type { Reply } from "../support/http.ts";
-import { contractViolation, createKey, startWorld, type World } from "../support/world.ts";
+import { ok } from "../support/contract.ts";
+import { createKey, startWorld, type World } from "../support/world.ts";
 
 let world: World;
 let sift: SiftClient;
@@ -34,11 +34,6 @@ async function freshIndex(): Promise<string> {
 }
 const titles = async (indexName: string, query: string) =>
   (await sift.search({ query, indexName, serviceName: service, limit: 100 })).suggestions.map((s) => s.title).sort();
-const ok = (reply: Reply, status = 200) => {
-  expect(contractViolation(reply), reply.text).toBeUndefined();
-  expect(reply.status, reply.text).toBe(status);
-  return reply.body;
-};
 
 const CSV = [
   "\uFEFFid,title,weight,images,latitude,longitude,country,population,capital",
