@@ -227,7 +227,9 @@ describe("the upload URL", () => {
         controller.abort();
       },
     });
-    await fetch(uploadUrl, { method: "PUT", body, signal: controller.signal, duplex: "half" } as RequestInit).catch(() => undefined);
+    // Aborting is the point, so the PUT must end in the abort; any other outcome is a real failure.
+    const put = fetch(uploadUrl, { method: "PUT", body, signal: controller.signal, duplex: "half" } as RequestInit);
+    expect(await put.then(() => "answered", (error: Error) => error.name)).toBe("AbortError");
     await new Promise((r) => setTimeout(r, 200));
     expect((await sift.uploads.status(index, indexVersion)).state).toBe("awaiting_upload");
     expect((await fetch(uploadUrl, { method: "PUT", body: '{"id":"1","title":"Whole"}\n' })).status).toBe(200);
