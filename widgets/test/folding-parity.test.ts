@@ -48,7 +48,8 @@ const AGREE: [string, string, string[]][] = [
   ["digits with separators", "1,000,000 3.14 2024-05-01", ["1", "000", "000", "3", "14", "2024", "05", "01"]],
   ["Arabic-Indic digits", "٣٤٥", ["٣٤٥"]],
   ["numeric compatibility forms", "Ⅻ ½ x² ①②", ["xii", "1", "2", "x2", "12"]],
-  ["apostrophes separate", "O'Brien L’Aquila rock'n'roll Côte d'Ivoire", ["o", "brien", "l", "aquila", "rock", "n", "roll", "cote", "d", "ivoire"]],
+  ["apostrophes separate", "O'Brien L’Aquila rock'n'roll", ["o", "brien", "l", "aquila", "rock", "n", "roll"]],
+  ["an apostrophe after an accented word", "Côte d'Ivoire", ["cote", "d", "ivoire"]],
   ["the ʻokina is a letter", "ʻOkina", ["ʻokina"]],
   ["mixed scripts without a space", "Tokyo東京 北京Beijing2008 ΑθήναAthens", ["tokyo東京", "北京beijing2008", "αθηναathens"]],
   ["mixed scripts with separators", "iPhone 15 Pro, Москва-Moscow", ["iphone", "15", "pro", "москва", "moscow"]],
@@ -97,7 +98,10 @@ describe("over the cities' titles", () => {
 
   test("the sample covers the scripts and marks that folding works on", () => {
     expect(sample.length).toBeGreaterThan(25_000);
-    for (const script of ["Latin", "Cyrillic", "Greek", "Arabic"]) expect(sample.some((t) => new RegExp(`\\p{Script=${script}}`, "u").test(t)), script).toBe(true);
+    for (const script of ["Latin", "Cyrillic", "Greek", "Arabic"]) {
+      const pattern = new RegExp(`\\p{Script=${script}}`, "u");
+      expect(sample.some((t) => pattern.test(t)), script).toBe(true);
+    }
     expect(sample.some((t) => /\p{Mn}/u.test(t)), "a decomposed title").toBe(true);
   });
 
