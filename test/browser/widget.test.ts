@@ -109,6 +109,11 @@ const searches = (page: Page) => {
   });
   return seen;
 };
+/** Types `text` into the widget key by key, then waits until the list shows `expected` titles. */
+async function typeAndSee(page: Page, text: string, expected: string[]): Promise<void> {
+  await page.locator("sift-autocomplete input").pressSequentially(text);
+  await expect.poll(() => titles(page)).toEqual(expected);
+}
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function axeViolations(page: Page) {
@@ -120,8 +125,7 @@ async function axeViolations(page: Page) {
 describe("typing", () => {
   test("shows suggestions with thumbnails, the matched prefix marked, the detail line and a count for screen readers", async () => {
     const { page, input } = await open();
-    await input.pressSequentially("par");
-    await expect.poll(() => titles(page)).toEqual(PAR);
+    await typeAndSee(page, "par", PAR);
 
     const rows = page.locator("sift-autocomplete [role=option]");
     expect(await rows.locator("mark").allTextContents()).toEqual(["Par", "Par", "Par", "Pär", "Par"]);
@@ -145,8 +149,7 @@ describe("typing", () => {
 
   test("diacritics and case fold both ways, and the title keeps its own spelling", async () => {
     const { page, input } = await open();
-    await input.pressSequentially("ZUR");
-    await expect.poll(() => titles(page)).toEqual(["Zürich"]);
+    await typeAndSee(page, "ZUR", ["Zürich"]);
     expect(await page.locator("sift-autocomplete mark").allTextContents()).toEqual(["Zür"]);
     await input.fill("sao p");
     await expect.poll(() => page.locator("sift-autocomplete [role=listbox]:visible mark").allTextContents()).toEqual(["São", "P"]);
@@ -155,8 +158,7 @@ describe("typing", () => {
   test("one search per pause, sift-query bubbles out of the shadow root, and going back is answered from the cache", async () => {
     const { page, input } = await open();
     const sent = searches(page);
-    await input.pressSequentially("pari");
-    await expect.poll(() => titles(page)).toEqual(["Paris"]);
+    await typeAndSee(page, "pari", ["Paris"]);
     await input.press("ArrowDown");
     await input.press("Backspace");
     await expect.poll(() => titles(page)).toEqual(PAR);
@@ -183,8 +185,10 @@ describe("typing", () => {
       (url) => url.pathname === "/v1/search",
       async (route) => {
         if (new URL(route.request().url()).searchParams.get("query") === "pa") await slowHeld;
-        // The page may have aborted the request while it was held.
-        await route.continue().catch(() => {});
+        // The page aborts the held "pa" request (asserted below through requestfailed), so continuing
+        // it finds nothing to do: Playwright ignores that with Chromium today. Were it to reject, the
+        // assertions below still decide the test, so the rejection is reported rather than raised.
+        await route.continue().catch((error: Error) => console.warn(`continuing a request the page gave up on: ${error.message}`));
       },
     );
     const slow = page.waitForRequest((r) => new URL(r.url()).searchParams.get("query") === "pa");
@@ -218,8 +222,7 @@ describe("typing", () => {
 describe("keyboard", () => {
   test("arrows move the active option (wrapping), Home/End jump, Enter selects and fires sift-select with the record", async () => {
     const { page, input } = await open();
-    await input.pressSequentially("par");
-    await expect.poll(() => titles(page)).toEqual(PAR);
+    await typeAndSee(page, "par", PAR);
     const active = async () => {
       const id = await input.getAttribute("aria-activedescendant");
       const selected = await page.locator('sift-autocomplete [role=option][aria-selected="true"]').evaluateAll((els) => els.map((e) => e.id));
@@ -265,8 +268,7 @@ describe("keyboard", () => {
 
   test("Escape closes the list, a second Escape clears the input; Tab closes and moves focus on", async () => {
     const { page, input } = await open();
-    await input.pressSequentially("zur");
-    await expect.poll(() => titles(page)).toEqual(["Zürich"]);
+    await typeAndSee(page, "zur", ["Zürich"]);
     await input.press("Escape");
     expect([await input.inputValue(), await input.getAttribute("aria-expanded")]).toEqual(["zur", "false"]);
     await input.press("ArrowDown");
@@ -275,8 +277,7 @@ describe("keyboard", () => {
     await input.press("Escape");
     expect(await input.inputValue()).toBe("");
 
-    await input.pressSequentially("zur");
-    await expect.poll(() => titles(page)).toEqual(["Zürich"]);
+    await typeAndSee(page, "zur", ["Zürich"]);
     await input.press("ArrowDown");
     await page.keyboard.press("Tab");
     expect(await page.evaluate(() => document.activeElement?.id)).toBe("go");
@@ -289,8 +290,7 @@ describe("in a form", () => {
   test("Enter on an active option selects without submitting; Enter with none submits the text under the element's name", async () => {
     const { page, input } = await open({ name: "city" });
     const submitted = () => page.evaluate(() => (window as unknown as { submitted: unknown[] }).submitted);
-    await input.pressSequentially("zur");
-    await expect.poll(() => titles(page)).toEqual(["Zürich"]);
+    await typeAndSee(page, "zur", ["Zürich"]);
     await input.press("Enter");
     expect(await submitted()).toEqual([{ fields: { city: "zur" }, submitter: "go" }]);
 
@@ -313,8 +313,7 @@ describe("in a form", () => {
 describe("pointer", () => {
   test("a click selects and keeps focus in the input; a press that drags away does not", async () => {
     const { page, input } = await open();
-    await input.pressSequentially("par");
-    await expect.poll(() => titles(page)).toEqual(PAR);
+    await typeAndSee(page, "par", PAR);
     const box = (await page.locator('sift-autocomplete [role=option]:has-text("Pärnu")').boundingBox())!;
     await page.mouse.move(box.x + 20, box.y + box.height / 2);
     expect(await input.getAttribute("aria-activedescendant")).toBe("option-3");
@@ -331,8 +330,7 @@ describe("pointer", () => {
   test("on a phone: full-width list, 44px targets, a tap selects and a scrolling drag does not", async () => {
     const { page, input } = await open({}, { context: { viewport: { width: 360, height: 640 }, hasTouch: true, isMobile: true } });
     await input.tap();
-    await input.pressSequentially("par");
-    await expect.poll(() => titles(page)).toEqual(PAR);
+    await typeAndSee(page, "par", PAR);
     const host = (await page.locator("sift-autocomplete").boundingBox())!;
     const popup = (await page.locator("sift-autocomplete [part~=popup]").boundingBox())!;
     expect(host.width).toBe(360 - 2 * 24);
@@ -355,9 +353,8 @@ describe("pointer", () => {
 
 describe("layout and options", () => {
   test("right-to-left: the thumbnail sits at the start (right) and text aligns to it", async () => {
-    const { page, input } = await open({}, { dir: "rtl" });
-    await input.pressSequentially("תל");
-    await expect.poll(() => titles(page)).toEqual(["תל אביב"]);
+    const { page } = await open({}, { dir: "rtl" });
+    await typeAndSee(page, "תל", ["תל אביב"]);
     const row = page.locator("sift-autocomplete [role=option]").first();
     const img = (await row.locator("img").boundingBox())!;
     const title = (await row.locator("[part~=title]").boundingBox())!;
@@ -375,23 +372,20 @@ describe("layout and options", () => {
     granted.page.on("request", (r) => r.url().includes("/v1/search") && sentUrls.push(r.url()));
     await granted.input.click();
     await sleep(200);
-    await granted.input.pressSequentially("par");
-    await expect.poll(() => titles(granted.page)).toEqual(PAR);
+    await typeAndSee(granted.page, "par", PAR);
     expect(new URL(sentUrls[0]!).searchParams.get("latitude")).toBe("48.86");
     expect(new URL(sentUrls[0]!).searchParams.get("longitude")).toBe("2.35");
 
     const refused = await open({ geo: true });
     const refusedUrls: string[] = [];
     refused.page.on("request", (r) => r.url().includes("/v1/search") && refusedUrls.push(r.url()));
-    await refused.input.pressSequentially("par");
-    await expect.poll(() => titles(refused.page)).toEqual(PAR);
+    await typeAndSee(refused.page, "par", PAR);
     expect(new URL(refusedUrls[0]!).searchParams.has("latitude")).toBe(false);
   });
 
   test("the ESM build works too", async () => {
-    const { page, input } = await open({}, { build: "esm" });
-    await input.pressSequentially("zur");
-    await expect.poll(() => titles(page)).toEqual(["Zürich"]);
+    const { page } = await open({}, { build: "esm" });
+    await typeAndSee(page, "zur", ["Zürich"]);
   });
 });
 
@@ -405,8 +399,7 @@ describe("accessibility", () => {
         return [el.getAttribute("role"), el.getAttribute("aria-autocomplete"), el.getAttribute("aria-label"), listbox?.getAttribute("role")];
       }),
     ).toEqual(["combobox", "list", "City", "listbox"]);
-    await input.pressSequentially("par");
-    await expect.poll(() => titles(page)).toEqual(PAR);
+    await typeAndSee(page, "par", PAR);
     expect(await axeViolations(page)).toEqual([]);
     await input.press("ArrowDown");
     expect(await axeViolations(page)).toEqual([]);
@@ -418,8 +411,7 @@ describe("accessibility", () => {
     const { page, input } = await open({ placeholder: "Search cities…" }, { context: { viewport: { width: 480, height: 480 }, deviceScaleFactor: 2 } });
     // The form's button would peek through the gap under the input.
     await page.addStyleTag({ content: "#go { visibility: hidden }" });
-    await input.pressSequentially("par");
-    await expect.poll(() => titles(page)).toEqual(PAR);
+    await typeAndSee(page, "par", PAR);
     await input.press("ArrowDown");
     await expect.poll(() => page.locator("sift-autocomplete img").evaluateAll((imgs) => imgs.every((i) => (i as HTMLImageElement).complete))).toBe(true);
     const popup = (await page.locator("sift-autocomplete [part~=popup]").boundingBox())!;
@@ -455,8 +447,7 @@ describe("demo route", () => {
 
   test("the demo page searches the demo index and passes axe-core", async () => {
     const { page, input } = await open({}, { path: "/demo" });
-    await input.pressSequentially("par");
-    await expect.poll(() => titles(page)).toEqual(PAR);
+    await typeAndSee(page, "par", PAR);
     expect(await axeViolations(page)).toEqual([]);
     await input.press("ArrowDown");
     await input.press("Enter");
@@ -484,8 +475,7 @@ test("on a customer's own site: the script and every search cross origins to Sif
   });
   await page.goto(`${shop}/checkout`);
   await page.waitForFunction(() => customElements.get("sift-autocomplete") !== undefined);
-  await page.locator("sift-autocomplete input").pressSequentially("par");
-  await expect.poll(() => titles(page)).toEqual(PAR);
+  await typeAndSee(page, "par", PAR);
   // Each search carried the srh key in Authorization, which needs a preflight the server allowed.
   expect(searched.length).toBeGreaterThan(0);
   expect(searched.every((r) => r.allowOrigin === "*" && r.cookie === undefined)).toBe(true);

@@ -1,9 +1,9 @@
 // Dashboard sign-in and the API key lifecycle (SPEC 3.1, 4.4, 5) over HTTP, through Prism.
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { ok } from "../support/contract.ts";
 import { Http } from "../support/http.ts";
 import { startPrismProxy, type Prism } from "../support/prism.ts";
 import { startSift, type RunningSift } from "../support/server.ts";
-import { contractViolation } from "../support/world.ts";
 
 let server: RunningSift;
 let prism: Prism;
@@ -18,11 +18,6 @@ afterAll(async () => {
   await prism?.stop();
   await server?.stop();
 });
-
-const ok = (reply: { status: number; headers: Headers; text: string }, status: number) => {
-  expect(contractViolation(reply as never), reply.text).toBeUndefined();
-  expect(reply.status, reply.text).toBe(status);
-};
 
 describe("dashboard session", () => {
   test("sign-up sets an HttpOnly, SameSite=Lax session cookie; me, logout", async () => {

@@ -1,8 +1,9 @@
 // DESIGN.md's authority table, walked cell by cell over HTTP through the contract-validating
 // proxy. The expected table is written out here from DESIGN.md, independently of the server's.
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { expectContract } from "../support/contract.ts";
 import type { Http, Reply } from "../support/http.ts";
-import { contractViolation, startWorld, type Tenant, type World } from "../support/world.ts";
+import { startWorld, type Tenant, type World } from "../support/world.ts";
 
 type Caller = "anonymous" | "srh" | "svc" | "pat" | "adm" | "session";
 type Column = "searchPublic" | "searchPrivate" | "recordsRead" | "write" | "catalog" | "apiKeys" | "mcp";
@@ -30,7 +31,7 @@ function as(caller: Caller, t: Tenant) {
   const key = caller === "anonymous" || caller === "session" ? undefined : t.keys[caller];
   const send = async (method: string, path: string, json?: unknown): Promise<Reply> => {
     const reply = await http.request(method, path, { ...(key ? { key } : {}), ...(json !== undefined ? { json } : {}) });
-    expect(contractViolation(reply), `${method} ${path} broke the contract`).toBeUndefined();
+    expectContract(reply, `${method} ${path} broke the contract`);
     return reply;
   };
   return send;

@@ -8,7 +8,8 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { contractViolation, startWorld, type World } from "../support/world.ts";
+import { expectContract } from "../support/contract.ts";
+import { startWorld, type World } from "../support/world.ts";
 
 const require = createRequire(import.meta.url);
 const inspectorCli = resolve(require.resolve("@modelcontextprotocol/inspector/package.json"), "../clients/launcher/build/index.js");
@@ -51,7 +52,7 @@ async function rpc(body: unknown, options: { key?: string; headers?: Record<stri
     ...(options.key !== undefined ? { key: options.key } : { key: world.a.keys.svc }),
     headers: { ...options.headers },
   });
-  expect(contractViolation(reply), reply.text).toBeUndefined();
+  expectContract(reply);
   return reply;
 }
 

@@ -2,8 +2,9 @@
 // active version visible at once; any retained version is searchable and activatable; deletes
 // outlive branching; coalesce makes a checkpoint; retention drops the rest.
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import type { Http, Reply } from "../support/http.ts";
-import { contractViolation, startWorld, type World } from "../support/world.ts";
+import { ok } from "../support/contract.ts";
+import type { Http } from "../support/http.ts";
+import { startWorld, type World } from "../support/world.ts";
 
 let world: World;
 let s: Http;
@@ -20,11 +21,6 @@ beforeAll(async () => {
 });
 afterAll(() => world?.stop());
 
-const ok = <T = any>(reply: Reply<T>, status = 200): T => {
-  expect(contractViolation(reply), reply.text).toBeUndefined();
-  expect(reply.status, reply.text).toBe(status);
-  return reply.body;
-};
 const put = async (id: string, body: object) => ok(await s.put(`/v1/indexes/${index}/records/${encodeURIComponent(id)}`, body)).indexVersion as string;
 const del = async (id: string) => ok(await s.delete(`/v1/indexes/${index}/records/${encodeURIComponent(id)}`)).indexVersion as string;
 const ids = async (query: string, extra = "") =>

@@ -1,8 +1,8 @@
 // GET /v1/search as an integrator sees it (DESIGN.md Ranking), and the services/indexes CRUD,
 // through the contract-validating proxy.
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import type { Reply } from "../support/http.ts";
-import { contractViolation, startWorld, type World } from "../support/world.ts";
+import { ok } from "../support/contract.ts";
+import { startWorld, type World } from "../support/world.ts";
 
 let world: World;
 const index = "shop";
@@ -28,10 +28,7 @@ afterAll(() => world?.stop());
 
 async function search(params: Record<string, string | number | boolean>): Promise<{ id: string; distanceMeters?: number }[]> {
   const q = new URLSearchParams({ indexName: index, serviceName: world.a.service, ...Object.fromEntries(Object.entries(params).map(([k, v]) => [k, String(v)])) });
-  const reply = await world.http.get(`/v1/search?${q}`);
-  expect(contractViolation(reply), reply.text).toBeUndefined();
-  expect(reply.status, reply.text).toBe(200);
-  return reply.body.suggestions;
+  return ok(await world.http.get(`/v1/search?${q}`)).suggestions;
 }
 const ids = async (params: Record<string, string | number | boolean>) => (await search(params)).map((r) => r.id);
 
@@ -86,12 +83,6 @@ describe("ranking", () => {
 });
 
 describe("services and indexes", () => {
-  const ok = (reply: Reply, status: number) => {
-    expect(contractViolation(reply), reply.text).toBeUndefined();
-    expect(reply.status, reply.text).toBe(status);
-    return reply.body;
-  };
-
   test("a service lists, reads, refuses deletion while it holds indexes, then deletes", async () => {
     const s = world.a.session;
     const name = `crud-${process.pid}`;

