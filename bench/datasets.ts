@@ -2,6 +2,7 @@
 // set is generated on the fly in batches (never held whole) so 10M records fit in a Node heap.
 import { cityRecords as allCityRecords } from "../server/src/demo/cities.ts";
 import type { SearchRecord } from "../server/src/ports/engine.ts";
+import { random } from "../server/test/support/random.ts";
 
 /**
  * The cities in the compact shape the benchmarks have always used (5-decimal coordinates, country
@@ -11,17 +12,8 @@ export function cityRecords(): SearchRecord[] {
   return allCityRecords({ compact: true });
 }
 
-/** Small, fast, seedable PRNG (mulberry32): the same seed gives the same dataset everywhere. */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** The same seed gives the same dataset everywhere (mulberry32, shared with the tests). */
+export const prng = random;
 
 /** Samples ranks 0..n-1 with probability proportional to 1/(rank+1)^s (word frequencies in text). */
 function zipfSampler(n: number, s: number, random: () => number): () => number {
