@@ -19,7 +19,7 @@ export const prng = random;
 function zipfSampler(n: number, s: number, random: () => number): () => number {
   const cdf = new Float64Array(n);
   let sum = 0;
-  for (let i = 0; i < n; i++) cdf[i] = sum += 1 / Math.pow(i + 1, s);
+  for (let i = 0; i < n; i++) cdf[i] = sum += 1 / (i + 1) ** s;
   return () => {
     const x = random() * sum;
     let lo = 0;

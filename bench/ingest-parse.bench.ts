@@ -93,7 +93,7 @@ function line(format: Format, i: number): string {
   const record = sampleRecord(i);
   switch (format) {
     case "jsonl":
-      return JSON.stringify(record) + "\n";
+      return `${JSON.stringify(record)}\n`;
     case "json":
       return (i === 0 ? "[\n" : ",\n") + JSON.stringify(record);
     case "csv":

@@ -13,7 +13,7 @@ import os from "node:os";
 import path from "node:path";
 import type { SearchRecord } from "../server/src/ports/engine.ts";
 import { DATASET_SIZES, datasetBatches, prng } from "./datasets.ts";
-import { type EngineResult } from "./measure.ts";
+import type { EngineResult } from "./measure.ts";
 import { makeQueries, type BenchQuery } from "./queries.ts";
 import { renderReport } from "./report.ts";
 

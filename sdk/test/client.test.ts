@@ -12,14 +12,14 @@ afterAll(() => mock?.stop());
 
 describe("against the Prism mock", () => {
   test("search returns the contract's example, typed", async () => {
-    const sift = createClient({ baseUrl: mock.url, apiKey: "pk-sift-srh-" + "a".repeat(40) });
+    const sift = createClient({ baseUrl: mock.url, apiKey: `pk-sift-srh-${"a".repeat(40)}` });
     const result = await sift.search({ query: "par", indexName: "cities", serviceName: "demo", weighted: true });
     expect(result.suggestions[0]).toMatchObject({ id: "2988507", title: "Paris", weight: 2138551 });
     expect(result.indexVersion).toBe("1");
   });
 
   test("a record upsert returns a write result with the new version", async () => {
-    const sift = createClient({ baseUrl: mock.url, apiKey: "sk-sift-svc-" + "a".repeat(40) });
+    const sift = createClient({ baseUrl: mock.url, apiKey: `sk-sift-svc-${"a".repeat(40)}` });
     const result = await sift.records.put("cities", "2988507", { title: "Paris", weight: 2138551 });
     expect(result).toEqual({ resultCode: "SUCCESS", message: "OK", indexVersion: "3.1" });
   });

@@ -144,7 +144,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     );
     if (missing.length) {
       problems.push(
-        `OAuth provider "${id}" needs ${missing.map((k) => prefix + k.replace(/[A-Z]/g, (c) => "_" + c).toUpperCase()).join(", ")}`,
+        `OAuth provider "${id}" needs ${missing.map((k) => prefix + k.replace(/[A-Z]/g, (c) => `_${c}`).toUpperCase()).join(", ")}`,
       );
       continue;
     }

@@ -13,7 +13,7 @@ export interface Logger {
 export function createLogger(
   level: LogLevel,
   base: Record<string, unknown> = {},
-  write: (line: string) => void = (line) => process.stdout.write(line + "\n"),
+  write: (line: string) => void = (line) => process.stdout.write(`${line}\n`),
 ): Logger {
   const threshold = order[level];
   const emit = (lvl: Exclude<LogLevel, "silent">, msg: string, fields?: Record<string, unknown>) => {

@@ -33,7 +33,7 @@ const server = serve({ fetch: sift.app.fetch, hostname: config.host, port: confi
     `  Health          ${base}/healthz`,
     ...(sift.demoHint ? sift.demoHint(base) : []),
   ];
-  process.stderr.write(lines.join("\n") + "\n");
+  process.stderr.write(`${lines.join("\n")}\n`);
 });
 
 let stopping = false;

@@ -27,7 +27,7 @@ export function createFsBlobStore(root: string): BlobStore {
         }
         await file.sync();
       } catch (error) {
-        // The write's own error is the one to report; the partial file is removed just below anyway.
+        // biome-ignore lint/plugin: the write's own error is the one to report; the partial file is removed below.
         await file.close().catch(() => {});
         await rm(partial, { force: true });
         throw error;

@@ -1,5 +1,6 @@
 // A self-contained API reference rendered from the OpenAPI document at start-up: no CDN, no
 // script, so it works offline and behind strict CSPs, and it can never disagree with the contract.
+// biome-ignore lint/suspicious/noExplicitAny: the OpenAPI document is plain JSON walked by key.
 type Json = Record<string, any>;
 
 const esc = (s: unknown) =>

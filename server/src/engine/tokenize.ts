@@ -3,6 +3,7 @@
 
 const NONSPACING_MARKS = /\p{Mn}/gu;
 const SEPARATORS = /[^\p{L}\p{N}\p{Mc}]+/u;
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the ASCII range starts at U+0000 by definition.
 const ASCII_ONLY = /^[\x00-\x7f]*$/;
 const ASCII_SEPARATORS = /[^a-z0-9]+/;
 

@@ -44,6 +44,8 @@ export type Handlers = { [K in OperationId]?: OperationHandler<K> };
 
 type Method = "get" | "put" | "post" | "delete" | "patch";
 type JsonSchema = Record<string, unknown>;
+// biome-ignore lint/suspicious/noExplicitAny: the OpenAPI document is plain JSON walked by key; generated-output tests check its shape.
+type OpenApiJson = Record<string, any>;
 
 interface ParameterSpec {
   name: string;
@@ -70,7 +72,7 @@ export interface ContractOperation {
 }
 
 export interface Contract {
-  document: Record<string, any>;
+  document: OpenApiJson;
   operations: ContractOperation[];
   byId: Map<OperationId, ContractOperation>;
 }
@@ -78,15 +80,17 @@ export interface Contract {
 const openapiPath = fileURLToPath(new URL("../../../generated/openapi.json", import.meta.url));
 
 export function loadContract(path = openapiPath): Contract {
-  const document = JSON.parse(readFileSync(path, "utf8")) as Record<string, any>;
+  const document = JSON.parse(readFileSync(path, "utf8")) as OpenApiJson;
   const ajv = new Ajv2020({ allErrors: true, strict: false, coerceTypes: false });
-  const addFormats = ((formatsModule as any).default ?? formatsModule) as (a: Ajv2020) => void;
+  // ajv-formats is CommonJS: its function is the module itself or its `default`, depending on the loader.
+  const formats = formatsModule as unknown as { default?: (a: Ajv2020) => void };
+  const addFormats = (formats.default ?? formatsModule) as (a: Ajv2020) => void;
   addFormats(ajv);
   // TypeSpec's safeint under `double-int`: an integer within ±2^53, which `integer` already checks.
   ajv.addFormat("double-int", true);
   ajv.addSchema({ $id: "openapi", components: document.components }, "openapi");
 
-  const rewriteRefs = (schema: unknown): any => {
+  const rewriteRefs = (schema: unknown): unknown => {
     if (Array.isArray(schema)) return schema.map(rewriteRefs);
     if (schema && typeof schema === "object") {
       return Object.fromEntries(
@@ -113,7 +117,7 @@ export function loadContract(path = openapiPath): Contract {
   };
 
   const operations: ContractOperation[] = [];
-  for (const [path, item] of Object.entries<Record<string, any>>(document.paths)) {
+  for (const [path, item] of Object.entries<OpenApiJson>(document.paths)) {
     for (const method of ["get", "put", "post", "delete", "patch"] as const) {
       const op = item[method];
       if (!op) continue;
@@ -139,7 +143,7 @@ export function loadContract(path = openapiPath): Contract {
         ),
         validatePath: ajv.compile(objectSchema("path")),
         validateQuery: ajv.compile(objectSchema("query")),
-        validateBody: jsonSchema ? ajv.compile(rewriteRefs(jsonSchema)) : undefined,
+        validateBody: jsonSchema ? ajv.compile(rewriteRefs(jsonSchema) as JsonSchema) : undefined,
         coerce: new Map(params.filter((p) => p.in !== "header").map((p) => [p.name, scalarType(p.schema)])),
         queryNames: params.filter((p) => p.in === "query").map((p) => p.name),
       });

@@ -119,7 +119,14 @@ async function postForm(url: string, form: Record<string, string>): Promise<Reco
   return body;
 }
 
-async function getJson(url: string, accessToken: string): Promise<Record<string, any>> {
+/** A provider's profile: only `sub`/`id` and `email` are read, each checked before use. */
+interface Profile {
+  sub?: unknown;
+  id?: unknown;
+  email?: unknown;
+}
+
+async function getJson(url: string, accessToken: string): Promise<Profile> {
   const response = await fetch(url, {
     headers: { authorization: `Bearer ${accessToken}`, accept: "application/json", "user-agent": "sift" },
     signal: AbortSignal.timeout(10_000),
@@ -127,5 +134,5 @@ async function getJson(url: string, accessToken: string): Promise<Record<string,
     throw new UnavailableError(`the sign-in provider is unreachable: ${error.message}`);
   });
   if (!response.ok) throw new UnauthenticatedError(`the sign-in provider refused the profile request (${response.status})`);
-  return (await response.json()) as Record<string, any>;
+  return (await response.json()) as Profile;
 }

@@ -42,7 +42,7 @@ export class VersionService {
   async resolve(ref: IndexRef, requested: string | undefined): Promise<VersionId> {
     if (requested === undefined) return ref.activeVersion;
     const row = await versionRow(this.ctx.db, ref.id, requested);
-    if (!row || row.state !== "ready") {
+    if (row?.state !== "ready") {
       throw new NotFoundError(`version ${requested} of index "${ref.name}" does not exist or is no longer retained`);
     }
     return requested;

@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
+import { random } from "../support/random.ts";
 import { radixSortByKey, sortByKey } from "../../src/engine/embedded/util/arrays.ts";
 
 describe("sorting by a 32-bit key", () => {
-  let seed = 3;
-  const rand = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+  const rand = random(3);
   // Keys that differ only in their low or only in their high 16 bits, both extremes, many ties.
   const keys = Uint32Array.from({ length: 5000 }, (_, i) =>
     i % 7 === 0 ? 0xffff_ffff : i % 5 === 0 ? 0 : i % 3 === 0 ? ((rand() * 4) << 16) >>> 0 : (rand() * 2 ** 32) >>> 0,

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { random } from "../support/random.ts";
 import { radixSortByKey } from "../../src/engine/embedded/util/arrays.ts";
 import { geoCode, haversineMeters, type GeoIndex } from "../../src/engine/embedded/columns/geo.ts";
 import { NearestIterator } from "../../src/engine/embedded/search/nearest.ts";
@@ -16,8 +17,7 @@ function index(points: [number, number][]): GeoIndex {
 
 describe("nearest-first enumeration", () => {
   // Points everywhere, dense near the poles and the antimeridian where lat/lon cells mislead.
-  let seed = 11;
-  const rand = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+  const rand = random(11);
   const points: [number, number][] = [];
   for (let i = 0; i < 3000; i++) points.push([-90 + rand() * 180, -180 + rand() * 360]);
   for (let i = 0; i < 500; i++) points.push([85 + rand() * 5, -180 + rand() * 360]);

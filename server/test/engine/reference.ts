@@ -14,8 +14,8 @@ const MAX_TOKENS = 30;
 
 function textsOf(value: unknown, out: string[]): string[] {
   if (typeof value === "string") out.push(value);
-  else if (Array.isArray(value)) value.forEach((v) => textsOf(v, out));
-  else if (typeof value === "object" && value !== null) Object.values(value).forEach((v) => textsOf(v, out));
+  else if (Array.isArray(value)) for (const v of value) textsOf(v, out);
+  else if (typeof value === "object" && value !== null) for (const v of Object.values(value)) textsOf(v, out);
   return out;
 }
 

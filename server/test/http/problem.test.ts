@@ -8,7 +8,7 @@ import {
   InvalidArgumentError,
   NotFoundError,
   PayloadTooLargeError,
-  DomainError,
+  type DomainError,
   UnauthenticatedError,
   UnavailableError,
 } from "../../src/domain/errors.ts";

@@ -157,7 +157,7 @@ describe("CSV uploads", () => {
       { length: 50 },
       (_, i) => `r${i},"Title ${i}, ""q"" ü🍣\nsecond line",${i % 7},${i % 2 === 0}`,
     );
-    const csv = "id,title,weight,flag\r\n" + rows.join("\r\n") + "\r\n";
+    const csv = `id,title,weight,flag\r\n${rows.join("\r\n")}\r\n`;
     const whole = await parse(csv);
     // Every row takes two lines; rows 0, 7, 14, ... have weight 0, which is not positive.
     expect(whole.records).toHaveLength(42);

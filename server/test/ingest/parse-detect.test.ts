@@ -32,8 +32,8 @@ describe("upload format detection", () => {
       for (const [variant, bytes] of [
         ["plain", Buffer.from(text)],
         ["gzip", gzipSync(text)],
-        ["BOM", Buffer.from("\ufeff" + text)],
-        ["gzip with BOM", gzipSync("\ufeff" + text)],
+        ["BOM", Buffer.from(`\ufeff${text}`)],
+        ["gzip with BOM", gzipSync(`\ufeff${text}`)],
       ] as const) {
         const parsed = await parse(bytes, { chunking: { random: 5, seed: 4 } });
         expect({ variant, format: parsed.format, gzip: parsed.gzip }).toEqual({

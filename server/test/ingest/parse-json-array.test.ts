@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { parse, titles } from "./parse-helpers.ts";
 
-const pretty = (records: unknown[]) => JSON.stringify(records, null, 2) + "\n";
+const pretty = (records: unknown[]) => `${JSON.stringify(records, null, 2)}\n`;
 
 describe("JSON array uploads", () => {
   it("reads each element of a top-level array as a record", async () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { parse, titles } from "./parse-helpers.ts";
 
-const lines = (...rows: string[]) => rows.join("\n") + "\n";
+const lines = (...rows: string[]) => `${rows.join("\n")}\n`;
 
 describe("JSON Lines uploads", () => {
   it("reads one record per line, keeping given ids and generating missing ones", async () => {

@@ -123,7 +123,7 @@ describe.each(storeTargets())("store on $name", (target) => {
     await store.db.delete(users).where(eq(users.id, carl.me.user.id));
     const fresh = new ApiKeyService(store.db, log, now);
     await expect(answered(fresh.authenticate(pat.key))).rejects.toMatchObject({ status: 401 });
-    await expect(answered(fresh.authenticate("sk-sift-svc-" + "x".repeat(40)))).rejects.toMatchObject({ status: 401, message: "the API key is not valid" });
+    await expect(answered(fresh.authenticate(`sk-sift-svc-${"x".repeat(40)}`))).rejects.toMatchObject({ status: 401, message: "the API key is not valid" });
     await expect(answered(fresh.authenticate("hello"))).rejects.toMatchObject({ status: 401 });
   });
 });

@@ -83,6 +83,7 @@ export async function writeCheckpoint(ctx: Context, indexKey: string, from: Vers
   } catch (error) {
     // The half-written collection is invisible (no tree entry) and the next write of this major
     // replaces it, so failing to drop it now must not hide the error that matters.
+    // biome-ignore lint/plugin: the error thrown below is the one that matters.
     await dropCollection(ctx, target).catch(() => undefined);
     throw error;
   }

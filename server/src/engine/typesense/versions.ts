@@ -18,7 +18,7 @@ export function lineage(tree: VersionTree, indexKey: string, version: VersionId)
   const path: VersionEntry[] = [];
   for (let at: VersionId | null = version; at !== null; ) {
     const entry = tree.get(at);
-    if (!entry || entry.state !== "ready") throw new UnknownVersionError(indexKey, at);
+    if (entry?.state !== "ready") throw new UnknownVersionError(indexKey, at);
     path.unshift(entry);
     at = entry.parent;
   }

@@ -48,6 +48,7 @@ export async function detectInput(bytes: AsyncIterable<Buffer>): Promise<Detecte
       }
     }
   } catch (error) {
+    // biome-ignore lint/plugin: the read error rethrown below is the one to report; closing is cleanup.
     await input.close().catch(() => {});
     throw isZlibError(error) ? new UploadParseError(1, `the gzip data is corrupt: ${error.message}`) : error;
   }

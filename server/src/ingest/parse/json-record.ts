@@ -14,7 +14,9 @@ export function foldUnknownFields(value: unknown): FoldResult {
   if (!isPlainObject(value)) return { ok: true, candidate: value };
   let extra: [string, unknown][] | undefined;
   for (const key in value) {
-    if (!IS_RECORD_FIELD.has(key)) (extra ??= []).push([key, value[key]]);
+    if (IS_RECORD_FIELD.has(key)) continue;
+    extra ??= [];
+    extra.push([key, value[key]]);
   }
   if (extra === undefined) return { ok: true, candidate: value };
 

@@ -9,7 +9,7 @@ export class IndexLocks {
   run<T>(indexId: string, fn: () => Promise<T>): Promise<T> {
     const previous = this.tails.get(indexId) ?? Promise.resolve();
     const run = previous.then(fn, fn);
-    // The tail only orders the next write: `run` hands the failure to this write's caller.
+    // biome-ignore lint/plugin: the tail only orders the next write; `run` hands the failure to this write's caller.
     const tail = run.catch(() => {});
     this.tails.set(indexId, tail);
     void tail.then(() => {

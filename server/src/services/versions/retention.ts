@@ -25,11 +25,8 @@ export function planRetention(rows: readonly PlannedRow[], active: VersionId, re
     }
   };
   keepWithBase(active);
-  rows.filter((r) => r.state === "pending").forEach((r) => keep.add(r.version));
-  rows
-    .filter((r) => r.state === "ready")
-    .slice(0, retainVersions)
-    .forEach((r) => keepWithBase(r.version));
+  for (const r of rows) if (r.state === "pending") keep.add(r.version);
+  for (const r of rows.filter((r) => r.state === "ready").slice(0, retainVersions)) keepWithBase(r.version);
 
   const keptMajors = new Set([...keep].map(majorOf));
   return rows.filter((r) => !keep.has(r.version) && !(r.minor === 0 && keptMajors.has(r.major)));

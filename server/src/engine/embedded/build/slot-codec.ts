@@ -68,21 +68,24 @@ export class SlotDecoder {
   next(parts: number): void {
     const reader = this.reader;
     this.jsonLength = reader.next();
-    const titleCount = (this.titleCount = reader.next());
+    const titleCount = reader.next();
+    this.titleCount = titleCount;
     if ((parts & TITLE) === 0) reader.skip(titleCount);
     else {
       if (titleCount > this.title.length) this.title = new Uint32Array(titleCount * 2);
       const title = this.title;
       for (let i = 0; i < titleCount; i++) title[i] = reader.next();
     }
-    const dataCount = (this.dataCount = reader.next());
+    const dataCount = reader.next();
+    this.dataCount = dataCount;
     if ((parts & DATA) === 0) reader.skip(dataCount);
     else {
       if (dataCount > this.data.length) this.data = new Uint32Array(dataCount * 2);
       const data = this.data;
       for (let i = 0; i < dataCount; i++) data[i] = reader.next();
     }
-    const filterCount = (this.filterCount = reader.next());
+    const filterCount = reader.next();
+    this.filterCount = filterCount;
     const decodeFilters = (parts & FILTERS) !== 0;
     if (decodeFilters && filterCount > this.filterColumns.length) {
       this.filterColumns = new Uint32Array(filterCount * 2);

@@ -30,7 +30,10 @@ export class FilterColumnsWriter {
     let node = this.tree;
     for (const key of leafPath) {
       let child = node.children.get(key);
-      if (child === undefined) node.children.set(key, (child = { children: new Map() }));
+      if (child === undefined) {
+        child = { children: new Map() };
+        node.children.set(key, child);
+      }
       node = child;
     }
     let column = node.column;

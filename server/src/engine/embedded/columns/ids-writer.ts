@@ -8,6 +8,7 @@ import type { Pacer } from "../util/pacer.ts";
 
 const NONE = 0xffff_ffff;
 const WRITE_CHUNK = 4 << 20;
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the ASCII range starts at U+0000 by definition.
 const NON_ASCII = /[^\u0000-\u007f]/;
 
 /** What the rest of the build needs of the document numbering. */

@@ -32,7 +32,9 @@ export class RunIter implements DocIter {
   }
 
   next(): number {
-    return ++this.pos < this.end ? this.docs[this.pos]! : ((this.pos = this.end), END);
+    if (++this.pos < this.end) return this.docs[this.pos]!;
+    this.pos = this.end;
+    return END;
   }
 
   seek(target: number): number {
@@ -80,7 +82,8 @@ export class UnionIter implements DocIter {
       if (heads[i]! <= this.current) heads[i] = children[i]!.next();
       if (heads[i]! < min) min = heads[i]!;
     }
-    return (this.current = min);
+    this.current = min;
+    return min;
   }
 
   seek(target: number): number {
@@ -91,7 +94,8 @@ export class UnionIter implements DocIter {
       if (heads[i]! < target) heads[i] = children[i]!.seek(target);
       if (heads[i]! < min) min = heads[i]!;
     }
-    return (this.current = min);
+    this.current = min;
+    return min;
   }
 }
 

@@ -59,7 +59,10 @@ export class StreamReader {
    */
   private readInOrder(stream: Stream, need: number, counts: Uint32Array, order: "weight" | "id", unlocatedOnly = false, lo = 0, hi = END): void {
     const source = stream.source(order);
-    if (source === null) return this.readWhole(stream, need, counts, unlocatedOnly);
+    if (source === null) {
+      this.readWhole(stream, need, counts, unlocatedOnly);
+      return;
+    }
     const matcher = this.matcher;
     const lat = this.segment.geo.lat;
     let it = source.open(lo, hi);
@@ -102,7 +105,10 @@ export class StreamReader {
   /** Unweighted + geo: nearest first, then the documents without coordinates by id. */
   private readGeo(stream: Stream, need: number, counts: Uint32Array): void {
     const readCost = stream.source("weight")!.count(0, END);
-    if (readCost <= this.tuning.smallStream) return this.readWhole(stream, need, counts, false);
+    if (readCost <= this.tuning.smallStream) {
+      this.readWhole(stream, need, counts, false);
+      return;
+    }
     const mark = this.hits.length;
     const outcome = this.readNearest(stream, need, counts, 0, END, readCost * this.tuning.nearestBudget, readCost);
     if (outcome === "over budget") {

@@ -111,6 +111,7 @@ export class SegmentFileWriter {
   async close(): Promise<void> {
     // Only a failed build closes this way, and it rethrows its own error and removes the file:
     // an error from close() would only hide that one.
+    // biome-ignore lint/plugin: the build's own error is rethrown by the caller.
     await this.file.close().catch(() => {});
   }
 }

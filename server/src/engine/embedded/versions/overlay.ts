@@ -21,7 +21,9 @@ export interface OverlayRecord {
 
 export function overlayRecord(record: SearchRecord): OverlayRecord {
   const dataTokens = new Set<string>();
-  walkData(record.data, (text) => tokenize(text).forEach((t) => dataTokens.add(t)));
+  walkData(record.data, (text) => {
+    for (const t of tokenize(text)) dataTokens.add(t);
+  });
   const hasGeo = record.latitude !== undefined && record.longitude !== undefined;
   return {
     record,
