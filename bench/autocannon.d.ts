@@ -26,6 +26,9 @@ declare module "autocannon" {
     }
     function track(instance: Instance, options?: { renderProgressBar?: boolean; renderResultsTable?: boolean }): void;
   }
-  function autocannon(options: autocannon.Options, callback: (error: Error | null, result: autocannon.Result) => void): autocannon.Instance;
+  function autocannon(
+    options: autocannon.Options,
+    callback: (error: Error | null, result: autocannon.Result) => void,
+  ): autocannon.Instance;
   export default autocannon;
 }

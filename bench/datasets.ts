@@ -33,7 +33,38 @@ function zipfSampler(n: number, s: number, random: () => number): () => number {
   };
 }
 
-const ONSETS = ["", "b", "c", "d", "f", "g", "h", "j", "k", "l", "m", "n", "p", "r", "s", "t", "v", "w", "z", "br", "ch", "cl", "dr", "fl", "gr", "pl", "sh", "st", "tr", "th"];
+const ONSETS = [
+  "",
+  "b",
+  "c",
+  "d",
+  "f",
+  "g",
+  "h",
+  "j",
+  "k",
+  "l",
+  "m",
+  "n",
+  "p",
+  "r",
+  "s",
+  "t",
+  "v",
+  "w",
+  "z",
+  "br",
+  "ch",
+  "cl",
+  "dr",
+  "fl",
+  "gr",
+  "pl",
+  "sh",
+  "st",
+  "tr",
+  "th",
+];
 const VOWELS = ["a", "e", "i", "o", "u", "ai", "ea", "ou", "y"];
 const CODAS = ["", "", "", "n", "r", "s", "l", "t", "m", "nd", "rk", "st"];
 
@@ -55,7 +86,20 @@ function makeVocabulary(size: number, random: () => number): string[] {
   return list;
 }
 
-const COLORS = ["red", "blue", "green", "black", "white", "grey", "silver", "gold", "pink", "brown", "orange", "purple"];
+const COLORS = [
+  "red",
+  "blue",
+  "green",
+  "black",
+  "white",
+  "grey",
+  "silver",
+  "gold",
+  "pink",
+  "brown",
+  "orange",
+  "purple",
+];
 
 /**
  * A product/place-like catalogue: 2–5 word titles drawn from a Zipf vocabulary of 60k words,

@@ -20,7 +20,13 @@ const t0 = performance.now();
 const rows: { id: string; title: string; weight: number; lat: number; lon: number }[] = [];
 for (const batch of syntheticRecords(count)) {
   for (const r of batch) {
-    rows.push({ id: r.id, title: r.title, weight: r.weight ?? 0, lat: r.latitude ? Number(r.latitude) : NaN, lon: r.longitude ? Number(r.longitude) : NaN });
+    rows.push({
+      id: r.id,
+      title: r.title,
+      weight: r.weight ?? 0,
+      lat: r.latitude ? Number(r.latitude) : NaN,
+      lon: r.longitude ? Number(r.longitude) : NaN,
+    });
   }
 }
 // rowid = rank by weight descending, so `ORDER BY rowid LIMIT k` is the weighted top-k.
@@ -58,7 +64,9 @@ function measure(label: string, run: (i: number) => unknown): void {
 }
 
 const weighted = db.prepare("SELECT rowid FROM fts WHERE fts MATCH ? ORDER BY rowid LIMIT 10");
-const byId = db.prepare("SELECT r.id FROM fts JOIN rec r ON r.rowid = fts.rowid WHERE fts MATCH ? ORDER BY r.id LIMIT 10");
+const byId = db.prepare(
+  "SELECT r.id FROM fts JOIN rec r ON r.rowid = fts.rowid WHERE fts MATCH ? ORDER BY r.id LIMIT 10",
+);
 const byDistance = db.prepare(`SELECT r.rowid FROM fts JOIN rec r ON r.rowid = fts.rowid WHERE fts MATCH ?
   ORDER BY r.lat IS NULL, (r.lat - ?) * (r.lat - ?) + (r.lon - ?) * (r.lon - ?), r.id LIMIT 10`);
 const inBox = db.prepare(`SELECT fts.rowid FROM fts WHERE fts MATCH ? AND fts.rowid IN

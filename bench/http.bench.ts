@@ -15,8 +15,54 @@ const seconds = Number(args.get("seconds") ?? 15);
 const connections = 32;
 
 // Prefixes a person types, letter by letter, plus two-word queries: weighted, some geo-biased.
-const words = ["p", "pa", "par", "pari", "paris", "l", "lo", "lon", "lond", "new", "new y", "new yo", "san", "san f", "san fr", "be", "ber", "berl", "to", "tok", "mu", "mum", "sy", "syd", "rio", "rio de", "mex", "ca", "cai", "cairo", "ba", "ban", "bang", "st p", "st pe", "k", "ky", "kyo", "los a", "los an"];
-const geo = ["", "&latitude=48.85&longitude=2.35", "&latitude=40.71&longitude=-74.0", "&latitude=35.68&longitude=139.69"];
+const words = [
+  "p",
+  "pa",
+  "par",
+  "pari",
+  "paris",
+  "l",
+  "lo",
+  "lon",
+  "lond",
+  "new",
+  "new y",
+  "new yo",
+  "san",
+  "san f",
+  "san fr",
+  "be",
+  "ber",
+  "berl",
+  "to",
+  "tok",
+  "mu",
+  "mum",
+  "sy",
+  "syd",
+  "rio",
+  "rio de",
+  "mex",
+  "ca",
+  "cai",
+  "cairo",
+  "ba",
+  "ban",
+  "bang",
+  "st p",
+  "st pe",
+  "k",
+  "ky",
+  "kyo",
+  "los a",
+  "los an",
+];
+const geo = [
+  "",
+  "&latitude=48.85&longitude=2.35",
+  "&latitude=40.71&longitude=-74.0",
+  "&latitude=35.68&longitude=139.69",
+];
 const requests = words.flatMap((w, i) => ({
   method: "GET" as const,
   path: `/v1/search?query=${encodeURIComponent(w)}&indexName=cities&serviceName=demo&weighted=true${geo[i % geo.length]}`,
@@ -25,12 +71,16 @@ const requests = words.flatMap((w, i) => ({
 const server = await siftProcess({ SIFT_DEMO: "true", SIFT_LOG_LEVEL: "warn", DATABASE_URL: "" });
 console.log("starting Sift with the demo cities index…");
 await server.start();
-const probe = await fetch(`${server.url}${requests[2]!.path}`).then((r) => r.json() as Promise<{ suggestions: { title: string }[] }>);
+const probe = await fetch(`${server.url}${requests[2]!.path}`).then(
+  (r) => r.json() as Promise<{ suggestions: { title: string }[] }>,
+);
 if (!probe.suggestions.length) throw new Error("the demo index answered no suggestions; is the demo loaded?");
 
 const run = (duration: number) =>
   new Promise<autocannon.Result>((resolve, reject) => {
-    const instance = autocannon({ url: server.url, connections, duration, requests }, (error, result) => (error ? reject(error) : resolve(result)));
+    const instance = autocannon({ url: server.url, connections, duration, requests }, (error, result) =>
+      error ? reject(error) : resolve(result),
+    );
     autocannon.track(instance, { renderProgressBar: false, renderResultsTable: false });
   });
 

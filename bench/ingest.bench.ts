@@ -21,16 +21,28 @@ const args = new Map(process.argv.slice(2).map((a) => a.replace(/^--/, "").split
 const dataDir = path.join(import.meta.dirname, "data");
 mkdirSync(dataDir, { recursive: true });
 
-const WORDS = "amber birch cedar delta ember fjord grove harbor island jasper kestrel lumen meadow nectar orchid prairie quartz river summit tundra umber violet willow xenon yarrow zephyr".split(" ");
+const WORDS =
+  "amber birch cedar delta ember fjord grove harbor island jasper kestrel lumen meadow nectar orchid prairie quartz river summit tundra umber violet willow xenon yarrow zephyr".split(
+    " ",
+  );
 const CATEGORIES = ["books", "garden", "kitchen", "music", "outdoor", "toys"];
 
 /** A small record (about 110 bytes as JSON): title of three words, weight, two data fields. */
 function record(i: number) {
-  const w = (k: number) => WORDS[(i * 2654435761 + k * 40503) % WORDS.length >>> 0]!;
-  return { id: `r${i}`, title: `${w(1)} ${w(2)} ${w(3)} ${i % 9973}`, weight: (i % 100_000) + 1, category: CATEGORIES[i % 6]!, price: (i % 5000) / 100 };
+  const w = (k: number) => WORDS[((i * 2654435761 + k * 40503) % WORDS.length) >>> 0]!;
+  return {
+    id: `r${i}`,
+    title: `${w(1)} ${w(2)} ${w(3)} ${i % 9973}`,
+    weight: (i % 100_000) + 1,
+    category: CATEGORIES[i % 6]!,
+    price: (i % 5000) / 100,
+  };
 }
 
-async function generate(format: "jsonl" | "csv", gigabytes: number): Promise<{ file: string; records: number; bytes: number }> {
+async function generate(
+  format: "jsonl" | "csv",
+  gigabytes: number,
+): Promise<{ file: string; records: number; bytes: number }> {
   const file = path.join(dataDir, `ingest-${gigabytes}gb.${format}`);
   const target = gigabytes * 1024 ** 3;
   const meta = `${file}.records`;
@@ -50,9 +62,10 @@ async function generate(format: "jsonl" | "csv", gigabytes: number): Promise<{ f
     let chunk = "";
     for (let k = 0; k < 10_000; k++, i++) {
       const r = record(i);
-      chunk += format === "jsonl"
-        ? `{"id":"${r.id}","title":"${r.title}","weight":${r.weight},"data":{"category":"${r.category}","price":${r.price}}}\n`
-        : `${r.id},${r.title},${r.weight},${r.category},${r.price}\n`;
+      chunk +=
+        format === "jsonl"
+          ? `{"id":"${r.id}","title":"${r.title}","weight":${r.weight},"data":{"category":"${r.category}","price":${r.price}}}\n`
+          : `${r.id},${r.title},${r.weight},${r.category},${r.price}\n`;
     }
     bytes += chunk.length;
     if (!out.write(chunk)) await once(out, "drain");
@@ -76,7 +89,9 @@ function resetHighWaterMark(pid: number): boolean {
 /** Resident memory of `pid` in MB, or 0 once the process is gone. */
 const rssMb = (pid: number, field: "VmRSS" | "VmHWM") => {
   try {
-    const line = readFileSync(`/proc/${pid}/status`, "utf8").split("\n").find((l) => l.startsWith(field));
+    const line = readFileSync(`/proc/${pid}/status`, "utf8")
+      .split("\n")
+      .find((l) => l.startsWith(field));
     return line ? Number(line.split(/\s+/)[1]) / 1024 : 0;
   } catch {
     return 0;
@@ -99,7 +114,12 @@ interface Row {
 }
 
 async function ingest(label: string, file: string, expected: number): Promise<Row> {
-  const server: SiftProcess = await siftProcess({ SIFT_DEMO: "false", SIFT_LOG_LEVEL: "warn", DATABASE_URL: "", SIFT_MAX_UPLOAD_BYTES: String(64 * 1024 ** 3) });
+  const server: SiftProcess = await siftProcess({
+    SIFT_DEMO: "false",
+    SIFT_LOG_LEVEL: "warn",
+    DATABASE_URL: "",
+    SIFT_MAX_UPLOAD_BYTES: String(64 * 1024 ** 3),
+  });
   await server.start();
   try {
     const http = new Http(server.url);
@@ -148,12 +168,28 @@ async function ingest(label: string, file: string, expected: number): Promise<Ro
     }
     await new Promise((r) => setTimeout(r, 3000));
     const settledMb = rssMb(pid, "VmRSS");
-    const row = { label, bytes, records: expected, uploadS, ingestS, perSecond: expected / ingestS, idleMb, peakMb, settledMb, worstHealthMs };
+    const row = {
+      label,
+      bytes,
+      records: expected,
+      uploadS,
+      ingestS,
+      perSecond: expected / ingestS,
+      idleMb,
+      peakMb,
+      settledMb,
+      worstHealthMs,
+    };
     console.log(row);
     return row;
   } catch (error) {
-    const exited = await Promise.race([server.exited(), new Promise((r) => setTimeout(() => r("still running"), 1000))]);
-    throw new Error(`${label}: ${(error as Error).message}\n--- server (${exited}) output ---\n${server.output().slice(-4000)}`);
+    const exited = await Promise.race([
+      server.exited(),
+      new Promise((r) => setTimeout(() => r("still running"), 1000)),
+    ]);
+    throw new Error(
+      `${label}: ${(error as Error).message}\n--- server (${exited}) output ---\n${server.output().slice(-4000)}`,
+    );
   } finally {
     await server.destroy();
   }
@@ -183,7 +219,9 @@ if (args.has("render-only")) {
     const format = kind.startsWith("csv") ? "csv" : "jsonl";
     const size = kind.endsWith("2") ? 2 * gb : gb;
     const generated = await generate(format, size);
-    rows.push(await ingest(`${format === "csv" ? "CSV" : "JSON Lines"}, ${size} GB`, generated.file, generated.records));
+    rows.push(
+      await ingest(`${format === "csv" ? "CSV" : "JSON Lines"}, ${size} GB`, generated.file, generated.records),
+    );
   }
   writeFileSync(rowsFile, JSON.stringify(rows, null, 2));
 }
@@ -197,10 +235,22 @@ function targets(): string[] {
   const csv = row("CSV, 1 GB");
   const big = row("JSON Lines, 2 GB");
   const cities = row("cities, JSON Lines (135k)");
-  if (jsonl) lines.push(`| JSON Lines (1 GB, small records) ≥ 100,000 records/s | ${fmt(jsonl.perSecond, 0)} records/s | ${verdict(jsonl.perSecond >= 100_000)} |`);
-  if (csv) lines.push(`| CSV within 1.5x of that (≥ 66,667 records/s) | ${fmt(csv.perSecond, 0)} records/s${jsonl ? ` (JSON Lines ${fmt(jsonl.perSecond / csv.perSecond, 2)}x faster)` : ""} | ${verdict(csv.perSecond >= 100_000 / 1.5)} |`);
-  if (big) lines.push(`| Peak RSS during a 2 GB ingest ≤ 1 GB above idle | ${fmt(big.peakMb - big.idleMb, 0)} MB above idle (${fmt(big.records, 0)} records) | ${verdict(big.peakMb - big.idleMb <= 1024)} |`);
-  if (cities) lines.push(`| 135k records queryable ≤ 3 s after complete | ${fmt(cities.ingestS, 2)} s | ${verdict(cities.ingestS <= 3)} |`);
+  if (jsonl)
+    lines.push(
+      `| JSON Lines (1 GB, small records) ≥ 100,000 records/s | ${fmt(jsonl.perSecond, 0)} records/s | ${verdict(jsonl.perSecond >= 100_000)} |`,
+    );
+  if (csv)
+    lines.push(
+      `| CSV within 1.5x of that (≥ 66,667 records/s) | ${fmt(csv.perSecond, 0)} records/s${jsonl ? ` (JSON Lines ${fmt(jsonl.perSecond / csv.perSecond, 2)}x faster)` : ""} | ${verdict(csv.perSecond >= 100_000 / 1.5)} |`,
+    );
+  if (big)
+    lines.push(
+      `| Peak RSS during a 2 GB ingest ≤ 1 GB above idle | ${fmt(big.peakMb - big.idleMb, 0)} MB above idle (${fmt(big.records, 0)} records) | ${verdict(big.peakMb - big.idleMb <= 1024)} |`,
+    );
+  if (cities)
+    lines.push(
+      `| 135k records queryable ≤ 3 s after complete | ${fmt(cities.ingestS, 2)} s | ${verdict(cities.ingestS <= 3)} |`,
+    );
   return lines;
 }
 
@@ -227,6 +277,8 @@ const resultsPath = path.join(import.meta.dirname, "RESULTS.md");
 const current = existsSync(resultsPath) ? readFileSync(resultsPath, "utf8") : "# Benchmark results\n";
 writeFileSync(
   resultsPath,
-  current.includes("<!-- ingest:start -->") ? current.replace(/<!-- ingest:start -->[\s\S]*<!-- ingest:end -->/, section) : `${current.trimEnd()}\n\n${section}\n`,
+  current.includes("<!-- ingest:start -->")
+    ? current.replace(/<!-- ingest:start -->[\s\S]*<!-- ingest:end -->/, section)
+    : `${current.trimEnd()}\n\n${section}\n`,
 );
 console.log(`wrote the ingest section of ${resultsPath}`);

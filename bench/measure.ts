@@ -24,7 +24,11 @@ export function settledMemory(): Memory {
 }
 
 export function memoryDelta(after: Memory, before: Memory): Memory {
-  return { rss: after.rss - before.rss, heapUsed: after.heapUsed - before.heapUsed, external: after.external - before.external };
+  return {
+    rss: after.rss - before.rss,
+    heapUsed: after.heapUsed - before.heapUsed,
+    external: after.external - before.external,
+  };
 }
 
 export function directoryBytes(dir: string): number {
@@ -48,7 +52,8 @@ export function filesNamed(dir: string, name: string): number {
 }
 
 export const mb = (bytes: number) => `${(bytes / 1e6).toFixed(0)} MB`;
-export const ms = (value: number) => (value >= 100 ? value.toFixed(0) : value >= 10 ? value.toFixed(1) : value.toFixed(2));
+export const ms = (value: number) =>
+  value >= 100 ? value.toFixed(0) : value >= 10 ? value.toFixed(1) : value.toFixed(2);
 
 /** Timed passes over the query list for Sift (peers time one, within their budget). */
 export const SIFT_PASSES = 5;

@@ -63,7 +63,11 @@ function orama(): Peer {
   return {
     name: "Orama 3.1",
     add: async (docs) => {
-      await insertMultiple(db, docs.map((d) => ({ id: String(d.i), title: d.title, weight: d.weight })), 10_000);
+      await insertMultiple(
+        db,
+        docs.map((d) => ({ id: String(d.i), title: d.title, weight: d.weight })),
+        10_000,
+      );
     },
     matches: async (query, max) => {
       const r = await search(db, { term: query, properties: ["title"], threshold: 0, limit: max });

@@ -147,7 +147,6 @@ function letterCount(name: string): number {
   return [...name].filter((ch) => /\p{L}/u.test(ch)).length;
 }
 
-
 /** One edit at a letter other than the first: substitution, deletion, insertion or a swap. */
 function oneTypo(name: string, random: () => number): string {
   const chars = [...name];

@@ -16,12 +16,19 @@ import {
   type ReferenceScore,
 } from "../server/test/engine/reference.ts";
 import { datasetBatches } from "./datasets.ts";
-import { SIFT_PASSES, directoryBytes, filesNamed, memoryDelta, percentile, settledMemory, type EngineResult } from "./measure.ts";
+import {
+  SIFT_PASSES,
+  directoryBytes,
+  filesNamed,
+  memoryDelta,
+  percentile,
+  settledMemory,
+  type EngineResult,
+} from "./measure.ts";
 import { createPeer } from "./peers.ts";
 import type { BenchQuery } from "./queries.ts";
 
 const INDEX = "bench";
-
 
 async function runEmbedded(dataset: string, queries: BenchQuery[]): Promise<EngineResult> {
   const dataDir = path.join(import.meta.dirname, "data", `engine-${dataset}`);
@@ -56,7 +63,8 @@ async function runEmbedded(dataset: string, queries: BenchQuery[]): Promise<Engi
   // decides; five passes give 500 timings per cell, every one of them kept.
   const timings = await timeQueries(queries, (r) => engine.search(INDEX, "1", r));
   const moreTimings: number[][] = [];
-  for (let pass = 1; pass < SIFT_PASSES; pass++) moreTimings.push((await timeQueries(queries, (r) => engine.search(INDEX, "1", r), Infinity, false)) as number[]);
+  for (let pass = 1; pass < SIFT_PASSES; pass++)
+    moreTimings.push((await timeQueries(queries, (r) => engine.search(INDEX, "1", r), Infinity, false)) as number[]);
   const verification = await verify(engine, dataset, queries, dataset === "10m" ? 24 : 60);
   log(`${dataset}: verified ${verification.checked} queries, ${verification.mismatches} mismatches`);
 
@@ -145,7 +153,11 @@ async function timeQueries(
 async function verify(engine: SearchEngine, dataset: string, queries: BenchQuery[], count: number) {
   const step = Math.max(1, Math.floor(queries.length / count));
   const sample = queries.filter((_, i) => i % step === 0).slice(0, count);
-  const tops = sample.map((q) => ({ q, tokens: queryTokens(q.request), top: new TopK<ReferenceScore>(q.request.limit, compareScores(q.request.weighted)) }));
+  const tops = sample.map((q) => ({
+    q,
+    tokens: queryTokens(q.request),
+    top: new TopK<ReferenceScore>(q.request.limit, compareScores(q.request.weighted)),
+  }));
   for (const batch of datasetBatches(dataset)) {
     for (const record of batch) {
       const prepared = prepareRecord(record);
@@ -162,16 +174,28 @@ async function verify(engine: SearchEngine, dataset: string, queries: BenchQuery
     const got = await engine.search(INDEX, "1", t.q.request);
     const same =
       got.length === expected.length &&
-      got.every((h, i) => h.record.id === expected[i]!.id && Math.abs((h.distanceMeters ?? -1) - (expected[i]!.distanceMeters ?? -1)) < 0.01);
+      got.every(
+        (h, i) =>
+          h.record.id === expected[i]!.id &&
+          Math.abs((h.distanceMeters ?? -1) - (expected[i]!.distanceMeters ?? -1)) < 0.01,
+      );
     if (!same) {
       mismatches++;
-      if (examples.length < 5) examples.push(`${JSON.stringify(t.q.request)}: got ${got.map((h) => h.record.id)} expected ${expected.map((e) => e.id)}`);
+      if (examples.length < 5)
+        examples.push(
+          `${JSON.stringify(t.q.request)}: got ${got.map((h) => h.record.id)} expected ${expected.map((e) => e.id)}`,
+        );
     }
   }
   return { checked: tops.length, mismatches, examples };
 }
 
-async function runPeer(name: string, dataset: string, queries: BenchQuery[], budgetSeconds: number): Promise<EngineResult> {
+async function runPeer(
+  name: string,
+  dataset: string,
+  queries: BenchQuery[],
+  budgetSeconds: number,
+): Promise<EngineResult> {
   const before = settledMemory();
   const peer = createPeer(name);
   // What the harness needs to rank a peer's matches (the peer's own stored fields would do the same).
@@ -202,8 +226,9 @@ async function runPeer(name: string, dataset: string, queries: BenchQuery[], bud
     const geo = request.geo;
     const distance = (i: number) =>
       geo && !Number.isNaN(lat[i]!) ? haversineMeters(geo.latitude, geo.longitude, lat[i]!, lon[i]!) : Infinity;
-    const top = new TopK<{ i: number; w: number; d: number }>(request.limit, (a, b) =>
-      (request.weighted ? b.w - a.w : 0) || a.d - b.d || a.i - b.i,
+    const top = new TopK<{ i: number; w: number; d: number }>(
+      request.limit,
+      (a, b) => (request.weighted ? b.w - a.w : 0) || a.d - b.d || a.i - b.i,
     );
     for (const i of await peer.matches(request.query, records)) top.offer({ i, w: weight[i]!, d: distance(i) });
     return top.sorted().map((x) => x.i);

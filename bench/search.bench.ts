@@ -60,7 +60,16 @@ function runChild(engine: string, dataset: string, queriesFile: string): EngineR
   console.log(`${dataset}: ${engine}…`);
   const child = spawnSync(
     process.execPath,
-    ["--expose-gc", "--max-old-space-size=12000", path.join(import.meta.dirname, "run-engine.ts"), engine, dataset, queriesFile, resultFile, String(peerSeconds)],
+    [
+      "--expose-gc",
+      "--max-old-space-size=12000",
+      path.join(import.meta.dirname, "run-engine.ts"),
+      engine,
+      dataset,
+      queriesFile,
+      resultFile,
+      String(peerSeconds),
+    ],
     { stdio: ["ignore", "inherit", "inherit"] },
   );
   if (child.status !== 0 || !fs.existsSync(resultFile)) {

@@ -18,7 +18,10 @@ function acceptingJson(request: Request, body: string): Request {
 
 export async function handleMcpHttp(request: Request, backend: SiftMcpBackend): Promise<Response> {
   const server = createSiftMcpServer(backend);
-  const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+  const transport = new WebStandardStreamableHTTPServerTransport({
+    sessionIdGenerator: undefined,
+    enableJsonResponse: true,
+  });
   await server.connect(transport);
   try {
     return await transport.handleRequest(acceptingJson(request, await request.text()));

@@ -1,2 +1,9 @@
-export { createSiftMcpServer, SERVER_INFO, type SiftMcpBackend, type SearchToolResult, type LookupToolResult, type JsonRecord } from "./tools.ts";
+export {
+  createSiftMcpServer,
+  SERVER_INFO,
+  type SiftMcpBackend,
+  type SearchToolResult,
+  type LookupToolResult,
+  type JsonRecord,
+} from "./tools.ts";
 export { handleMcpHttp } from "./http.ts";

@@ -21,7 +21,12 @@ export interface LookupToolResult {
 
 /** What the tools need from Sift; the server implements it over its services, scoped to the caller. */
 export interface SiftMcpBackend {
-  search(input: { indexName: string; phrase: string; latitude?: number; longitude?: number }): Promise<SearchToolResult>;
+  search(input: {
+    indexName: string;
+    phrase: string;
+    latitude?: number;
+    longitude?: number;
+  }): Promise<SearchToolResult>;
   /** Undefined when the index has no record with that id. */
   lookupById(input: { indexName: string; id: string }): Promise<LookupToolResult | undefined>;
 }
@@ -32,7 +37,10 @@ const READ_ONLY = { readOnlyHint: true, destructiveHint: false, idempotentHint: 
 
 /** A failure the model can act on (a wrong index name, a bad coordinate): its message is shown as is. */
 const actionable = (error: unknown): error is { message: string } =>
-  typeof error === "object" && error !== null && typeof (error as { status?: unknown }).status === "number" && (error as { status: number }).status < 500;
+  typeof error === "object" &&
+  error !== null &&
+  typeof (error as { status?: unknown }).status === "number" &&
+  (error as { status: number }).status < 500;
 
 const text = (value: unknown, isError = false): CallToolResult => ({
   content: [{ type: "text", text: typeof value === "string" ? value : JSON.stringify(value) }],
@@ -55,7 +63,9 @@ const coordinate = (name: "latitude" | "longitude", limit: number) =>
     .regex(/^[-+]?\d{1,3}(\.\d+)?$/, `${name} must be a decimal number in a string, e.g. "48.8566"`)
     .refine((v) => Math.abs(Number(v)) <= limit, `${name} must be between -${limit} and ${limit}`)
     .optional()
-    .describe(`Optional ${name} of the place to favour, in decimal degrees as a string (e.g. "${name === "latitude" ? "48.8566" : "2.3522"}"). Give both latitude and longitude, or neither.`);
+    .describe(
+      `Optional ${name} of the place to favour, in decimal degrees as a string (e.g. "${name === "latitude" ? "48.8566" : "2.3522"}"). Give both latitude and longitude, or neither.`,
+    );
 
 export function createSiftMcpServer(backend: SiftMcpBackend): McpServer {
   const server = new McpServer(SERVER_INFO, {
@@ -74,8 +84,8 @@ export function createSiftMcpServer(backend: SiftMcpBackend): McpServer {
         "Give latitude and longitude to rank nearby records first among equally good matches. " +
         "Returns JSON: { indexName, indexVersion, phrase, results: [{ id, title, ...fields }] }. Use an id with lookupById for the full record.",
       inputSchema: {
-        indexName: z.string().min(1).describe("Name of the index to search, e.g. \"cities\"."),
-        phrase: z.string().min(1).max(512).describe("What to look for, e.g. \"new yo\" or \"spring\"."),
+        indexName: z.string().min(1).describe('Name of the index to search, e.g. "cities".'),
+        phrase: z.string().min(1).max(512).describe('What to look for, e.g. "new yo" or "spring".'),
         latitude: coordinate("latitude", 90),
         longitude: coordinate("longitude", 180),
       },
@@ -113,7 +123,11 @@ export function createSiftMcpServer(backend: SiftMcpBackend): McpServer {
     (args) =>
       run(async () => {
         const found = await backend.lookupById({ indexName: args.indexName, id: args.id });
-        if (!found) return text(`No record with id "${args.id}" in index "${args.indexName}". Search first and use an id from the results.`, true);
+        if (!found)
+          return text(
+            `No record with id "${args.id}" in index "${args.indexName}". Search first and use an id from the results.`,
+            true,
+          );
         return text(found);
       }),
   );

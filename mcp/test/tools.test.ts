@@ -20,13 +20,26 @@ test("search passes coordinates as numbers and returns the documented JSON text"
   const client = await connect({
     search: async (input) => {
       calls.push(input);
-      return { indexName: input.indexName, indexVersion: "3.1", phrase: input.phrase, results: [{ id: "1", title: "Lyon" }] };
+      return {
+        indexName: input.indexName,
+        indexVersion: "3.1",
+        phrase: input.phrase,
+        results: [{ id: "1", title: "Lyon" }],
+      };
     },
     lookupById: async () => undefined,
   });
-  const result = await client.callTool({ name: "search", arguments: { indexName: "cities", phrase: "ly", latitude: "45.75", longitude: "4.85" } });
+  const result = await client.callTool({
+    name: "search",
+    arguments: { indexName: "cities", phrase: "ly", latitude: "45.75", longitude: "4.85" },
+  });
   expect(result.isError).toBe(false);
-  expect(JSON.parse(text(result))).toEqual({ indexName: "cities", indexVersion: "3.1", phrase: "ly", results: [{ id: "1", title: "Lyon" }] });
+  expect(JSON.parse(text(result))).toEqual({
+    indexName: "cities",
+    indexVersion: "3.1",
+    phrase: "ly",
+    results: [{ id: "1", title: "Lyon" }],
+  });
   expect(calls).toEqual([{ indexName: "cities", phrase: "ly", latitude: 45.75, longitude: 4.85 }]);
 });
 

@@ -51,7 +51,9 @@ function progress(label: string, done: number, total: number | undefined, extra 
   if (!tty && now - lastLine < 2_000 && done !== total) return;
   lastLine = now;
   const ratio = total ? Math.min(1, done / total) : 0;
-  const bar = total ? `[${"#".repeat(Math.round(ratio * 30)).padEnd(30, ".")}] ${(ratio * 100).toFixed(0).padStart(3)}% ` : "";
+  const bar = total
+    ? `[${"#".repeat(Math.round(ratio * 30)).padEnd(30, ".")}] ${(ratio * 100).toFixed(0).padStart(3)}% `
+    : "";
   const line = `${label.padEnd(10)} ${bar}${mb(done)}${total ? ` / ${mb(total)}` : ""}${extra}`;
   process.stderr.write(tty ? `\r${line}\x1b[K` : `${line}\n`);
 }
@@ -71,13 +73,16 @@ try {
     process.exit(0);
   }
   const status = await sift.waitForIngest(values.index!, indexVersion, {
-    onStatus: (s) => progress("ingesting", s.bytesRead, s.bytesReceived, `  ${s.recordsIngested.toLocaleString("en")} records`),
+    onStatus: (s) =>
+      progress("ingesting", s.bytesRead, s.bytesReceived, `  ${s.recordsIngested.toLocaleString("en")} records`),
   });
   if (tty) process.stderr.write("\n");
   const seconds = ((Date.now() - started) / 1000).toFixed(1);
   const notes = [
     status.recordsSuppressed ? `${status.recordsSuppressed} suppressed (deleted earlier)` : "",
-    status.recordsInvalid ? `${status.recordsInvalid} invalid, skipped (first: line ${status.errors[0]?.line}: ${status.errors[0]?.message})` : "",
+    status.recordsInvalid
+      ? `${status.recordsInvalid} invalid, skipped (first: line ${status.errors[0]?.line}: ${status.errors[0]?.message})`
+      : "",
   ].filter(Boolean);
   process.stdout.write(
     `${values.index} version ${indexVersion}: ${status.recordsIngested.toLocaleString("en")} records ingested from ${status.format} in ${seconds} s` +
@@ -86,8 +91,14 @@ try {
 } catch (error) {
   if (tty) process.stderr.write("\n");
   if (error instanceof SiftIngestFailedError) {
-    const lines = error.status.errors.slice(0, 10).map((e) => `  line ${e.line}${e.field ? ` (${e.field})` : ""}: ${e.message}`);
-    fail([error.message, ...lines, error.status.errorCount > 10 ? `  … ${error.status.errorCount - 10} more` : ""].filter(Boolean).join("\n"));
+    const lines = error.status.errors
+      .slice(0, 10)
+      .map((e) => `  line ${e.line}${e.field ? ` (${e.field})` : ""}: ${e.message}`);
+    fail(
+      [error.message, ...lines, error.status.errorCount > 10 ? `  … ${error.status.errorCount - 10} more` : ""]
+        .filter(Boolean)
+        .join("\n"),
+    );
   }
   if (error instanceof SiftError) fail(`${error.status}: ${error.message}`);
   fail((error as Error).message);

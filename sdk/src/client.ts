@@ -32,7 +32,11 @@ export function createClient(options: ClientOptions) {
       unwrap(api.GET("/v1/search", { params: { query: params }, ...(init.signal ? { signal: init.signal } : {}) })),
     records: {
       get: (indexName: string, recordId: string, version?: string) =>
-        unwrap(api.GET("/v1/indexes/{indexName}/records/{recordId}", { params: { ...record(indexName, recordId), query: { version } } })),
+        unwrap(
+          api.GET("/v1/indexes/{indexName}/records/{recordId}", {
+            params: { ...record(indexName, recordId), query: { version } },
+          }),
+        ),
       put: (indexName: string, recordId: string, body: RecordInput) =>
         unwrap(api.PUT("/v1/indexes/{indexName}/records/{recordId}", { params: record(indexName, recordId), body })),
       delete: (indexName: string, recordId: string) =>
@@ -53,8 +57,11 @@ export function createClient(options: ClientOptions) {
     versions: {
       list: (indexName: string) => unwrap(api.GET("/v1/indexes/{indexName}/versions", { params: index(indexName) })),
       activate: (indexName: string, version: string) =>
-        unwrap(api.POST("/v1/indexes/{indexName}/versions/{version}/activate", { params: { path: { indexName, version } } })),
-      coalesce: (indexName: string) => unwrap(api.POST("/v1/indexes/{indexName}/coalesce", { params: index(indexName) })),
+        unwrap(
+          api.POST("/v1/indexes/{indexName}/versions/{version}/activate", { params: { path: { indexName, version } } }),
+        ),
+      coalesce: (indexName: string) =>
+        unwrap(api.POST("/v1/indexes/{indexName}/coalesce", { params: index(indexName) })),
     },
     uploads,
     /** Uploads a file (start, PUT, complete); the ingest then runs on the server. */

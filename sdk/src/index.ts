@@ -1,5 +1,20 @@
-export { createClient, type SiftClient, type RecordInput, type IndexRecord, type WriteResult, type IngestStatus, type IndexVersion } from "./client.ts";
-export { createSearchClient, type SearchClient, type SearchParams, type SearchResponse, type SearchResult, type ClientOptions } from "./search-client.ts";
+export {
+  createClient,
+  type SiftClient,
+  type RecordInput,
+  type IndexRecord,
+  type WriteResult,
+  type IngestStatus,
+  type IndexVersion,
+} from "./client.ts";
+export {
+  createSearchClient,
+  type SearchClient,
+  type SearchParams,
+  type SearchResponse,
+  type SearchResult,
+  type ClientOptions,
+} from "./search-client.ts";
 export { SiftError, SiftUnreachableError, type Problem } from "./errors.ts";
 export { SiftIngestFailedError, putToUploadUrl, type UploadOptions, type UploadSource } from "./uploads.ts";
 export { createRouter, type RegionEndpoint, type HostState, type Router } from "./routing.ts";

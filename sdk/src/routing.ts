@@ -48,7 +48,12 @@ export function createRouter(options: RouterOptions): Router {
   const base = options.baseUrl.replace(/\/+$/, "");
   let ready: Promise<HostState[]> | undefined;
 
-  const host = (id: string, url: string): HostState => ({ id, url: url.replace(/\/+$/, ""), latencyMs: undefined, downUntil: 0 });
+  const host = (id: string, url: string): HostState => ({
+    id,
+    url: url.replace(/\/+$/, ""),
+    latencyMs: undefined,
+    downUntil: 0,
+  });
 
   async function probe(h: HostState): Promise<void> {
     for (let i = 0; i < 2; i++) {
@@ -109,14 +114,22 @@ export function createRouter(options: RouterOptions): Router {
           const timeout = AbortSignal.timeout(timeoutMs);
           const signal = request.signal ? AbortSignal.any([request.signal, timeout]) : timeout;
           try {
-            const response = await doFetch(h.url + rest, { method: request.method, headers: request.headers, body, signal });
+            const response = await doFetch(h.url + rest, {
+              method: request.method,
+              headers: request.headers,
+              body,
+              signal,
+            });
             if (!RETRYABLE_STATUS.has(response.status)) return response;
             causes.push({ host: h.url, reason: `HTTP ${response.status}` });
             break;
           } catch (error) {
             // The caller gave up (a newer keystroke, say): never retry that.
             if (request.signal?.aborted) throw error;
-            causes.push({ host: h.url, reason: timeout.aborted ? `no answer in ${timeoutMs} ms` : String((error as Error).message) });
+            causes.push({
+              host: h.url,
+              reason: timeout.aborted ? `no answer in ${timeoutMs} ms` : String((error as Error).message),
+            });
             if (timeout.aborted || !isConnectionReset(error)) break;
           }
         }

@@ -35,7 +35,11 @@ export function createApi(options: ClientOptions) {
 export async function unwrap<T>(call: Promise<{ data?: T; error?: unknown; response: Response }>): Promise<T> {
   const { data, error, response } = await call;
   if (!response.ok) {
-    throw new SiftError(response.status, error as Problem | undefined, response.headers.get("x-request-id") ?? undefined);
+    throw new SiftError(
+      response.status,
+      error as Problem | undefined,
+      response.headers.get("x-request-id") ?? undefined,
+    );
   }
   return data as T;
 }

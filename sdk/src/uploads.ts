@@ -35,7 +35,8 @@ export class SiftIngestFailedError extends Error {
   }
 }
 
-const isNode = () => typeof (globalThis as { process?: { versions?: { node?: string } } }).process?.versions?.node === "string";
+const isNode = () =>
+  typeof (globalThis as { process?: { versions?: { node?: string } } }).process?.versions?.node === "string";
 
 function toStream(source: UploadSource): { stream: ReadableStream<Uint8Array>; total: number | undefined } {
   if (source instanceof Blob) return { stream: source.stream(), total: source.size };
@@ -89,7 +90,10 @@ export async function putToUploadUrl(
   }
   const response = await doFetch(uploadUrl, {
     method: "PUT",
-    headers: { "content-type": "application/octet-stream", ...(total !== undefined ? { "content-length": String(total) } : {}) },
+    headers: {
+      "content-type": "application/octet-stream",
+      ...(total !== undefined ? { "content-length": String(total) } : {}),
+    },
     body,
     ...(options.signal ? { signal: options.signal } : {}),
     duplex: "half",
@@ -132,7 +136,12 @@ export async function waitForIngest(
   api: UploadApi,
   indexName: string,
   indexVersion: string,
-  options: { intervalMs?: number; timeoutMs?: number; signal?: AbortSignal; onStatus?: (status: IngestStatus) => void } = {},
+  options: {
+    intervalMs?: number;
+    timeoutMs?: number;
+    signal?: AbortSignal;
+    onStatus?: (status: IngestStatus) => void;
+  } = {},
 ): Promise<IngestStatus> {
   const deadline = Date.now() + (options.timeoutMs ?? 60 * 60_000);
   let interval = Math.min(options.intervalMs ?? 250, 2_000);
@@ -141,7 +150,8 @@ export async function waitForIngest(
     options.onStatus?.(status);
     if (status.state === "succeeded") return status;
     if (status.state === "failed") throw new SiftIngestFailedError(status);
-    if (Date.now() > deadline) throw new Error(`ingest of version ${indexVersion} still ${status.state} after the timeout`);
+    if (Date.now() > deadline)
+      throw new Error(`ingest of version ${indexVersion} still ${status.state} after the timeout`);
     options.signal?.throwIfAborted();
     await new Promise((r) => setTimeout(r, interval));
     interval = Math.min(interval * 1.5, options.intervalMs ?? 2_000);

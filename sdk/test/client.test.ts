@@ -26,7 +26,9 @@ describe("against the Prism mock", () => {
 
   test("an error answer becomes a SiftError carrying the problem document", async () => {
     const sift = createClient({ baseUrl: mock.url, headers: { prefer: "code=400" } });
-    const error = await sift.search({ query: "par", indexName: "cities", serviceName: "demo" }).catch((e: unknown) => e);
+    const error = await sift
+      .search({ query: "par", indexName: "cities", serviceName: "demo" })
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(SiftError);
     expect(error).toMatchObject({ status: 400, problem: { resultCode: "INVALID_ARGUMENT" } });
     expect((error as SiftError).fieldErrors).toEqual([{ field: "indexName", message: "is required" }]);

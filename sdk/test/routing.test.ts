@@ -17,7 +17,11 @@ async function region(id: string, options: { delayMs?: number; status?: number }
     setTimeout(() => {
       const status = req.url === "/healthz" ? 200 : (options.status ?? 200);
       res.writeHead(status, { "content-type": "application/json" });
-      res.end(JSON.stringify(req.url === "/healthz" ? { status: "ok" } : { suggestions: [{ id, title: id }], indexVersion: "1" }));
+      res.end(
+        JSON.stringify(
+          req.url === "/healthz" ? { status: "ok" } : { suggestions: [{ id, title: id }], indexVersion: "1" },
+        ),
+      );
     }, options.delayMs ?? 0);
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
@@ -28,7 +32,11 @@ let near: Region, far: Region, broken: Region;
 const dead = { id: "dead", url: "http://127.0.0.1:9" };
 
 beforeAll(async () => {
-  [near, far, broken] = await Promise.all([region("near"), region("far", { delayMs: 60 }), region("broken", { status: 503 })]);
+  [near, far, broken] = await Promise.all([
+    region("near"),
+    region("far", { delayMs: 60 }),
+    region("broken", { status: 503 }),
+  ]);
 });
 afterAll(() => Promise.all([near, far, broken].map((r) => new Promise((done) => r.server.close(done)))));
 
@@ -92,4 +100,3 @@ test("a connection reset under a request is retried once on the same host before
   expect((await client.router.hosts())[0]!.downUntil).toBe(0);
   await new Promise((done) => flaky.close(done));
 });
-

@@ -48,7 +48,10 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   app.use(
     "/v1/*",
     csrfOriginCheck({
-      allowedOrigins: [...deps.config.allowedOrigins, ...(deps.config.publicUrl ? [new URL(deps.config.publicUrl).origin] : [])],
+      allowedOrigins: [
+        ...deps.config.allowedOrigins,
+        ...(deps.config.publicUrl ? [new URL(deps.config.publicUrl).origin] : []),
+      ],
       cookieSetters: ["/v1/auth/signup", "/v1/auth/login"],
     }),
   );
@@ -56,7 +59,9 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   deps.extraRoutes?.(app);
   mountContract(app, deps.contract, deps.handlers, { maxBodyBytes: deps.config.maxBodyBytes });
 
-  app.notFound((c) => problemResponse(new HttpProblem(404, `no such route: ${c.req.method} ${c.req.path}`), c.get("requestId")));
+  app.notFound((c) =>
+    problemResponse(new HttpProblem(404, `no such route: ${c.req.method} ${c.req.path}`), c.get("requestId")),
+  );
   app.onError((error, c) => {
     const requestId = c.get("requestId");
     const problem = problemFor(error);
@@ -66,7 +71,10 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
       error: error.message,
       stack: error.stack,
     });
-    return problemResponse(new HttpProblem(500, "the server failed to handle this request; quote the request id when reporting it"), requestId);
+    return problemResponse(
+      new HttpProblem(500, "the server failed to handle this request; quote the request id when reporting it"),
+      requestId,
+    );
   });
   return app;
 }

@@ -61,7 +61,9 @@ async function openEngine(config: Config, log: Logger): Promise<SearchEngine> {
   const { createEmbeddedEngine } = await import("./engine/embedded/index.ts");
   const { mmapUnavailable } = await import("@sift/mmap");
   if (mmapUnavailable !== null) {
-    log.warn("segment indexes are read into memory: the mmap addon is not built (npm ci builds it)", { reason: mmapUnavailable });
+    log.warn("segment indexes are read into memory: the mmap addon is not built (npm ci builds it)", {
+      reason: mmapUnavailable,
+    });
   }
   return createEmbeddedEngine({ dataDir: join(config.dataDir, "engine") });
 }
@@ -124,7 +126,9 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
       () =>
         void accounts
           .purgeExpiredSessions()
-          .catch((error: Error) => log.warn("could not purge expired sessions; the next run tries again", { error: error.message })),
+          .catch((error: Error) =>
+            log.warn("could not purge expired sessions; the next run tries again", { error: error.message }),
+          ),
       3_600_000,
     ).unref(),
     setInterval(

@@ -53,7 +53,10 @@ export class ConfigError extends Error {
   }
 }
 
-const PRESETS: Record<string, Pick<OAuthProviderConfig, "name" | "authorizeUrl" | "tokenUrl" | "userinfoUrl" | "scopes">> = {
+const PRESETS: Record<
+  string,
+  Pick<OAuthProviderConfig, "name" | "authorizeUrl" | "tokenUrl" | "userinfoUrl" | "scopes">
+> = {
   github: {
     name: "GitHub",
     authorizeUrl: "https://github.com/login/oauth/authorize",
@@ -107,7 +110,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   }
 
   const region = (env.SIFT_REGION ?? "frankfurt") as RegionId;
-  if (!isRegionId(region)) problems.push(`SIFT_REGION must be one of ${REGIONS.map((r) => r.id).join(", ")} (got "${region}")`);
+  if (!isRegionId(region))
+    problems.push(`SIFT_REGION must be one of ${REGIONS.map((r) => r.id).join(", ")} (got "${region}")`);
 
   const regionUrls: Partial<Record<RegionId, string>> = {};
   for (const r of REGIONS) {
@@ -125,7 +129,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if (typesenseUrl && !typesenseKey) problems.push("TYPESENSE_API_KEY is required when TYPESENSE_URL is set");
 
   const oauthProviders: OAuthProviderConfig[] = [];
-  for (const id of (env.SIFT_OAUTH_PROVIDERS ?? "").split(",").map((s) => s.trim().toLowerCase()).filter(Boolean)) {
+  for (const id of (env.SIFT_OAUTH_PROVIDERS ?? "")
+    .split(",")
+    .map((s) => s.trim().toLowerCase())
+    .filter(Boolean)) {
     const prefix = `SIFT_OAUTH_${id.toUpperCase().replace(/[^A-Z0-9]/g, "_")}_`;
     const preset = PRESETS[id];
     const pick = (key: string, fallback?: string) => env[prefix + key] || fallback;
@@ -164,7 +171,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     maxBodyBytes: int("SIFT_MAX_BODY_BYTES", 1024 * 1024, 1024, 256 * 1024 * 1024),
     maxUploadBytes: int("SIFT_MAX_UPLOAD_BYTES", 20 * 1024 ** 3, 1, Number.MAX_SAFE_INTEGER),
     sessionTtlMs: int("SIFT_SESSION_TTL_HOURS", 14 * 24, 1, 24 * 365) * 3_600_000,
-    allowedOrigins: (env.SIFT_ALLOWED_ORIGINS ?? "").split(",").map((s) => s.trim()).filter(Boolean),
+    allowedOrigins: (env.SIFT_ALLOWED_ORIGINS ?? "")
+      .split(",")
+      .map((s) => s.trim())
+      .filter(Boolean),
     demo: bool("SIFT_DEMO", true),
     coalesceAfter: int("SIFT_COALESCE_AFTER", 1000, 2, 1_000_000),
     retainVersions: int("SIFT_RETAIN_VERSIONS", 50, 1, 100_000),
@@ -174,7 +184,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     shutdownGraceMs: int("SIFT_SHUTDOWN_GRACE_MS", 10_000, 0, 600_000),
   };
   for (const origin of config.allowedOrigins) {
-    if (!URL.canParse(origin)) problems.push(`SIFT_ALLOWED_ORIGINS entries must be origins like https://app.example (got "${origin}")`);
+    if (!URL.canParse(origin))
+      problems.push(`SIFT_ALLOWED_ORIGINS entries must be origins like https://app.example (got "${origin}")`);
   }
   if (problems.length) throw new ConfigError(problems);
   return config;

@@ -24,7 +24,8 @@ const sift = await composeSift(config, log).catch((error: Error) => {
 });
 
 const server = serve({ fetch: sift.app.fetch, hostname: config.host, port: config.port }, (info) => {
-  const base = config.publicUrl ?? `http://${info.address.includes(":") ? `[${info.address}]` : info.address}:${info.port}`;
+  const base =
+    config.publicUrl ?? `http://${info.address.includes(":") ? `[${info.address}]` : info.address}:${info.port}`;
   log.info("listening", { url: base });
   const lines = [
     `Sift is running at ${base}`,

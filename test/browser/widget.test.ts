@@ -16,7 +16,13 @@ import { thumbnailSvg, widgetPage, type WidgetPageOptions } from "./support/page
 
 const IMG = "https://img.sift.test";
 const CITIES = [
-  { id: "paris", title: "Paris", weight: 2_100_000, images: [`${IMG}/PA.svg`, `${IMG}/gallery.svg`], data: { country: "France" } },
+  {
+    id: "paris",
+    title: "Paris",
+    weight: 2_100_000,
+    images: [`${IMG}/PA.svg`, `${IMG}/gallery.svg`],
+    data: { country: "France" },
+  },
   { id: "parma", title: "Parma", weight: 195_000, images: [`${IMG}/PM.svg`], data: { country: "Italy" } },
   { id: "parla", title: "Parla", weight: 130_000, images: [`${IMG}/missing.svg`], data: { country: "Spain" } },
   { id: "parnu", title: "Pärnu", weight: 51_000, images: [`${IMG}/PN.svg`], data: { country: "Estonia" } },
@@ -100,7 +106,10 @@ async function open(
 
 const titles = (page: Page) => page.locator("sift-autocomplete [role=listbox]:visible [part~=title]").allTextContents();
 const events = (page: Page, type: string) =>
-  page.evaluate((t) => (window as unknown as { events: { type: string; detail: unknown }[] }).events.filter((e) => e.type === t), type);
+  page.evaluate(
+    (t) => (window as unknown as { events: { type: string; detail: unknown }[] }).events.filter((e) => e.type === t),
+    type,
+  );
 const searches = (page: Page) => {
   const seen: string[] = [];
   page.on("request", (r) => {
@@ -118,7 +127,9 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function axeViolations(page: Page) {
   await page.addScriptTag({ content: axeSource });
-  const result = await page.evaluate(() => (window as unknown as { axe: { run(): Promise<{ violations: unknown[] }> } }).axe.run());
+  const result = await page.evaluate(() =>
+    (window as unknown as { axe: { run(): Promise<{ violations: unknown[] }> } }).axe.run(),
+  );
   return result.violations;
 }
 
@@ -129,15 +140,23 @@ describe("typing", () => {
 
     const rows = page.locator("sift-autocomplete [role=option]");
     expect(await rows.locator("mark").allTextContents()).toEqual(["Par", "Par", "Par", "Pär", "Par"]);
-    expect(await rows.locator("[part~=detail]").allTextContents()).toEqual(["France", "Italy", "Spain", "Estonia", "France"]);
-    const thumb = rows.nth(0).locator("img");
-    expect(await thumb.evaluate((img: HTMLImageElement) => [img.getAttribute("src"), img.width, img.height, img.loading, img.alt])).toEqual([
-      `${IMG}/PA.svg`,
-      40,
-      40,
-      "lazy",
-      "",
+    expect(await rows.locator("[part~=detail]").allTextContents()).toEqual([
+      "France",
+      "Italy",
+      "Spain",
+      "Estonia",
+      "France",
     ]);
+    const thumb = rows.nth(0).locator("img");
+    expect(
+      await thumb.evaluate((img: HTMLImageElement) => [
+        img.getAttribute("src"),
+        img.width,
+        img.height,
+        img.loading,
+        img.alt,
+      ]),
+    ).toEqual([`${IMG}/PA.svg`, 40, 40, "lazy", ""]);
     await expect.poll(() => thumb.evaluate((img: HTMLImageElement) => img.complete && img.naturalWidth)).toBe(160);
     // A broken image and a missing one both leave a placeholder with the initial.
     await expect.poll(() => rows.nth(2).locator("[part~=placeholder]").textContent()).toBe("P");
@@ -152,7 +171,9 @@ describe("typing", () => {
     await typeAndSee(page, "ZUR", ["Zürich"]);
     expect(await page.locator("sift-autocomplete mark").allTextContents()).toEqual(["Zür"]);
     await input.fill("sao p");
-    await expect.poll(() => page.locator("sift-autocomplete [role=listbox]:visible mark").allTextContents()).toEqual(["São", "P"]);
+    await expect
+      .poll(() => page.locator("sift-autocomplete [role=listbox]:visible mark").allTextContents())
+      .toEqual(["São", "P"]);
   });
 
   test("one search per pause, sift-query bubbles out of the shadow root, and going back is answered from the cache", async () => {
@@ -178,7 +199,9 @@ describe("typing", () => {
   test("a slow answer to an earlier query is aborted and never replaces the latest results", async () => {
     const { page, input } = await open();
     const failed: string[] = [];
-    page.on("requestfailed", (r) => failed.push(`${new URL(r.url()).searchParams.get("query")} ${r.failure()?.errorText}`));
+    page.on("requestfailed", (r) =>
+      failed.push(`${new URL(r.url()).searchParams.get("query")} ${r.failure()?.errorText}`),
+    );
     let releaseSlow!: () => void;
     const slowHeld = new Promise<void>((r) => (releaseSlow = r));
     await page.route(
@@ -188,7 +211,9 @@ describe("typing", () => {
         // The page aborts the held "pa" request (asserted below through requestfailed), so continuing
         // it finds nothing to do: Playwright ignores that with Chromium today. Were it to reject, the
         // assertions below still decide the test, so the rejection is reported rather than raised.
-        await route.continue().catch((error: Error) => console.warn(`continuing a request the page gave up on: ${error.message}`));
+        await route
+          .continue()
+          .catch((error: Error) => console.warn(`continuing a request the page gave up on: ${error.message}`));
       },
     );
     const slow = page.waitForRequest((r) => new URL(r.url()).searchParams.get("query") === "pa");
@@ -215,7 +240,9 @@ describe("typing", () => {
     const brokenMessage = broken.page.locator("sift-autocomplete [part~=message]");
     await expect.poll(() => brokenMessage.textContent()).toBe("Search is unavailable");
     expect(await broken.input.getAttribute("aria-expanded")).toBe("false");
-    expect((await events(broken.page, "sift-error")).map((e) => (e.detail as { query: string }).query)).toEqual(["par"]);
+    expect((await events(broken.page, "sift-error")).map((e) => (e.detail as { query: string }).query)).toEqual([
+      "par",
+    ]);
   });
 });
 
@@ -225,7 +252,9 @@ describe("keyboard", () => {
     await typeAndSee(page, "par", PAR);
     const active = async () => {
       const id = await input.getAttribute("aria-activedescendant");
-      const selected = await page.locator('sift-autocomplete [role=option][aria-selected="true"]').evaluateAll((els) => els.map((e) => e.id));
+      const selected = await page
+        .locator('sift-autocomplete [role=option][aria-selected="true"]')
+        .evaluateAll((els) => els.map((e) => e.id));
       return { id, selected };
     };
     await input.press("ArrowDown");
@@ -262,7 +291,10 @@ describe("keyboard", () => {
       type: "sift-select",
       bubbles: true,
       composed: true,
-      detail: { query: "par", record: { id: "parma", title: "Parma", weight: 195_000, images: [`${IMG}/PM.svg`], data: { country: "Italy" } } },
+      detail: {
+        query: "par",
+        record: { id: "parma", title: "Parma", weight: 195_000, images: [`${IMG}/PM.svg`], data: { country: "Italy" } },
+      },
     });
   });
 
@@ -324,24 +356,31 @@ describe("pointer", () => {
 
     await page.locator('sift-autocomplete [role=option]:has-text("Parla")').click();
     expect(await input.inputValue()).toBe("Parla");
-    expect(await page.evaluate(() => document.activeElement?.shadowRoot?.activeElement?.getAttribute("role"))).toBe("combobox");
+    expect(await page.evaluate(() => document.activeElement?.shadowRoot?.activeElement?.getAttribute("role"))).toBe(
+      "combobox",
+    );
   });
 
   test("on a phone: full-width list, 44px targets, a tap selects and a scrolling drag does not", async () => {
-    const { page, input } = await open({}, { context: { viewport: { width: 360, height: 640 }, hasTouch: true, isMobile: true } });
+    const { page, input } = await open(
+      {},
+      { context: { viewport: { width: 360, height: 640 }, hasTouch: true, isMobile: true } },
+    );
     await input.tap();
     await typeAndSee(page, "par", PAR);
     const host = (await page.locator("sift-autocomplete").boundingBox())!;
     const popup = (await page.locator("sift-autocomplete [part~=popup]").boundingBox())!;
     expect(host.width).toBe(360 - 2 * 24);
     expect(popup.width).toBeCloseTo(host.width, 0);
-    for (const row of await page.locator("sift-autocomplete [role=option]").all()) expect((await row.boundingBox())!.height).toBeGreaterThanOrEqual(44);
+    for (const row of await page.locator("sift-autocomplete [role=option]").all())
+      expect((await row.boundingBox())!.height).toBeGreaterThanOrEqual(44);
 
     const first = (await page.locator("sift-autocomplete [role=option]").nth(0).boundingBox())!;
     const cdp = await page.context().newCDPSession(page);
     const at = (y: number) => [{ x: first.x + 60, y }];
     await cdp.send("Input.dispatchTouchEvent", { type: "touchStart", touchPoints: at(first.y + 20) });
-    for (let dy = 8; dy <= 80; dy += 8) await cdp.send("Input.dispatchTouchEvent", { type: "touchMove", touchPoints: at(first.y + 20 + dy) });
+    for (let dy = 8; dy <= 80; dy += 8)
+      await cdp.send("Input.dispatchTouchEvent", { type: "touchMove", touchPoints: at(first.y + 20 + dy) });
     await cdp.send("Input.dispatchTouchEvent", { type: "touchEnd", touchPoints: [] });
     await sleep(100);
     expect(await events(page, "sift-select")).toEqual([]);
@@ -396,7 +435,12 @@ describe("accessibility", () => {
     expect(
       await input.evaluate((el) => {
         const listbox = (el.getRootNode() as ShadowRoot).getElementById(el.getAttribute("aria-controls")!);
-        return [el.getAttribute("role"), el.getAttribute("aria-autocomplete"), el.getAttribute("aria-label"), listbox?.getAttribute("role")];
+        return [
+          el.getAttribute("role"),
+          el.getAttribute("aria-autocomplete"),
+          el.getAttribute("aria-label"),
+          listbox?.getAttribute("role"),
+        ];
       }),
     ).toEqual(["combobox", "list", "City", "listbox"]);
     await typeAndSee(page, "par", PAR);
@@ -408,12 +452,21 @@ describe("accessibility", () => {
   });
 
   test("screenshot for the README: suggestions with thumbnails", async () => {
-    const { page, input } = await open({ placeholder: "Search cities…" }, { context: { viewport: { width: 480, height: 480 }, deviceScaleFactor: 2 } });
+    const { page, input } = await open(
+      { placeholder: "Search cities…" },
+      { context: { viewport: { width: 480, height: 480 }, deviceScaleFactor: 2 } },
+    );
     // The form's button would peek through the gap under the input.
     await page.addStyleTag({ content: "#go { visibility: hidden }" });
     await typeAndSee(page, "par", PAR);
     await input.press("ArrowDown");
-    await expect.poll(() => page.locator("sift-autocomplete img").evaluateAll((imgs) => imgs.every((i) => (i as HTMLImageElement).complete))).toBe(true);
+    await expect
+      .poll(() =>
+        page
+          .locator("sift-autocomplete img")
+          .evaluateAll((imgs) => imgs.every((i) => (i as HTMLImageElement).complete)),
+      )
+      .toBe(true);
     const popup = (await page.locator("sift-autocomplete [part~=popup]").boundingBox())!;
     const path = fileURLToPath(new URL("../../docs/widget-screenshot.png", import.meta.url));
     await page.screenshot({ path, clip: { x: 0, y: 0, width: 480, height: popup.y + popup.height + 24 } });
@@ -461,7 +514,14 @@ test("on a customer's own site: the script and every search cross origins to Sif
   const page = await context.newPage();
   // The shop is a real server on another loopback port: a cross-origin page, in the same address
   // space, so only CORS (not Chromium's Local Network Access rules) decides what may load.
-  const attrs = { "base-url": sift.url, service: target.service, index: target.index, "api-key": target.srhKey, weighted: true as const, debounce: "60" };
+  const attrs = {
+    "base-url": sift.url,
+    service: target.service,
+    index: target.index,
+    "api-key": target.srhKey,
+    weighted: true as const,
+    debounce: "60",
+  };
   const shopServer = createServer((_req, res) => {
     res.writeHead(200, { "content-type": "text/html" });
     res.end(widgetPage({ attrs, scriptOrigin: sift.url }));
@@ -481,4 +541,3 @@ test("on a customer's own site: the script and every search cross origins to Sif
   expect(searched.every((r) => r.allowOrigin === "*" && r.cookie === undefined)).toBe(true);
   await new Promise((r) => shopServer.close(r));
 });
-

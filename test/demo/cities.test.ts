@@ -60,6 +60,8 @@ describe("the compact records of the benchmarks and the paint test", () => {
   });
 
   test("all of them are what earlier benchmark runs loaded", () => {
-    expect(digest(cityRecords({ compact: true }))).toBe("7040873f5f8e2134c706e67d200cf81fb5d7d4e971c6bcf23748c45779394c8c");
+    expect(digest(cityRecords({ compact: true }))).toBe(
+      "7040873f5f8e2134c706e67d200cf81fb5d7d4e971c6bcf23748c45779394c8c",
+    );
   });
 });

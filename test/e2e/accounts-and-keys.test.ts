@@ -22,7 +22,11 @@ afterAll(async () => {
 describe("dashboard session", () => {
   test("sign-up sets an HttpOnly, SameSite=Lax session cookie; me, logout", async () => {
     const browser = http.fresh();
-    const signup = await browser.post("/v1/auth/signup", { email: "owner@shop.example", password: "correct horse battery staple", tenantName: "Shop" });
+    const signup = await browser.post("/v1/auth/signup", {
+      email: "owner@shop.example",
+      password: "correct horse battery staple",
+      tenantName: "Shop",
+    });
     ok(signup, 201);
     expect(signup.body).toMatchObject({ user: { email: "owner@shop.example" }, tenant: { name: "Shop" } });
     const cookie = signup.headers.get("set-cookie")!;
@@ -40,23 +44,44 @@ describe("dashboard session", () => {
 
   test("log-in with the wrong password is 401 and sets no cookie; a duplicate sign-up is 409", async () => {
     const browser = http.fresh();
-    ok(await browser.post("/v1/auth/signup", { email: "dup@shop.example", password: "correct horse battery staple" }), 201);
-    const again = await http.fresh().post("/v1/auth/signup", { email: "DUP@shop.example", password: "correct horse battery staple" });
+    ok(
+      await browser.post("/v1/auth/signup", { email: "dup@shop.example", password: "correct horse battery staple" }),
+      201,
+    );
+    const again = await http
+      .fresh()
+      .post("/v1/auth/signup", { email: "DUP@shop.example", password: "correct horse battery staple" });
     ok(again, 409);
-    const wrong = await http.fresh().post("/v1/auth/login", { email: "dup@shop.example", password: "not the password" });
+    const wrong = await http
+      .fresh()
+      .post("/v1/auth/login", { email: "dup@shop.example", password: "not the password" });
     ok(wrong, 401);
     expect(wrong.headers.get("set-cookie")).toBeNull();
     const right = http.fresh();
-    ok(await right.post("/v1/auth/login", { email: "dup@shop.example", password: "correct horse battery staple" }), 200);
+    ok(
+      await right.post("/v1/auth/login", { email: "dup@shop.example", password: "correct horse battery staple" }),
+      200,
+    );
     expect(right.sessionCookie).toBeDefined();
   });
 
   test("a cookie-authenticated write from another origin is refused (CSRF); our own origin passes", async () => {
     const browser = http.fresh();
-    ok(await browser.post("/v1/auth/signup", { email: "csrf@shop.example", password: "correct horse battery staple" }), 201);
-    const evil = await browser.post("/v1/api-keys", { type: "svc", name: "x" }, { headers: { origin: "https://evil.example" } });
+    ok(
+      await browser.post("/v1/auth/signup", { email: "csrf@shop.example", password: "correct horse battery staple" }),
+      201,
+    );
+    const evil = await browser.post(
+      "/v1/api-keys",
+      { type: "svc", name: "x" },
+      { headers: { origin: "https://evil.example" } },
+    );
     ok(evil, 403);
-    const site = await browser.post("/v1/api-keys", { type: "svc", name: "x" }, { headers: { "sec-fetch-site": "cross-site" } });
+    const site = await browser.post(
+      "/v1/api-keys",
+      { type: "svc", name: "x" },
+      { headers: { "sec-fetch-site": "cross-site" } },
+    );
     ok(site, 403);
     const same = await browser.post("/v1/api-keys", { type: "svc", name: "x" }, { headers: { origin: server.url } });
     ok(same, 200);
@@ -67,7 +92,10 @@ describe("API keys", () => {
   let owner: Http;
   beforeAll(async () => {
     owner = http.fresh();
-    ok(await owner.post("/v1/auth/signup", { email: "keys@shop.example", password: "correct horse battery staple" }), 201);
+    ok(
+      await owner.post("/v1/auth/signup", { email: "keys@shop.example", password: "correct horse battery staple" }),
+      201,
+    );
   });
 
   test("each type gets its prefix; the plaintext is returned once and never listed", async () => {
@@ -88,7 +116,15 @@ describe("API keys", () => {
     ok(list, 200);
     expect(list.body.map((k: { type: string }) => k.type)).toEqual(["srh", "adm", "svc", "pat"]);
     for (const k of list.body) {
-      expect(Object.keys(k).sort()).toEqual(["createdAt", "displayPrefix", "id", "lastUsedAt", "name", "revokedAt", "type"]);
+      expect(Object.keys(k).sort()).toEqual([
+        "createdAt",
+        "displayPrefix",
+        "id",
+        "lastUsedAt",
+        "name",
+        "revokedAt",
+        "type",
+      ]);
       expect(k.revokedAt).toBeNull();
     }
     expect(list.text).not.toContain(made.svc!.key);
@@ -111,7 +147,11 @@ describe("API keys", () => {
     ok(await owner.delete("/v1/api-keys/key_unknown000000000"), 404);
     const denied = await http.get("/v1/indexes", { key });
     ok(denied, 401);
-    expect(denied.body).toMatchObject({ status: 401, resultCode: "UNAUTHORIZED", detail: "the API key has been revoked" });
+    expect(denied.body).toMatchObject({
+      status: 401,
+      resultCode: "UNAUTHORIZED",
+      detail: "the API key has been revoked",
+    });
   });
 
   test("keys cannot manage keys: a Bearer key on /v1/api-keys is 401 even with a valid key", async () => {

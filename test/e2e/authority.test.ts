@@ -11,12 +11,60 @@ type Cell = "yes" | "own" | "publicOnly" | "readOnly" | 401;
 
 // | caller | search PUBLIC | search PRIVATE | records read | writes | services/indexes | api-keys | /mcp |
 const TABLE: Record<Caller, Record<Column, Cell>> = {
-  anonymous: { searchPublic: "yes", searchPrivate: 401, recordsRead: 401, write: 401, catalog: 401, apiKeys: 401, mcp: 401 },
-  srh: { searchPublic: "yes", searchPrivate: 401, recordsRead: "publicOnly", write: 401, catalog: 401, apiKeys: 401, mcp: "publicOnly" },
-  svc: { searchPublic: "own", searchPrivate: "own", recordsRead: "yes", write: "yes", catalog: "readOnly", apiKeys: 401, mcp: "yes" },
-  pat: { searchPublic: "own", searchPrivate: "own", recordsRead: "yes", write: "yes", catalog: "yes", apiKeys: 401, mcp: "yes" },
-  adm: { searchPublic: "own", searchPrivate: "own", recordsRead: "yes", write: "yes", catalog: "yes", apiKeys: 401, mcp: "yes" },
-  session: { searchPublic: "own", searchPrivate: "own", recordsRead: "yes", write: "yes", catalog: "yes", apiKeys: "yes", mcp: 401 },
+  anonymous: {
+    searchPublic: "yes",
+    searchPrivate: 401,
+    recordsRead: 401,
+    write: 401,
+    catalog: 401,
+    apiKeys: 401,
+    mcp: 401,
+  },
+  srh: {
+    searchPublic: "yes",
+    searchPrivate: 401,
+    recordsRead: "publicOnly",
+    write: 401,
+    catalog: 401,
+    apiKeys: 401,
+    mcp: "publicOnly",
+  },
+  svc: {
+    searchPublic: "own",
+    searchPrivate: "own",
+    recordsRead: "yes",
+    write: "yes",
+    catalog: "readOnly",
+    apiKeys: 401,
+    mcp: "yes",
+  },
+  pat: {
+    searchPublic: "own",
+    searchPrivate: "own",
+    recordsRead: "yes",
+    write: "yes",
+    catalog: "yes",
+    apiKeys: 401,
+    mcp: "yes",
+  },
+  adm: {
+    searchPublic: "own",
+    searchPrivate: "own",
+    recordsRead: "yes",
+    write: "yes",
+    catalog: "yes",
+    apiKeys: 401,
+    mcp: "yes",
+  },
+  session: {
+    searchPublic: "own",
+    searchPrivate: "own",
+    recordsRead: "yes",
+    write: "yes",
+    catalog: "yes",
+    apiKeys: "yes",
+    mcp: 401,
+  },
 };
 
 let world: World;
@@ -30,7 +78,10 @@ function as(caller: Caller, t: Tenant) {
   const http: Http = caller === "session" ? t.session : world.http.fresh();
   const key = caller === "anonymous" || caller === "session" ? undefined : t.keys[caller];
   const send = async (method: string, path: string, json?: unknown): Promise<Reply> => {
-    const reply = await http.request(method, path, { ...(key ? { key } : {}), ...(json !== undefined ? { json } : {}) });
+    const reply = await http.request(method, path, {
+      ...(key ? { key } : {}),
+      ...(json !== undefined ? { json } : {}),
+    });
     expectContract(reply, `${method} ${path} broke the contract`);
     return reply;
   };
@@ -39,7 +90,10 @@ function as(caller: Caller, t: Tenant) {
 
 const search = (t: Tenant, index: string) => `/v1/search?query=ams&serviceName=${t.service}&indexName=${index}`;
 const mcpCall = { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "search", arguments: {} } };
-const mcpSearch = (indexName: string) => ({ ...mcpCall, params: { name: "search", arguments: { indexName, phrase: "ams" } } });
+const mcpSearch = (indexName: string) => ({
+  ...mcpCall,
+  params: { name: "search", arguments: { indexName, phrase: "ams" } },
+});
 
 describe.each(Object.keys(TABLE) as Caller[])("as %s", (caller) => {
   const row = TABLE[caller];
@@ -86,7 +140,9 @@ describe.each(Object.keys(TABLE) as Caller[])("as %s", (caller) => {
 
   test(`record writes, uploads, coalesce, activate: ${row.write}`, async () => {
     const send = as(caller, world.a);
-    const put = await send("PUT", `/v1/indexes/${world.a.privateIndex}/records/w-${caller}`, { title: `written by ${caller}` });
+    const put = await send("PUT", `/v1/indexes/${world.a.privateIndex}/records/w-${caller}`, {
+      title: `written by ${caller}`,
+    });
     const upload = await send("POST", "/v1/uploads/start", { indexName: world.a.privateIndex });
     const coalesce = await send("POST", `/v1/indexes/${world.a.privateIndex}/coalesce`);
     // Re-activating the live version exercises the authority without hiding records from later rows.
@@ -111,7 +167,9 @@ describe.each(Object.keys(TABLE) as Caller[])("as %s", (caller) => {
       return;
     }
     expect(list.status).toBe(200);
-    expect(list.body.indexes.map((i: { name: string }) => i.name).sort()).toEqual([world.a.privateIndex, world.a.publicIndex].sort());
+    expect(list.body.indexes.map((i: { name: string }) => i.name).sort()).toEqual(
+      [world.a.privateIndex, world.a.publicIndex].sort(),
+    );
     expect(create.status).toBe(row.catalog === "readOnly" ? 403 : 201);
   });
 

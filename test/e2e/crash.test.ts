@@ -16,8 +16,12 @@ beforeAll(async () => {
   const session = await signUp(http, "crash@test.example");
   key = await createKey(session, "adm");
   expect((await http.post("/v1/services", { name: `crash-${process.pid}` }, { key })).status).toBe(201);
-  expect((await http.post("/v1/indexes", { name: "writes", serviceName: `crash-${process.pid}` }, { key })).status).toBe(201);
-  expect((await http.post("/v1/indexes", { name: "bulk", serviceName: `crash-${process.pid}` }, { key })).status).toBe(201);
+  expect(
+    (await http.post("/v1/indexes", { name: "writes", serviceName: `crash-${process.pid}` }, { key })).status,
+  ).toBe(201);
+  expect((await http.post("/v1/indexes", { name: "bulk", serviceName: `crash-${process.pid}` }, { key })).status).toBe(
+    201,
+  );
 });
 afterAll(() => proc?.destroy());
 
@@ -28,7 +32,11 @@ test("every acknowledged write survives kill -9 in the middle of a stream of wri
     for (let i = 0; !stop; i++) {
       const id = `w${i}`;
       try {
-        const reply = await http.put(`/v1/indexes/writes/records/${id}`, { title: `Write ${i}`, weight: i + 1 }, { key });
+        const reply = await http.put(
+          `/v1/indexes/writes/records/${id}`,
+          { title: `Write ${i}`, weight: i + 1 },
+          { key },
+        );
         if (reply.status === 200) acknowledged.push(id);
       } catch {
         return; // the connection died with the server
@@ -50,15 +58,23 @@ test("every acknowledged write survives kill -9 in the middle of a stream of wri
   // The versions the engine and the store agree on continue without reusing ids.
   const next = await http.put("/v1/indexes/writes/records/after", { title: "After the crash" }, { key });
   expect(next.status).toBe(200);
-  const versions = (await http.get("/v1/indexes/writes/versions", { key })).body.versions.map((v: { version: string }) => v.version);
+  const versions = (await http.get("/v1/indexes/writes/versions", { key })).body.versions.map(
+    (v: { version: string }) => v.version,
+  );
   expect(new Set(versions).size).toBe(versions.length);
 });
 
 test("an ingest cut off by kill -9 is resumed after the restart and completes", async () => {
-  const rows = Array.from({ length: 400_000 }, (_, i) => `{"id":"b${i}","title":"Bulk record ${i}","weight":${(i % 1000) + 1}}`).join("\n");
+  const rows = Array.from(
+    { length: 400_000 },
+    (_, i) => `{"id":"b${i}","title":"Bulk record ${i}","weight":${(i % 1000) + 1}}`,
+  ).join("\n");
   const started = (await http.post("/v1/uploads/start", { indexName: "bulk" }, { key })).body;
   expect((await fetch(started.uploadUrl, { method: "PUT", body: rows })).status).toBe(200);
-  expect((await http.post("/v1/uploads/complete", { indexName: "bulk", indexVersion: started.indexVersion }, { key })).status).toBe(200);
+  expect(
+    (await http.post("/v1/uploads/complete", { indexName: "bulk", indexVersion: started.indexVersion }, { key }))
+      .status,
+  ).toBe(200);
   const status = () => http.get(`/v1/uploads/bulk/${started.indexVersion}`, { key }).then((r) => r.body);
 
   let seen = await status();

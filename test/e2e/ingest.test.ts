@@ -38,7 +38,7 @@ const titles = async (indexName: string, query: string) =>
 
 const CSV = [
   "\uFEFFid,title,weight,images,latitude,longitude,country,population,capital",
-  'par,Paris,2138551,https://img.example/paris.jpg|https://img.example/louvre.jpg,48.85341,2.3488,FR,2138551,true',
+  "par,Paris,2138551,https://img.example/paris.jpg|https://img.example/louvre.jpg,48.85341,2.3488,FR,2138551,true",
   'lyo,"Lyon, France",516092,,45.74846,4.84671,FR,516092,false',
   '"zur","Zürich ""Zurich""",341730,"[""https://img.example/zurich.jpg""]",47.36667,8.55,CH,341730,false',
   'ber,"Berlin',
@@ -52,7 +52,14 @@ describe("formats, detected by content", () => {
     const { indexVersion } = await sift.uploadFile(index, new TextEncoder().encode(CSV));
     expect(indexVersion).toBe("1");
     const status = await sift.waitForIngest(index, indexVersion);
-    expect(status).toMatchObject({ state: "succeeded", format: "csv", gzip: false, recordsIngested: 4, recordsInvalid: 0, activate: true });
+    expect(status).toMatchObject({
+      state: "succeeded",
+      format: "csv",
+      gzip: false,
+      recordsIngested: 4,
+      recordsInvalid: 0,
+      activate: true,
+    });
     expect(status.durationMs).toBeGreaterThanOrEqual(0);
     expect(await titles(index, "zur")).toEqual(['Zürich "Zurich"']);
     const paris = await sift.records.get(index, "par");
@@ -72,7 +79,12 @@ describe("formats, detected by content", () => {
 
   test("JSON Lines and a JSON array, plain and gzip; a missing id gets a UUID", async () => {
     const index = await freshIndex();
-    const lines = ['{"id":"a1","title":"Alpha"}', "", '{"title":"Beta","data":{"n":1}}', '{"id":"a3","title":"Gamma","weight":3}'].join("\n");
+    const lines = [
+      '{"id":"a1","title":"Alpha"}',
+      "",
+      '{"title":"Beta","data":{"n":1}}',
+      '{"id":"a3","title":"Gamma","weight":3}',
+    ].join("\n");
     const array = JSON.stringify([{ id: "b1", title: "Delta" }, { title: "Épsilon" }]);
     const cases: [Uint8Array, string, boolean][] = [
       [new TextEncoder().encode(lines), "jsonl", false],
@@ -87,7 +99,8 @@ describe("formats, detected by content", () => {
     }
     // The last upload is active: only the array's records remain.
     expect(await titles(index, "e")).toEqual(["Épsilon"]);
-    const generated = (await sift.search({ query: "epsilon", indexName: index, serviceName: service })).suggestions[0]!.id;
+    const generated = (await sift.search({ query: "epsilon", indexName: index, serviceName: service })).suggestions[0]!
+      .id;
     expect(generated).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
   });
 });
@@ -95,8 +108,16 @@ describe("formats, detected by content", () => {
 describe("bad files", () => {
   test("a malformed line fails the whole file with its line number; the active version does not change", async () => {
     const index = await freshIndex();
-    await sift.waitForIngest(index, (await sift.uploadFile(index, new TextEncoder().encode('{"id":"ok","title":"Kept"}'))).indexVersion);
-    const bad = ['{"id":"1","title":"One"}', '{"id":"2","title":"Two",}', '{"id":"3","weight":"heavy","title":"Three"}', '{"id":"4"}'].join("\n");
+    await sift.waitForIngest(
+      index,
+      (await sift.uploadFile(index, new TextEncoder().encode('{"id":"ok","title":"Kept"}'))).indexVersion,
+    );
+    const bad = [
+      '{"id":"1","title":"One"}',
+      '{"id":"2","title":"Two",}',
+      '{"id":"3","weight":"heavy","title":"Three"}',
+      '{"id":"4"}',
+    ].join("\n");
     const { indexVersion } = await sift.uploadFile(index, new TextEncoder().encode(bad));
     const error = await sift.waitForIngest(index, indexVersion).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(SiftIngestFailedError);
@@ -125,7 +146,10 @@ describe("bad files", () => {
 
   test("a JSON array cut short fails with the line where it broke", async () => {
     const index = await freshIndex();
-    const { indexVersion } = await sift.uploadFile(index, new TextEncoder().encode('[\n{"id":"1","title":"One"},\n{"id":"2","title":'));
+    const { indexVersion } = await sift.uploadFile(
+      index,
+      new TextEncoder().encode('[\n{"id":"1","title":"One"},\n{"id":"2","title":'),
+    );
     const status = (await sift.waitForIngest(index, indexVersion).catch((e: SiftIngestFailedError) => e)).status;
     expect(status.state).toBe("failed");
     expect(status.failureReason).toMatch(/line 3/);
@@ -133,7 +157,9 @@ describe("bad files", () => {
 
   test("activate: false leaves the version ready but not active", async () => {
     const index = await freshIndex();
-    const { indexVersion } = await sift.uploadFile(index, new TextEncoder().encode('{"id":"x","title":"Xylophone"}'), { activate: false });
+    const { indexVersion } = await sift.uploadFile(index, new TextEncoder().encode('{"id":"x","title":"Xylophone"}'), {
+      activate: false,
+    });
     await sift.waitForIngest(index, indexVersion);
     expect((await sift.indexes.get(index)).activeVersion).toBe("0");
     expect(await titles(index, "xy")).toEqual([]);
@@ -156,7 +182,10 @@ describe("the upload URL", () => {
     // One character changed, whatever the signature starts with (it is random base64url).
     const forged = (signature[0] === "A" ? "B" : "A") + signature.slice(1);
     expect((await tamper((u) => u.searchParams.set("signature", forged))).status).toBe(403);
-    expect((await tamper((u) => u.searchParams.set("expires", String(Number(url.searchParams.get("expires")) + 60_000)))).status).toBe(403);
+    expect(
+      (await tamper((u) => u.searchParams.set("expires", String(Number(url.searchParams.get("expires")) + 60_000))))
+        .status,
+    ).toBe(403);
     const [, , , uploadId] = url.pathname.split("/");
     expect((await tamper((u) => (u.pathname = `/v1/blobs/${uploadId!.slice(0, -1)}x`))).status).toBe(403);
     expect((await sift.uploads.status(index, indexVersion)).state).toBe("awaiting_upload");
@@ -195,7 +224,13 @@ describe("the upload URL", () => {
     const { uploadUrl } = await uploads.start(principal, index, "http://sift.test");
     const url = new URL(uploadUrl);
     const receive = () =>
-      uploads.receive(url.pathname.split("/").pop()!, Number(url.searchParams.get("expires")), url.searchParams.get("signature")!, 4, [new TextEncoder().encode("a,b\n")]);
+      uploads.receive(
+        url.pathname.split("/").pop()!,
+        Number(url.searchParams.get("expires")),
+        url.searchParams.get("signature")!,
+        4,
+        [new TextEncoder().encode("a,b\n")],
+      );
     clock += 15 * 60_000 + 1;
     // The service throws a domain error; the status is what the API maps it to.
     const answered = () => receive().catch((error: unknown) => Promise.reject(problemFor(error) ?? error));
@@ -211,9 +246,14 @@ describe("the upload URL", () => {
     expect((await fetch(declared.uploadUrl, { method: "PUT", body: big })).status).toBe(413);
     // Without a length up front, the limit is enforced as the bytes stream in.
     const streamed = await sift.uploads.start(index);
-    const error = await sift.uploadFile(index, (async function* () {
-      for (let i = 0; i < 5; i++) yield big.subarray(0, 1024 * 1024);
-    })()).catch((e: unknown) => e);
+    const error = await sift
+      .uploadFile(
+        index,
+        (async function* () {
+          for (let i = 0; i < 5; i++) yield big.subarray(0, 1024 * 1024);
+        })(),
+      )
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(SiftError);
     expect((error as SiftError).status).toBe(413);
     expect((await sift.uploads.status(index, streamed.indexVersion)).state).toBe("awaiting_upload");
@@ -232,7 +272,12 @@ describe("the upload URL", () => {
     });
     // Aborting is the point, so the PUT must end in the abort; any other outcome is a real failure.
     const put = fetch(uploadUrl, { method: "PUT", body, signal: controller.signal, duplex: "half" } as RequestInit);
-    expect(await put.then(() => "answered", (error: Error) => error.name)).toBe("AbortError");
+    expect(
+      await put.then(
+        () => "answered",
+        (error: Error) => error.name,
+      ),
+    ).toBe("AbortError");
     await new Promise((r) => setTimeout(r, 200));
     expect((await sift.uploads.status(index, indexVersion)).state).toBe("awaiting_upload");
     expect((await fetch(uploadUrl, { method: "PUT", body: '{"id":"1","title":"Whole"}\n' })).status).toBe(200);
@@ -256,9 +301,15 @@ describe("versions and tombstones", () => {
 
   test("a deleted id stays deleted through later uploads until a PUT writes it again", async () => {
     const index = await freshIndex();
-    await sift.waitForIngest(index, (await sift.uploadFile(index, new TextEncoder().encode("id,title\nk1,Kiwi\nk2,Kale\n"))).indexVersion);
+    await sift.waitForIngest(
+      index,
+      (await sift.uploadFile(index, new TextEncoder().encode("id,title\nk1,Kiwi\nk2,Kale\n"))).indexVersion,
+    );
     await sift.records.delete(index, "k1");
-    const { indexVersion } = await sift.uploadFile(index, new TextEncoder().encode("id,title\nk1,Kiwi again\nk2,Kale\nk3,Kelp\n"));
+    const { indexVersion } = await sift.uploadFile(
+      index,
+      new TextEncoder().encode("id,title\nk1,Kiwi again\nk2,Kale\nk3,Kelp\n"),
+    );
     const status = await sift.waitForIngest(index, indexVersion);
     expect(status).toMatchObject({ recordsIngested: 2, recordsSuppressed: 1 });
     expect(await titles(index, "k")).toEqual(["Kale", "Kelp"]);
@@ -290,12 +341,32 @@ describe("the sift CLI", () => {
     writeFileSync(file, ['{"id":"m1","title":"Mango"}', '{"id":"m2","title":"Melon"}'].join("\n"));
     const cli = resolve(import.meta.dirname, "../../sdk/src/cli.ts");
     const key = await createKey(world.a.session, "adm", "cli");
-    const { stdout } = await run(process.execPath, [cli, "upload", file, "--index", index, "--base-url", world.server.url, "--api-key", key]);
-    expect(stdout).toMatch(new RegExp(`^${index} version 1: 2 records ingested from jsonl in [\\d.]+ s, now active\\n$`));
-    expect(await titles(index, "m")).toEqual(["Mango", "Melon"]);
-    const failed = await run(process.execPath, [cli, "upload", file, "--index", "missing", "--base-url", world.server.url, "--api-key", key]).catch(
-      (e: { code: number; stderr: string }) => e,
+    const { stdout } = await run(process.execPath, [
+      cli,
+      "upload",
+      file,
+      "--index",
+      index,
+      "--base-url",
+      world.server.url,
+      "--api-key",
+      key,
+    ]);
+    expect(stdout).toMatch(
+      new RegExp(`^${index} version 1: 2 records ingested from jsonl in [\\d.]+ s, now active\\n$`),
     );
+    expect(await titles(index, "m")).toEqual(["Mango", "Melon"]);
+    const failed = await run(process.execPath, [
+      cli,
+      "upload",
+      file,
+      "--index",
+      "missing",
+      "--base-url",
+      world.server.url,
+      "--api-key",
+      key,
+    ]).catch((e: { code: number; stderr: string }) => e);
     expect(failed).toMatchObject({ code: 1, stderr: expect.stringMatching(/400: index "missing" does not exist/) });
   });
 });

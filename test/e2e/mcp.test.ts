@@ -12,17 +12,48 @@ import { expectContract } from "../support/contract.ts";
 import { startWorld, type World } from "../support/world.ts";
 
 const require = createRequire(import.meta.url);
-const inspectorCli = resolve(require.resolve("@modelcontextprotocol/inspector/package.json"), "../clients/launcher/build/index.js");
+const inspectorCli = resolve(
+  require.resolve("@modelcontextprotocol/inspector/package.json"),
+  "../clients/launcher/build/index.js",
+);
 const stdioBin = resolve(import.meta.dirname, "../../mcp/src/stdio.ts");
 const run = promisify(execFile);
 
 let world: World;
 let index: string;
 const places = [
-  { id: "springfield-il", title: "Springfield", weight: 114000, latitude: "39.7817", longitude: "-89.6501", data: { state: "IL" } },
-  { id: "springfield-ma", title: "Springfield", weight: 155000, latitude: "42.1015", longitude: "-72.5898", data: { state: "MA" } },
-  { id: "spring-hill", title: "Spring Hill", weight: 113000, latitude: "28.4769", longitude: "-82.5254", data: { state: "FL" } },
-  { id: "palm-springs", title: "Palm Springs", weight: 44000, latitude: "33.8303", longitude: "-116.5453", data: { state: "CA" } },
+  {
+    id: "springfield-il",
+    title: "Springfield",
+    weight: 114000,
+    latitude: "39.7817",
+    longitude: "-89.6501",
+    data: { state: "IL" },
+  },
+  {
+    id: "springfield-ma",
+    title: "Springfield",
+    weight: 155000,
+    latitude: "42.1015",
+    longitude: "-72.5898",
+    data: { state: "MA" },
+  },
+  {
+    id: "spring-hill",
+    title: "Spring Hill",
+    weight: 113000,
+    latitude: "28.4769",
+    longitude: "-82.5254",
+    data: { state: "FL" },
+  },
+  {
+    id: "palm-springs",
+    title: "Palm Springs",
+    weight: 44000,
+    latitude: "33.8303",
+    longitude: "-116.5453",
+    data: { state: "CA" },
+  },
   { id: "boston", title: "Boston", weight: 650000, latitude: "42.3601", longitude: "-71.0589", data: { state: "MA" } },
 ];
 
@@ -44,7 +75,8 @@ const restIds = async (phrase: string, geo?: { latitude: string; longitude: stri
   return reply.body.suggestions.map((s: { id: string }) => s.id) as string[];
 };
 
-const parseText = (result: { content: unknown }) => JSON.parse((result.content as { type: string; text: string }[])[0]!.text);
+const parseText = (result: { content: unknown }) =>
+  JSON.parse((result.content as { type: string; text: string }[])[0]!.text);
 
 async function rpc(body: unknown, options: { key?: string; headers?: Record<string, string> } = {}) {
   const reply = await world.http.request("POST", "/mcp", {
@@ -77,7 +109,12 @@ describe("the SDK's Client over Streamable HTTP", () => {
     const { tools } = await client.listTools();
     expect(tools.map((t) => t.name).sort()).toEqual(["lookupById", "search"]);
     const search = tools.find((t) => t.name === "search")!;
-    expect(Object.keys(search.inputSchema.properties!).sort()).toEqual(["indexName", "latitude", "longitude", "phrase"]);
+    expect(Object.keys(search.inputSchema.properties!).sort()).toEqual([
+      "indexName",
+      "latitude",
+      "longitude",
+      "phrase",
+    ]);
     expect(search.inputSchema.required!.sort()).toEqual(["indexName", "phrase"]);
     const lookup = tools.find((t) => t.name === "lookupById")!;
     expect(lookup.inputSchema.required!.sort()).toEqual(["id", "indexName"]);
@@ -98,21 +135,29 @@ describe("the SDK's Client over Streamable HTTP", () => {
     expect(body.results[0]).toHaveProperty("title");
 
     const nearBoston = { latitude: "42.36", longitude: "-71.06" };
-    const geo = parseText(await client.callTool({ name: "search", arguments: { indexName: index, phrase: "springfield", ...nearBoston } }));
+    const geo = parseText(
+      await client.callTool({ name: "search", arguments: { indexName: index, phrase: "springfield", ...nearBoston } }),
+    );
     expect(geo.results.map((r: { id: string }) => r.id)).toEqual(await restIds("springfield", nearBoston));
     expect(geo.results[0].id).toBe("springfield-ma");
   });
 
   test("search always reads the active version", async () => {
     const live = (await world.a.session.get(`/v1/indexes/${index}`)).body.activeVersion;
-    const body = parseText(await client.callTool({ name: "search", arguments: { indexName: index, phrase: "boston" } }));
+    const body = parseText(
+      await client.callTool({ name: "search", arguments: { indexName: index, phrase: "boston" } }),
+    );
     expect(body.indexVersion).toBe(live);
   });
 
   test("lookupById returns the record; a missing one is isError with a message a model can act on", async () => {
     const found = await client.callTool({ name: "lookupById", arguments: { indexName: index, id: "boston" } });
     expect(found.isError).toBe(false);
-    expect(parseText(found).record).toEqual({ id: "boston", ...places.find((p) => p.id === "boston")!, weight: 650000 });
+    expect(parseText(found).record).toEqual({
+      id: "boston",
+      ...places.find((p) => p.id === "boston")!,
+      weight: 650000,
+    });
     const missing = await client.callTool({ name: "lookupById", arguments: { indexName: index, id: "atlantis" } });
     expect(missing.isError).toBe(true);
     expect((missing.content as { text: string }[])[0]!.text).toMatch(/No record with id "atlantis"/);
@@ -121,7 +166,10 @@ describe("the SDK's Client over Streamable HTTP", () => {
   test("bad arguments come back as isError, not as protocol errors", async () => {
     const noPhrase = await client.callTool({ name: "search", arguments: { indexName: index } });
     expect(noPhrase.isError).toBe(true);
-    const badLat = await client.callTool({ name: "search", arguments: { indexName: index, phrase: "a", latitude: "north", longitude: "1" } });
+    const badLat = await client.callTool({
+      name: "search",
+      arguments: { indexName: index, phrase: "a", latitude: "north", longitude: "1" },
+    });
     expect(badLat.isError).toBe(true);
     expect((badLat.content as { text: string }[])[0]!.text).toMatch(/latitude must be a decimal number/);
     const half = await client.callTool({ name: "search", arguments: { indexName: index, phrase: "a", latitude: "1" } });
@@ -129,7 +177,10 @@ describe("the SDK's Client over Streamable HTTP", () => {
   });
 
   test("another tenant's index is indistinguishable from a missing one", async () => {
-    const other = await client.callTool({ name: "search", arguments: { indexName: world.b.privateIndex, phrase: "a" } });
+    const other = await client.callTool({
+      name: "search",
+      arguments: { indexName: world.b.privateIndex, phrase: "a" },
+    });
     const missing = await client.callTool({ name: "search", arguments: { indexName: "no-such-index", phrase: "a" } });
     expect(other.isError && missing.isError).toBe(true);
     const text = (r: typeof other) => (r.content as { text: string }[])[0]!.text;
@@ -145,18 +196,32 @@ describe("raw JSON-RPC over HTTP", () => {
     params: { protocolVersion, capabilities: {}, clientInfo: { name: "curl", version: "8" } },
   });
 
-  test.each(["2024-11-05", "2025-06-18", "2025-11-25"])("initialize with %s negotiates that version", async (version) => {
-    const reply = await rpc(init(version), { headers: { accept: "application/json" } });
-    expect(reply.status).toBe(200);
-    expect(reply.body).toMatchObject({ jsonrpc: "2.0", id: 1, result: { protocolVersion: version, serverInfo: { name: "sift" } } });
-    expect(reply.headers.get("mcp-session-id")).toBeNull();
-  });
+  test.each(["2024-11-05", "2025-06-18", "2025-11-25"])(
+    "initialize with %s negotiates that version",
+    async (version) => {
+      const reply = await rpc(init(version), { headers: { accept: "application/json" } });
+      expect(reply.status).toBe(200);
+      expect(reply.body).toMatchObject({
+        jsonrpc: "2.0",
+        id: 1,
+        result: { protocolVersion: version, serverInfo: { name: "sift" } },
+      });
+      expect(reply.headers.get("mcp-session-id")).toBeNull();
+    },
+  );
 
   test("tools/call returns { content: [{ type: 'text', text }], isError }", async () => {
-    const reply = await rpc({ jsonrpc: "2.0", id: 7, method: "tools/call", params: { name: "search", arguments: { indexName: index, phrase: "palm" } } });
+    const reply = await rpc({
+      jsonrpc: "2.0",
+      id: 7,
+      method: "tools/call",
+      params: { name: "search", arguments: { indexName: index, phrase: "palm" } },
+    });
     expect(reply.body.id).toBe(7);
     expect(reply.body.result).toEqual({ content: [{ type: "text", text: expect.any(String) }], isError: false });
-    expect(JSON.parse(reply.body.result.content[0].text).results.map((r: { id: string }) => r.id)).toEqual(["palm-springs"]);
+    expect(JSON.parse(reply.body.result.content[0].text).results.map((r: { id: string }) => r.id)).toEqual([
+      "palm-springs",
+    ]);
   });
 
   test("protocol errors use JSON-RPC codes", async () => {
@@ -187,12 +252,34 @@ describe("raw JSON-RPC over HTTP", () => {
 
 describe("outside clients agree", () => {
   test("the MCP Inspector CLI lists and calls the tools", async () => {
-    const base = [inspectorCli, "--cli", `${world.server.url}/mcp`, "--transport", "http", "--header", `Authorization: Bearer ${world.a.keys.svc}`];
+    const base = [
+      inspectorCli,
+      "--cli",
+      `${world.server.url}/mcp`,
+      "--transport",
+      "http",
+      "--header",
+      `Authorization: Bearer ${world.a.keys.svc}`,
+    ];
     const listed = await run(process.execPath, [...base, "--method", "tools/list"], { timeout: 60_000 });
-    expect(JSON.parse(listed.stdout).tools.map((t: { name: string }) => t.name).sort()).toEqual(["lookupById", "search"]);
+    expect(
+      JSON.parse(listed.stdout)
+        .tools.map((t: { name: string }) => t.name)
+        .sort(),
+    ).toEqual(["lookupById", "search"]);
     const called = await run(
       process.execPath,
-      [...base, "--method", "tools/call", "--tool-name", "search", "--tool-arg", `indexName=${index}`, "--tool-arg", "phrase=spring"],
+      [
+        ...base,
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "search",
+        "--tool-arg",
+        `indexName=${index}`,
+        "--tool-arg",
+        "phrase=spring",
+      ],
       { timeout: 60_000 },
     );
     const result = JSON.parse(called.stdout);
@@ -215,7 +302,10 @@ describe("outside clients agree", () => {
       const result = await client.callTool({ name: "search", arguments: { indexName: index, phrase: "spring" } });
       expect(parseText(result).results.map((r: { id: string }) => r.id)).toEqual(await restIds("spring"));
       // An srh key reaches PUBLIC indexes only.
-      const priv = await client.callTool({ name: "search", arguments: { indexName: world.a.privateIndex, phrase: "a" } });
+      const priv = await client.callTool({
+        name: "search",
+        arguments: { indexName: world.a.privateIndex, phrase: "a" },
+      });
       expect(priv.isError).toBe(true);
     } finally {
       await client.close();
@@ -223,7 +313,9 @@ describe("outside clients agree", () => {
   });
 
   test("the stdio bin explains a missing key", async () => {
-    const failed = await run(process.execPath, [stdioBin, "--base-url", world.server.url]).catch((e: { code: number; stderr: string }) => e);
+    const failed = await run(process.execPath, [stdioBin, "--base-url", world.server.url]).catch(
+      (e: { code: number; stderr: string }) => e,
+    );
     expect(failed).toMatchObject({ code: 2, stderr: expect.stringMatching(/usage: sift-mcp/) });
   });
 });

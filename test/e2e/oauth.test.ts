@@ -26,8 +26,10 @@ beforeAll(async () => {
       const issued = codes.get(form.get("code") ?? "");
       const verifier = form.get("code_verifier") ?? "";
       const challenge = createHash("sha256").update(verifier).digest("base64url");
-      if (!issued || form.get("client_id") !== "sift-client" || form.get("client_secret") !== "s3cret") return json(401, { error: "invalid_client" });
-      if (issued.challenge !== challenge || issued.redirectUri !== form.get("redirect_uri")) return json(400, { error: "invalid_grant" });
+      if (!issued || form.get("client_id") !== "sift-client" || form.get("client_secret") !== "s3cret")
+        return json(401, { error: "invalid_client" });
+      if (issued.challenge !== challenge || issued.redirectUri !== form.get("redirect_uri"))
+        return json(400, { error: "invalid_grant" });
       codes.delete(form.get("code")!);
       return json(200, { access_token: `token-${issued.subject}`, token_type: "Bearer" });
     }
@@ -56,7 +58,9 @@ afterAll(async () => {
 
 /** What a browser does: follow Sift to the provider, "approve", and come back with a code. */
 async function signInWithAcme(browser: Http, options: { tamperState?: boolean; redirectTo?: string } = {}) {
-  const start = await browser.get(`/v1/auth/oauth/acme${options.redirectTo ? `?redirectTo=${encodeURIComponent(options.redirectTo)}` : ""}`);
+  const start = await browser.get(
+    `/v1/auth/oauth/acme${options.redirectTo ? `?redirectTo=${encodeURIComponent(options.redirectTo)}` : ""}`,
+  );
   expect(start.status).toBe(302);
   const authorize = new URL(start.headers.get("location")!);
   expect(authorize.origin + authorize.pathname).toBe(`${providerUrl}/authorize`);
@@ -102,7 +106,9 @@ test("a callback whose state does not match the browser's is refused", async () 
 
 test("an OAuth identity is never linked to an existing password account by e-mail", async () => {
   const owner = new Http(sift.url);
-  expect((await owner.post("/v1/auth/signup", { email: "victim@idp.example", password: "correct horse battery" })).status).toBe(201);
+  expect(
+    (await owner.post("/v1/auth/signup", { email: "victim@idp.example", password: "correct horse battery" })).status,
+  ).toBe(201);
   nextSubject = "victim";
   const attacker = new Http(sift.url);
   const back = await signInWithAcme(attacker);
@@ -114,7 +120,9 @@ test("an OAuth identity is never linked to an existing password account by e-mai
 test("an unknown provider is 404, an off-site redirect is refused, a provider error is 401", async () => {
   const browser = new Http(sift.url);
   expect((await browser.get("/v1/auth/oauth/nope")).status).toBe(404);
-  expect((await browser.get(`/v1/auth/oauth/acme?redirectTo=${encodeURIComponent("//evil.example/")}`)).status).toBe(400);
+  expect((await browser.get(`/v1/auth/oauth/acme?redirectTo=${encodeURIComponent("//evil.example/")}`)).status).toBe(
+    400,
+  );
   const denied = await browser.get("/v1/auth/oauth/acme/callback?error=access_denied");
   expect(denied.status).toBe(401);
   expect(denied.body.detail).toMatch(/Acme ID did not sign you in: access_denied/);

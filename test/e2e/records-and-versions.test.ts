@@ -21,12 +21,16 @@ beforeAll(async () => {
 });
 afterAll(() => world?.stop());
 
-const put = async (id: string, body: object) => ok(await s.put(`/v1/indexes/${index}/records/${encodeURIComponent(id)}`, body)).indexVersion as string;
-const del = async (id: string) => ok(await s.delete(`/v1/indexes/${index}/records/${encodeURIComponent(id)}`)).indexVersion as string;
+const put = async (id: string, body: object) =>
+  ok(await s.put(`/v1/indexes/${index}/records/${encodeURIComponent(id)}`, body)).indexVersion as string;
+const del = async (id: string) =>
+  ok(await s.delete(`/v1/indexes/${index}/records/${encodeURIComponent(id)}`)).indexVersion as string;
 const ids = async (query: string, extra = "") =>
-  ok(await s.get(`/v1/search?query=${encodeURIComponent(query)}&indexName=${index}&serviceName=${service}&limit=100${extra}`)).suggestions.map(
-    (r: { id: string }) => r.id,
-  ) as string[];
+  ok(
+    await s.get(
+      `/v1/search?query=${encodeURIComponent(query)}&indexName=${index}&serviceName=${service}&limit=100${extra}`,
+    ),
+  ).suggestions.map((r: { id: string }) => r.id) as string[];
 const active = async () => ok(await s.get(`/v1/indexes/${index}`)).activeVersion as string;
 
 describe("record writes", () => {
@@ -73,7 +77,9 @@ describe("record writes", () => {
   });
 
   test("concurrent writes to one index are serialised: every one gets its own version", async () => {
-    const versions = await Promise.all(Array.from({ length: 12 }, (_, i) => put(`c${i}`, { title: `Concurrent ${i}` })));
+    const versions = await Promise.all(
+      Array.from({ length: 12 }, (_, i) => put(`c${i}`, { title: `Concurrent ${i}` })),
+    );
     expect(new Set(versions).size).toBe(12);
     expect(await ids("concurrent")).toHaveLength(12);
   });
@@ -102,7 +108,9 @@ describe("versions", () => {
     const branched = await put("berlin", { title: "Berlin" });
     const minor = (v: string) => Number(v.split(".")[1]);
     expect(minor(branched)).toBeGreaterThan(minor(before));
-    const row = ok(await s.get(`/v1/indexes/${index}/versions`)).versions.find((v: { version: string }) => v.version === branched);
+    const row = ok(await s.get(`/v1/indexes/${index}/versions`)).versions.find(
+      (v: { version: string }) => v.version === branched,
+    );
     expect(row.parent).toBe("0.2");
     // The branch holds 0.2's records plus Berlin, and not what came after 0.2 on the other branch...
     expect(await ids("b")).toEqual(["berlin"]);
@@ -126,7 +134,9 @@ describe("versions", () => {
     expect(result).toEqual({ resultCode: "SUCCESS", message: "OK", indexVersion: "1" });
     expect(await active()).toBe("1");
     expect((await ids("a")).sort()).toEqual(before);
-    const row = ok(await s.get(`/v1/indexes/${index}/versions`)).versions.find((v: { version: string }) => v.version === "1");
+    const row = ok(await s.get(`/v1/indexes/${index}/versions`)).versions.find(
+      (v: { version: string }) => v.version === "1",
+    );
     expect(row).toMatchObject({ kind: "checkpoint", state: "ready", active: true });
     // Nothing accumulated since: coalescing again changes nothing.
     expect(ok(await s.post(`/v1/indexes/${index}/coalesce`)).indexVersion).toBe("1");
@@ -137,7 +147,11 @@ describe("versions", () => {
 describe("automatic coalesce and retention", () => {
   let other: World;
   beforeAll(async () => {
-    other = await startWorld({ SIFT_COALESCE_AFTER: "3", SIFT_RETAIN_VERSIONS: "2", SIFT_RETENTION_EVERY_SECONDS: "1" });
+    other = await startWorld({
+      SIFT_COALESCE_AFTER: "3",
+      SIFT_RETAIN_VERSIONS: "2",
+      SIFT_RETENTION_EVERY_SECONDS: "1",
+    });
   });
   afterAll(() => other?.stop());
 
@@ -157,9 +171,16 @@ describe("automatic coalesce and retention", () => {
     // Retention keeps the 2 newest ready versions plus what the active one is built on.
     expect(versions.length).toBeLessThanOrEqual(4);
     expect(versions.find((v) => v.version === "0.1")).toBeUndefined();
-    const search = await t.session.get(`/v1/search?query=l&indexName=${t.privateIndex}&serviceName=${t.service}&version=0.1`);
+    const search = await t.session.get(
+      `/v1/search?query=l&indexName=${t.privateIndex}&serviceName=${t.service}&version=0.1`,
+    );
     expect(search.status).toBe(404);
     const live = ok(await t.session.get(`/v1/search?query=l&indexName=${t.privateIndex}&serviceName=${t.service}`));
-    expect(live.suggestions.map((r: { title: string }) => r.title).sort()).toEqual(["Lima", "Lisbon", "London", "Lyon"]);
+    expect(live.suggestions.map((r: { title: string }) => r.title).sort()).toEqual([
+      "Lima",
+      "Lisbon",
+      "London",
+      "Lyon",
+    ]);
   });
 });

@@ -13,7 +13,10 @@ const records: Record<string, object> = {
   "3": { title: "Yorkshire Pudding", weight: 500, data: { price: 4.5, inStock: true } },
   "4": { title: "Yorktown", weight: 10, latitude: "37.2388", longitude: "-76.5097" },
   "5": { title: "Zürich", weight: 40, data: { price: 30, inStock: true, description: "A lakeside city" } },
-  "6": { title: "Red apple", data: { price: 0.5, inStock: false, description: "Crisp fruit from the orchard", tags: ["fresh"] } },
+  "6": {
+    title: "Red apple",
+    data: { price: 0.5, inStock: false, description: "Crisp fruit from the orchard", tags: ["fresh"] },
+  },
   "7": { title: "Green apple", data: { price: 0.6, inStock: true, nested: { note: "orchard picked" } } },
   "8": { title: "Old York Road", weight: 10, latitude: "40.1", longitude: "-75.1" },
 };
@@ -21,13 +24,22 @@ const records: Record<string, object> = {
 beforeAll(async () => {
   world = await startWorld();
   const s = world.a.session;
-  expect((await s.post("/v1/indexes", { name: index, serviceName: world.a.service, visibility: "PUBLIC" })).status).toBe(201);
-  for (const [id, body] of Object.entries(records)) expect((await s.put(`/v1/indexes/${index}/records/${id}`, body)).status).toBe(200);
+  expect(
+    (await s.post("/v1/indexes", { name: index, serviceName: world.a.service, visibility: "PUBLIC" })).status,
+  ).toBe(201);
+  for (const [id, body] of Object.entries(records))
+    expect((await s.put(`/v1/indexes/${index}/records/${id}`, body)).status).toBe(200);
 });
 afterAll(() => world?.stop());
 
-async function search(params: Record<string, string | number | boolean>): Promise<{ id: string; distanceMeters?: number }[]> {
-  const q = new URLSearchParams({ indexName: index, serviceName: world.a.service, ...Object.fromEntries(Object.entries(params).map(([k, v]) => [k, String(v)])) });
+async function search(
+  params: Record<string, string | number | boolean>,
+): Promise<{ id: string; distanceMeters?: number }[]> {
+  const q = new URLSearchParams({
+    indexName: index,
+    serviceName: world.a.service,
+    ...Object.fromEntries(Object.entries(params).map(([k, v]) => [k, String(v)])),
+  });
   return ok(await world.http.get(`/v1/search?${q}`)).suggestions;
 }
 const ids = async (params: Record<string, string | number | boolean>) => (await search(params)).map((r) => r.id);
@@ -87,7 +99,11 @@ describe("services and indexes", () => {
     const s = world.a.session;
     const name = `crud-${process.pid}`;
     ok(await s.post("/v1/services", { name, regions: ["tokyo", "sydney"], replicas: 2 }), 201);
-    expect(ok(await s.get(`/v1/services/${name}`), 200)).toMatchObject({ name, regions: ["tokyo", "sydney"], replicas: 2 });
+    expect(ok(await s.get(`/v1/services/${name}`), 200)).toMatchObject({
+      name,
+      regions: ["tokyo", "sydney"],
+      replicas: 2,
+    });
     expect(ok(await s.get("/v1/services"), 200).services.map((x: { name: string }) => x.name)).toContain(name);
     ok(await world.b.session.get(`/v1/services/${name}`), 404);
     ok(await s.post("/v1/indexes", { name: "crud-index", serviceName: name }), 201);
@@ -125,13 +141,19 @@ describe("CORS on the open reads", () => {
     expect(found.headers.get("x-request-id")).toBeTruthy();
     expect(found.headers.get("access-control-allow-credentials")).toBeNull();
 
-    const missing = await fetch(`${base}/v1/search?query=york&indexName=nope&serviceName=${world.a.service}`, { headers: { origin: "https://shop.example" } });
+    const missing = await fetch(`${base}/v1/search?query=york&indexName=nope&serviceName=${world.a.service}`, {
+      headers: { origin: "https://shop.example" },
+    });
     expect(missing.status).toBe(401); // an anonymous caller learns nothing about indexes it cannot read
     expect(missing.headers.get("access-control-allow-origin")).toBe("*");
 
     const preflight = await fetch(`${base}/v1/search?${q}`, {
       method: "OPTIONS",
-      headers: { origin: "https://shop.example", "access-control-request-method": "GET", "access-control-request-headers": "authorization" },
+      headers: {
+        origin: "https://shop.example",
+        "access-control-request-method": "GET",
+        "access-control-request-headers": "authorization",
+      },
     });
     expect(preflight.status).toBe(204);
     expect(preflight.headers.get("access-control-allow-origin")).toBe("*");

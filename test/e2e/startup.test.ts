@@ -20,8 +20,12 @@ afterAll(() => proc?.destroy());
 
 test("serves /healthz within 30 s of a fresh start and prints where things are", async () => {
   expect(startMs).toBeLessThan(30_000);
-  for (const line of ["Sift is running at", "API reference", "/docs", "Demo page", "Try a search"]) expect(proc.output()).toContain(line);
-  const log = proc.output().split("\n").find((l) => l.includes('"msg":"demo index loaded"'));
+  for (const line of ["Sift is running at", "API reference", "/docs", "Demo page", "Try a search"])
+    expect(proc.output()).toContain(line);
+  const log = proc
+    .output()
+    .split("\n")
+    .find((l) => l.includes('"msg":"demo index loaded"'));
   expect(JSON.parse(log!)).toMatchObject({ level: "info", records: 135_233 });
 });
 
@@ -81,9 +85,9 @@ test("SIGTERM lets an in-flight request finish, then exits cleanly; the next sta
 
 test("a bad setting stops the start with a message naming it", async () => {
   const main = resolve(import.meta.dirname, "../../server/src/main.ts");
-  const failed = await promisify(execFile)(process.execPath, [main], { env: { ...process.env, PORT: "http", SIFT_REGION: "atlantis" } }).catch(
-    (e: { code: number; stderr: string }) => e,
-  );
+  const failed = await promisify(execFile)(process.execPath, [main], {
+    env: { ...process.env, PORT: "http", SIFT_REGION: "atlantis" },
+  }).catch((e: { code: number; stderr: string }) => e);
   expect(failed).toMatchObject({ code: 2 });
   expect((failed as { stderr: string }).stderr).toMatch(/PORT must be an integer from 0 to 65535 \(got "http"\)/);
   expect((failed as { stderr: string }).stderr).toMatch(/SIFT_REGION must be one of fremont, .*atlantis/);

@@ -82,12 +82,18 @@ describe("request bodies", () => {
 
   test("a latitude without a longitude is 400 naming longitude", async () => {
     const body = problem(await world.a.session.put(path(), { title: "x", latitude: "48.85" }), 400);
-    expect(body.errors).toContainEqual({ field: "longitude", message: "latitude and longitude must be given together" });
+    expect(body.errors).toContainEqual({
+      field: "longitude",
+      message: "latitude and longitude must be given together",
+    });
   });
 
   test("a body over the limit is 413; a non-JSON content type is 415", async () => {
     problem(await world.a.session.put(path(), { title: "x".repeat(5000) }), 413);
-    const reply = await world.a.session.request("PUT", path(), { body: "title=x", headers: { "content-type": "application/x-www-form-urlencoded" } });
+    const reply = await world.a.session.request("PUT", path(), {
+      body: "title=x",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+    });
     problem(reply, 415);
   });
 
@@ -99,10 +105,13 @@ describe("request bodies", () => {
   test("services and indexes validate names and regions", async () => {
     const s = world.a.session;
     expect(problem(await s.post("/v1/services", { name: "Bad Name!" }), 400).errors![0]!.field).toBe("name");
-    expect(problem(await s.post("/v1/services", { name: "ok-name", regions: ["mars"] }), 400).errors![0]!.field).toBe("regions");
-    expect(problem(await s.post("/v1/indexes", { name: "x", serviceName: world.a.service, visibility: "SECRET" }), 400).errors![0]!.field).toBe(
-      "visibility",
+    expect(problem(await s.post("/v1/services", { name: "ok-name", regions: ["mars"] }), 400).errors![0]!.field).toBe(
+      "regions",
     );
+    expect(
+      problem(await s.post("/v1/indexes", { name: "x", serviceName: world.a.service, visibility: "SECRET" }), 400)
+        .errors![0]!.field,
+    ).toBe("visibility");
     problem(await s.post("/v1/indexes", { name: "x", serviceName: "no-such-service" }), 404);
     problem(await s.post("/v1/indexes", { name: world.a.publicIndex, serviceName: world.a.service }), 409);
   });

@@ -18,7 +18,9 @@ export interface Reply<T = any> {
 
 /** Prism's proxy answers a request that lacks the operation's declared credentials itself. */
 const prismGenerated = (body: unknown) =>
-  typeof body === "object" && body !== null && String((body as { type?: unknown }).type ?? "").includes("stoplight.io/prism");
+  typeof body === "object" &&
+  body !== null &&
+  String((body as { type?: unknown }).type ?? "").includes("stoplight.io/prism");
 
 export class Http {
   readonly base: string;
@@ -49,7 +51,9 @@ export class Http {
     if (this.direct && prismGenerated(reply.body)) {
       const server = await this.send<T>(this.direct, method, path, options);
       if (server.status !== reply.status) {
-        throw new Error(`Prism answered ${method} ${path} with ${reply.status} itself, but the server answers ${server.status}: ${server.text}`);
+        throw new Error(
+          `Prism answered ${method} ${path} with ${reply.status} itself, but the server answers ${server.status}: ${server.text}`,
+        );
       }
       return server;
     }

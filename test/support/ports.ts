@@ -20,7 +20,8 @@ export async function waitForHttp(url: string, timeoutMs = 30_000): Promise<void
       await fetch(url, { signal: AbortSignal.timeout(1_000) });
       return;
     } catch (error) {
-      if (Date.now() > deadline) throw new Error(`${url} did not answer within ${timeoutMs} ms: ${(error as Error).message}`);
+      if (Date.now() > deadline)
+        throw new Error(`${url} did not answer within ${timeoutMs} ms: ${(error as Error).message}`);
       await new Promise((r) => setTimeout(r, 100));
     }
   }

@@ -20,10 +20,14 @@ function launch(args: string[]): Promise<Prism> {
   return (async () => {
     const port = await freePort();
     let output = "";
-    const child: ChildProcess = spawn(process.execPath, [prismCli, ...args.map((a) => (a === "$PORT" ? String(port) : a))], {
-      env: { ...process.env, SCARF_ANALYTICS: "false", NO_COLOR: "1", FORCE_COLOR: "0" },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
+    const child: ChildProcess = spawn(
+      process.execPath,
+      [prismCli, ...args.map((a) => (a === "$PORT" ? String(port) : a))],
+      {
+        env: { ...process.env, SCARF_ANALYTICS: "false", NO_COLOR: "1", FORCE_COLOR: "0" },
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
     child.stdout!.on("data", (d) => (output += d));
     child.stderr!.on("data", (d) => (output += d));
     const url = `http://127.0.0.1:${port}`;

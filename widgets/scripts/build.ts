@@ -6,7 +6,10 @@ import { bundleWidget } from "../src/bundle.ts";
 
 const dist = new URL("../dist/", import.meta.url);
 mkdirSync(dist, { recursive: true });
-for (const [format, name] of [["esm", "sift-autocomplete.js"], ["iife", "sift-autocomplete.iife.js"]] as const) {
+for (const [format, name] of [
+  ["esm", "sift-autocomplete.js"],
+  ["iife", "sift-autocomplete.iife.js"],
+] as const) {
   const code = await bundleWidget({ format, minify: true });
   writeFileSync(new URL(name, dist), code);
   const kb = (n: number) => `${(n / 1024).toFixed(1)} kB`;

@@ -88,7 +88,13 @@ export class AutocompleteController<R extends { title: string }> {
 
   private show(query: string, results: R[]): void {
     this.inflight = undefined;
-    this.set({ results, resultsQuery: query, status: results.length > 0 ? "results" : "empty", open: true, active: -1 });
+    this.set({
+      results,
+      resultsQuery: query,
+      status: results.length > 0 ? "results" : "empty",
+      open: true,
+      active: -1,
+    });
   }
 
   /** Stops the pending debounce and aborts the request in flight; their answers will be ignored. */

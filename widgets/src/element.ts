@@ -15,7 +15,21 @@ const template = `<style>${styles}</style><div part="field"><input part="input" 
 
 export class SiftAutocomplete extends HTMLElement {
   static formAssociated = true;
-  static observedAttributes = ["base-url", "api-key", "service", "index", "weighted", "limit", "scope", "region", "filter", "geo", "placeholder", "label", "detail-field"];
+  static observedAttributes = [
+    "base-url",
+    "api-key",
+    "service",
+    "index",
+    "weighted",
+    "limit",
+    "scope",
+    "region",
+    "filter",
+    "geo",
+    "placeholder",
+    "label",
+    "detail-field",
+  ];
 
   private readonly internals = this.attachInternals();
   private readonly root = this.attachShadow({ mode: "open", delegatesFocus: true });
@@ -119,7 +133,11 @@ export class SiftAutocomplete extends HTMLElement {
       baseUrl: this.getAttribute("base-url") || location.origin,
       apiKey: this.getAttribute("api-key") || undefined,
     });
-    const params: SearchParams = { query, indexName: this.getAttribute("index") ?? "", serviceName: this.getAttribute("service") ?? "" };
+    const params: SearchParams = {
+      query,
+      indexName: this.getAttribute("index") ?? "",
+      serviceName: this.getAttribute("service") ?? "",
+    };
     const weighted = this.getAttribute("weighted");
     if (weighted !== null && weighted !== "false") params.weighted = true;
     const limit = Number(this.getAttribute("limit"));
@@ -159,7 +177,8 @@ export class SiftAutocomplete extends HTMLElement {
     if (!form) return;
     const button = [...form.elements].find(
       (e): e is HTMLButtonElement | HTMLInputElement =>
-        (e instanceof HTMLButtonElement && e.type === "submit") || (e instanceof HTMLInputElement && (e.type === "submit" || e.type === "image")),
+        (e instanceof HTMLButtonElement && e.type === "submit") ||
+        (e instanceof HTMLInputElement && (e.type === "submit" || e.type === "image")),
     );
     // HTML's implicit submission: a disabled default button blocks it.
     if (button?.disabled) return;
@@ -181,7 +200,10 @@ export class SiftAutocomplete extends HTMLElement {
   }
 
   private label(): void {
-    const labels = [...this.internals.labels].map((l) => l.textContent?.trim()).filter(Boolean).join(" ");
+    const labels = [...this.internals.labels]
+      .map((l) => l.textContent?.trim())
+      .filter(Boolean)
+      .join(" ");
     const placeholder = this.getAttribute("placeholder");
     const name = this.getAttribute("label") || labels || placeholder || "Search";
     this.input.setAttribute("aria-label", name);

@@ -5,7 +5,13 @@ import { SiftAutocomplete } from "./element.ts";
 if (!customElements.get("sift-autocomplete")) customElements.define("sift-autocomplete", SiftAutocomplete);
 
 export { SiftAutocomplete };
-export { AutocompleteController, type ControllerOptions, type KeyOutcome, type State, type Status } from "./controller.ts";
+export {
+  AutocompleteController,
+  type ControllerOptions,
+  type KeyOutcome,
+  type State,
+  type Status,
+} from "./controller.ts";
 export { highlight, type Segment } from "./highlight.ts";
 
 declare global {

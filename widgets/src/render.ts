@@ -40,7 +40,8 @@ function thumbnail(record: SearchResult): HTMLElement {
 /** `data.a.b` for the field path "a.b", when it is text, a number or a boolean. */
 function detail(record: SearchResult, path: string): string | undefined {
   let value: unknown = record.data;
-  for (const key of path.split(".")) value = value && typeof value === "object" ? (value as Record<string, unknown>)[key] : undefined;
+  for (const key of path.split("."))
+    value = value && typeof value === "object" ? (value as Record<string, unknown>)[key] : undefined;
   return ["string", "number", "boolean"].includes(typeof value) && value !== "" ? String(value) : undefined;
 }
 

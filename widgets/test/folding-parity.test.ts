@@ -51,7 +51,11 @@ const AGREE: [string, string, string[]][] = [
   ["apostrophes separate", "O'Brien L’Aquila rock'n'roll", ["o", "brien", "l", "aquila", "rock", "n", "roll"]],
   ["an apostrophe after an accented word", "Côte d'Ivoire", ["cote", "d", "ivoire"]],
   ["the ʻokina is a letter", "ʻOkina", ["ʻokina"]],
-  ["mixed scripts without a space", "Tokyo東京 北京Beijing2008 ΑθήναAthens", ["tokyo東京", "北京beijing2008", "αθηναathens"]],
+  [
+    "mixed scripts without a space",
+    "Tokyo東京 北京Beijing2008 ΑθήναAthens",
+    ["tokyo東京", "北京beijing2008", "αθηναathens"],
+  ],
   ["mixed scripts with separators", "iPhone 15 Pro, Москва-Moscow", ["iphone", "15", "pro", "москва", "moscow"]],
   ["a letterlike symbol", "ℌello", ["hello"]],
   ["nothing to index", " \t\u3000 ", []],
@@ -67,7 +71,12 @@ const DISAGREE: [string, string, string[], string[]][] = [
   // and reorders them; the widget normalises each code point alone and cannot. Only spacing marks
   // (Mc) survive folding, so this shows with two Mc of different combining classes: here a
   // Hangul tone mark (class 224) before a Tagalog virama (class 9).
-  ["spacing marks in non-canonical order: server reorders, widget keeps", "x\u302e\u1715", ["x\u1715\u302e"], ["x\u302e\u1715"]],
+  [
+    "spacing marks in non-canonical order: server reorders, widget keeps",
+    "x\u302e\u1715",
+    ["x\u1715\u302e"],
+    ["x\u302e\u1715"],
+  ],
 ];
 
 describe("the widget's tokens equal the server's", () => {
@@ -94,15 +103,22 @@ describe("over the cities' titles", () => {
   let ascii = 0;
   const sample = titles.filter((t) => /[^\p{ASCII}]/u.test(t) || ascii++ % 20 === 0);
   const SEPARATORS = ["", " ", "-", "’", "·", "、", "\u3000", "🙂", "\u0301", "ß"];
-  const disagreeing = (texts: string[]) => texts.filter((t) => JSON.stringify(tokens(t)) !== JSON.stringify(tokenize(t)));
+  const disagreeing = (texts: string[]) =>
+    texts.filter((t) => JSON.stringify(tokens(t)) !== JSON.stringify(tokenize(t)));
 
   test("the sample covers the scripts and marks that folding works on", () => {
     expect(sample.length).toBeGreaterThan(25_000);
     for (const script of ["Latin", "Cyrillic", "Greek", "Arabic"]) {
       const pattern = new RegExp(`\\p{Script=${script}}`, "u");
-      expect(sample.some((t) => pattern.test(t)), script).toBe(true);
+      expect(
+        sample.some((t) => pattern.test(t)),
+        script,
+      ).toBe(true);
     }
-    expect(sample.some((t) => /\p{Mn}/u.test(t)), "a decomposed title").toBe(true);
+    expect(
+      sample.some((t) => /\p{Mn}/u.test(t)),
+      "a decomposed title",
+    ).toBe(true);
   });
 
   test("as given, decomposed (NFD), composed (NFC) and lower case: the same tokens", () => {
@@ -128,7 +144,11 @@ describe("over the cities' titles", () => {
       for (const query of new Set(indexed)) {
         const marked = highlight(title, query).filter((s) => s.match);
         expect(marked.length, `${title} / ${query}`).toBe(indexed.filter((t) => t.startsWith(query)).length);
-        for (const m of marked) expect(tokenize(m.text).some((t) => t.startsWith(query)), `${title} / ${query}: ${m.text}`).toBe(true);
+        for (const m of marked)
+          expect(
+            tokenize(m.text).some((t) => t.startsWith(query)),
+            `${title} / ${query}: ${m.text}`,
+          ).toBe(true);
       }
     }
   });

@@ -69,7 +69,8 @@ function denial(p: Principal, action: Action): UnauthenticatedError {
   if (p.kind === "key" && p.type === "srh") {
     return new UnauthenticatedError("a public srh key can only search PUBLIC indexes; use a secret key for this");
   }
-  if (action === "apiKeys") return new UnauthenticatedError("sign in to the dashboard first: the session cookie is missing or expired");
+  if (action === "apiKeys")
+    return new UnauthenticatedError("sign in to the dashboard first: the session cookie is missing or expired");
   return new UnauthenticatedError("this operation needs an API key: send Authorization: Bearer <key>");
 }
 
@@ -77,7 +78,8 @@ function denial(p: Principal, action: Action): UnauthenticatedError {
 export function authorize(p: Principal, action: Action): Exclude<Cell, "deny" | "forbid"> {
   const cell = AUTHORITY[callerOf(p)][action];
   if (cell === "deny") throw denial(p, action);
-  if (cell === "forbid") throw new ForbiddenError(`a ${callerOf(p)} key can read services and indexes but not change them`);
+  if (cell === "forbid")
+    throw new ForbiddenError(`a ${callerOf(p)} key can read services and indexes but not change them`);
   return cell;
 }
 
@@ -89,7 +91,12 @@ export interface IndexAccess {
 }
 
 /** Checks the caller against a resolved (or missing) index. `what` names the index in errors. */
-export function authorizeIndex<T extends IndexAccess>(p: Principal, action: Action, index: T | undefined, what: string): T {
+export function authorizeIndex<T extends IndexAccess>(
+  p: Principal,
+  action: Action,
+  index: T | undefined,
+  what: string,
+): T {
   const cell = authorize(p, action);
   if (cell === "public") {
     if (index?.visibility === "PUBLIC") return index;

@@ -56,7 +56,12 @@ export async function verifyPassword(password: string, stored: string | null): P
   const [scheme, n, r, p, salt, hash] = (stored ?? DUMMY_HASH).split("$");
   if (scheme !== "scrypt" || !salt || !hash) return false;
   const expected = Buffer.from(hash, "base64");
-  const actual = await scryptAsync(password, Buffer.from(salt, "base64"), { N: Number(n), r: Number(r), p: Number(p) }, expected.length);
+  const actual = await scryptAsync(
+    password,
+    Buffer.from(salt, "base64"),
+    { N: Number(n), r: Number(r), p: Number(p) },
+    expected.length,
+  );
   return stored !== null && timingSafeEqual(actual, expected);
 }
 

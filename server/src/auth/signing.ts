@@ -2,7 +2,8 @@
 // (upload URLs, the OAuth state cookie).
 import { createHmac, timingSafeEqual } from "node:crypto";
 
-export const sign = (secret: Buffer, message: string) => createHmac("sha256", secret).update(message).digest("base64url");
+export const sign = (secret: Buffer, message: string) =>
+  createHmac("sha256", secret).update(message).digest("base64url");
 
 export function verifySignature(secret: Buffer, message: string, signature: string): boolean {
   const expected = Buffer.from(sign(secret, message));

@@ -52,7 +52,12 @@ export function cityRecord(c: City, options: CityRecordOptions = {}): SearchReco
     ...weight,
     latitude: String(latitude),
     longitude: String(longitude),
-    data: { country: c.country, population: c.population, featureCode: c.featureCode, ...(c.altName ? { altName: c.altName } : {}) },
+    data: {
+      country: c.country,
+      population: c.population,
+      featureCode: c.featureCode,
+      ...(c.altName ? { altName: c.altName } : {}),
+    },
   };
 }
 

@@ -24,14 +24,28 @@ export async function seedDemo(deps: {
   const started = Date.now();
   await deps.db.insert(tenants).values({ id: DEMO.tenantId, name: "Sift demo", createdAt: started });
   await deps.catalog.createService(DEMO.tenantId, { name: DEMO.serviceName });
-  await deps.catalog.createIndex(DEMO.tenantId, { name: DEMO.indexName, serviceName: DEMO.serviceName, visibility: "PUBLIC" });
+  await deps.catalog.createIndex(DEMO.tenantId, {
+    name: DEMO.indexName,
+    serviceName: DEMO.serviceName,
+    visibility: "PUBLIC",
+  });
   const ref = (await deps.catalog.byName(DEMO.tenantId, DEMO.indexName))!;
 
   const cities = loadCities();
   const major = await deps.versions.takeMajor(ref.id);
-  await deps.db.insert(versions).values({ indexId: ref.id, version: String(major), major, minor: 0, parent: null, kind: "bulk", state: "pending", createdAt: started });
+  await deps.db.insert(versions).values({
+    indexId: ref.id,
+    version: String(major),
+    major,
+    minor: 0,
+    parent: null,
+    kind: "bulk",
+    state: "pending",
+    createdAt: started,
+  });
   const writer = await deps.engine.bulkWriter(ref.id, major);
-  for (let i = 0; i < cities.length; i += 10_000) await writer.add(cities.slice(i, i + 10_000).map((c) => cityRecord(c)));
+  for (let i = 0; i < cities.length; i += 10_000)
+    await writer.add(cities.slice(i, i + 10_000).map((c) => cityRecord(c)));
   const { records } = await writer.commit();
   await deps.versions.finishBulk(ref, major, { records, activate: true, startedAt: started });
   deps.log.info("demo index loaded", { index: DEMO.indexName, records, ms: Date.now() - started });
@@ -40,8 +54,5 @@ export async function seedDemo(deps: {
 
 export function demoHint(baseUrl: string): string[] {
   const q = `${baseUrl}/v1/search?query=new%20yo&indexName=${DEMO.indexName}&serviceName=${DEMO.serviceName}&weighted=true`;
-  return [
-    `  Demo page       ${baseUrl}/demo`,
-    `  Try a search    curl '${q}'`,
-  ];
+  return [`  Demo page       ${baseUrl}/demo`, `  Try a search    curl '${q}'`];
 }

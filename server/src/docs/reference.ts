@@ -4,13 +4,21 @@
 type Json = Record<string, any>;
 
 const esc = (s: unknown) =>
-  String(s ?? "").replace(/[&<>"']/g, (ch) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[ch]!);
+  String(s ?? "").replace(
+    /[&<>"']/g,
+    (ch) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[ch]!,
+  );
 
 /** The little Markdown the contract's docs use: `code`, paragraphs and list items. */
 const prose = (text: unknown) =>
   String(text ?? "")
     .split(/\n\s*\n/)
-    .map((para) => `<p>${esc(para).replace(/`([^`]+)`/g, "<code>$1</code>").replace(/\n/g, " ")}</p>`)
+    .map(
+      (para) =>
+        `<p>${esc(para)
+          .replace(/`([^`]+)`/g, "<code>$1</code>")
+          .replace(/\n/g, " ")}</p>`,
+    )
     .join("");
 
 const anchor = (s: string) => s.replace(/[^A-Za-z0-9]+/g, "-").toLowerCase();
@@ -20,7 +28,8 @@ function typeOf(schema: Json | undefined, doc: Json): string {
   if (schema.$ref) {
     const name = schema.$ref.split("/").pop();
     const target = doc.components?.schemas?.[name];
-    if (target && (target.type === "object" || target.properties || target.anyOf)) return `<a href="#schema-${anchor(name)}">${esc(name)}</a>`;
+    if (target && (target.type === "object" || target.properties || target.anyOf))
+      return `<a href="#schema-${anchor(name)}">${esc(name)}</a>`;
     return `${esc(name)} (${typeOf(target, doc)})`;
   }
   if (schema.anyOf || schema.oneOf) return (schema.anyOf ?? schema.oneOf).map((s: Json) => typeOf(s, doc)).join(" | ");
@@ -43,7 +52,8 @@ function constraints(schema: Json | undefined): string {
     ["pattern", "pattern"],
     ["default", "default"],
   ] as const) {
-    if (schema[k] !== undefined) parts.push(`${label} <code>${esc(typeof schema[k] === "string" ? schema[k] : JSON.stringify(schema[k]))}</code>`);
+    if (schema[k] !== undefined)
+      parts.push(`${label} <code>${esc(typeof schema[k] === "string" ? schema[k] : JSON.stringify(schema[k]))}</code>`);
   }
   return parts.join(", ");
 }
@@ -112,7 +122,10 @@ export function renderReference(doc: Json): string {
   const tags: string[] = (doc.tags ?? []).map((t: Json) => t.name).filter((t: string) => byTag.has(t));
   const schemas = Object.entries<Json>(doc.components?.schemas ?? {})
     .filter(([, s]) => s.properties)
-    .map(([name, s]) => `<section id="schema-${anchor(name)}"><h3>${esc(name)}</h3>${prose(s.description)}${fieldsTable(s, doc)}</section>`)
+    .map(
+      ([name, s]) =>
+        `<section id="schema-${anchor(name)}"><h3>${esc(name)}</h3>${prose(s.description)}${fieldsTable(s, doc)}</section>`,
+    )
     .join("");
   return `<!doctype html><html lang=en><head><meta charset=utf-8><meta name=viewport content="width=device-width, initial-scale=1">
 <title>${esc(doc.info.title)} reference</title>

@@ -20,11 +20,12 @@ type Params<K extends OperationId, Where extends "path" | "query"> = Op<K>["para
     ? Record<string, never>
     : NonNullable<T>
   : Record<string, never>;
-type JsonBody<K extends OperationId> = Op<K> extends { requestBody: { content: { "application/json": infer B } } }
-  ? B
-  : Op<K> extends { requestBody?: { content: { "application/json": infer B } } }
-    ? B | undefined
-    : undefined;
+type JsonBody<K extends OperationId> =
+  Op<K> extends { requestBody: { content: { "application/json": infer B } } }
+    ? B
+    : Op<K> extends { requestBody?: { content: { "application/json": infer B } } }
+      ? B | undefined
+      : undefined;
 
 /** JSON body of response `S` of operation `K`, for `satisfies` checks in handlers. */
 export type ResponseBody<K extends OperationId, S extends keyof Op<K>["responses"]> = Op<K>["responses"][S] extends {
@@ -39,7 +40,10 @@ export interface Input<K extends OperationId> {
   body: JsonBody<K>;
 }
 
-export type OperationHandler<K extends OperationId> = (c: Context<AppEnv>, input: Input<K>) => Response | Promise<Response>;
+export type OperationHandler<K extends OperationId> = (
+  c: Context<AppEnv>,
+  input: Input<K>,
+) => Response | Promise<Response>;
 export type Handlers = { [K in OperationId]?: OperationHandler<K> };
 
 type Method = "get" | "put" | "post" | "delete" | "patch";
@@ -175,7 +179,10 @@ export function fieldProblems(errors: ErrorObject[] | null | undefined, prefix =
   for (const e of errors ?? []) {
     // anyOf/oneOf repeat every branch's failure; the branch errors say more.
     if (e.keyword === "anyOf" || e.keyword === "oneOf" || e.keyword === "if") continue;
-    const segments = e.instancePath.split("/").slice(1).map((s) => s.replace(/~1/g, "/").replace(/~0/g, "~"));
+    const segments = e.instancePath
+      .split("/")
+      .slice(1)
+      .map((s) => s.replace(/~1/g, "/").replace(/~0/g, "~"));
     if (e.keyword === "required") segments.push(String(e.params.missingProperty));
     let field = prefix;
     for (const s of segments) field += /^\d+$/.test(s) ? `[${s}]` : field ? `.${s}` : s;
@@ -212,7 +219,8 @@ async function readJsonBody(c: Context, op: ContractOperation, maxBytes: number)
   if (declared > maxBytes) throw new PayloadTooLargeError(`the request body is larger than ${maxBytes} bytes`);
   const raw = c.req.raw.body ? await readLimited(c.req.raw.body, maxBytes) : "";
   if (raw.trim() === "") {
-    if (op.jsonBody?.required) throw new InvalidArgumentError("a JSON request body is required", [{ field: "body", message: "is required" }]);
+    if (op.jsonBody?.required)
+      throw new InvalidArgumentError("a JSON request body is required", [{ field: "body", message: "is required" }]);
     return undefined;
   }
   const contentType = c.req.header("content-type") ?? "";
@@ -255,7 +263,11 @@ async function readLimited(stream: ReadableStream<Uint8Array>, maxBytes: number)
 }
 
 /** Validates path, query and JSON body of `op`; returns the typed, coerced input. */
-export async function validateRequest(c: Context<AppEnv>, op: ContractOperation, maxBodyBytes: number): Promise<Input<OperationId>> {
+export async function validateRequest(
+  c: Context<AppEnv>,
+  op: ContractOperation,
+  maxBodyBytes: number,
+): Promise<Input<OperationId>> {
   const path = c.req.param() as Record<string, string>;
   if (!op.validatePath(path)) {
     const problems = fieldProblems(op.validatePath.errors);
@@ -297,7 +309,8 @@ export function mountContract(
   for (const op of contract.operations) {
     const handler = handlers[op.id] as OperationHandler<OperationId> | undefined;
     app.on(op.method.toUpperCase(), op.routePath, async (c) => {
-      if (!handler) throw new HttpProblem(501, `${op.method.toUpperCase()} ${op.path} is not available on this deployment yet`);
+      if (!handler)
+        throw new HttpProblem(501, `${op.method.toUpperCase()} ${op.path} is not available on this deployment yet`);
       // Operations without a JSON schema (the upload PUT, MCP) read their own bodies.
       const input = await validateRequest(c, op, options.maxBodyBytes);
       return handler(c, input);

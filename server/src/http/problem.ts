@@ -3,7 +3,12 @@
 // HTTP status each domain error (domain/errors.ts) stands for (docs/api.md, errors).
 import { HTTPException } from "hono/http-exception";
 import type { components } from "../../../generated/types.ts";
-import { DomainError, InvalidArgumentError, type FieldProblem as DomainFieldProblem, type DomainErrorKind } from "../domain/errors.ts";
+import {
+  DomainError,
+  InvalidArgumentError,
+  type FieldProblem as DomainFieldProblem,
+  type DomainErrorKind,
+} from "../domain/errors.ts";
 
 export type Problem = components["schemas"]["Problem"];
 export type FieldProblem = components["schemas"]["FieldProblem"];
@@ -81,7 +86,12 @@ export function problemFor(error: unknown): HttpProblem | undefined {
   if (error instanceof HttpProblem) return error;
   if (error instanceof DomainError) {
     const fields = error instanceof InvalidArgumentError && error.fields.length ? error.fields : undefined;
-    return new HttpProblem(STATUS_OF[error.kind], error.message, fields, error.kind === "unauthenticated" ? CHALLENGE : {});
+    return new HttpProblem(
+      STATUS_OF[error.kind],
+      error.message,
+      fields,
+      error.kind === "unauthenticated" ? CHALLENGE : {},
+    );
   }
   if (error instanceof HTTPException && error.status < 500) {
     const status = ([400, 401, 403, 404, 409, 413, 415] as const).find((s) => s === error.status) ?? 400;

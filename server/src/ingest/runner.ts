@@ -77,7 +77,15 @@ export class IngestRunner {
       } else {
         await this.db
           .update(uploads)
-          .set({ state: "queued", bytesRead: 0, recordsIngested: 0, recordsSuppressed: 0, recordsInvalid: 0, errors: [], errorCount: 0 })
+          .set({
+            state: "queued",
+            bytesRead: 0,
+            recordsIngested: 0,
+            recordsSuppressed: 0,
+            recordsInvalid: 0,
+            errors: [],
+            errorCount: 0,
+          })
           .where(eq(uploads.id, row.id));
         this.log.warn("ingest interrupted by a restart; queued again", { upload: row.id, attempts: row.attempts });
       }
@@ -129,7 +137,9 @@ export class IngestRunner {
     const skipInvalid = row.skipInvalid === 1;
     const log = this.log.child({ index: ref.id, version: row.version, upload: row.id });
     const deleted = new Set(
-      (await this.db.select({ id: tombstones.recordId }).from(tombstones).where(eq(tombstones.indexId, ref.id))).map((t) => t.id),
+      (await this.db.select({ id: tombstones.recordId }).from(tombstones).where(eq(tombstones.indexId, ref.id))).map(
+        (t) => t.id,
+      ),
     );
 
     const progress = { bytesRead: 0, recordsIngested: 0, recordsSuppressed: 0, recordsInvalid: 0, errorCount: 0 };
@@ -138,7 +148,10 @@ export class IngestRunner {
     const save = async (force = false) => {
       if (!force && this.now() - lastSaved < PROGRESS_EVERY_MS) return;
       lastSaved = this.now();
-      await this.db.update(uploads).set({ ...progress, errors }).where(eq(uploads.id, row.id));
+      await this.db
+        .update(uploads)
+        .set({ ...progress, errors })
+        .where(eq(uploads.id, row.id));
     };
 
     let writer: BulkWriter | undefined;
@@ -148,7 +161,10 @@ export class IngestRunner {
         onProgress: (bytes) => (progress.bytesRead = bytes),
         signal: this.abort.signal,
       });
-      await this.db.update(uploads).set({ format: upload.format, gzip: upload.gzip ? 1 : 0 }).where(eq(uploads.id, row.id));
+      await this.db
+        .update(uploads)
+        .set({ format: upload.format, gzip: upload.gzip ? 1 : 0 })
+        .where(eq(uploads.id, row.id));
       writer = await this.engine.bulkWriter(ref.id, major);
       for await (const batch of upload.batches) {
         if (batch.errors.length) {
@@ -174,7 +190,12 @@ export class IngestRunner {
         await save();
       }
       if (!writer) {
-        await this.fail(row, invalidSummary(progress.recordsInvalid, errors.length >= MAX_REPORTED_ERRORS), progress, errors);
+        await this.fail(
+          row,
+          invalidSummary(progress.recordsInvalid, errors.length >= MAX_REPORTED_ERRORS),
+          progress,
+          errors,
+        );
         log.info("ingest failed: invalid records", { invalid: progress.recordsInvalid });
         return;
       }
@@ -190,7 +211,9 @@ export class IngestRunner {
     } catch (error) {
       // The failure below is what gets reported; an abort that fails too leaves an uncommitted
       // version the engine never shows, so it is only logged.
-      await writer?.abort().catch((abortError: Error) => log.warn("could not abort the bulk writer", { error: abortError.message }));
+      await writer
+        ?.abort()
+        .catch((abortError: Error) => log.warn("could not abort the bulk writer", { error: abortError.message }));
       if (this.abort.signal.aborted) return; // shutting down: recoverInterrupted() resumes it next start
       if (error instanceof UploadParseError) {
         errors.push({ line: error.line, message: error.message });
@@ -199,7 +222,12 @@ export class IngestRunner {
         log.info("ingest failed: unreadable file", { line: error.line, error: error.message });
       } else {
         log.error("ingest crashed", { error: (error as Error).message, stack: (error as Error).stack });
-        await this.fail(row, "the ingest failed on the server's side; upload the file again, and quote this version if it recurs", progress, errors);
+        await this.fail(
+          row,
+          "the ingest failed on the server's side; upload the file again, and quote this version if it recurs",
+          progress,
+          errors,
+        );
       }
     }
   }
@@ -207,24 +235,39 @@ export class IngestRunner {
   private async fail(
     row: UploadRow,
     reason: string,
-    progress?: Partial<Pick<UploadRow, "bytesRead" | "recordsIngested" | "recordsSuppressed" | "recordsInvalid" | "errorCount">>,
+    progress?: Partial<
+      Pick<UploadRow, "bytesRead" | "recordsIngested" | "recordsSuppressed" | "recordsInvalid" | "errorCount">
+    >,
     errors?: RecordError[],
   ): Promise<void> {
     await this.db
       .update(uploads)
       // A failed ingest changes nothing: no record of it is searchable, whatever reached the writer.
-      .set({ ...progress, recordsIngested: 0, ...(errors ? { errors } : {}), state: "failed", failureReason: reason, finishedAt: this.now() })
+      .set({
+        ...progress,
+        recordsIngested: 0,
+        ...(errors ? { errors } : {}),
+        state: "failed",
+        failureReason: reason,
+        finishedAt: this.now(),
+      })
       .where(eq(uploads.id, row.id));
     await this.versions.failBulk(row.indexId, Number(row.version));
     // The ingest has failed either way; a blob left behind only takes disk space.
     await this.blobs
       .delete(uploadBlobKey(row))
-      .catch((error: Error) => this.log.warn("could not delete the blob of a failed ingest", { upload: row.id, error: error.message }));
+      .catch((error: Error) =>
+        this.log.warn("could not delete the blob of a failed ingest", { upload: row.id, error: error.message }),
+      );
   }
 
   /** For tests and shutdown: true while any upload is queued or running. */
   async busy(): Promise<boolean> {
-    const rows = await this.db.select({ id: uploads.id }).from(uploads).where(inArray(uploads.state, ["queued", "running"])).limit(1);
+    const rows = await this.db
+      .select({ id: uploads.id })
+      .from(uploads)
+      .where(inArray(uploads.state, ["queued", "running"]))
+      .limit(1);
     return rows.length > 0;
   }
 }

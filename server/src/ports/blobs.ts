@@ -14,7 +14,8 @@ export interface BlobStore {
 }
 
 /** Where the bytes of an upload wait: one blob per version of an index. */
-export const uploadBlobKey = (upload: { indexId: string; version: string }) => `uploads/${upload.indexId}/${upload.version}.bin`;
+export const uploadBlobKey = (upload: { indexId: string; version: string }) =>
+  `uploads/${upload.indexId}/${upload.version}.bin`;
 
 export class BlobTooLargeError extends Error {
   readonly maxBytes: number;

@@ -19,11 +19,7 @@ const isPlainObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === "object" && v !== null && !Array.isArray(v);
 
 /** Coordinates arrive as strings (docs/api.md, Record fields); numbers are accepted and kept as strings. */
-function checkCoordinate(
-  name: "latitude" | "longitude",
-  raw: unknown,
-  errors: FieldError[],
-): string | undefined {
+function checkCoordinate(name: "latitude" | "longitude", raw: unknown, errors: FieldError[]): string | undefined {
   if (raw === undefined || raw === null || raw === "") return undefined;
   const text = typeof raw === "number" ? String(raw) : raw;
   if (typeof text !== "string") {

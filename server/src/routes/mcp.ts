@@ -23,7 +23,10 @@ const asProblem = async <T>(run: () => Promise<T>): Promise<T> => {
   }
 };
 
-function backendFor(p: Principal, deps: { catalog: CatalogService; search: SearchService; engine: SearchEngine }): SiftMcpBackend {
+function backendFor(
+  p: Principal,
+  deps: { catalog: CatalogService; search: SearchService; engine: SearchEngine },
+): SiftMcpBackend {
   authorize(p, "mcp");
   if (p.kind === "anonymous") throw new Error("unreachable: anonymous callers are denied MCP");
   const index = async (indexName: string) =>
@@ -34,7 +37,12 @@ function backendFor(p: Principal, deps: { catalog: CatalogService; search: Searc
         const ref = await index(indexName);
         const geo = latitude !== undefined && longitude !== undefined ? { latitude, longitude } : undefined;
         const found = await deps.search.searchIndex(ref, { query: phrase, geo });
-        return { indexName, indexVersion: found.indexVersion, phrase, results: found.hits.map(suggestionOf) as JsonRecord[] };
+        return {
+          indexName,
+          indexVersion: found.indexVersion,
+          phrase,
+          results: found.hits.map(suggestionOf) as JsonRecord[],
+        };
       }),
     lookupById: ({ indexName, id }) =>
       asProblem(async () => {
@@ -54,6 +62,11 @@ export function mcpHandlers(deps: { catalog: CatalogService; search: SearchServi
 /** Stateless JSON mode has no stream to GET and no session to DELETE. */
 export function mcpMethodNotAllowed(app: Hono<AppEnv>): void {
   app.on(["GET", "DELETE"], "/mcp", () => {
-    throw new HttpProblem(405, "POST JSON-RPC messages to /mcp; this endpoint is stateless and opens no event stream", undefined, { allow: "POST" });
+    throw new HttpProblem(
+      405,
+      "POST JSON-RPC messages to /mcp; this endpoint is stateless and opens no event stream",
+      undefined,
+      { allow: "POST" },
+    );
   });
 }

@@ -35,7 +35,11 @@ export function oauthHandlers(deps: { config: Config; accounts: AccountService; 
   return {
     Auth_providers: (c) =>
       c.json({
-        providers: [...providers.values()].map((p) => ({ id: p.id, name: p.name, authorizeUrl: `/v1/auth/oauth/${p.id}` })),
+        providers: [...providers.values()].map((p) => ({
+          id: p.id,
+          name: p.name,
+          authorizeUrl: `/v1/auth/oauth/${p.id}`,
+        })),
       } satisfies ResponseBody<"Auth_providers", 200>),
 
     Auth_oauthStart: (c, { path, query }) => {
@@ -43,7 +47,9 @@ export function oauthHandlers(deps: { config: Config; accounts: AccountService; 
       const redirectTo = query.redirectTo ?? "/";
       // Only same-site paths: an open redirect would turn sign-in into a phishing tool.
       if (!redirectTo.startsWith("/") || redirectTo.startsWith("//") || redirectTo.includes("\\")) {
-        throw new InvalidArgumentError("redirectTo must be a path on this site", [{ field: "redirectTo", message: "must start with a single /" }]);
+        throw new InvalidArgumentError("redirectTo must be a path on this site", [
+          { field: "redirectTo", message: "must start with a single /" },
+        ]);
       }
       const pending: PendingSignIn = {
         provider: p.id,
@@ -82,7 +88,10 @@ export function oauthHandlers(deps: { config: Config; accounts: AccountService; 
           { field: "state", message: "does not match the sign-in started by this browser" },
         ]);
       }
-      if (!query.code) throw new InvalidArgumentError("the provider sent no authorization code", [{ field: "code", message: "is required" }]);
+      if (!query.code)
+        throw new InvalidArgumentError("the provider sent no authorization code", [
+          { field: "code", message: "is required" },
+        ]);
 
       const token = await postForm(p.tokenUrl, {
         grant_type: "authorization_code",
@@ -92,7 +101,8 @@ export function oauthHandlers(deps: { config: Config; accounts: AccountService; 
         client_secret: p.clientSecret,
         code_verifier: pending.verifier,
       });
-      if (typeof token.access_token !== "string") throw new UnauthenticatedError(`${p.name} refused the authorization code`);
+      if (typeof token.access_token !== "string")
+        throw new UnauthenticatedError(`${p.name} refused the authorization code`);
       const profile = await getJson(p.userinfoUrl, token.access_token);
       const subject = profile.sub ?? profile.id;
       if (subject === undefined) throw new UnavailableError(`${p.name} returned a profile without an id`);
@@ -133,6 +143,7 @@ async function getJson(url: string, accessToken: string): Promise<Profile> {
   }).catch((error: Error) => {
     throw new UnavailableError(`the sign-in provider is unreachable: ${error.message}`);
   });
-  if (!response.ok) throw new UnauthenticatedError(`the sign-in provider refused the profile request (${response.status})`);
+  if (!response.ok)
+    throw new UnauthenticatedError(`the sign-in provider refused the profile request (${response.status})`);
   return (await response.json()) as Profile;
 }

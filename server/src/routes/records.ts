@@ -17,4 +17,3 @@ export function recordHandlers(records: RecordService): Handlers {
       c.json(written(await records.delete(c.get("principal"), path.indexName, path.recordId))),
   };
 }
-

@@ -14,7 +14,13 @@ export function uploadHandlers(uploads: UploadService, config: Config): Handlers
     Uploads_putBlob: async (c, { path, query }) => {
       const length = c.req.header("content-length");
       const body = c.req.raw.body ? Readable.fromWeb(c.req.raw.body as NodeWebStream<Uint8Array>) : null;
-      const receipt = await uploads.receive(path.uploadId, query.expires, query.signature, length ? Number(length) : undefined, body);
+      const receipt = await uploads.receive(
+        path.uploadId,
+        query.expires,
+        query.signature,
+        length ? Number(length) : undefined,
+        body,
+      );
       return c.json(receipt satisfies ResponseBody<"Uploads_putBlob", 200>);
     },
     Uploads_complete: async (c, { body }) => {

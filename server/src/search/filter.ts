@@ -128,7 +128,8 @@ class Parser {
   }
 
   private fail(expected: string): never {
-    const found = this.pos >= this.text.length ? "the end of the filter" : JSON.stringify(this.text.slice(this.pos, this.pos + 10));
+    const found =
+      this.pos >= this.text.length ? "the end of the filter" : JSON.stringify(this.text.slice(this.pos, this.pos + 10));
     throw new FilterSyntaxError(this.pos, expected, found);
   }
 }

@@ -106,7 +106,8 @@ export class AccountService implements SessionAuthenticator {
         await tx.insert(users).values({ id: userId, tenantId, email, passwordHash, createdAt: now });
       });
     } catch (error) {
-      if (isUniqueViolation(error)) throw new ConflictError("an account with this e-mail already exists: log in instead");
+      if (isUniqueViolation(error))
+        throw new ConflictError("an account with this e-mail already exists: log in instead");
       throw error;
     }
     return userId;
@@ -117,7 +118,9 @@ export class AccountService implements SessionAuthenticator {
     const token = newSessionToken();
     const now = this.now();
     const expiresAt = now + this.sessionTtlMs;
-    await this.db.insert(sessions).values({ tokenHash: sha256(token), userId, tenantId: me.tenant.id, createdAt: now, expiresAt });
+    await this.db
+      .insert(sessions)
+      .values({ tokenHash: sha256(token), userId, tenantId: me.tenant.id, createdAt: now, expiresAt });
     return { me, token, expiresAt };
   }
 }

@@ -63,7 +63,14 @@ export class ApiKeyService implements ApiKeyAuthenticator {
       createdAt: this.now(),
     };
     await this.db.insert(apiKeys).values(row);
-    return { id: row.id, type: row.type, name: row.name, key, displayPrefix: row.displayPrefix, createdAt: row.createdAt };
+    return {
+      id: row.id,
+      type: row.type,
+      name: row.name,
+      key,
+      displayPrefix: row.displayPrefix,
+      createdAt: row.createdAt,
+    };
   }
 
   async list(tenantId: string): Promise<ApiKey[]> {
@@ -105,10 +112,12 @@ export class ApiKeyService implements ApiKeyAuthenticator {
       .leftJoin(users, eq(users.id, apiKeys.userId))
       .where(eq(apiKeys.keyHash, hash))
       .limit(1);
-    if (!found || !constantTimeEqual(found.key.keyHash, hash)) throw new UnauthenticatedError("the API key is not valid");
+    if (!found || !constantTimeEqual(found.key.keyHash, hash))
+      throw new UnauthenticatedError("the API key is not valid");
     if (found.key.revokedAt !== null) throw new UnauthenticatedError("the API key has been revoked");
     // A pat acts as its user and dies with them.
-    if (found.key.type === "pat" && found.userId === null) throw new UnauthenticatedError("the API key's user no longer exists");
+    if (found.key.type === "pat" && found.userId === null)
+      throw new UnauthenticatedError("the API key's user no longer exists");
     const principal: KeyPrincipal = {
       kind: "key",
       keyId: found.key.id,

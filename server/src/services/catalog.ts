@@ -47,7 +47,10 @@ export class CatalogService {
 
   // ---- services ----
 
-  async createService(tenantId: string, input: { name: string; regions?: string[]; replicas?: number }): Promise<SiftService> {
+  async createService(
+    tenantId: string,
+    input: { name: string; regions?: string[]; replicas?: number },
+  ): Promise<SiftService> {
     const regions = input.regions ? [...new Set(input.regions)] : [...REGION_IDS];
     const unknown = regions.filter((r) => !isRegionId(r));
     if (unknown.length) {
@@ -55,18 +58,30 @@ export class CatalogService {
         { field: "regions", message: `must be among ${REGION_IDS.join(", ")}` },
       ]);
     }
-    const row = { id: newId("svc"), tenantId, name: input.name, regions, replicas: input.replicas ?? 1, createdAt: this.now() };
+    const row = {
+      id: newId("svc"),
+      tenantId,
+      name: input.name,
+      regions,
+      replicas: input.replicas ?? 1,
+      createdAt: this.now(),
+    };
     try {
       await this.db.insert(services).values(row);
     } catch (error) {
-      if (isUniqueViolation(error)) throw new ConflictError(`the service name "${input.name}" is taken: service names are unique across Sift`);
+      if (isUniqueViolation(error))
+        throw new ConflictError(`the service name "${input.name}" is taken: service names are unique across Sift`);
       throw error;
     }
     return toService(row);
   }
 
   async listServices(tenantId: string): Promise<SiftService[]> {
-    const rows = await this.db.select().from(services).where(eq(services.tenantId, tenantId)).orderBy(asc(services.name));
+    const rows = await this.db
+      .select()
+      .from(services)
+      .where(eq(services.tenantId, tenantId))
+      .orderBy(asc(services.name));
     return rows.map(toService);
   }
 
@@ -77,7 +92,8 @@ export class CatalogService {
   async deleteService(tenantId: string, name: string): Promise<void> {
     const row = await this.serviceRow(tenantId, name);
     const [held] = await this.db.select({ n: count() }).from(indexes).where(eq(indexes.serviceId, row.id));
-    if ((held?.n ?? 0) > 0) throw new ConflictError(`service "${name}" still holds ${held!.n} index(es): delete them first`);
+    if ((held?.n ?? 0) > 0)
+      throw new ConflictError(`service "${name}" still holds ${held!.n} index(es): delete them first`);
     await this.db.delete(services).where(eq(services.id, row.id));
   }
 
@@ -94,7 +110,10 @@ export class CatalogService {
   // ---- indexes ----
 
   /** Creates the index with an empty version 0, so record writes have a base from the start. */
-  async createIndex(tenantId: string, input: { name: string; serviceName: string; visibility?: Visibility }): Promise<SiftIndex> {
+  async createIndex(
+    tenantId: string,
+    input: { name: string; serviceName: string; visibility?: Visibility },
+  ): Promise<SiftIndex> {
     const service = await this.serviceRow(tenantId, input.serviceName);
     const id = newId("idx");
     const now = this.now();
@@ -128,9 +147,13 @@ export class CatalogService {
     } catch (error) {
       // The caller gets the error that matters; a leftover engine index is unreachable (no row names it).
       await this.engine.dropIndex(id).catch((dropError: Error) =>
-        this.log.warn("could not drop the engine index of an index that was not created", { index: id, error: dropError.message }),
+        this.log.warn("could not drop the engine index of an index that was not created", {
+          index: id,
+          error: dropError.message,
+        }),
       );
-      if (isUniqueViolation(error)) throw new ConflictError(`an index named "${input.name}" already exists in this tenant`);
+      if (isUniqueViolation(error))
+        throw new ConflictError(`an index named "${input.name}" already exists in this tenant`);
       throw error;
     }
     return this.describe((await this.byName(tenantId, input.name))!);

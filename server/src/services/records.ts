@@ -30,7 +30,8 @@ export class RecordService {
     const ref = await this.index(p, "records.read", indexName);
     const resolved = await this.versions.resolve(ref, version);
     const record = await this.engine.get(ref.id, resolved, recordId);
-    if (!record) throw new NotFoundError(`record "${recordId}" does not exist in version ${resolved} of index "${indexName}"`);
+    if (!record)
+      throw new NotFoundError(`record "${recordId}" does not exist in version ${resolved} of index "${indexName}"`);
     return record;
   }
 
@@ -38,7 +39,10 @@ export class RecordService {
     const ref = await this.index(p, "index.write", indexName);
     const checked = checkRecord(body, { idOverride: recordId });
     if (!checked.ok) {
-      throw new InvalidArgumentError(`invalid record: ${checked.errors.map((e) => `${e.field} ${e.message}`).join("; ")}`, checked.errors);
+      throw new InvalidArgumentError(
+        `invalid record: ${checked.errors.map((e) => `${e.field} ${e.message}`).join("; ")}`,
+        checked.errors,
+      );
     }
     return this.versions.applyRecordChange(ref, { upserts: [checked.record] });
   }

@@ -25,7 +25,9 @@ export interface SearchOutcome {
 
 /** A hit as the contract's SearchResult: the record as stored, plus its distance when geo-biased. */
 export function suggestionOf(hit: SearchHit): SearchResult {
-  return hit.distanceMeters === undefined ? hit.record : { ...hit.record, distanceMeters: Math.round(hit.distanceMeters) };
+  return hit.distanceMeters === undefined
+    ? hit.record
+    : { ...hit.record, distanceMeters: Math.round(hit.distanceMeters) };
 }
 
 export class SearchService {
@@ -78,7 +80,10 @@ export class SearchService {
     if (requested === undefined) return this.region;
     if (!isRegionId(requested)) throw InvalidArgumentError.field("regionId", `must be one of ${REGION_IDS.join(", ")}`);
     if (!ref.regions.includes(requested)) {
-      throw InvalidArgumentError.field("regionId", `service "${ref.serviceName}" is not deployed in ${requested}; its regions: ${ref.regions.join(", ")}`);
+      throw InvalidArgumentError.field(
+        "regionId",
+        `service "${ref.serviceName}" is not deployed in ${requested}; its regions: ${ref.regions.join(", ")}`,
+      );
     }
     return requested;
   }
@@ -96,7 +101,8 @@ function filterOf(text: string | undefined): FilterExpr | undefined {
   try {
     return parseFilter(text);
   } catch (error) {
-    if (error instanceof FilterSyntaxError) throw new InvalidArgumentError(`filter: ${error.message}`, [{ field: "filter", message: error.message }]);
+    if (error instanceof FilterSyntaxError)
+      throw new InvalidArgumentError(`filter: ${error.message}`, [{ field: "filter", message: error.message }]);
     throw error;
   }
 }

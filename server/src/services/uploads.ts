@@ -6,7 +6,13 @@ import type { Principal } from "../auth/principal.ts";
 import { authorizeIndex, tenantOf } from "../auth/authority.ts";
 import { newId } from "../auth/secrets.ts";
 import { sign, verifySignature } from "../auth/signing.ts";
-import { ConflictError, ForbiddenError, InvalidArgumentError, NotFoundError, PayloadTooLargeError } from "../domain/errors.ts";
+import {
+  ConflictError,
+  ForbiddenError,
+  InvalidArgumentError,
+  NotFoundError,
+  PayloadTooLargeError,
+} from "../domain/errors.ts";
 import { BlobTooLargeError, uploadBlobKey, type BlobStore } from "../ports/blobs.ts";
 import type { Db } from "../store/open.ts";
 import { uploads, versions } from "../store/schema.ts";
@@ -58,7 +64,9 @@ export class UploadService {
     } catch (error) {
       // docs/uploads.md, Start: starting an upload for an index that does not exist is a 400.
       if (missing === "400" && error instanceof NotFoundError) {
-        throw new InvalidArgumentError(`index "${indexName}" does not exist: create it first`, [{ field: "indexName", message: "no such index" }]);
+        throw new InvalidArgumentError(`index "${indexName}" does not exist: create it first`, [
+          { field: "indexName", message: "no such index" },
+        ]);
       }
       throw error;
     }
@@ -69,13 +77,32 @@ export class UploadService {
     const major = await this.versions.takeMajor(ref.id);
     const version = String(major);
     const now = this.now();
-    const row = { id: newId("upl"), indexId: ref.id, version, state: "awaiting_upload" as const, expiresAt: now + UPLOAD_URL_TTL_MS, createdAt: now };
+    const row = {
+      id: newId("upl"),
+      indexId: ref.id,
+      version,
+      state: "awaiting_upload" as const,
+      expiresAt: now + UPLOAD_URL_TTL_MS,
+      createdAt: now,
+    };
     await this.db.transaction(async (tx) => {
-      await tx.insert(versions).values({ indexId: ref.id, version, major, minor: 0, parent: null, kind: "bulk", state: "pending", createdAt: now });
+      await tx.insert(versions).values({
+        indexId: ref.id,
+        version,
+        major,
+        minor: 0,
+        parent: null,
+        kind: "bulk",
+        state: "pending",
+        createdAt: now,
+      });
       await tx.insert(uploads).values(row);
     });
     const signature = sign(this.secret, this.signedMessage(row.id, row.indexId, version, row.expiresAt));
-    return { uploadUrl: `${baseUrl}/v1/blobs/${row.id}?expires=${row.expiresAt}&signature=${signature}`, indexVersion: version };
+    return {
+      uploadUrl: `${baseUrl}/v1/blobs/${row.id}?expires=${row.expiresAt}&signature=${signature}`,
+      indexVersion: version,
+    };
   }
 
   /** The HMAC covers method, upload, index, version and expiry: change any and the URL is refused. */
@@ -91,16 +118,23 @@ export class UploadService {
     body: AsyncIterable<Uint8Array> | null,
   ): Promise<{ bytes: number }> {
     const [row] = await this.db.select().from(uploads).where(eq(uploads.id, uploadId)).limit(1);
-    const valid = row && row.expiresAt === expires && verifySignature(this.secret, this.signedMessage(row.id, row.indexId, row.version, expires), signature);
+    const valid =
+      row &&
+      row.expiresAt === expires &&
+      verifySignature(this.secret, this.signedMessage(row.id, row.indexId, row.version, expires), signature);
     if (!valid) throw new ForbiddenError("the upload URL is not valid: its signature does not match");
-    if (this.now() > expires) throw new ForbiddenError("the upload URL has expired (they are valid for 15 minutes): start a new upload");
+    if (this.now() > expires)
+      throw new ForbiddenError("the upload URL has expired (they are valid for 15 minutes): start a new upload");
     if (row.state !== "awaiting_upload" || this.receiving.has(row.id)) {
       throw new ConflictError("this upload URL has already been used: start a new upload to send another file");
     }
     if (declaredLength !== undefined && declaredLength > this.maxUploadBytes) {
       throw new PayloadTooLargeError(`the file is larger than the upload limit of ${this.maxUploadBytes} bytes`);
     }
-    if (!body) throw new InvalidArgumentError("the upload has no body: PUT the file's bytes", [{ field: "body", message: "is required" }]);
+    if (!body)
+      throw new InvalidArgumentError("the upload has no body: PUT the file's bytes", [
+        { field: "body", message: "is required" },
+      ]);
     this.receiving.add(row.id);
     try {
       const { bytes } = await this.blobs.write(uploadBlobKey(row), body, { maxBytes: this.maxUploadBytes });
@@ -114,13 +148,19 @@ export class UploadService {
     }
   }
 
-  async complete(p: Principal, input: { indexName: string; indexVersion: string; activate?: boolean; skipInvalid?: boolean }): Promise<void> {
+  async complete(
+    p: Principal,
+    input: { indexName: string; indexVersion: string; activate?: boolean; skipInvalid?: boolean },
+  ): Promise<void> {
     const ref = await this.index(p, input.indexName, "404");
     const row = await this.row(ref, input.indexVersion);
     if (row.state === "awaiting_upload") {
-      throw new ConflictError(`no file has been uploaded for version ${input.indexVersion}: PUT the bytes to the upload URL first`);
+      throw new ConflictError(
+        `no file has been uploaded for version ${input.indexVersion}: PUT the bytes to the upload URL first`,
+      );
     }
-    if (row.state !== "uploaded") throw new ConflictError(`version ${input.indexVersion} was already completed (ingest ${row.state})`);
+    if (row.state !== "uploaded")
+      throw new ConflictError(`version ${input.indexVersion} was already completed (ingest ${row.state})`);
     const [queued] = await this.db
       .update(uploads)
       .set({

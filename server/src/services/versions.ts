@@ -72,7 +72,11 @@ export class VersionService {
         const records =
           r.state === "ready"
             ? await engine.count(ref.id, r.version).catch((error: Error) => {
-                log.warn("could not count the records of a version", { index: ref.id, version: r.version, error: error.message });
+                log.warn("could not count the records of a version", {
+                  index: ref.id,
+                  version: r.version,
+                  error: error.message,
+                });
                 return undefined;
               })
             : r.records;
@@ -88,7 +92,8 @@ export class VersionService {
       if (!row || row.state === "dropped") {
         throw new NotFoundError(`version ${version} of index "${ref.name}" does not exist or is no longer retained`);
       }
-      if (row.state !== "ready") throw new ConflictError(`version ${version} is ${row.state}: only a ready version can be activated`);
+      if (row.state !== "ready")
+        throw new ConflictError(`version ${version} is ${row.state}: only a ready version can be activated`);
       await setActive(this.ctx, ref.id, version);
       return version;
     });
@@ -110,7 +115,11 @@ export class VersionService {
   }
 
   /** Makes a committed bulk version ready and maybe active (versions/bulk.ts). */
-  finishBulk(ref: IndexRef, major: number, options: { records: number; activate: boolean; startedAt: number }): Promise<VersionId> {
+  finishBulk(
+    ref: IndexRef,
+    major: number,
+    options: { records: number; activate: boolean; startedAt: number },
+  ): Promise<VersionId> {
     return finishBulk(this.ctx, ref, major, options);
   }
 

@@ -1,16 +1,7 @@
 // Metadata store schema (Drizzle, Postgres dialect): one schema for PGlite and PostgreSQL.
 // Times are epoch milliseconds (bigint, read as numbers) because the API speaks epoch ms.
 import { sql } from "drizzle-orm";
-import {
-  bigint,
-  index,
-  integer,
-  jsonb,
-  pgTable,
-  primaryKey,
-  text,
-  uniqueIndex,
-} from "drizzle-orm/pg-core";
+import { bigint, index, integer, jsonb, pgTable, primaryKey, text, uniqueIndex } from "drizzle-orm/pg-core";
 
 const epochMs = (name: string) => bigint(name, { mode: "number" });
 
@@ -166,7 +157,10 @@ export const uploads = pgTable(
     recordsIngested: bigint("records_ingested", { mode: "number" }).notNull().default(0),
     recordsSuppressed: bigint("records_suppressed", { mode: "number" }).notNull().default(0),
     recordsInvalid: bigint("records_invalid", { mode: "number" }).notNull().default(0),
-    errors: jsonb("errors").$type<{ line: number; field?: string; message: string }[]>().notNull().default(sql`'[]'::jsonb`),
+    errors: jsonb("errors")
+      .$type<{ line: number; field?: string; message: string }[]>()
+      .notNull()
+      .default(sql`'[]'::jsonb`),
     errorCount: bigint("error_count", { mode: "number" }).notNull().default(0),
     failureReason: text("failure_reason"),
     activate: integer("activate").notNull().default(1),

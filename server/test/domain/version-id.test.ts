@@ -20,7 +20,21 @@ describe("VersionId", () => {
   });
 
   it("refuses ids that are not canonical, naming the value", () => {
-    for (const bad of ["", "7.", ".3", "7.0", "07", "7.03", "7.3.1", "-1", "1e3", " 7", "7 ", "a", "99999999999999999999"]) {
+    for (const bad of [
+      "",
+      "7.",
+      ".3",
+      "7.0",
+      "07",
+      "7.03",
+      "7.3.1",
+      "-1",
+      "1e3",
+      " 7",
+      "7 ",
+      "a",
+      "99999999999999999999",
+    ]) {
       expect(tryParseVersion(bad), bad).toBeNull();
       expect(() => parseVersion(bad), bad).toThrow(InvalidVersionIdError);
     }

@@ -19,7 +19,9 @@ function request(query: string, extra: Partial<SearchRequest> = {}): SearchReque
 
 function haversine(lat1: number, lon1: number, lat2: number, lon2: number): number {
   const r = Math.PI / 180;
-  const a = Math.sin(((lat2 - lat1) * r) / 2) ** 2 + Math.cos(lat1 * r) * Math.cos(lat2 * r) * Math.sin(((lon2 - lon1) * r) / 2) ** 2;
+  const a =
+    Math.sin(((lat2 - lat1) * r) / 2) ** 2 +
+    Math.cos(lat1 * r) * Math.cos(lat2 * r) * Math.sin(((lon2 - lon1) * r) / 2) ** 2;
   return 2 * 6_371_008.8 * Math.asin(Math.sqrt(a));
 }
 
@@ -60,7 +62,13 @@ export function describeEngineConformance(name: string, open: OpenEngine): void 
         images: ["https://img.example/1.jpg", "https://img.example/2.jpg"],
         latitude: "47.37690",
         longitude: "8.54170",
-        data: { price: 4.5, inStock: true, tags: ["coffee", "cake"], address: { city: "Zürich", zip: "8001" }, empty: {} },
+        data: {
+          price: 4.5,
+          inStock: true,
+          tags: ["coffee", "cake"],
+          address: { city: "Zürich", zip: "8001" },
+          empty: {},
+        },
       };
 
       it("stores records exactly and counts them", async () => {
@@ -78,7 +86,10 @@ export function describeEngineConformance(name: string, open: OpenEngine): void 
         await engine.createIndex(key);
         const writer = await engine.bulkWriter(key, 1);
         await writer.add([{ id: "a", title: "First title" }]);
-        await writer.add([{ id: "a", title: "Second title" }, { id: "b", title: "Other" }]);
+        await writer.add([
+          { id: "a", title: "Second title" },
+          { id: "b", title: "Other" },
+        ]);
         expect(await writer.commit()).toEqual({ records: 2 });
         expect((await engine.get(key, "1", "a"))?.title).toBe("Second title");
         expect(ids(await search(key, "first"))).toEqual([]);
@@ -254,7 +265,8 @@ export function describeEngineConformance(name: string, open: OpenEngine): void 
       });
 
       it("filters on numbers and booleans, nested paths, with && || ! and parentheses", async () => {
-        const f = (text: string) => search(key, "blue", { scope: "all", filter: parseFilter(text), limit: 10 }).then((h) => new Set(ids(h)));
+        const f = (text: string) =>
+          search(key, "blue", { scope: "all", filter: parseFilter(text), limit: 10 }).then((h) => new Set(ids(h)));
         expect(await f("data.price<20")).toEqual(new Set(["d"]));
         expect(await f("data.price>=10 && data.inStock=true")).toEqual(new Set(["t"]));
         expect(await f("data.inStock=false || data.stock.count>2")).toEqual(new Set(["d", "arr"]));
@@ -262,11 +274,13 @@ export function describeEngineConformance(name: string, open: OpenEngine): void 
       });
 
       it("never matches a comparison on a missing field or a field of another type", async () => {
-        const all = (text: string) => engine.search(key, "1", request("house", { filter: parseFilter(text) })).then(ids);
+        const all = (text: string) =>
+          engine.search(key, "1", request("house", { filter: parseFilter(text) })).then(ids);
         expect(await all("data.inStock=false")).toEqual([]);
         expect(await all("data.inStock!=true")).toEqual([]);
         expect(await all("data.price!=1")).toEqual(["none"]);
-        const cafe = (text: string) => engine.search(key, "1", request("garden", { filter: parseFilter(text) })).then(ids);
+        const cafe = (text: string) =>
+          engine.search(key, "1", request("garden", { filter: parseFilter(text) })).then(ids);
         expect(await cafe("data.price<100")).toEqual([]); // "12" is a string
         expect(await cafe("data.stock.count=3")).toEqual(["arr"]);
       });
@@ -278,8 +292,18 @@ export function describeEngineConformance(name: string, open: OpenEngine): void 
           { id: "a", title: "Alpha" },
           { id: "b", title: "Beta" },
         ]);
-        await engine.applyChange(key, { version: "1.1", parent: "1", upserts: [{ id: "c", title: "Gamma" }], deletes: [] });
-        await engine.applyChange(key, { version: "1.2", parent: "1.1", upserts: [{ id: "a", title: "Alpha Prime" }], deletes: ["b"] });
+        await engine.applyChange(key, {
+          version: "1.1",
+          parent: "1",
+          upserts: [{ id: "c", title: "Gamma" }],
+          deletes: [],
+        });
+        await engine.applyChange(key, {
+          version: "1.2",
+          parent: "1.1",
+          upserts: [{ id: "a", title: "Alpha Prime" }],
+          deletes: ["b"],
+        });
         expect(await engine.count(key, "1")).toBe(2);
         expect(await engine.count(key, "1.1")).toBe(3);
         expect(await engine.count(key, "1.2")).toBe(2);
@@ -296,16 +320,31 @@ export function describeEngineConformance(name: string, open: OpenEngine): void 
       it("branches from an older version: a delete hides the id in its version and descendants only", async () => {
         const key = await indexWith([{ id: "a", title: "Anchor" }]);
         await engine.applyChange(key, { version: "1.1", parent: "1", upserts: [], deletes: ["a"] });
-        await engine.applyChange(key, { version: "1.2", parent: "1.1", upserts: [{ id: "z", title: "Zebra" }], deletes: [] });
+        await engine.applyChange(key, {
+          version: "1.2",
+          parent: "1.1",
+          upserts: [{ id: "z", title: "Zebra" }],
+          deletes: [],
+        });
         // Activating "1" again and writing branches from it.
-        await engine.applyChange(key, { version: "1.3", parent: "1", upserts: [{ id: "y", title: "Yak" }], deletes: [] });
+        await engine.applyChange(key, {
+          version: "1.3",
+          parent: "1",
+          upserts: [{ id: "y", title: "Yak" }],
+          deletes: [],
+        });
         expect(await engine.get(key, "1.2", "a")).toBeNull();
         expect(await engine.get(key, "1.3", "a")).toEqual({ id: "a", title: "Anchor" });
         expect(ids(await search(key, "anc", {}, "1.3"))).toEqual(["a"]);
         expect(await engine.get(key, "1.3", "z")).toBeNull();
         expect(await engine.count(key, "1.3")).toBe(2);
         // A PUT of a deleted id writes it again.
-        await engine.applyChange(key, { version: "1.4", parent: "1.2", upserts: [{ id: "a", title: "Anchor Again" }], deletes: [] });
+        await engine.applyChange(key, {
+          version: "1.4",
+          parent: "1.2",
+          upserts: [{ id: "a", title: "Anchor Again" }],
+          deletes: [],
+        });
         expect(ids(await search(key, "again", {}, "1.4"))).toEqual(["a"]);
         const listed = await engine.versions(key);
         expect(listed.map((v) => [v.version, v.parent, v.records])).toEqual([
@@ -322,7 +361,12 @@ export function describeEngineConformance(name: string, open: OpenEngine): void 
           { id: "m", title: "Market", weight: 5 },
           { id: "n", title: "Market", weight: 50 },
         ]);
-        await engine.applyChange(key, { version: "1.1", parent: "1", upserts: [{ id: "o", title: "Market", weight: 20 }], deletes: [] });
+        await engine.applyChange(key, {
+          version: "1.1",
+          parent: "1",
+          upserts: [{ id: "o", title: "Market", weight: 20 }],
+          deletes: [],
+        });
         expect(ids(await search(key, "mark", { weighted: true }, "1.1"))).toEqual(["n", "o", "m"]);
         expect(ids(await search(key, "mark", {}, "1.1"))).toEqual(["m", "n", "o"]);
       });
@@ -332,21 +376,41 @@ export function describeEngineConformance(name: string, open: OpenEngine): void 
           { id: "a", title: "Apple", weight: 3 },
           { id: "b", title: "Banana" },
         ]);
-        await engine.applyChange(key, { version: "1.1", parent: "1", upserts: [{ id: "c", title: "Apricot", weight: 7 }], deletes: ["b"] });
+        await engine.applyChange(key, {
+          version: "1.1",
+          parent: "1",
+          upserts: [{ id: "c", title: "Apricot", weight: 7 }],
+          deletes: ["b"],
+        });
         expect(await engine.checkpoint(key, "1.1", 2)).toEqual({ records: 2 });
         expect(ids(await search(key, "ap", { weighted: true }, "2"))).toEqual(["c", "a"]);
         expect(await engine.get(key, "2", "b")).toBeNull();
         await engine.dropVersion(key, "1");
         expect((await engine.versions(key)).map((v) => v.version)).toEqual(["2"]);
         expect(await engine.count(key, "2")).toBe(2);
-        await engine.applyChange(key, { version: "2.1", parent: "2", upserts: [{ id: "b", title: "Blueberry" }], deletes: [] });
+        await engine.applyChange(key, {
+          version: "2.1",
+          parent: "2",
+          upserts: [{ id: "b", title: "Blueberry" }],
+          deletes: [],
+        });
         expect(await engine.count(key, "2.1")).toBe(3);
       });
 
       it("drops a minor version, and a major with its minors", async () => {
         const key = await indexWith([{ id: "a", title: "One" }]);
-        await engine.applyChange(key, { version: "1.1", parent: "1", upserts: [{ id: "b", title: "Two" }], deletes: [] });
-        await engine.applyChange(key, { version: "1.2", parent: "1", upserts: [{ id: "c", title: "Three" }], deletes: [] });
+        await engine.applyChange(key, {
+          version: "1.1",
+          parent: "1",
+          upserts: [{ id: "b", title: "Two" }],
+          deletes: [],
+        });
+        await engine.applyChange(key, {
+          version: "1.2",
+          parent: "1",
+          upserts: [{ id: "c", title: "Three" }],
+          deletes: [],
+        });
         const writer = await engine.bulkWriter(key, 2);
         await writer.add([{ id: "x", title: "Fresh" }]);
         await writer.commit();
@@ -359,13 +423,22 @@ export function describeEngineConformance(name: string, open: OpenEngine): void 
       });
 
       it("answers searches on a version consistently while writes go on", async () => {
-        const records = Array.from({ length: 300 }, (_, i) => ({ id: `r${String(i).padStart(3, "0")}`, title: `Station ${i % 7}`, weight: i + 1 }));
+        const records = Array.from({ length: 300 }, (_, i) => ({
+          id: `r${String(i).padStart(3, "0")}`,
+          title: `Station ${i % 7}`,
+          weight: i + 1,
+        }));
         const key = await indexWith(records);
         const baseline = ids(await search(key, "station", { weighted: true }));
         let parent = "1";
         const writes = (async () => {
           for (let i = 1; i <= 15; i++) {
-            await engine.applyChange(key, { version: `1.${i}`, parent, upserts: [{ id: `new${i}`, title: "Station", weight: 10_000 + i }], deletes: ["r299"] });
+            await engine.applyChange(key, {
+              version: `1.${i}`,
+              parent,
+              upserts: [{ id: `new${i}`, title: "Station", weight: 10_000 + i }],
+              deletes: ["r299"],
+            });
             parent = `1.${i}`;
           }
           const writer = await engine.bulkWriter(key, 2);
@@ -383,13 +456,30 @@ export function describeEngineConformance(name: string, open: OpenEngine): void 
       // Many records share a title, so any engine must rank them the same way: lexical scores
       // tie, then weight (when weighted), then distance (with a point), then id.
       const rand = random(20261122);
-      const words = ["north", "nord", "norte", "station", "stadium", "state", "park", "parking", "río", "rio", "ocean", "oak"];
+      const words = [
+        "north",
+        "nord",
+        "norte",
+        "station",
+        "stadium",
+        "state",
+        "park",
+        "parking",
+        "río",
+        "rio",
+        "ocean",
+        "oak",
+      ];
       const titles = Array.from({ length: 25 }, () => {
         const n = 1 + Math.floor(rand() * 3);
         return Array.from({ length: n }, () => words[Math.floor(rand() * words.length)]!).join(" ");
       });
       const records: SearchRecord[] = Array.from({ length: 400 }, (_, i) => {
-        const r: SearchRecord = { id: `id${String(i).padStart(4, "0")}`, title: titles[Math.floor(rand() * titles.length)]!, data: {} };
+        const r: SearchRecord = {
+          id: `id${String(i).padStart(4, "0")}`,
+          title: titles[Math.floor(rand() * titles.length)]!,
+          data: {},
+        };
         if (rand() < 0.7) r.weight = 1 + Math.floor(rand() * 20);
         if (rand() < 0.8) {
           r.latitude = (40 + rand() * 10).toFixed(4);
@@ -397,7 +487,22 @@ export function describeEngineConformance(name: string, open: OpenEngine): void 
         }
         return r;
       });
-      const queries = ["n", "no", "nor", "north", "st", "sta", "park", "rio", "río", "oa", "north st", "park n", "state park", "o"];
+      const queries = [
+        "n",
+        "no",
+        "nor",
+        "north",
+        "st",
+        "sta",
+        "park",
+        "rio",
+        "río",
+        "oa",
+        "north st",
+        "park n",
+        "state park",
+        "o",
+      ];
 
       let key: string;
       beforeAll(async () => {
@@ -411,7 +516,12 @@ export function describeEngineConformance(name: string, open: OpenEngine): void 
       }
 
       it.each(queries)("finds exactly the matching records for %j and orders equal titles correctly", async (query) => {
-        for (const mode of [{}, { weighted: true }, { geo: { latitude: 45, longitude: 2 } }, { weighted: true, geo: { latitude: 47, longitude: 8 } }]) {
+        for (const mode of [
+          {},
+          { weighted: true },
+          { geo: { latitude: 45, longitude: 2 } },
+          { weighted: true, geo: { latitude: 47, longitude: 8 } },
+        ]) {
           const hits = await search(key, query, { limit: 100, ...mode });
           const expected = records.filter((r) => matches(r, query));
           if (expected.length <= 100) expect(new Set(ids(hits))).toEqual(new Set(expected.map((r) => r.id)));

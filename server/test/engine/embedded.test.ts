@@ -40,7 +40,30 @@ async function bulk(engine: SearchEngine, key: string, major: number, records: S
 
 // Words share prefixes and differ by diacritics and case; ids include characters whose UTF-16
 // order differs from code point order.
-const WORDS = ["san", "sano", "santa", "Santé", "sant", "STAR", "start", "stár", "río", "rio", "rion", "東京", "東", "x", "xy", "new", "newt", "york", "yorker", "a", "ab", "abc"];
+const WORDS = [
+  "san",
+  "sano",
+  "santa",
+  "Santé",
+  "sant",
+  "STAR",
+  "start",
+  "stár",
+  "río",
+  "rio",
+  "rion",
+  "東京",
+  "東",
+  "x",
+  "xy",
+  "new",
+  "newt",
+  "york",
+  "yorker",
+  "a",
+  "ab",
+  "abc",
+];
 const ID_CHARS = ["a", "b", "c", "é", "Ω", "😀", "\ue000", "1", "9"];
 
 function makeRecords(rand: () => number, count: number, prefix = ""): SearchRecord[] {
@@ -48,7 +71,10 @@ function makeRecords(rand: () => number, count: number, prefix = ""): SearchReco
   const seen = new Set<string>();
   const records: SearchRecord[] = [];
   while (records.length < count) {
-    const id = prefix + Array.from({ length: 1 + Math.floor(rand() * 3) }, () => pick(ID_CHARS)).join("") + (rand() < 0.5 ? String(records.length) : "");
+    const id =
+      prefix +
+      Array.from({ length: 1 + Math.floor(rand() * 3) }, () => pick(ID_CHARS)).join("") +
+      (rand() < 0.5 ? String(records.length) : "");
     if (seen.has(id)) continue;
     seen.add(id);
     const n = 1 + Math.floor(rand() * 4);
@@ -75,7 +101,12 @@ function makeRecords(rand: () => number, count: number, prefix = ""): SearchReco
   return records;
 }
 
-const FILTERS = ["data.price<50", "data.inStock=true && data.price>=10", "!(data.details.size>=2) || data.inStock=false", "data.details.size=3"];
+const FILTERS = [
+  "data.price<50",
+  "data.inStock=true && data.price>=10",
+  "!(data.details.size>=2) || data.inStock=false",
+  "data.details.size=3",
+];
 
 function makeRequests(rand: () => number, count: number): SearchRequest[] {
   const pick = <T>(xs: readonly T[]) => xs[Math.floor(rand() * xs.length)]!;
@@ -88,7 +119,12 @@ function makeRequests(rand: () => number, count: number): SearchRequest[] {
       const last = Array.from(tokens[n - 1]!);
       tokens[n - 1] = last.slice(0, 1 + Math.floor(rand() * last.length)).join("");
     }
-    const request: SearchRequest = { query: tokens.join(" "), scope, weighted: rand() < 0.5, limit: 1 + Math.floor(rand() * 25) };
+    const request: SearchRequest = {
+      query: tokens.join(" "),
+      scope,
+      weighted: rand() < 0.5,
+      limit: 1 + Math.floor(rand() * 25),
+    };
     if (rand() < 0.5) request.geo = { latitude: -60 + rand() * 120, longitude: -180 + rand() * 360 };
     if (rand() < 0.2) request.filter = parseFilter(pick(FILTERS)) as FilterExpr;
     requests.push(request);
@@ -106,12 +142,21 @@ function reference(records: Map<string, PreparedRecord>, request: SearchRequest)
   return toHits(scores.sort(compareScores(request.weighted)).slice(0, request.limit));
 }
 
-async function expectSameAsReference(engine: SearchEngine, key: string, version: string, content: Map<string, PreparedRecord>, requests: SearchRequest[]) {
+async function expectSameAsReference(
+  engine: SearchEngine,
+  key: string,
+  version: string,
+  content: Map<string, PreparedRecord>,
+  requests: SearchRequest[],
+) {
   for (const request of requests) {
     const got = await engine.search(key, version, request);
     const expected = reference(content, request);
     const context = `${version} ${JSON.stringify(request)}`;
-    expect(got.map((h) => h.record.id), context).toEqual(expected.map((h) => h.id));
+    expect(
+      got.map((h) => h.record.id),
+      context,
+    ).toEqual(expected.map((h) => h.id));
     got.forEach((h, i) => {
       if (expected[i]!.distanceMeters === undefined) expect(h.distanceMeters, context).toBeUndefined();
       else expect(h.distanceMeters!, context).toBeCloseTo(expected[i]!.distanceMeters!, 3);
@@ -124,7 +169,10 @@ describe("embedded engine ranking equals the brute-force reference", () => {
   // Each configuration forces different search strategies (segment-search.ts) on the same data.
   const configurations: [string, Partial<EmbeddedEngineOptions>][] = [
     ["default strategies", {}],
-    ["nearest-first and exact intersections everywhere", { tuning: { smallStream: 0, exactIntersection: 0, nearestBudget: 1e9 } }],
+    [
+      "nearest-first and exact intersections everywhere",
+      { tuning: { smallStream: 0, exactIntersection: 0, nearestBudget: 1e9 } },
+    ],
     ["every nearest-first read over budget", { tuning: { smallStream: 0, nearestBudget: 0 } }],
     ["in-order reads of intersections switched to bitmaps at the first match", { tuning: { selectiveAfter: 1 } }],
     ["one-letter prefix index, merged term runs", { maxPrefix: 1, tuning: { maxUnionTerms: 1, smallStream: 0 } }],
@@ -170,7 +218,12 @@ describe("embedded engine persistence", () => {
     let engine = await openEngine({ dataDir });
     await engine.createIndex("k");
     await bulk(engine, "k", 1, records);
-    await engine.applyChange("k", { version: "1.1", parent: "1", upserts: [{ id: "extra", title: "Santa Extra" }], deletes: [records[0]!.id] });
+    await engine.applyChange("k", {
+      version: "1.1",
+      parent: "1",
+      upserts: [{ id: "extra", title: "Santa Extra" }],
+      deletes: [records[0]!.id],
+    });
     const requests = makeRequests(random(4), 30);
     const before = await Promise.all(requests.map((r) => engine.search("k", "1.1", r)));
     const versions = await engine.versions("k");
@@ -219,15 +272,28 @@ describe("embedded engine persistence", () => {
     const last = acknowledged[acknowledged.length - 1]!;
     expect(await engine.count("k", last)).toBe(acknowledged.length + 1);
     // The engine keeps working on top of what survived.
-    await engine.applyChange("k", { version: "1.100000", parent: last, upserts: [{ id: "after", title: "After crash" }], deletes: [] });
-    expect((await engine.search("k", "1.100000", { query: "after", scope: "title", weighted: false, limit: 10 })).map((h) => h.record.id)).toEqual(["after"]);
+    await engine.applyChange("k", {
+      version: "1.100000",
+      parent: last,
+      upserts: [{ id: "after", title: "After crash" }],
+      deletes: [],
+    });
+    expect(
+      (await engine.search("k", "1.100000", { query: "after", scope: "title", weighted: false, limit: 10 })).map(
+        (h) => h.record.id,
+      ),
+    ).toEqual(["after"]);
   });
 
   it("leaves no trace of a bulk build killed before commit", async () => {
     const dataDir = tempDir();
-    const child = spawn(process.execPath, [path.join(import.meta.dirname, "fixtures", "write-forever.ts"), dataDir, "bulk"], {
-      stdio: ["ignore", "pipe", "inherit"],
-    });
+    const child = spawn(
+      process.execPath,
+      [path.join(import.meta.dirname, "fixtures", "write-forever.ts"), dataDir, "bulk"],
+      {
+        stdio: ["ignore", "pipe", "inherit"],
+      },
+    );
     await new Promise<void>((resolve) => {
       child.stdout.on("data", (chunk: Buffer) => {
         if (chunk.toString().includes("adding")) {
@@ -255,7 +321,10 @@ describe("embedded engine persistence", () => {
     await engine.createIndex("k");
     await bulk(engine, "k", 1, makeRecords(random(5), 300));
     await bulk(engine, "k", 2, makeRecords(random(6), 300));
-    const segmentDirs = () => fs.readdirSync(path.join(dataDir, "segments"), { withFileTypes: true }).flatMap((d) => fs.readdirSync(path.join(dataDir, "segments", d.name)));
+    const segmentDirs = () =>
+      fs
+        .readdirSync(path.join(dataDir, "segments"), { withFileTypes: true })
+        .flatMap((d) => fs.readdirSync(path.join(dataDir, "segments", d.name)));
     expect(segmentDirs()).toHaveLength(2);
     await engine.dropVersion("k", "1");
     expect(segmentDirs()).toHaveLength(1);
@@ -268,7 +337,12 @@ describe("embedded engine persistence", () => {
     await engine.createIndex("k");
     const records = makeRecords(random(8), 12_000);
     await bulk(engine, "k", 1, records);
-    await engine.applyChange("k", { version: "1.1", parent: "1", upserts: [{ id: "z", title: "Santa Zeta", weight: 99_999 }], deletes: [] });
+    await engine.applyChange("k", {
+      version: "1.1",
+      parent: "1",
+      upserts: [{ id: "z", title: "Santa Zeta", weight: 99_999 }],
+      deletes: [],
+    });
     const request: SearchRequest = { query: "san", scope: "title", weighted: true, limit: 5 };
     const expected = await engine.search("k", "1.1", request);
     let searchesDuring = 0;

@@ -21,7 +21,8 @@ describe("nearest-first enumeration", () => {
   const points: [number, number][] = [];
   for (let i = 0; i < 3000; i++) points.push([-90 + rand() * 180, -180 + rand() * 360]);
   for (let i = 0; i < 500; i++) points.push([85 + rand() * 5, -180 + rand() * 360]);
-  for (let i = 0; i < 500; i++) points.push([-60 + rand() * 120, rand() < 0.5 ? 179.5 + rand() * 0.5 : -180 + rand() * 0.5]);
+  for (let i = 0; i < 500; i++)
+    points.push([-60 + rand() * 120, rand() < 0.5 ? 179.5 + rand() * 0.5 : -180 + rand() * 0.5]);
   const geo = index(points);
 
   it.each([
@@ -32,7 +33,11 @@ describe("nearest-first enumeration", () => {
     [-20, -179.9],
     [48.85, 2.35],
   ])("yields every point in distance order from (%d, %d)", (lat, lon) => {
-    const members = new RunSource(Uint32Array.from(points, (_, i) => i), 0, points.length);
+    const members = new RunSource(
+      Uint32Array.from(points, (_, i) => i),
+      0,
+      points.length,
+    );
     const it = new NearestIterator(geo, members, lat, lon);
     const seen: number[] = [];
     let previous = -1;

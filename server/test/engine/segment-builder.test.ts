@@ -20,7 +20,10 @@ function records(count: number): SearchRecord[] {
   const pick = <T>(xs: readonly T[]) => xs[Math.floor(rand() * xs.length)]!;
   return Array.from({ length: count }, (_, i) => {
     // Some ids repeat: the later record must replace the earlier one.
-    const id = rand() < 0.1 ? `dup${i % 7}` : Array.from({ length: 1 + Math.floor(rand() * 3) }, () => pick(ID_CHARS)).join("") + i;
+    const id =
+      rand() < 0.1
+        ? `dup${i % 7}`
+        : Array.from({ length: 1 + Math.floor(rand() * 3) }, () => pick(ID_CHARS)).join("") + i;
     const record: SearchRecord = {
       id,
       title: Array.from({ length: 1 + Math.floor(rand() * 4) }, () => pick(WORDS)).join(" "),

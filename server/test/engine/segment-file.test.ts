@@ -2,7 +2,13 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { SegmentFileWriter, openSegmentFile, sectionOf, writeSegmentFile, type Section } from "../../src/engine/embedded/segment/segment-file.ts";
+import {
+  SegmentFileWriter,
+  openSegmentFile,
+  sectionOf,
+  writeSegmentFile,
+  type Section,
+} from "../../src/engine/embedded/segment/segment-file.ts";
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sift-segfile-"));
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
@@ -21,7 +27,11 @@ function writeV1(file: string, meta: unknown, all: Record<string, Section>): voi
   const header: { meta: unknown; sections: Record<string, unknown> } = { meta, sections: {} };
   let offset = 0;
   for (const [name, a] of Object.entries(all)) {
-    header.sections[name] = { type: a instanceof Float64Array ? "f64" : a instanceof Uint32Array ? "u32" : "u8", offset, length: a.length };
+    header.sections[name] = {
+      type: a instanceof Float64Array ? "f64" : a instanceof Uint32Array ? "u32" : "u8",
+      offset,
+      length: a.length,
+    };
     offset = align8(offset + a.byteLength);
   }
   const json = Buffer.from(JSON.stringify(header));
@@ -31,7 +41,10 @@ function writeV1(file: string, meta: unknown, all: Record<string, Section>): voi
   out.writeUInt32LE(json.length, 8);
   json.copy(out, 16);
   for (const [name, a] of Object.entries(all)) {
-    Buffer.from(a.buffer, a.byteOffset, a.byteLength).copy(out, base + (header.sections[name] as { offset: number }).offset);
+    Buffer.from(a.buffer, a.byteOffset, a.byteLength).copy(
+      out,
+      base + (header.sections[name] as { offset: number }).offset,
+    );
   }
   fs.writeFileSync(file, out);
 }
@@ -90,14 +103,21 @@ describe("segment files", () => {
     await out.finish({});
     const opened = await openSegmentFile(file, true);
     // Parts never put stay zero.
-    expect(plain(opened.sections)).toEqual({ head: [7], bytes: [0, 0, 0, 9, 8], words: [0, 10, 20, 0, 40, 50], tail: [2.5] });
+    expect(plain(opened.sections)).toEqual({
+      head: [7],
+      bytes: [0, 0, 0, 9, 8],
+      words: [0, 10, 20, 0, 40, 50],
+      tail: [2.5],
+    });
   });
 
   it("hand out a section only under its element type", async () => {
     const file = path.join(dir, "typed.bin");
     const out = await SegmentFileWriter.create(file);
     // @ts-expect-error: an array of another element type is refused at run time too
-    await expect(out.add({ stored: "reals", type: "f64" }, Uint32Array.from([1]))).rejects.toThrow(/u32 elements in a f64 section/);
+    await expect(out.add({ stored: "reals", type: "f64" }, Uint32Array.from([1]))).rejects.toThrow(
+      /u32 elements in a f64 section/,
+    );
     await out.add({ stored: "words", type: "u32" }, Uint32Array.from([1, 2]));
     await out.finish({});
     const { sections: opened } = await openSegmentFile(file, false);

@@ -15,7 +15,24 @@ import { random } from "../support/random.ts";
 const root = fs.mkdtempSync(path.join(os.tmpdir(), "sift-golden-"));
 afterAll(() => fs.rmSync(root, { recursive: true, force: true }));
 
-const SYLLABLES = ["san", "ta", "ré", "río", "ö", "straß", "東", "京", "😀", "ny", "k", "ab", "zoë", "x", "1", "e\u0301"];
+const SYLLABLES = [
+  "san",
+  "ta",
+  "ré",
+  "río",
+  "ö",
+  "straß",
+  "東",
+  "京",
+  "😀",
+  "ny",
+  "k",
+  "ab",
+  "zoë",
+  "x",
+  "1",
+  "e\u0301",
+];
 const ID_CHARS = ["a", "b", "é", "Ω", "東", "😀", "\ue000", "1", "-"];
 const CATEGORIES = ["red", "blue", "green", "Café", "york"];
 
@@ -23,13 +40,19 @@ const CATEGORIES = ["red", "blue", "green", "Café", "york"];
 function goldenRecords(count: number, seed: number, textWords: number): SearchRecord[] {
   const rand = random(seed);
   const pick = <T>(xs: readonly T[]) => xs[Math.floor(rand() * xs.length)]!;
-  const vocabulary = Array.from({ length: 300 }, () => Array.from({ length: 1 + Math.floor(rand() * 3) }, () => pick(SYLLABLES)).join(""));
+  const vocabulary = Array.from({ length: 300 }, () =>
+    Array.from({ length: 1 + Math.floor(rand() * 3) }, () => pick(SYLLABLES)).join(""),
+  );
   // Skewed towards the first words, so that some posting runs are long and most are short.
   const word = () => vocabulary[Math.floor(rand() ** 3 * vocabulary.length)]!;
-  const words = (min: number, spread: number) => Array.from({ length: min + Math.floor(rand() * spread) }, word).join(" ");
+  const words = (min: number, spread: number) =>
+    Array.from({ length: min + Math.floor(rand() * spread) }, word).join(" ");
   return Array.from({ length: count }, (_, i) => {
     // Some ids repeat (the last record of an id wins); many are not ASCII.
-    const id = rand() < 0.08 ? `dup-${i % 13}` : Array.from({ length: 1 + Math.floor(rand() * 3) }, () => pick(ID_CHARS)).join("") + i;
+    const id =
+      rand() < 0.08
+        ? `dup-${i % 13}`
+        : Array.from({ length: 1 + Math.floor(rand() * 3) }, () => pick(ID_CHARS)).join("") + i;
     const data: Record<string, unknown> = { category: pick(CATEGORIES), text: words(1, textWords) };
     if (rand() < 0.7) data.price = Math.round(rand() * 10_000) / 100 - 10;
     if (rand() < 0.5) data.inStock = rand() < 0.5;
@@ -59,9 +82,14 @@ describe("segment bytes", () => {
     const builder = await SegmentBuilder.create(dir, 3, 4096);
     for (const record of goldenRecords(4000, 7, 8)) builder.add(record);
     const meta = await builder.finishFiles();
-    expect(meta).toMatchObject({ docCount: 3703, maxTitleTokens: 8, filterPaths: [["price"], ["details", "rating"], ["inStock"]] });
+    expect(meta).toMatchObject({
+      docCount: 3703,
+      maxTitleTokens: 8,
+      filterPaths: [["price"], ["details", "rating"], ["inStock"]],
+    });
     const { sections } = await openSegmentFile(path.join(dir, INDEX_FILE), false);
-    for (const name of ["dataDocs", "fwdTokens", "termDocs", "prefixDocs"]) expect(sections[name]!.length, name).toBeGreaterThan(4 * 1024);
+    for (const name of ["dataDocs", "fwdTokens", "termDocs", "prefixDocs"])
+      expect(sections[name]!.length, name).toBeGreaterThan(4 * 1024);
     expect(sections.geoDocs!.length).toBeGreaterThan(1000);
     expect(sha256(path.join(dir, RECORDS_FILE))).toBe(RECORDS_SHA256);
     expect(sha256(path.join(dir, INDEX_FILE))).toBe(INDEX_SHA256);

@@ -28,7 +28,10 @@ describe.skipIf(!url || !apiKey)("typesense engine against TYPESENSE_URL", () =>
       engine,
       cleanup: async () => {
         await engine.close();
-        await removeEverythingUnder(prefix, new Client({ nodes: [{ url: url! }], apiKey: apiKey!, logLevel: "silent" }));
+        await removeEverythingUnder(
+          prefix,
+          new Client({ nodes: [{ url: url! }], apiKey: apiKey!, logLevel: "silent" }),
+        );
       },
     };
   });

@@ -88,7 +88,12 @@ const presence = (field: string): string => sha256(field).slice(0, 16);
 
 const jsonl = (rows: unknown[]): string => rows.map((row) => JSON.stringify(row)).join("\n");
 const lines = (body: string): unknown[] => body.split("\n").map((line) => JSON.parse(line) as unknown);
-const importOk = (request: Recorded): Reply => ({ text: request.body.split("\n").map(() => '{"success":true}').join("\n") });
+const importOk = (request: Recorded): Reply => ({
+  text: request.body
+    .split("\n")
+    .map(() => '{"success":true}')
+    .join("\n"),
+});
 
 /** Version-tree documents as stored in `<index>__versions`. */
 const entry = (id: string, major: number, records: number, parent?: string, state = "ready") => ({
@@ -111,7 +116,13 @@ const hit = (record: SearchRecord, score = "1157451471441100921", distance?: num
   highlight: {},
   highlights: [],
   text_match: Number(score),
-  text_match_info: { best_field_score: "1108091338752", best_field_weight: 15, fields_matched: 1, score, tokens_matched: 1 },
+  text_match_info: {
+    best_field_score: "1108091338752",
+    best_field_weight: 15,
+    fields_matched: 1,
+    score,
+    tokens_matched: 1,
+  },
   ...(distance === undefined ? {} : { geo_distance_meters: { location: distance } }),
 });
 
@@ -148,7 +159,12 @@ let engine: SearchEngine;
 
 beforeEach(async () => {
   fake = await startFake();
-  engine = createTypesenseEngine({ url: `${fake.url}/`, apiKey: "test-key", collectionPrefix: "t_", retry: { retries: 0 } });
+  engine = createTypesenseEngine({
+    url: `${fake.url}/`,
+    apiKey: "test-key",
+    collectionPrefix: "t_",
+    retry: { retries: 0 },
+  });
   await engine.open();
 });
 
@@ -158,7 +174,9 @@ afterEach(async () => {
 });
 
 /** Serves the version tree of index "idx": 7 <- 7.1 <- 7.3, and a branch 7.1 <- 7.2. */
-function serveTree(rows: unknown[] = [entry("7", 7, 3), entry("7.1", 7, 4, "7"), entry("7.2", 7, 4, "7.1"), entry("7.3", 7, 5, "7.1")]): void {
+function serveTree(
+  rows: unknown[] = [entry("7", 7, 3), entry("7.1", 7, 4, "7"), entry("7.2", 7, 4, "7.1"), entry("7.3", 7, 5, "7.1")],
+): void {
   fake.on("GET", "/collections/t_idx__versions/documents/export", { text: jsonl(rows) });
 }
 
@@ -166,12 +184,18 @@ const calls = (): string[] => fake.requests.map((r) => `${r.method} ${r.path}`);
 
 describe("typesense adapter: index lifecycle", () => {
   it("creates the version-tree collection with the API key, and accepts one that already exists", async () => {
-    fake.on("POST", "/collections", [{ status: 201, json: collection("t_idx__versions", ["major"]) }, { status: 409, json: { message: "A collection with name `t_idx__versions` already exists." } }]);
+    fake.on("POST", "/collections", [
+      { status: 201, json: collection("t_idx__versions", ["major"]) },
+      { status: 409, json: { message: "A collection with name `t_idx__versions` already exists." } },
+    ]);
     await engine.createIndex("idx");
     await engine.createIndex("idx");
     expect(fake.requests).toHaveLength(2);
     expect(fake.requests[0]!.apiKey).toBe("test-key");
-    expect(JSON.parse(fake.requests[0]!.body)).toEqual({ name: "t_idx__versions", fields: [{ name: "major", type: "int32" }] });
+    expect(JSON.parse(fake.requests[0]!.body)).toEqual({
+      name: "t_idx__versions",
+      fields: [{ name: "major", type: "int32" }],
+    });
   });
 
   it("escapes index keys into plain collection names", async () => {
@@ -183,7 +207,12 @@ describe("typesense adapter: index lifecycle", () => {
   it("drops the alias and exactly the collections the index owns", async () => {
     fake.on("DELETE", "/aliases/t_idx", { status: 404, json: { message: "Not Found" } });
     fake.on("GET", "/collections", {
-      json: [collection("t_idx__v7", []), collection("t_idx__versions", []), collection("t_idx2__v1", []), collection("t_other__v7", [])],
+      json: [
+        collection("t_idx__v7", []),
+        collection("t_idx__versions", []),
+        collection("t_idx2__v1", []),
+        collection("t_other__v7", []),
+      ],
     });
     fake.on("DELETE", "/collections/t_idx__v7", { json: collection("t_idx__v7", []) });
     fake.on("DELETE", "/collections/t_idx__versions", { json: collection("t_idx__versions", []) });
@@ -207,10 +236,17 @@ describe("typesense adapter: index lifecycle", () => {
 describe("typesense adapter: bulk ingest", () => {
   it("creates the major's collection with the ranking, visibility and filter fields", async () => {
     serveTree([]);
-    fake.on("DELETE", "/collections/t_idx__v1", { status: 404, json: { message: "No collection with name `t_idx__v1` found." } });
+    fake.on("DELETE", "/collections/t_idx__v1", {
+      status: 404,
+      json: { message: "No collection with name `t_idx__v1` found." },
+    });
     fake.on("POST", "/collections", { status: 201, json: {} });
     await engine.bulkWriter("idx", 1);
-    expect(calls()).toEqual(["GET /collections/t_idx__versions/documents/export", "DELETE /collections/t_idx__v1", "POST /collections"]);
+    expect(calls()).toEqual([
+      "GET /collections/t_idx__versions/documents/export",
+      "DELETE /collections/t_idx__v1",
+      "POST /collections",
+    ]);
     const sent = JSON.parse(fake.requests[2]!.body) as CollectionCreateSchema;
     expect(sent).toEqual(collectionSchema("t_idx__v1"));
     // What the requests below rely on: the fields they query, filter and sort by, with Typesense
@@ -229,12 +265,21 @@ describe("typesense adapter: bulk ingest", () => {
     const document = toDocument(pizza, "0");
     for (const key of Object.keys(document)) {
       if (key === "id" || key === "rec") continue;
-      expect(sent.fields!.some((f) => new RegExp(`^(?:${f.name})$`).test(key)), `field ${key}`).toBe(true);
+      expect(
+        sent.fields!.some((f) => new RegExp(`^(?:${f.name})$`).test(key)),
+        `field ${key}`,
+      ).toBe(true);
     }
   });
 
   it("imports records as JSONL upserts in batches, one document per record, and commits the count", async () => {
-    const small = createTypesenseEngine({ url: fake.url, apiKey: "test-key", collectionPrefix: "t_", importBatchSize: 2, retry: { retries: 0 } });
+    const small = createTypesenseEngine({
+      url: fake.url,
+      apiKey: "test-key",
+      collectionPrefix: "t_",
+      importBatchSize: 2,
+      retry: { retries: 0 },
+    });
     serveTree([]);
     fake.on("DELETE", "/collections/t_idx__v1", { status: 404, json: { message: "Not Found" } });
     fake.on("POST", "/collections", { status: 201, json: {} });
@@ -259,7 +304,12 @@ describe("typesense adapter: bulk ingest", () => {
       data_text: ["spicy", "hot", "wood fired"],
       weight: 5,
       location: [48.8566, 2.3522],
-      fpresent: [presence("fnum__price"), presence("fbool__inStock"), presence("fnum__dims__w"), presence("fnum__odd_20key")],
+      fpresent: [
+        presence("fnum__price"),
+        presence("fbool__inStock"),
+        presence("fnum__dims__w"),
+        presence("fnum__odd_20key"),
+      ],
       fnum__price: 12.5,
       fbool__inStock: true,
       fnum__dims__w: 3,
@@ -293,12 +343,18 @@ describe("typesense adapter: bulk ingest", () => {
     fake.on("DELETE", "/collections/t_idx__v1", { json: {} });
     fake.on("POST", "/collections", { status: 201, json: {} });
     await engine.bulkWriter("idx", 1);
-    expect(calls().slice(1)).toEqual(["DELETE /collections/t_idx__versions/documents", "DELETE /collections/t_idx__v1", "POST /collections"]);
+    expect(calls().slice(1)).toEqual([
+      "DELETE /collections/t_idx__versions/documents",
+      "DELETE /collections/t_idx__v1",
+      "POST /collections",
+    ]);
     expect(fake.requests[1]!.query).toEqual({ filter_by: "major:=1" });
 
     serveTree([entry("1", 1, 10), entry("1.1", 1, 11, "1")]);
     fake.requests.length = 0;
-    await expect(engine.bulkWriter("idx", 1)).rejects.toThrow(/version 1 of idx already exists and has changes on top of it/);
+    await expect(engine.bulkWriter("idx", 1)).rejects.toThrow(
+      /version 1 of idx already exists and has changes on top of it/,
+    );
     expect(calls()).toEqual(["GET /collections/t_idx__versions/documents/export"]);
   });
 
@@ -311,7 +367,9 @@ describe("typesense adapter: bulk ingest", () => {
     });
     const writer = await engine.bulkWriter("idx", 1);
     const failure = writer.add([pizza, { id: "p-2", title: "Margherita" }]);
-    await expect(failure).rejects.toThrow("typesense: import into t_idx__v1: 1 of 2 documents rejected, first: Field `weight` must be an int32.");
+    await expect(failure).rejects.toThrow(
+      "typesense: import into t_idx__v1: 1 of 2 documents rejected, first: Field `weight` must be an int32.",
+    );
     await expect(failure).rejects.toMatchObject({ status: 400 });
   });
 });
@@ -365,7 +423,9 @@ describe("typesense adapter: search", () => {
   it("buckets the text match so weight, then distance, can reorder; distance comes from Typesense", async () => {
     const near: SearchRecord = { id: "b", title: "Pizza", latitude: "48.86", longitude: "2.35" };
     const far: SearchRecord = { id: "a", title: "Pizza", latitude: "45.76", longitude: "4.83" };
-    fake.on("GET", "/collections/t_idx__v7/documents/search", { json: searchAnswer([hit(near, "9", 712), hit(far, "9", 392_000)]) });
+    fake.on("GET", "/collections/t_idx__v7/documents/search", {
+      json: searchAnswer([hit(near, "9", 712), hit(far, "9", 392_000)]),
+    });
     const hits = await engine.search("idx", "7", request({ geo: { latitude: 48.85, longitude: 2.35 } }));
     expect(fake.requests.at(-1)!.query.sort_by).toBe("_text_match(buckets: 10):desc,location(48.85, 2.35):asc,rid:asc");
     expect(hits).toEqual([
@@ -417,7 +477,16 @@ describe("typesense adapter: search", () => {
 });
 
 describe("typesense adapter: data filters", () => {
-  const schema = ["rid", "writer", "fpresent", "fnum__.*", "fbool__.*", "fnum__price", "fbool__inStock", "fnum__dims__w"];
+  const schema = [
+    "rid",
+    "writer",
+    "fpresent",
+    "fnum__.*",
+    "fbool__.*",
+    "fnum__price",
+    "fbool__inStock",
+    "fnum__dims__w",
+  ];
 
   async function filterFor(expr: SearchRequest["filter"]): Promise<string | undefined> {
     fake.requests.length = 0;
@@ -449,17 +518,24 @@ describe("typesense adapter: data filters", () => {
     const token = presence("fnum__price");
     expect(await filterFor(price("!="))).toBe(`(writer:=0 && (fnum__price:!=5 && fpresent:=[${token}]))`);
     expect(await filterFor({ kind: "not", arg: price("=") })).toBe("(writer:=0 && fnum__price:!=5)");
-    expect(await filterFor({ kind: "not", arg: price("<") })).toBe(`(writer:=0 && (fnum__price:>=5 || fpresent:!=[${token}]))`);
-    expect(await filterFor({ kind: "not", arg: { kind: "or", args: [price("<"), { kind: "cmp", path: ["inStock"], op: "=", value: false }] } })).toBe(
-      `(writer:=0 && ((fnum__price:>=5 || fpresent:!=[${token}]) && fbool__inStock:!=false))`,
+    expect(await filterFor({ kind: "not", arg: price("<") })).toBe(
+      `(writer:=0 && (fnum__price:>=5 || fpresent:!=[${token}]))`,
     );
+    expect(
+      await filterFor({
+        kind: "not",
+        arg: { kind: "or", args: [price("<"), { kind: "cmp", path: ["inStock"], op: "=", value: false }] },
+      }),
+    ).toBe(`(writer:=0 && ((fnum__price:>=5 || fpresent:!=[${token}]) && fbool__inStock:!=false))`);
   });
 
   it("settles comparisons on fields no record has without asking Typesense to filter on them", async () => {
     const color = { kind: "cmp" as const, path: ["color"], op: "<" as const, value: 3 };
     expect(await filterFor(color)).toBeUndefined();
     expect(await filterFor({ kind: "not", arg: color })).toBe("writer:=0");
-    expect(await filterFor({ kind: "or", args: [color, { kind: "cmp", path: ["price"], op: ">", value: 1 }] })).toBe("(writer:=0 && fnum__price:>1)");
+    expect(await filterFor({ kind: "or", args: [color, { kind: "cmp", path: ["price"], op: ">", value: 1 }] })).toBe(
+      "(writer:=0 && fnum__price:>1)",
+    );
     // The schema learns pattern fields as documents arrive: an unknown field re-reads it once.
     expect(calls()).toEqual(["GET /collections/t_idx__v7", "GET /collections/t_idx__v7/documents/search"]);
   });
@@ -471,7 +547,12 @@ describe("typesense adapter: record changes", () => {
   function answerChange(visible: { rid: string; superseded_by: string[] }[]) {
     fake.on("POST", "/collections/t_idx__versions/documents", (r) => ({ status: 201, json: JSON.parse(r.body) }));
     fake.on("GET", "/collections/t_idx__v7/documents/search", {
-      json: searchAnswer(visible.map((v) => ({ document: { id: `${idKey(v.rid)}-0`, rid: v.rid, superseded_by: v.superseded_by }, text_match: 100 }))),
+      json: searchAnswer(
+        visible.map((v) => ({
+          document: { id: `${idKey(v.rid)}-0`, rid: v.rid, superseded_by: v.superseded_by },
+          text_match: 100,
+        })),
+      ),
     });
     fake.on("POST", "/collections/t_idx__v7/documents/import", importOk);
   }
@@ -501,7 +582,9 @@ describe("typesense adapter: record changes", () => {
       include_fields: "id,rid,superseded_by",
     });
     expect(upsert!.query.action).toBe("upsert");
-    expect(lines(upsert!.body)).toEqual([expect.objectContaining({ id: `${idKey("a")}-5`, rid: "a", writer: "5", superseded_by: [] })]);
+    expect(lines(upsert!.body)).toEqual([
+      expect.objectContaining({ id: `${idKey("a")}-5`, rid: "a", writer: "5", superseded_by: [] }),
+    ]);
     expect(marks!.query.action).toBe("update");
     expect(lines(marks!.body)).toEqual([
       { id: `${idKey("a")}-0`, superseded_by: ["5"] },
@@ -545,8 +628,12 @@ describe("typesense adapter: record changes", () => {
     await expect(engine.applyChange("idx", { version: "7.1", parent: "7", upserts: [a], deletes: [] })).rejects.toThrow(
       /version 7.1 of idx already exists and has versions on top of it/,
     );
-    await expect(engine.applyChange("idx", { version: "7.3", parent: "7.4", upserts: [a], deletes: [] })).rejects.toBeInstanceOf(UnknownVersionError);
-    await expect(engine.applyChange("idx", { version: "8.1", parent: "7", upserts: [a], deletes: [] })).rejects.toThrow(/a change is a minor of its parent's major/);
+    await expect(
+      engine.applyChange("idx", { version: "7.3", parent: "7.4", upserts: [a], deletes: [] }),
+    ).rejects.toBeInstanceOf(UnknownVersionError);
+    await expect(engine.applyChange("idx", { version: "8.1", parent: "7", upserts: [a], deletes: [] })).rejects.toThrow(
+      /a change is a minor of its parent's major/,
+    );
     expect(fake.requests.every((r) => r.method === "GET")).toBe(true);
   });
 });
@@ -572,13 +659,22 @@ describe("typesense adapter: versions", () => {
   it("gets one record and counts records through the version's lineage", async () => {
     serveTree();
     fake.on("GET", "/collections/t_idx__v7/documents/search", (r) =>
-      r.query.per_page === "1" && r.query.include_fields === "rec" ? { json: searchAnswer([hit(pizza)]) } : { json: searchAnswer([], 5) },
+      r.query.per_page === "1" && r.query.include_fields === "rec"
+        ? { json: searchAnswer([hit(pizza)]) }
+        : { json: searchAnswer([], 5) },
     );
     expect(await engine.get("idx", "7.2", "p-1")).toEqual(pizza);
     expect(await engine.count("idx", "7.3")).toBe(5);
     const [get, count] = fake.requests.filter((r) => r.path.endsWith("/search"));
-    expect(get!.query).toMatchObject({ q: "*", filter_by: `rid_key:=${idKey("p-1")} && writer:=[0,1,2] && superseded_by:!=[1,2]` });
-    expect(count!.query).toMatchObject({ q: "*", filter_by: "writer:=[0,1,3] && superseded_by:!=[1,3]", include_fields: "id" });
+    expect(get!.query).toMatchObject({
+      q: "*",
+      filter_by: `rid_key:=${idKey("p-1")} && writer:=[0,1,2] && superseded_by:!=[1,2]`,
+    });
+    expect(count!.query).toMatchObject({
+      q: "*",
+      filter_by: "writer:=[0,1,3] && superseded_by:!=[1,3]",
+      include_fields: "id",
+    });
   });
 
   it("returns null for a record the version does not see", async () => {
@@ -590,7 +686,9 @@ describe("typesense adapter: versions", () => {
   it("checkpoints a version's visible records into a new major", async () => {
     serveTree();
     const b: SearchRecord = { id: "b", title: "Banana bread", weight: 2 };
-    fake.on("GET", "/collections/t_idx__v7/documents/export", { text: `${jsonl([{ rec: JSON.stringify(pizza) }, { rec: JSON.stringify(b) }])}\n` });
+    fake.on("GET", "/collections/t_idx__v7/documents/export", {
+      text: `${jsonl([{ rec: JSON.stringify(pizza) }, { rec: JSON.stringify(b) }])}\n`,
+    });
     fake.on("DELETE", "/collections/t_idx__v9", { status: 404, json: { message: "Not Found" } });
     fake.on("POST", "/collections", { status: 201, json: {} });
     fake.on("POST", "/collections/t_idx__v9/documents/import", importOk);
@@ -636,7 +734,12 @@ describe("typesense adapter: versions", () => {
 
 describe("typesense adapter: failures", () => {
   it("retries 503 and 429 with backoff, then succeeds", async () => {
-    const patient = createTypesenseEngine({ url: fake.url, apiKey: "k", collectionPrefix: "t_", retry: { retries: 3, baseDelayMs: 1, maxDelayMs: 2 } });
+    const patient = createTypesenseEngine({
+      url: fake.url,
+      apiKey: "k",
+      collectionPrefix: "t_",
+      retry: { retries: 3, baseDelayMs: 1, maxDelayMs: 2 },
+    });
     fake.on("PUT", "/aliases/t_idx", [
       { status: 503, json: { message: "Not Ready or Lagging" } },
       { status: 429, json: { message: "Rate limit exceeded or blocked" } },
@@ -648,34 +751,61 @@ describe("typesense adapter: failures", () => {
   });
 
   it("gives up after the retries with the operation, status and Typesense's message", async () => {
-    const patient = createTypesenseEngine({ url: fake.url, apiKey: "k", collectionPrefix: "t_", retry: { retries: 2, baseDelayMs: 1, maxDelayMs: 2 } });
-    fake.on("GET", "/collections/t_idx__versions/documents/export", { status: 503, json: { message: "Not Ready or Lagging" } });
+    const patient = createTypesenseEngine({
+      url: fake.url,
+      apiKey: "k",
+      collectionPrefix: "t_",
+      retry: { retries: 2, baseDelayMs: 1, maxDelayMs: 2 },
+    });
+    fake.on("GET", "/collections/t_idx__versions/documents/export", {
+      status: 503,
+      json: { message: "Not Ready or Lagging" },
+    });
     const failure = patient.versions("idx");
-    await expect(failure).rejects.toThrow("typesense: read versions of idx: Typesense failed after 3 attempt(s) (HTTP 503: Not Ready or Lagging)");
+    await expect(failure).rejects.toThrow(
+      "typesense: read versions of idx: Typesense failed after 3 attempt(s) (HTTP 503: Not Ready or Lagging)",
+    );
     await expect(failure).rejects.toBeInstanceOf(TypesenseEngineError);
     expect(fake.requests).toHaveLength(3);
   });
 
   it("does not retry a request Typesense refused", async () => {
-    const patient = createTypesenseEngine({ url: fake.url, apiKey: "k", collectionPrefix: "t_", retry: { retries: 3, baseDelayMs: 1 } });
+    const patient = createTypesenseEngine({
+      url: fake.url,
+      apiKey: "k",
+      collectionPrefix: "t_",
+      retry: { retries: 3, baseDelayMs: 1 },
+    });
     serveTree();
-    fake.on("GET", "/collections/t_idx__v7/documents/search", { status: 400, json: { message: "Could not parse the filter query." } });
+    fake.on("GET", "/collections/t_idx__v7/documents/search", {
+      status: 400,
+      json: { message: "Could not parse the filter query." },
+    });
     const failure = patient.search("idx", "7", request());
-    await expect(failure).rejects.toThrow("typesense: search version 7 of idx: HTTP 400: Could not parse the filter query.");
+    await expect(failure).rejects.toThrow(
+      "typesense: search version 7 of idx: HTTP 400: Could not parse the filter query.",
+    );
     await expect(failure).rejects.toMatchObject({ status: 400 });
     expect(fake.requests.filter((r) => r.path.endsWith("/search"))).toHaveLength(1);
   });
 
   it("names a rejected API key", async () => {
-    fake.on("GET", "/collections/t_idx__versions/documents/export", { status: 401, json: { message: "Forbidden - a valid `x-typesense-api-key` header must be sent." } });
-    await expect(engine.versions("idx")).rejects.toThrow("typesense: read versions of idx: Typesense rejected the API key (HTTP 401)");
+    fake.on("GET", "/collections/t_idx__versions/documents/export", {
+      status: 401,
+      json: { message: "Forbidden - a valid `x-typesense-api-key` header must be sent." },
+    });
+    await expect(engine.versions("idx")).rejects.toThrow(
+      "typesense: read versions of idx: Typesense rejected the API key (HTTP 401)",
+    );
   });
 
   it("names an unreachable server after retrying it", async () => {
     await fake.close();
     const patient = createTypesenseEngine({ url: fake.url, apiKey: "k", retry: { retries: 1, baseDelayMs: 1 } });
     const failure = patient.versions("idx");
-    await expect(failure).rejects.toThrow(/typesense: read versions of idx: Typesense unreachable after 2 attempt\(s\) \(ECONNREFUSED\)/);
+    await expect(failure).rejects.toThrow(
+      /typesense: read versions of idx: Typesense unreachable after 2 attempt\(s\) \(ECONNREFUSED\)/,
+    );
     await expect(failure).rejects.toMatchObject({ status: undefined });
     fake = await startFake();
   });

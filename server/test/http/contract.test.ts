@@ -56,7 +56,11 @@ describe("the loaded contract", () => {
       version: "string",
     });
     const upsert = contract.byId.get("Records_upsert")!;
-    expect(upsert).toMatchObject({ method: "put", routePath: "/v1/indexes/:indexName/records/:recordId", jsonBody: { required: true } });
+    expect(upsert).toMatchObject({
+      method: "put",
+      routePath: "/v1/indexes/:indexName/records/:recordId",
+      jsonBody: { required: true },
+    });
     // The MCP endpoint reads its own body (x-sift-raw-body): no schema is compiled for it.
     expect(contract.byId.get("Mcp_call")!.validateBody).toBeUndefined();
     // Security: "" is anonymous access.
@@ -68,7 +72,12 @@ describe("the loaded contract", () => {
 
 describe("query coercion", () => {
   test("booleans accept true/false and 1/0", async () => {
-    for (const [text, value] of [["true", true], ["1", true], ["false", false], ["0", false]] as const) {
+    for (const [text, value] of [
+      ["true", true],
+      ["1", true],
+      ["false", false],
+      ["0", false],
+    ] as const) {
       expect((await search(`&weighted=${text}`)).body.query.weighted).toBe(value);
     }
   });
@@ -76,7 +85,15 @@ describe("query coercion", () => {
   test("numbers and integers become numbers; strings stay strings", async () => {
     const { status, body } = await search("&latitude=48.85&longitude=-25e-1&limit=7&version=3.1");
     expect(status).toBe(200);
-    expect(body.query).toEqual({ query: "piz", serviceName: "shop", indexName: "food", latitude: 48.85, longitude: -2.5, limit: 7, version: "3.1" });
+    expect(body.query).toEqual({
+      query: "piz",
+      serviceName: "shop",
+      indexName: "food",
+      latitude: 48.85,
+      longitude: -2.5,
+      limit: 7,
+      version: "3.1",
+    });
   });
 
   test("a value that is not of the type is refused, naming the field", async () => {
@@ -123,12 +140,17 @@ describe("refusals as problem+json", () => {
   test("path parameters are checked against their patterns", async () => {
     const reply = await send("PUT", "/v1/indexes/-bad/records/r1", '{"title":"x"}');
     expect(reply.status).toBe(400);
-    expect(reply.body.errors).toEqual([{ field: "indexName", message: 'must match pattern "^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$"' }]);
+    expect(reply.body.errors).toEqual([
+      { field: "indexName", message: 'must match pattern "^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$"' },
+    ]);
   });
 
   test("a required integer query parameter is coerced, and refused when missing", async () => {
     const put = (query: string) => send("PUT", `/v1/blobs/upl_1?${query}`, "a,b\n", "text/csv");
-    expect((await put("expires=1700000000000&signature=abc")).body.query).toEqual({ expires: 1_700_000_000_000, signature: "abc" });
+    expect((await put("expires=1700000000000&signature=abc")).body.query).toEqual({
+      expires: 1_700_000_000_000,
+      signature: "abc",
+    });
     expect((await put("signature=abc")).body.errors).toEqual([{ field: "expires", message: "is required" }]);
   });
 
@@ -145,25 +167,43 @@ describe("refusals as problem+json", () => {
 
   test("a body that is missing, not JSON, of another type or too large", async () => {
     const missing = await send("PUT", "/v1/indexes/food/records/r1", "");
-    expect(missing.body).toMatchObject({ status: 400, detail: "a JSON request body is required", errors: [{ field: "body", message: "is required" }] });
+    expect(missing.body).toMatchObject({
+      status: 400,
+      detail: "a JSON request body is required",
+      errors: [{ field: "body", message: "is required" }],
+    });
 
     // Where the parser names a position, the problem gives its line and column.
     const trailing = await send("PUT", "/v1/indexes/food/records/r1", '{"title":"x"}\n  x');
     expect(trailing.status).toBe(400);
     expect(trailing.body.detail).toBe("the request body is not valid JSON at line 2, column 3");
-    expect(trailing.body.errors).toEqual([{ field: "body", message: expect.stringMatching(/^is not valid JSON at line 2, column 3: /) }]);
+    expect(trailing.body.errors).toEqual([
+      { field: "body", message: expect.stringMatching(/^is not valid JSON at line 2, column 3: /) },
+    ]);
     const cut = await send("PUT", "/v1/indexes/food/records/r1", "[1,");
-    expect(cut.body).toMatchObject({ detail: "the request body is not valid JSON", errors: [{ field: "body", message: expect.stringMatching(/^is not valid JSON: /) }] });
+    expect(cut.body).toMatchObject({
+      detail: "the request body is not valid JSON",
+      errors: [{ field: "body", message: expect.stringMatching(/^is not valid JSON: /) }],
+    });
 
     const text = await send("PUT", "/v1/indexes/food/records/r1", '{"title":"x"}', "text/plain");
-    expect(text).toMatchObject({ status: 415, body: { resultCode: "UNSUPPORTED_MEDIA_TYPE", detail: 'send the body as application/json (got "text/plain")' } });
+    expect(text).toMatchObject({
+      status: 415,
+      body: { resultCode: "UNSUPPORTED_MEDIA_TYPE", detail: 'send the body as application/json (got "text/plain")' },
+    });
 
     const large = await send("PUT", "/v1/indexes/food/records/r1", JSON.stringify({ title: "x".repeat(300) }));
-    expect(large).toMatchObject({ status: 413, body: { resultCode: "PAYLOAD_TOO_LARGE", detail: "the request body is larger than 256 bytes" } });
+    expect(large).toMatchObject({
+      status: 413,
+      body: { resultCode: "PAYLOAD_TOO_LARGE", detail: "the request body is larger than 256 bytes" },
+    });
   });
 
   test("an operation without a handler answers 501", async () => {
     const reply = await get("/v1/services");
-    expect(reply).toMatchObject({ status: 501, body: { resultCode: "NOT_IMPLEMENTED", detail: "GET /v1/services is not available on this deployment yet" } });
+    expect(reply).toMatchObject({
+      status: 501,
+      body: { resultCode: "NOT_IMPLEMENTED", detail: "GET /v1/services is not available on this deployment yet" },
+    });
   });
 });

@@ -23,7 +23,9 @@ const ref: IndexRef = {
 };
 
 function app(failure: Error): Hono<AppEnv> {
-  const catalog = { byName: async (_tenant: string, name: string) => (name === "food" ? ref : undefined) } as unknown as CatalogService;
+  const catalog = {
+    byName: async (_tenant: string, name: string) => (name === "food" ? ref : undefined),
+  } as unknown as CatalogService;
   const search = { searchIndex: () => Promise.reject(failure) } as unknown as SearchService;
   const engine = {} as SearchEngine;
   const handlers = mcpHandlers({ catalog, search, engine });
@@ -39,7 +41,12 @@ async function callSearch(hono: Hono<AppEnv>, indexName: string): Promise<{ isEr
   const response = await hono.request("/mcp", {
     method: "POST",
     headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
-    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "search", arguments: { indexName, phrase: "piz" } } }),
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "tools/call",
+      params: { name: "search", arguments: { indexName, phrase: "piz" } },
+    }),
   });
   const { result } = (await response.json()) as { result: { isError: boolean; content: { text: string }[] } };
   return { isError: result.isError, text: result.content[0]!.text };
@@ -47,7 +54,10 @@ async function callSearch(hono: Hono<AppEnv>, indexName: string): Promise<{ isEr
 
 describe("MCP tool failures", () => {
   test("a domain error keeps its message", async () => {
-    expect(await callSearch(app(new Error("unused")), "nope")).toEqual({ isError: true, text: 'index "nope" does not exist' });
+    expect(await callSearch(app(new Error("unused")), "nope")).toEqual({
+      isError: true,
+      text: 'index "nope" does not exist',
+    });
   });
 
   test("an unexpected failure says only that Sift failed", async () => {

@@ -38,17 +38,27 @@ describe("domain errors as problems", () => {
     expect(reply.headers["content-type"]).toBe("application/problem+json");
     // Byte for byte, in this key order: clients and the contract tests see exactly this.
     expect(reply.text).toBe(
-      JSON.stringify({ type: `https://sift.dev/problems/${slug}`, title, status, detail: error.message, resultCode, requestId: "req-9" }),
+      JSON.stringify({
+        type: `https://sift.dev/problems/${slug}`,
+        title,
+        status,
+        detail: error.message,
+        resultCode,
+        requestId: "req-9",
+      }),
     );
     // Only a 401 challenges the client to authenticate.
     expect(reply.headers["www-authenticate"]).toBe(status === 401 ? 'Bearer realm="sift"' : undefined);
   });
 
   test("an invalid argument lists its fields, in order, between resultCode and requestId", async () => {
-    const error = new InvalidArgumentError("invalid record: title is required; images[2] each image must be an absolute URL", [
-      { field: "title", message: "title is required" },
-      { field: "images[2]", message: "each image must be an absolute URL" },
-    ]);
+    const error = new InvalidArgumentError(
+      "invalid record: title is required; images[2] each image must be an absolute URL",
+      [
+        { field: "title", message: "title is required" },
+        { field: "images[2]", message: "each image must be an absolute URL" },
+      ],
+    );
     expect((await answer(error, "r")).text).toBe(
       '{"type":"https://sift.dev/problems/invalid-argument","title":"Invalid request","status":400,' +
         '"detail":"invalid record: title is required; images[2] each image must be an absolute URL","resultCode":"INVALID_ARGUMENT",' +
@@ -58,7 +68,10 @@ describe("domain errors as problems", () => {
 
   test("one field at fault names it in the detail; no fields means no errors member", async () => {
     const one = JSON.parse((await answer(InvalidArgumentError.field("regionId", "must be one of eu, us"))).text);
-    expect(one).toMatchObject({ detail: "regionId: must be one of eu, us", errors: [{ field: "regionId", message: "must be one of eu, us" }] });
+    expect(one).toMatchObject({
+      detail: "regionId: must be one of eu, us",
+      errors: [{ field: "regionId", message: "must be one of eu, us" }],
+    });
     expect(one).not.toHaveProperty("requestId");
     expect(JSON.parse((await answer(new InvalidArgumentError("bad", []))).text)).not.toHaveProperty("errors");
   });
@@ -72,7 +85,10 @@ describe("domain errors as problems", () => {
 describe("other errors", () => {
   test("an HttpProblem is sent as it is, with its own headers", async () => {
     const reply = await answer(new HttpProblem(405, "POST only", undefined, { allow: "POST" }));
-    expect(reply).toMatchObject({ status: 405, headers: { allow: "POST", "content-type": "application/problem+json" } });
+    expect(reply).toMatchObject({
+      status: 405,
+      headers: { allow: "POST", "content-type": "application/problem+json" },
+    });
     expect(JSON.parse(reply.text)).toMatchObject({ resultCode: "METHOD_NOT_ALLOWED", detail: "POST only" });
   });
 

@@ -13,7 +13,7 @@ export async function* chunked(data: string | Uint8Array, chunking: Chunking = 6
     seed = (seed * 1103515245 + 12345) % 2 ** 31;
     return 1 + (seed % chunking.random);
   };
-  for (let start = 0; start < bytes.length;) {
+  for (let start = 0; start < bytes.length; ) {
     const end = Math.min(bytes.length, start + nextSize());
     // A fresh copy per chunk, as a network source would hand over.
     yield Uint8Array.prototype.slice.call(bytes, start, end);

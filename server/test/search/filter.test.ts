@@ -14,10 +14,16 @@ describe("parseFilter", () => {
     const a = { kind: "cmp", path: ["a"], op: "=", value: 1 } as const;
     const b = { kind: "cmp", path: ["b"], op: ">", value: 2 } as const;
     const c = { kind: "cmp", path: ["c"], op: "=", value: false } as const;
-    expect(parseFilter("data.a=1 || data.b>2 && data.c=false")).toEqual({ kind: "or", args: [a, { kind: "and", args: [b, c] }] });
+    expect(parseFilter("data.a=1 || data.b>2 && data.c=false")).toEqual({
+      kind: "or",
+      args: [a, { kind: "and", args: [b, c] }],
+    });
     expect(parseFilter("(data.a=1 || data.b>2) && !(data.c=false)")).toEqual({
       kind: "and",
-      args: [{ kind: "or", args: [a, b] }, { kind: "not", arg: c }],
+      args: [
+        { kind: "or", args: [a, b] },
+        { kind: "not", arg: c },
+      ],
     });
     expect(parseFilter("!!data.a=1")).toEqual({ kind: "not", arg: { kind: "not", arg: a } });
   });

@@ -4,11 +4,19 @@ import { searchBody } from "../../src/routes/search.ts";
 import type { SearchHit } from "../../src/ports/engine.ts";
 import { suggestionOf } from "../../src/services/search.ts";
 
-
-const plain = (hits: SearchHit[], version: string) => JSON.stringify({ suggestions: hits.map(suggestionOf), indexVersion: version });
+const plain = (hits: SearchHit[], version: string) =>
+  JSON.stringify({ suggestions: hits.map(suggestionOf), indexVersion: version });
 
 describe("searchBody", () => {
-  const paris = { id: "p", title: "Paris", weight: 2, images: ["a.png"], latitude: "48.85", longitude: "2.35", data: { country: "FR", "quo\"te": [1, true] } };
+  const paris = {
+    id: "p",
+    title: "Paris",
+    weight: 2,
+    images: ["a.png"],
+    latitude: "48.85",
+    longitude: "2.35",
+    data: { country: "FR", 'quo"te': [1, true] },
+  };
   const hits: SearchHit[] = [
     { record: deepFreeze(structuredClone(paris)) },
     { record: deepFreeze(structuredClone(paris)), distanceMeters: 1234.56 },

@@ -68,7 +68,9 @@ describe.each(storeTargets())("retention on $name", (target) => {
   beforeAll(async () => {
     store = await target.open();
     await store.db.insert(tenants).values({ id: "ten_r", name: "r", createdAt: 0 });
-    await store.db.insert(services).values({ id: "svc_r", tenantId: "ten_r", name: "retention", regions: ["eu"], replicas: 1, createdAt: 0 });
+    await store.db
+      .insert(services)
+      .values({ id: "svc_r", tenantId: "ten_r", name: "retention", regions: ["eu"], replicas: 1, createdAt: 0 });
   });
   afterAll(() => store?.close());
 
@@ -96,7 +98,12 @@ describe.each(storeTargets())("retention on $name", (target) => {
 
   const stateOf = async (indexId: string) =>
     Object.fromEntries(
-      (await store.db.select({ v: versions.version, s: versions.state }).from(versions).where(eq(versions.indexId, indexId))).map((r) => [r.v, r.s]),
+      (
+        await store.db
+          .select({ v: versions.version, s: versions.state })
+          .from(versions)
+          .where(eq(versions.indexId, indexId))
+      ).map((r) => [r.v, r.s]),
     );
 
   let engineDrops: string[];

@@ -35,9 +35,22 @@ describe.each(storeTargets())("store on $name", (target) => {
     const rows = await store.db.execute<{ table_name: string }>(
       sql`select table_name from information_schema.tables where table_schema = 'public' order by table_name`,
     );
-    const names = (Array.isArray(rows) ? rows : (rows as { rows: { table_name: string }[] }).rows).map((r) => r.table_name);
+    const names = (Array.isArray(rows) ? rows : (rows as { rows: { table_name: string }[] }).rows).map(
+      (r) => r.table_name,
+    );
     expect(names).toEqual(
-      expect.arrayContaining(["api_keys", "indexes", "oauth_identities", "services", "sessions", "tenants", "tombstones", "uploads", "users", "versions"]),
+      expect.arrayContaining([
+        "api_keys",
+        "indexes",
+        "oauth_identities",
+        "services",
+        "sessions",
+        "tenants",
+        "tombstones",
+        "uploads",
+        "users",
+        "versions",
+      ]),
     );
   });
 
@@ -53,7 +66,9 @@ describe.each(storeTargets())("store on $name", (target) => {
   });
 
   test("the same e-mail cannot sign up twice, and two users with one password get different hashes", async () => {
-    await expect(answered(accounts.signup({ email: "ada@example.com", password: "another password" }))).rejects.toMatchObject({ status: 409 });
+    await expect(
+      answered(accounts.signup({ email: "ada@example.com", password: "another password" })),
+    ).rejects.toMatchObject({ status: 409 });
     await accounts.signup({ email: "bob@example.com", password: "correct horse battery" });
     const rows = await store.db.select({ h: users.passwordHash }).from(users);
     expect(new Set(rows.map((r) => r.h)).size).toBe(rows.length);
@@ -63,8 +78,13 @@ describe.each(storeTargets())("store on $name", (target) => {
     const ok = await accounts.login({ email: "ADA@example.com", password: "correct horse battery" });
     expect(ok.me.user.email).toBe("ada@example.com");
     const wrong = accounts.login({ email: "ada@example.com", password: "wrong password!" });
-    await expect(answered(wrong)).rejects.toMatchObject({ status: 401, message: "the e-mail or the password is not right" });
-    await expect(answered(accounts.login({ email: "nobody@example.com", password: "whatever123" }))).rejects.toMatchObject({ status: 401 });
+    await expect(answered(wrong)).rejects.toMatchObject({
+      status: 401,
+      message: "the e-mail or the password is not right",
+    });
+    await expect(
+      answered(accounts.login({ email: "nobody@example.com", password: "whatever123" })),
+    ).rejects.toMatchObject({ status: 401 });
   });
 
   test("sessions expire and log-out ends them", async () => {
@@ -103,7 +123,10 @@ describe.each(storeTargets())("store on $name", (target) => {
     const revoked = await keys.revoke(tenant, svc.id);
     expect(revoked.revokedAt).toBe(clock);
     await expect(answered(keys.revoke(tenant, svc.id))).rejects.toMatchObject({ status: 404 });
-    await expect(answered(keys.authenticate(svc.key))).rejects.toMatchObject({ status: 401, message: "the API key has been revoked" });
+    await expect(answered(keys.authenticate(svc.key))).rejects.toMatchObject({
+      status: 401,
+      message: "the API key has been revoked",
+    });
     await expect(answered(keys.revoke(tenant, "key_doesnotexist0000"))).rejects.toMatchObject({ status: 404 });
   });
 
@@ -123,7 +146,10 @@ describe.each(storeTargets())("store on $name", (target) => {
     await store.db.delete(users).where(eq(users.id, carl.me.user.id));
     const fresh = new ApiKeyService(store.db, log, now);
     await expect(answered(fresh.authenticate(pat.key))).rejects.toMatchObject({ status: 401 });
-    await expect(answered(fresh.authenticate(`sk-sift-svc-${"x".repeat(40)}`))).rejects.toMatchObject({ status: 401, message: "the API key is not valid" });
+    await expect(answered(fresh.authenticate(`sk-sift-svc-${"x".repeat(40)}`))).rejects.toMatchObject({
+      status: 401,
+      message: "the API key is not valid",
+    });
     await expect(answered(fresh.authenticate("hello"))).rejects.toMatchObject({ status: 401 });
   });
 });

@@ -16,7 +16,8 @@ export interface StoreTarget {
 
 export function storeTargets(): StoreTarget[] {
   const targets: StoreTarget[] = [{ name: "pglite", open: openTempPglite }];
-  if (process.env.DATABASE_URL) targets.push({ name: "postgres", open: () => openTempPostgres(process.env.DATABASE_URL!) });
+  if (process.env.DATABASE_URL)
+    targets.push({ name: "postgres", open: () => openTempPostgres(process.env.DATABASE_URL!) });
   return targets;
 }
 

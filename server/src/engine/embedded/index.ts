@@ -158,7 +158,11 @@ class EmbeddedEngine implements SearchEngine {
     versions.building.add(major);
     const name = `${major}-${randomUUID().slice(0, 8)}`;
     // Dropped once finished: the builder holds every record's index data until then.
-    let builder: OffThreadBuilder | null = await OffThreadBuilder.create(path.join(this.indexDir(indexKey), name), this.maxPrefix, this.map);
+    let builder: OffThreadBuilder | null = await OffThreadBuilder.create(
+      path.join(this.indexDir(indexKey), name),
+      this.maxPrefix,
+      this.map,
+    );
     let state: "open" | "committed" | "aborted" = "open";
     const ensureOpen = () => {
       if (state !== "open") throw new Error(`bulk writer for ${indexKey}/${major} is already ${state}`);
@@ -193,7 +197,12 @@ class EmbeddedEngine implements SearchEngine {
     };
   }
 
-  private commitMajor(indexKey: string, versions: IndexVersions, row: { major: number; parent: string | null; records: number; dir: string }, segment: Segment): void {
+  private commitMajor(
+    indexKey: string,
+    versions: IndexVersions,
+    row: { major: number; parent: string | null; records: number; dir: string },
+    segment: Segment,
+  ): void {
     if (this.indexes.get(indexKey) !== versions) {
       segment.close();
       throw new Error(`index ${indexKey} was dropped during the build`);
@@ -276,8 +285,10 @@ class EmbeddedEngine implements SearchEngine {
   async versions(indexKey: string): Promise<EngineVersionInfo[]> {
     const versions = this.index(indexKey);
     const list: EngineVersionInfo[] = [];
-    for (const m of versions.majors.values()) list.push({ version: String(m.row.major), parent: m.row.parent, records: m.row.records });
-    for (const c of versions.changes.values()) list.push({ version: c.row.version, parent: c.row.parent, records: c.row.records });
+    for (const m of versions.majors.values())
+      list.push({ version: String(m.row.major), parent: m.row.parent, records: m.row.records });
+    for (const c of versions.changes.values())
+      list.push({ version: c.row.version, parent: c.row.parent, records: c.row.records });
     return list.sort((a, b) => compareVersions(a.version, b.version));
   }
 
@@ -286,13 +297,23 @@ class EmbeddedEngine implements SearchEngine {
     const tokens = tokenize(request.query).slice(0, MAX_QUERY_TOKENS);
     if (tokens.length === 0) return [];
     const prefixLast = request.scope === "title";
-    const fromSegment: RankedHit[] = searchSegment(segment, { tokens, prefixLast, request, shadowed: overlay.shadowed }, this.tuning).map(
-      (hit) => {
-        const record = segment.records.readHot(hit.doc);
-        return { bucket: hit.bucket, weight: segment.weight[hit.doc]!, distance: hit.distance, id: record.id, record, doc: hit.doc };
-      },
-    );
-    const hits = overlay.upserts.size > 0 ? [...fromSegment, ...overlay.search(tokens, prefixLast, request)] : fromSegment;
+    const fromSegment: RankedHit[] = searchSegment(
+      segment,
+      { tokens, prefixLast, request, shadowed: overlay.shadowed },
+      this.tuning,
+    ).map((hit) => {
+      const record = segment.records.readHot(hit.doc);
+      return {
+        bucket: hit.bucket,
+        weight: segment.weight[hit.doc]!,
+        distance: hit.distance,
+        id: record.id,
+        record,
+        doc: hit.doc,
+      };
+    });
+    const hits =
+      overlay.upserts.size > 0 ? [...fromSegment, ...overlay.search(tokens, prefixLast, request)] : fromSegment;
     if (hits !== fromSegment) hits.sort(compareRanked(request.weighted));
     // Overlay records are shared by every version that holds them: callers get copies.
     return hits.slice(0, request.limit).map((h) => {

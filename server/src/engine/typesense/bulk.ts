@@ -32,18 +32,26 @@ export async function openBulkWriter(ctx: Context, indexKey: string, major: numb
   const collection = await claimMajor(ctx, indexKey, major);
   let state: "open" | "committed" | "aborted" = "open";
   const ensureOpen = (action: string): void => {
-    if (state !== "open") throw new Error(`typesense: cannot ${action} version ${major} of ${indexKey}: it was ${state}`);
+    if (state !== "open")
+      throw new Error(`typesense: cannot ${action} version ${major} of ${indexKey}: it was ${state}`);
   };
 
   return {
     async add(records: SearchRecord[]): Promise<void> {
       ensureOpen("add records to");
       // Document ids derive from record ids, so a later duplicate upserts over the earlier one.
-      await importDocuments(ctx, collection, records.map((record) => toDocument(record, MAJOR_WRITER)), "upsert");
+      await importDocuments(
+        ctx,
+        collection,
+        records.map((record) => toDocument(record, MAJOR_WRITER)),
+        "upsert",
+      );
     },
     async commit(): Promise<{ records: number }> {
       ensureOpen("commit");
-      const info = await ctx.call(`count collection ${collection}`, () => ctx.client.collections(collection).retrieve());
+      const info = await ctx.call(`count collection ${collection}`, () =>
+        ctx.client.collections(collection).retrieve(),
+      );
       await commitMajor(ctx, indexKey, major, info.num_documents);
       state = "committed";
       return { records: info.num_documents };
@@ -57,13 +65,21 @@ export async function openBulkWriter(ctx: Context, indexKey: string, major: numb
   };
 }
 
-export async function writeCheckpoint(ctx: Context, indexKey: string, from: VersionId, major: number): Promise<{ records: number }> {
+export async function writeCheckpoint(
+  ctx: Context,
+  indexKey: string,
+  from: VersionId,
+  major: number,
+): Promise<{ records: number }> {
   const path = await resolve(ctx, indexKey, from);
   const source = indexNames(ctx.settings.prefix, indexKey).major(path[0]!.major);
   const target = await claimMajor(ctx, indexKey, major);
   try {
     const stream = await ctx.call(`export version ${from} of ${indexKey}`, () =>
-      ctx.client.collections(source).documents().exportStream({ filter_by: visibilityFilter(path), include_fields: "rec" }),
+      ctx.client
+        .collections(source)
+        .documents()
+        .exportStream({ filter_by: visibilityFilter(path), include_fields: "rec" }),
     );
     let records = 0;
     let batch: TypesenseDocument[] = [];

@@ -28,7 +28,12 @@ const asMark = (doc: TypesenseDocument): Mark => ({
 });
 
 /** The documents `path`'s version sees for these record ids, by record id. */
-async function visibleDocuments(ctx: Context, collection: string, path: readonly VersionEntry[], ids: readonly string[]): Promise<Map<string, Mark>> {
+async function visibleDocuments(
+  ctx: Context,
+  collection: string,
+  path: readonly VersionEntry[],
+  ids: readonly string[],
+): Promise<Map<string, Mark>> {
   const found = new Map<string, Mark>();
   for (let start = 0; start < ids.length; start += IDS_PER_QUERY) {
     const keys = ids.slice(start, start + IDS_PER_QUERY).map(idKey);
@@ -55,7 +60,10 @@ async function visibleDocuments(ctx: Context, collection: string, path: readonly
 /** Removes every trace of minor `writer`: the documents it wrote and the marks it set. */
 async function eraseMinor(ctx: Context, collection: string, writer: string): Promise<void> {
   await ctx.call(`erase documents of minor ${writer} in ${collection}`, () =>
-    ctx.client.collections(collection).documents().delete({ filter_by: `writer:=${writer}` }),
+    ctx.client
+      .collections(collection)
+      .documents()
+      .delete({ filter_by: `writer:=${writer}` }),
   );
   // Each round clears the marks it finds, so the next round's first page is the next batch;
   // a document seen before (a replica not yet caught up) is not a reason to go on.
@@ -64,7 +72,13 @@ async function eraseMinor(ctx: Context, collection: string, writer: string): Pro
     const response = await search(
       ctx,
       collection,
-      { q: "*", query_by: "title_text", filter_by: `superseded_by:=[${writer}]`, per_page: PAGE, include_fields: "id,rid,superseded_by" },
+      {
+        q: "*",
+        query_by: "title_text",
+        filter_by: `superseded_by:=[${writer}]`,
+        per_page: PAGE,
+        include_fields: "id,rid,superseded_by",
+      },
       `find marks of minor ${writer} in ${collection}`,
     );
     const marks = (response.hits ?? []).map((hit) => asMark(hit.document)).filter((mark) => !cleared.has(mark.id));
@@ -82,7 +96,9 @@ async function eraseMinor(ctx: Context, collection: string, writer: string): Pro
 export async function applyChange(ctx: Context, indexKey: string, change: RecordChange): Promise<void> {
   const target = parseVersion(change.version);
   if (target.minor === 0 || target.major !== parseVersion(change.parent).major) {
-    throw new Error(`typesense: change ${change.version} cannot follow ${change.parent}: a change is a minor of its parent's major`);
+    throw new Error(
+      `typesense: change ${change.version} cannot follow ${change.parent}: a change is a minor of its parent's major`,
+    );
   }
   // Writes read the tree afresh: another process may have written since it was cached.
   const tree = await loadTree(ctx, indexKey);
@@ -112,7 +128,12 @@ export async function applyChange(ctx: Context, indexKey: string, change: Record
   const deletes = [...new Set(change.deletes)].filter((id) => !upserts.has(id));
   const seen = await visibleDocuments(ctx, collection, parentPath, [...upserts.keys(), ...deletes]);
 
-  await importDocuments(ctx, collection, [...upserts.values()].map((record) => toDocument(record, writer)), "upsert");
+  await importDocuments(
+    ctx,
+    collection,
+    [...upserts.values()].map((record) => toDocument(record, writer)),
+    "upsert",
+  );
   await importDocuments(
     ctx,
     collection,

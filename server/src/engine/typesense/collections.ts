@@ -10,11 +10,17 @@ export async function createMajorCollection(ctx: Context, name: string): Promise
   // holds nothing any version can see, so it is replaced rather than reused.
   await dropCollection(ctx, name);
   // 409: an earlier attempt of this very request created it before its answer was lost.
-  await tolerating(409, ctx.call(`create collection ${name}`, () => ctx.client.collections().create(collectionSchema(name))));
+  await tolerating(
+    409,
+    ctx.call(`create collection ${name}`, () => ctx.client.collections().create(collectionSchema(name))),
+  );
 }
 
 export async function dropCollection(ctx: Context, name: string): Promise<void> {
-  await tolerating(404, ctx.call(`drop collection ${name}`, () => ctx.client.collections(name).delete()));
+  await tolerating(
+    404,
+    ctx.call(`drop collection ${name}`, () => ctx.client.collections(name).delete()),
+  );
   ctx.schemaFields.delete(name);
 }
 

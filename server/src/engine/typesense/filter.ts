@@ -19,7 +19,17 @@ const NEGATED: Record<FilterComparison, FilterComparison> = {
 };
 
 const holds = (a: number, op: FilterComparison, b: number): boolean =>
-  op === "=" ? a === b : op === "!=" ? a !== b : op === "<" ? a < b : op === "<=" ? a <= b : op === ">" ? a > b : a >= b;
+  op === "="
+    ? a === b
+    : op === "!="
+      ? a !== b
+      : op === "<"
+        ? a < b
+        : op === "<="
+          ? a <= b
+          : op === ">"
+            ? a > b
+            : a >= b;
 
 function combine(kind: "and" | "or", clauses: Clause[]): Clause {
   const absorbing = kind === "or";
@@ -34,7 +44,14 @@ const present = (field: string): string => `fpresent:=[${presenceToken(field)}]`
 const missing = (field: string): string => `fpresent:!=[${presenceToken(field)}]`;
 
 /** A comparison, to hold (negated=false) or to fail (negated=true). */
-function comparison(field: string, kind: FieldKind, op: FilterComparison, value: number | boolean, negated: boolean, exists: boolean): Clause {
+function comparison(
+  field: string,
+  kind: FieldKind,
+  op: FilterComparison,
+  value: number | boolean,
+  negated: boolean,
+  exists: boolean,
+): Clause {
   if (!exists) return negated;
 
   if (kind === "bool") {
@@ -59,7 +76,10 @@ function translate(expr: FilterExpr, negated: boolean, hasField: (field: string)
     case "and":
     case "or": {
       const kind = negated ? (expr.kind === "and" ? "or" : "and") : expr.kind;
-      return combine(kind, expr.args.map((arg) => translate(arg, negated, hasField)));
+      return combine(
+        kind,
+        expr.args.map((arg) => translate(arg, negated, hasField)),
+      );
     }
     case "cmp": {
       const kind: FieldKind = typeof expr.value === "boolean" ? "bool" : "num";

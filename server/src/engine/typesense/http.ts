@@ -70,8 +70,7 @@ function explain(error: unknown, status: number | undefined, attempts: number): 
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
-export type Caller = 
-  <T>(operation: string, request: () => Promise<T>) => Promise<T>
+export type Caller = <T>(operation: string, request: () => Promise<T>) => Promise<T>;
 
 /** Returns a function that runs one Typesense request with retries and error mapping. */
 export function createCaller(policy: RetryPolicy): Caller {

@@ -71,13 +71,21 @@ export function createTypesenseEngine(options: TypesenseEngineOptions): SearchEn
 
     async createIndex(indexKey: string) {
       const collection = names(indexKey).versions;
-      await tolerating(409, ctx.call(`create index ${indexKey}`, () => ctx.client.collections().create(versionsSchema(collection))));
+      await tolerating(
+        409,
+        ctx.call(`create index ${indexKey}`, () => ctx.client.collections().create(versionsSchema(collection))),
+      );
       ctx.trees.delete(indexKey);
     },
     async dropIndex(indexKey: string) {
       const own = names(indexKey);
-      await tolerating(404, ctx.call(`drop alias of ${indexKey}`, () => ctx.client.aliases(own.alias).delete()));
-      const collections = await ctx.call(`list collections`, () => ctx.client.collections().retrieve({ exclude_fields: "fields" }));
+      await tolerating(
+        404,
+        ctx.call(`drop alias of ${indexKey}`, () => ctx.client.aliases(own.alias).delete()),
+      );
+      const collections = await ctx.call(`list collections`, () =>
+        ctx.client.collections().retrieve({ exclude_fields: "fields" }),
+      );
       for (const { name } of collections) if (own.owns(name)) await dropCollection(ctx, name);
       ctx.trees.delete(indexKey);
     },
@@ -102,7 +110,8 @@ export function createTypesenseEngine(options: TypesenseEngineOptions): SearchEn
         .map(({ version, parent, records }) => ({ version, parent, records }));
     },
 
-    search: (indexKey: string, version: VersionId, request: SearchRequest) => searchVersion(ctx, indexKey, version, request),
+    search: (indexKey: string, version: VersionId, request: SearchRequest) =>
+      searchVersion(ctx, indexKey, version, request),
     get: (indexKey: string, version: VersionId, id: string) => getRecord(ctx, indexKey, version, id),
     count: (indexKey: string, version: VersionId) => countRecords(ctx, indexKey, version),
   };

@@ -83,7 +83,11 @@ function stabilise(ranked: Ranked[]): Ranked[] {
   return out;
 }
 
-export function toHits(response: SearchResponse<DocumentSchema>, request: SearchRequest, settings: Settings): SearchHit[] {
+export function toHits(
+  response: SearchResponse<DocumentSchema>,
+  request: SearchRequest,
+  settings: Settings,
+): SearchHit[] {
   const ranked = (response.hits ?? []).map((raw): Ranked => {
     const record = recordOf(raw.document);
     const hit: SearchHit = { record };

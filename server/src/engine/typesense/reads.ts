@@ -10,7 +10,11 @@ import { searchParams, toHits } from "./query.ts";
 import { searchText } from "./text.ts";
 import { resolve, visibilityFilter } from "./versions.ts";
 
-async function majorCollection(ctx: Context, indexKey: string, version: VersionId): Promise<{ collection: string; path: VersionEntry[] }> {
+async function majorCollection(
+  ctx: Context,
+  indexKey: string,
+  version: VersionId,
+): Promise<{ collection: string; path: VersionEntry[] }> {
   const path = await resolve(ctx, indexKey, version);
   return { collection: indexNames(ctx.settings.prefix, indexKey).major(path[0]!.major), path };
 }
@@ -21,23 +25,47 @@ async function dataFilter(ctx: Context, collection: string, filter: FilterExpr):
   return translateFilter(filter, (field) => fields.has(field));
 }
 
-export async function searchVersion(ctx: Context, indexKey: string, version: VersionId, request: SearchRequest): Promise<SearchHit[]> {
+export async function searchVersion(
+  ctx: Context,
+  indexKey: string,
+  version: VersionId,
+  request: SearchRequest,
+): Promise<SearchHit[]> {
   const { collection, path } = await majorCollection(ctx, indexKey, version);
   // A query with no tokens (blank or punctuation only) matches nothing.
   const queryText = searchText(request.query);
   if (queryText === "") return [];
-  const filterBy = allOf(visibilityFilter(path), request.filter ? await dataFilter(ctx, collection, request.filter) : true);
+  const filterBy = allOf(
+    visibilityFilter(path),
+    request.filter ? await dataFilter(ctx, collection, request.filter) : true,
+  );
   if (typeof filterBy !== "string") return [];
-  const response = await search(ctx, collection, searchParams(request, queryText, filterBy, ctx.settings), `search version ${version} of ${indexKey}`);
+  const response = await search(
+    ctx,
+    collection,
+    searchParams(request, queryText, filterBy, ctx.settings),
+    `search version ${version} of ${indexKey}`,
+  );
   return toHits(response, request, ctx.settings);
 }
 
-export async function getRecord(ctx: Context, indexKey: string, version: VersionId, id: string): Promise<SearchRecord | null> {
+export async function getRecord(
+  ctx: Context,
+  indexKey: string,
+  version: VersionId,
+  id: string,
+): Promise<SearchRecord | null> {
   const { collection, path } = await majorCollection(ctx, indexKey, version);
   const response = await search(
     ctx,
     collection,
-    { q: "*", query_by: "title_text", filter_by: `rid_key:=${idKey(id)} && ${visibilityFilter(path)}`, per_page: 1, include_fields: "rec" },
+    {
+      q: "*",
+      query_by: "title_text",
+      filter_by: `rid_key:=${idKey(id)} && ${visibilityFilter(path)}`,
+      per_page: 1,
+      include_fields: "rec",
+    },
     `get a record of version ${version} of ${indexKey}`,
   );
   const doc = response.hits?.[0]?.document;

@@ -47,7 +47,14 @@ interface StoredEntry {
 
 function fromStored(doc: StoredEntry): VersionEntry {
   const { minor } = parseVersion(doc.id);
-  return { version: doc.id, parent: doc.parent ?? null, major: doc.major, minor, records: doc.records, state: doc.state };
+  return {
+    version: doc.id,
+    parent: doc.parent ?? null,
+    major: doc.major,
+    minor,
+    records: doc.records,
+    state: doc.state,
+  };
 }
 
 function toStored(entry: VersionEntry): StoredEntry {
@@ -94,7 +101,10 @@ export async function putEntry(ctx: Context, indexKey: string, entry: VersionEnt
 export async function deleteMajorEntries(ctx: Context, indexKey: string, major: number): Promise<void> {
   const collection = indexNames(ctx.settings.prefix, indexKey).versions;
   await ctx.call(`forget version ${major} of ${indexKey}`, () =>
-    ctx.client.collections(collection).documents().delete({ filter_by: `major:=${major}` }),
+    ctx.client
+      .collections(collection)
+      .documents()
+      .delete({ filter_by: `major:=${major}` }),
   );
   const tree = ctx.trees.get(indexKey);
   for (const [version, entry] of tree ?? []) if (entry.major === major) tree?.delete(version);

@@ -66,7 +66,9 @@ export async function applyRecordChange(
     return version;
   });
   if (minorOf(version) >= ctx.policy.coalesceAfter) {
-    void coalesce(ctx, ref).catch((error: Error) => ctx.log.error("automatic coalesce failed", { index: ref.id, error: error.message }));
+    void coalesce(ctx, ref).catch((error: Error) =>
+      ctx.log.error("automatic coalesce failed", { index: ref.id, error: error.message }),
+    );
   }
   return version;
 }
@@ -76,7 +78,12 @@ export async function applyRecordChange(
  * before some delete that happened elsewhere, the ids that delete removed but the parent still
  * holds are deleted again in the new version.
  */
-async function tombstonesToCarry(ctx: VersionContext, indexId: string, parent: VersionId, upserts: SearchRecord[]): Promise<string[]> {
+async function tombstonesToCarry(
+  ctx: VersionContext,
+  indexId: string,
+  parent: VersionId,
+  upserts: SearchRecord[],
+): Promise<string[]> {
   const parentRow = await versionRow(ctx.db, indexId, parent);
   if (!parentRow) return [];
   const newer = await ctx.db

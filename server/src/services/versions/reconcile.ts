@@ -11,7 +11,9 @@ import type { VersionContext } from "./context.ts";
  */
 export async function reconcile(ctx: VersionContext): Promise<void> {
   for (const { id } of await ctx.db.select({ id: indexes.id }).from(indexes)) {
-    const known = new Set((await ctx.db.select({ v: versions.version }).from(versions).where(eq(versions.indexId, id))).map((r) => r.v));
+    const known = new Set(
+      (await ctx.db.select({ v: versions.version }).from(versions).where(eq(versions.indexId, id))).map((r) => r.v),
+    );
     for (const v of await ctx.engine.versions(id)) {
       if (known.has(v.version) || isMajorVersion(v.version)) continue;
       await ctx.db.insert(versions).values({

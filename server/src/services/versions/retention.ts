@@ -54,6 +54,8 @@ export function applyRetention(ctx: VersionContext, indexId: string): Promise<Ve
 /** Runs retention over every index; a failure on one index is logged and does not stop the rest. */
 export async function applyRetentionEverywhere(ctx: VersionContext): Promise<void> {
   for (const { id } of await ctx.db.select({ id: indexes.id }).from(indexes)) {
-    await applyRetention(ctx, id).catch((error: Error) => ctx.log.error("retention failed", { index: id, error: error.message }));
+    await applyRetention(ctx, id).catch((error: Error) =>
+      ctx.log.error("retention failed", { index: id, error: error.message }),
+    );
   }
 }

@@ -9,7 +9,8 @@ import { indexes, versions } from "../../store/schema.ts";
 export type VersionRow = typeof versions.$inferSelect;
 
 /** Selects one version of one index (the table's key). */
-export const versionKey = (indexId: string, version: VersionId) => and(eq(versions.indexId, indexId), eq(versions.version, version));
+export const versionKey = (indexId: string, version: VersionId) =>
+  and(eq(versions.indexId, indexId), eq(versions.version, version));
 
 export async function versionRow(db: Db, indexId: string, version: VersionId): Promise<VersionRow | undefined> {
   const [row] = await db.select().from(versions).where(versionKey(indexId, version)).limit(1);

@@ -18,7 +18,10 @@ export class OffThreadBuilder {
   readonly dir: string;
   private readonly map: boolean;
   private readonly worker: Worker;
-  private readonly waiting = new Map<number, { resolve: (reply: Built | undefined) => void; reject: (error: Error) => void }>();
+  private readonly waiting = new Map<
+    number,
+    { resolve: (reply: Built | undefined) => void; reject: (error: Error) => void }
+  >();
   private nextId = 0;
   private batch: SearchRecord[] = [];
   /** Acknowledgements of the batches sent and not yet waited for, oldest first. */

@@ -35,7 +35,8 @@ export class SlotLog {
 
   private flush(): void {
     const bytes = new Uint8Array(this.buffer.buffer, 0, this.used * 4);
-    for (let done = 0; done < bytes.length; ) done += fs.writeSync(this.fd, bytes, done, bytes.length - done, this.written + done);
+    for (let done = 0; done < bytes.length; )
+      done += fs.writeSync(this.fd, bytes, done, bytes.length - done, this.written + done);
     this.written += bytes.length;
     this.used = 0;
   }

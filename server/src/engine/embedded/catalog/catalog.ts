@@ -48,7 +48,9 @@ export class Catalog {
       removeMajor: prepare("DELETE FROM majors WHERE index_key = ? AND major = ?"),
       removeMajorChanges: prepare("DELETE FROM changes WHERE index_key = ? AND major = ?"),
       changes: prepare("SELECT version, parent, records, body FROM changes WHERE index_key = ?"),
-      addChange: prepare("INSERT INTO changes (index_key, version, major, parent, records, body) VALUES (?, ?, ?, ?, ?, ?)"),
+      addChange: prepare(
+        "INSERT INTO changes (index_key, version, major, parent, records, body) VALUES (?, ?, ?, ?, ?, ?)",
+      ),
       removeChange: prepare("DELETE FROM changes WHERE index_key = ? AND version = ?"),
     };
   }

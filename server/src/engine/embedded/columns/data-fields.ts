@@ -17,7 +17,8 @@ export function walkData(
   const visit = (value: unknown, addressable: boolean, depth: number): void => {
     if (typeof value === "string") onText(value);
     else if (typeof value === "number" || typeof value === "boolean") {
-      if (onLeaf && addressable && path.length > 0 && (typeof value === "boolean" || Number.isFinite(value))) onLeaf(path, value);
+      if (onLeaf && addressable && path.length > 0 && (typeof value === "boolean" || Number.isFinite(value)))
+        onLeaf(path, value);
     } else if (depth < MAX_DEPTH && typeof value === "object" && value !== null) {
       if (Array.isArray(value)) {
         for (const item of value) visit(item, false, depth + 1);

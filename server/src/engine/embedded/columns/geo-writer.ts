@@ -32,7 +32,8 @@ export class GeoWriter {
       const nothing = new Float64Array(Math.min(n, NAN_CHUNK)).fill(NaN);
       for (const key of [SECTIONS.latitude, SECTIONS.longitude]) {
         const put = out.reserve(key, n);
-        for (let at = 0; at < n; at += nothing.length) await put(nothing.subarray(0, Math.min(nothing.length, n - at)), at);
+        for (let at = 0; at < n; at += nothing.length)
+          await put(nothing.subarray(0, Math.min(nothing.length, n - at)), at);
       }
       await out.add(SECTIONS.geoCodes, new Uint32Array(0));
       await out.add(SECTIONS.geoDocs, new Uint32Array(0));

@@ -15,7 +15,13 @@ const NONE = 0xffff_ffff;
  * postings are; the data terms are never all in memory at once (free text in `data` can be many
  * per record). finalTerm: each temporary term id's final one.
  */
-export async function writeDataPostings(out: SegmentFileWriter, slots: SlotPasses, finalTerm: Uint32Array, windowBytes: number, pacer: Pacer): Promise<void> {
+export async function writeDataPostings(
+  out: SegmentFileWriter,
+  slots: SlotPasses,
+  finalTerm: Uint32Array,
+  windowBytes: number,
+  pacer: Pacer,
+): Promise<void> {
   const termCount = finalTerm.length;
   const offsets = new Uint32Array(termCount + 1);
   await slots.forEach(DATA, (doc, slot) => {

@@ -14,7 +14,10 @@ const NONE = 0xffff_ffff;
  * entries in the forward index. A pass of its own, not part of the record locations' pass, so that
  * those are freed first.
  */
-export async function countTitleTerms(slots: SlotPasses, n: number): Promise<{ offsets: Uint32Array | null; maxTitleTokens: number }> {
+export async function countTitleTerms(
+  slots: SlotPasses,
+  n: number,
+): Promise<{ offsets: Uint32Array | null; maxTitleTokens: number }> {
   const offsets = new Uint32Array(n + 1);
   await slots.forEach(0, (d, slot) => {
     if (d !== NONE) offsets[d + 1] = slot.titleCount;
@@ -56,7 +59,8 @@ export async function writeForwardIndex(
     await slots.forEach(TITLE, (d, slot) => {
       if (d < first || d >= last) return;
       const title = slot.title;
-      for (let i = 0, at = offsets[d]! - base, count = slot.titleCount; i < count; i++) terms[at + i] = finalTerm[title[i]!]!;
+      for (let i = 0, at = offsets[d]! - base, count = slot.titleCount; i < count; i++)
+        terms[at + i] = finalTerm[title[i]!]!;
     });
     await put(terms, base);
   }

@@ -279,7 +279,10 @@ export function mergeRuns(runs: RunSource[]): RunSource {
 export function intersectionByBitmap(source: AndSource, from = 0, to = END): RunSource | null {
   const whole = source.inputRuns();
   if (whole === null || whole.length < 2) return null;
-  const inputs = from === 0 && to === END ? whole : whole.map((runs) => runs.map((r) => new RunSource(r.values, r.bound(from), r.bound(to))));
+  const inputs =
+    from === 0 && to === END
+      ? whole
+      : whole.map((runs) => runs.map((r) => new RunSource(r.values, r.bound(from), r.bound(to))));
   let min = 0;
   let max = END - 1;
   let smallest = Infinity;

@@ -38,7 +38,12 @@ const SCAN_DOCS = 1 << 18;
  * already written (forwardOffsets, forwardTerms) a chunk at a time: sequential reads of the page cache,
  * instead of 16 bytes per record held in memory through every posting pass.
  */
-async function scanTitles(out: SegmentFileWriter, n: number, pacer: Pacer, visit: (doc: number, tokens: Uint32Array, from: number, to: number) => void): Promise<void> {
+async function scanTitles(
+  out: SegmentFileWriter,
+  n: number,
+  pacer: Pacer,
+  visit: (doc: number, tokens: Uint32Array, from: number, to: number) => void,
+): Promise<void> {
   const offsets = new Uint32Array(SCAN_DOCS + 1);
   let tokens = new Uint32Array(SCAN_DOCS * 4);
   for (let first = 0; first < n; first += SCAN_DOCS) {
@@ -113,7 +118,11 @@ async function writeSplitPostings(
   const putGeo = out.reserve(sections.geoPositions, geoOffsets[2 * keyCount]!);
 
   // With coordinates a window's geo runs are held beside it: each gets half the window.
-  const { windows, largest } = splitIntoWindows(keyCount, (key) => offsets[2 * key]!, windowBytes / (geoPosition === null ? 4 : 8));
+  const { windows, largest } = splitIntoWindows(
+    keyCount,
+    (key) => offsets[2 * key]!,
+    windowBytes / (geoPosition === null ? 4 : 8),
+  );
   // One buffer for every window: a new one per window would leave the last windows' buffers to
   // the garbage collector, which frees them late (several windows' worth resident at once).
   const buffer = new Uint32Array(largest);
@@ -160,13 +169,27 @@ async function writeSplitPostings(
 }
 
 /** The title postings (TITLE_POSTINGS): each document's title terms, the first one "at start". */
-export async function writeTitlePostings(out: SegmentFileWriter, termCount: number, orders: DocOrders, windowBytes: number, pacer: Pacer): Promise<void> {
-  await writeSplitPostings(out, TITLE_POSTINGS, termCount, orders, windowBytes, pacer, (tokens, from, to, emit, low, high) => {
-    for (let i = from; i < to; i++) {
-      const t = tokens[i]!;
-      if (t >= low && t < high) emit(t, i === from);
-    }
-  });
+export async function writeTitlePostings(
+  out: SegmentFileWriter,
+  termCount: number,
+  orders: DocOrders,
+  windowBytes: number,
+  pacer: Pacer,
+): Promise<void> {
+  await writeSplitPostings(
+    out,
+    TITLE_POSTINGS,
+    termCount,
+    orders,
+    windowBytes,
+    pacer,
+    (tokens, from, to, emit, low, high) => {
+      for (let i = from; i < to; i++) {
+        const t = tokens[i]!;
+        if (t >= low && t < high) emit(t, i === from);
+      }
+    },
+  );
 }
 
 /** The prefix postings (PREFIX_POSTINGS): the prefixes of each document's title terms. */
@@ -191,15 +214,23 @@ export async function writePrefixPostings(
       lastPrefix[t] = termPrefixes[t * L + k]!;
     }
   }
-  await writeSplitPostings(out, PREFIX_POSTINGS, prefixes.count, orders, windowBytes, pacer, (tokens, from, to, emit, low, high) => {
-    for (let i = from; i < to; i++) {
-      const t = tokens[i]!;
-      if (firstPrefix[t]! >= high || lastPrefix[t]! < low) continue;
-      for (let k = 0; k < L; k++) {
-        const p = termPrefixes[t * L + k]!;
-        if (p === NONE) break;
-        emit(p, i === from);
+  await writeSplitPostings(
+    out,
+    PREFIX_POSTINGS,
+    prefixes.count,
+    orders,
+    windowBytes,
+    pacer,
+    (tokens, from, to, emit, low, high) => {
+      for (let i = from; i < to; i++) {
+        const t = tokens[i]!;
+        if (firstPrefix[t]! >= high || lastPrefix[t]! < low) continue;
+        for (let k = 0; k < L; k++) {
+          const p = termPrefixes[t * L + k]!;
+          if (p === NONE) break;
+          emit(p, i === from);
+        }
       }
-    }
-  });
+    },
+  );
 }

@@ -10,7 +10,11 @@ import type { Pacer } from "../util/pacer.ts";
  * when that alone holds more. windows: the first item of each window, then count; largest: the
  * most entries in one window (the buffer to allocate once for all of them).
  */
-export function splitIntoWindows(count: number, startOf: (item: number) => number, maxEntries: number): { windows: number[]; largest: number } {
+export function splitIntoWindows(
+  count: number,
+  startOf: (item: number) => number,
+  maxEntries: number,
+): { windows: number[]; largest: number } {
   const limit = Math.max(1, Math.floor(maxEntries));
   const windows = [0];
   let largest = 0;

@@ -22,7 +22,13 @@ export const MAX_QUERY_TOKENS = 30;
  * prefix[j]: 1 when title token j starts with the last query token.
  * Returns the bucket, or -1 when the title does not match.
  */
-export function titleBucket(masks: Uint32Array, prefix: Uint8Array, len: number, n: number, prefixLast: boolean): number {
+export function titleBucket(
+  masks: Uint32Array,
+  prefix: Uint8Array,
+  len: number,
+  n: number,
+  prefixLast: boolean,
+): number {
   let found = 0;
   let anyPrefix = 0;
   for (let j = 0; j < len; j++) {

@@ -14,7 +14,14 @@ import { lowerBound } from "../util/arrays.ts";
 const LEAF_SIZE = 32;
 
 /** A lower bound of the distance from (lat, lon) to any point of the box, in meters. */
-function boxLowerBound(lat: number, lon: number, latMin: number, latMax: number, lonMin: number, lonMax: number): number {
+function boxLowerBound(
+  lat: number,
+  lon: number,
+  latMin: number,
+  latMax: number,
+  lonMin: number,
+  lonMax: number,
+): number {
   // Latitude difference alone bounds any great-circle distance.
   const dLat = lat < latMin ? latMin - lat : lat > latMax ? lat - latMax : 0;
   let bound = dLat;
@@ -109,7 +116,12 @@ export class NearestIterator {
         const lonMin = ((compactBits(prefix) * cellSpan) / 65536) * 360 - 180;
         const latMin = ((compactBits(prefix >>> 1) * cellSpan) / 65536) * 180 - 90;
         const size = cellSpan / 65536;
-        this.push(boxLowerBound(this.lat, this.lon, latMin, latMin + size * 180, lonMin, lonMin + size * 360), { level, prefix, lo, hi });
+        this.push(boxLowerBound(this.lat, this.lon, latMin, latMin + size * 180, lonMin, lonMin + size * 360), {
+          level,
+          prefix,
+          lo,
+          hi,
+        });
       }
       lo = hi;
     }

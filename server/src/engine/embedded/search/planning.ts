@@ -44,7 +44,12 @@ export function resolveTerms(segment: Segment, query: SegmentQuery): ResolvedTer
 }
 
 /** The streams of a query, best bound first. */
-export function planStreams(segment: Segment, query: SegmentQuery, terms: ResolvedTerms, tuning: SearchTuning): Stream[] {
+export function planStreams(
+  segment: Segment,
+  query: SegmentQuery,
+  terms: ResolvedTerms,
+  tuning: SearchTuning,
+): Stream[] {
   return new StreamPlanner(segment, query, terms, tuning).streams();
 }
 
@@ -89,8 +94,10 @@ class StreamPlanner {
       // those buckets read the first token's shorter "at start" run and end early when full.
       const first = (o: Order, atStart: boolean) => (atStart ? this.termRun(ids[0]!, true, o) : term(ids[0]!, o));
       const rest = (o: Order) => Array.from(ids.subarray(1, n - 1), (t) => term(t, o));
-      const whole = (atStart: boolean) => (o: Order) => (e < 0 ? EMPTY : new AndSource([first(o, atStart), ...rest(o), term(e, o)]));
-      const prefixed = (atStart: boolean) => (o: Order) => new AndSource([first(o, atStart), ...rest(o), this.prefixSource(true, true, o)]);
+      const whole = (atStart: boolean) => (o: Order) =>
+        e < 0 ? EMPTY : new AndSource([first(o, atStart), ...rest(o), term(e, o)]);
+      const prefixed = (atStart: boolean) => (o: Order) =>
+        new AndSource([first(o, atStart), ...rest(o), this.prefixSource(true, true, o)]);
       return [
         stream(0, only(0), false, whole(true)),
         stream(1, only(1, 2, 3), false, whole(false)),
@@ -106,7 +113,12 @@ class StreamPlanner {
       return [
         stream(0, only(0), true, (o) => this.termRun(t, true, o)),
         stream(1, only(1), true, (o) => this.termRun(t, false, o)),
-        stream(DATA_BUCKET, only(DATA_BUCKET), true, weightOnly(() => dataOnly(t))),
+        stream(
+          DATA_BUCKET,
+          only(DATA_BUCKET),
+          true,
+          weightOnly(() => dataOnly(t)),
+        ),
       ];
     }
     return [
@@ -162,5 +174,7 @@ class StreamPlanner {
 function splitRun(postings: SplitPostings, order: Order, key: number, atStart: boolean): RunSource {
   const offsets = order === "geo" ? postings.geoOffsets : postings.offsets;
   const values = order === "weight" ? postings.docs : order === "id" ? postings.ranks : postings.geoPositions;
-  return atStart ? new RunSource(values, offsets[2 * key]!, offsets[2 * key + 1]!) : new RunSource(values, offsets[2 * key + 1]!, offsets[2 * key + 2]!);
+  return atStart
+    ? new RunSource(values, offsets[2 * key]!, offsets[2 * key + 1]!)
+    : new RunSource(values, offsets[2 * key + 1]!, offsets[2 * key + 2]!);
 }

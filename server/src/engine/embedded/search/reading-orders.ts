@@ -50,14 +50,26 @@ export class StreamReader {
   }
 
   private docAt(order: Order, position: number): number {
-    return order === "weight" ? position : order === "id" ? this.segment.rankToDoc[position]! : this.segment.geo.docs[position]!;
+    return order === "weight"
+      ? position
+      : order === "id"
+        ? this.segment.rankToDoc[position]!
+        : this.segment.geo.docs[position]!;
   }
 
   /**
    * Reads the stream in weight or id order (positions [lo, hi) of that order), keeping the first
    * `need` hits of each bucket; the stream's best bucket full means nothing later can rank.
    */
-  private readInOrder(stream: Stream, need: number, counts: Uint32Array, order: "weight" | "id", unlocatedOnly = false, lo = 0, hi = END): void {
+  private readInOrder(
+    stream: Stream,
+    need: number,
+    counts: Uint32Array,
+    order: "weight" | "id",
+    unlocatedOnly = false,
+    lo = 0,
+    hi = END,
+  ): void {
     const source = stream.source(order);
     if (source === null) {
       this.readWhole(stream, need, counts, unlocatedOnly);
@@ -175,7 +187,15 @@ export class StreamReader {
         if (members > this.tuning.smallStream && nearestCost < members) {
           const mark = this.hits.length;
           const saved = counts.slice();
-          const outcome = this.readNearest(stream, need, counts, doc, groupEnd, members * this.tuning.nearestBudget, source.count(0, END));
+          const outcome = this.readNearest(
+            stream,
+            need,
+            counts,
+            doc,
+            groupEnd,
+            members * this.tuning.nearestBudget,
+            source.count(0, END),
+          );
           // Within a group, weight order is id order: its unlocated documents come in id order.
           if (outcome === "exhausted") this.readInOrder(stream, need, counts, "weight", true, doc, groupEnd);
           readWhole = outcome === "over budget";

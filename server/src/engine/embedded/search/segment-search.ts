@@ -36,7 +36,13 @@ export interface SearchTuning {
   selectiveAfter: number;
 }
 
-export const DEFAULT_TUNING: SearchTuning = { maxUnionTerms: 32, smallStream: 256, nearestBudget: 2, exactIntersection: 50_000, selectiveAfter: 64 };
+export const DEFAULT_TUNING: SearchTuning = {
+  maxUnionTerms: 32,
+  smallStream: 256,
+  nearestBudget: 2,
+  exactIntersection: 50_000,
+  selectiveAfter: 64,
+};
 
 export interface SegmentHit {
   doc: number;

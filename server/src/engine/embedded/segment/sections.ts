@@ -106,5 +106,8 @@ export interface FilterColumnSections {
 
 /** The sections of filter column i, the data path meta.filterPaths[i]. */
 export function filterColumnSections(column: number): FilterColumnSections {
-  return { kinds: section(`filter${column}Kind`, "u8", "columns"), values: section(`filter${column}Num`, "f64", "columns") };
+  return {
+    kinds: section(`filter${column}Kind`, "u8", "columns"),
+    values: section(`filter${column}Num`, "f64", "columns"),
+  };
 }

@@ -59,7 +59,8 @@ export class SegmentFileWriter {
   async add<T extends ElementType>(key: SectionKey<T>, array: ElementArrays[T]): Promise<void> {
     const name = key.stored;
     if (name in this.header.sections) throw new Error(`section ${name} written twice`);
-    if (typeOf(array) !== key.type) throw new Error(`section ${name}: ${typeOf(array)} elements in a ${key.type} section`);
+    if (typeOf(array) !== key.type)
+      throw new Error(`section ${name}: ${typeOf(array)} elements in a ${key.type} section`);
     this.header.sections[name] = { type: key.type, offset: this.offset, length: array.length };
     await writeFully(this.file, new Uint8Array(array.buffer, array.byteOffset, array.byteLength), this.offset);
     this.offset = align8(this.offset + array.byteLength);
@@ -78,8 +79,10 @@ export class SegmentFileWriter {
     this.header.sections[name] = { type, offset: start, length };
     this.offset = align8(start + length * size);
     return async (part, at) => {
-      if (part.BYTES_PER_ELEMENT !== size) throw new Error(`section ${name}: a part of ${part.BYTES_PER_ELEMENT}-byte elements in a ${type} section`);
-      if (at < 0 || at + part.length > length) throw new Error(`section ${name}: part [${at}, ${at + part.length}) out of [0, ${length})`);
+      if (part.BYTES_PER_ELEMENT !== size)
+        throw new Error(`section ${name}: a part of ${part.BYTES_PER_ELEMENT}-byte elements in a ${type} section`);
+      if (at < 0 || at + part.length > length)
+        throw new Error(`section ${name}: part [${at}, ${at + part.length}) out of [0, ${length})`);
       await writeFully(this.file, new Uint8Array(part.buffer, part.byteOffset, part.byteLength), start + at * size);
     };
   }
@@ -162,7 +165,10 @@ function checkBounds(layout: Layout, path: string, size: number): void {
  * mapping of the file: resident memory is only the pages searches touch, and the kernel may drop
  * them again. Otherwise each section is read into its own array.
  */
-export async function openSegmentFile(path: string, map: boolean): Promise<{ meta: unknown; sections: Record<string, Section>; mapped: boolean }> {
+export async function openSegmentFile(
+  path: string,
+  map: boolean,
+): Promise<{ meta: unknown; sections: Record<string, Section>; mapped: boolean }> {
   const file = await fs.promises.open(path, "r");
   try {
     const { size } = await file.stat();
@@ -187,9 +193,13 @@ export async function openSegmentFile(path: string, map: boolean): Promise<{ met
 }
 
 /** The section `key` names, which must exist with the key's element type. */
-export function sectionOf<T extends ElementType>(sections: Record<string, Section>, key: SectionKey<T>): ElementArrays[T] {
+export function sectionOf<T extends ElementType>(
+  sections: Record<string, Section>,
+  key: SectionKey<T>,
+): ElementArrays[T] {
   const array = sections[key.stored];
-  if (array === undefined || typeOf(array) !== key.type) throw new Error(`segment file has no ${key.type} section ${key.stored}`);
+  if (array === undefined || typeOf(array) !== key.type)
+    throw new Error(`segment file has no ${key.type} section ${key.stored}`);
   // Checked just above: the one place a section's array type is asserted.
   return array as ElementArrays[T];
 }

@@ -12,8 +12,21 @@ import type { GeoIndex } from "../columns/geo.ts";
 import { RecordStore } from "../store/record-store.ts";
 import { SortedStrings } from "../termdict/sorted-strings.ts";
 import { INDEX_FILE, type SegmentMeta } from "./meta.ts";
-import { openSegmentFile, sectionOf, type ElementArrays, type ElementType, type Section, type SectionKey } from "./segment-file.ts";
-import { PREFIX_POSTINGS, SECTIONS, TITLE_POSTINGS, filterColumnSections, type SplitPostingSections } from "./sections.ts";
+import {
+  openSegmentFile,
+  sectionOf,
+  type ElementArrays,
+  type ElementType,
+  type Section,
+  type SectionKey,
+} from "./segment-file.ts";
+import {
+  PREFIX_POSTINGS,
+  SECTIONS,
+  TITLE_POSTINGS,
+  filterColumnSections,
+  type SplitPostingSections,
+} from "./sections.ts";
 
 /** The arrays of split posting runs, named as their sections (SplitPostingSections) are. */
 export type SplitPostings = { readonly [K in keyof SplitPostingSections]: Uint32Array };

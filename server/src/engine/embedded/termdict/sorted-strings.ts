@@ -44,7 +44,7 @@ export class SortedStrings {
     const bytes = this.bytes;
     const start = this.offsets[i]!;
     const length = this.offsets[i + 1]! - start;
-    const n = Math.min(length , key.length);
+    const n = Math.min(length, key.length);
     for (let j = 0; j < n; j++) {
       const d = bytes[start + j]! - key[j]!;
       if (d !== 0) return d;

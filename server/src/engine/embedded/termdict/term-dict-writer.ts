@@ -92,7 +92,12 @@ export class TermDictWriter {
    * Writes the prefix dictionary (prefixDictBytes, prefixDictOffsets): the prefixes of 1..maxPrefix
    * characters of every title term, in code point order. termOrder: from sort().
    */
-  async writePrefixes(out: SegmentFileWriter, termOrder: Uint32Array, maxPrefix: number, pacer: Pacer): Promise<TermPrefixes> {
+  async writePrefixes(
+    out: SegmentFileWriter,
+    termOrder: Uint32Array,
+    maxPrefix: number,
+    pacer: Pacer,
+  ): Promise<TermPrefixes> {
     const L = maxPrefix;
     const prefixIds = new Map<string, number>();
     const prefixList: string[] = [];
@@ -111,9 +116,14 @@ export class TermDictWriter {
         termPrefixes[t * L + len - 1] = id;
       }
     });
-    const order = await sortIndices(prefixList.length, (a, b) => compareCodePoints(prefixList[a]!, prefixList[b]!), pacer);
+    const order = await sortIndices(
+      prefixList.length,
+      (a, b) => compareCodePoints(prefixList[a]!, prefixList[b]!),
+      pacer,
+    );
     const finalPrefix = invert(order);
-    for (let i = 0; i < termPrefixes.length; i++) if (termPrefixes[i] !== NONE) termPrefixes[i] = finalPrefix[termPrefixes[i]!]!;
+    for (let i = 0; i < termPrefixes.length; i++)
+      if (termPrefixes[i] !== NONE) termPrefixes[i] = finalPrefix[termPrefixes[i]!]!;
 
     const table = await SortedStrings.pack(order.length, (i) => prefixList[order[i]!]!, pacer);
     prefixIds.clear();

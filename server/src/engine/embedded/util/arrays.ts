@@ -127,7 +127,11 @@ export function lowerBound(array: Uint32Array, lo: number, hi: number, target: n
  * 0..n-1 sorted by `compare` (stable), pausing for the event loop as it goes: sorted runs of 32k,
  * then bottom-up merges. One native sort of 10M ids would hold the event loop for seconds.
  */
-export async function sortIndices(n: number, compare: (a: number, b: number) => number, pacer: Pacer): Promise<Uint32Array> {
+export async function sortIndices(
+  n: number,
+  compare: (a: number, b: number) => number,
+  pacer: Pacer,
+): Promise<Uint32Array> {
   const RUN = 1 << 15;
   let from = new Uint32Array(n);
   for (let i = 0; i < n; i++) from[i] = i;
