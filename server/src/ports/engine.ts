@@ -41,6 +41,11 @@ export interface SearchRequest {
   filter?: FilterExpr;
   /** 1..100 */
   limit: number;
+  /**
+   * Whether query tokens may match with typos (docs/ranking.md, Typos); absent means yes. Exact
+   * matches always rank above matches with typos.
+   */
+  typoTolerance?: boolean;
 }
 
 export interface SearchHit {
