@@ -1,4 +1,4 @@
-// Dashboard sign-in and the API key lifecycle (SPEC 3.1, 4.4, 5) over HTTP, through Prism.
+// Dashboard sign-in and the API key lifecycle (docs/api-keys.md, docs/authority.md) over HTTP, through Prism.
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { ok } from "../support/contract.ts";
 import { Http } from "../support/http.ts";

@@ -1,5 +1,5 @@
-// DESIGN.md's authority table, walked cell by cell over HTTP through the contract-validating
-// proxy. The expected table is written out here from DESIGN.md, independently of the server's.
+// The authority table of docs/authority.md, walked cell by cell over HTTP through the contract-validating
+// proxy. The expected table is written out here from docs/authority.md, independently of the server's.
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { expectContract } from "../support/contract.ts";
 import type { Http, Reply } from "../support/http.ts";

@@ -1,4 +1,4 @@
-// Bulk ingest over HTTP (SPEC 3.2, 4.3; issue 4): signed upload URLs, each format detected by
+// Bulk ingest over HTTP (docs/uploads.md): signed upload URLs, each format detected by
 // content, errors with line numbers, tombstones, sequential versions, and the SDK and CLI on top.
 import { execFile } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";

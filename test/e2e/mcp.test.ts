@@ -124,7 +124,7 @@ describe("the SDK's Client over Streamable HTTP", () => {
     }
   });
 
-  test("search answers the SPEC's envelope with the same results as REST, with and without geo", async () => {
+  test("search answers the documented envelope (docs/api.md, MCP) with the same results as REST, with and without geo", async () => {
     const plain = await client.callTool({ name: "search", arguments: { indexName: index, phrase: "spring" } });
     expect(plain.isError).toBe(false);
     const body = parseText(plain);

@@ -1,4 +1,4 @@
-// Records and versions over HTTP (SPEC 3.3, 4.2, 9; DESIGN.md Versions): every write is a new
+// Records and versions over HTTP (docs/versions.md, docs/api.md Records): every write is a new
 // active version visible at once; any retained version is searchable and activatable; deletes
 // outlive branching; coalesce makes a checkpoint; retention drops the rest.
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
@@ -115,7 +115,7 @@ describe("versions", () => {
     // The branch holds 0.2's records plus Berlin, and not what came after 0.2 on the other branch...
     expect(await ids("b")).toEqual(["berlin"]);
     expect(await ids("concurrent")).toEqual([]);
-    // ...except that antwerp, deleted later on the other branch, stays deleted (DESIGN.md).
+    // ...except that antwerp, deleted later on the other branch, stays deleted (docs/versions.md, Deletes outlive branches and uploads).
     expect(await ids("ant")).toEqual([]);
   });
 

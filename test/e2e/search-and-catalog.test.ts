@@ -1,4 +1,4 @@
-// GET /v1/search as an integrator sees it (DESIGN.md Ranking), and the services/indexes CRUD,
+// GET /v1/search as an integrator sees it (docs/ranking.md), and the services/indexes CRUD,
 // through the contract-validating proxy.
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { ok } from "../support/contract.ts";

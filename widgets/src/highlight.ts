@@ -1,5 +1,5 @@
-// Which characters of a title the query matched, under the server's matching rules (DESIGN.md,
-// Ranking): with scope=title every query token but the last matches a whole title token and the
+// Which characters of a title the query matched, under the server's matching rules (docs/ranking.md,
+// Which records match): with scope=title every query token but the last matches a whole title token and the
 // last matches a prefix; with scope=all every token matches whole.
 import { fold, tokens, WORD } from "./fold.ts";
 
