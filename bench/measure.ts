@@ -85,7 +85,14 @@ export interface EngineResult {
   timings: (number | null)[];
   /** Further passes over the whole list, aligned with timings (Sift only: it has no budget). */
   moreTimings?: number[][];
-  verification?: { checked: number; mismatches: number; examples: string[] };
+  /** Of them typo queries: `typoChecked` checked, `typoMismatches` answered differently. */
+  verification?: {
+    checked: number;
+    mismatches: number;
+    typoChecked?: number;
+    typoMismatches?: number;
+    examples: string[];
+  };
   /** Per query, aligned with timings: for typo queries the engine answered, what it returned; else null. */
   typoAnswers?: (TypoAnswer | null)[];
   /** Peers: the library's typo option as the typo queries used it. */

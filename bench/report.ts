@@ -252,8 +252,9 @@ export function renderReport(runs: Run[], conditions: Conditions): string {
     }
     if (ours.verification) {
       const v = ours.verification;
+      const typo = (n: number | undefined) => (n === undefined ? "" : ` (${n} typo)`);
       out.push(
-        `- Checked against brute force: ${v.checked} queries, ${v.mismatches} mismatches.${v.examples.length ? ` ${v.examples.join("; ")}` : ""}`,
+        `- Checked against brute force: ${v.checked} queries${typo(v.typoChecked)}, ${v.mismatches} mismatches${typo(v.typoMismatches)}.${v.examples.length ? ` ${v.examples.join("; ")}` : ""}`,
       );
     }
     if (ours.put)

@@ -27,7 +27,7 @@ import {
   type TypoAnswer,
 } from "./measure.ts";
 import { createPeer, type PeerDoc } from "./peers.ts";
-import { isTypoClass, matchesIntended, type BenchQuery } from "./queries.ts";
+import { MODES, QUERY_CLASSES, isTypoClass, matchesIntended, type BenchQuery } from "./queries.ts";
 
 const INDEX = "bench";
 
@@ -67,7 +67,9 @@ async function runEmbedded(dataset: string, queries: BenchQuery[]): Promise<Engi
   for (let pass = 1; pass < SIFT_PASSES; pass++)
     moreTimings.push((await timeQueries(queries, (r) => engine.search(INDEX, "1", r), Infinity, false)) as number[]);
   const verification = await verify(engine, dataset, queries, dataset === "10m" ? 24 : 60);
-  log(`${dataset}: verified ${verification.checked} queries, ${verification.mismatches} mismatches`);
+  log(
+    `${dataset}: verified ${verification.checked} queries (${verification.typoChecked} typo), ${verification.mismatches} mismatches (${verification.typoMismatches} typo)`,
+  );
   // What the typo queries found, outside the timings.
   const typoAnswers: (TypoAnswer | null)[] = [];
   for (const q of queries) {
@@ -161,10 +163,22 @@ async function timeQueries(
   return timings;
 }
 
-/** Compares the engine's answers with a brute-force pass over the whole dataset. */
+/**
+ * Compares the engine's answers with a brute-force pass over the whole dataset, on `count`
+ * queries spread over every class, typo classes included: the reference decides what a typo
+ * query matches (server/test/engine/reference.ts).
+ */
 async function verify(engine: SearchEngine, dataset: string, queries: BenchQuery[], count: number) {
-  const step = Math.max(1, Math.floor(queries.length / count));
-  const sample = queries.filter((_, i) => i % step === 0).slice(0, count);
+  // Every (class, mode) cell, the classes first, so that even fewer queries than cells see every class.
+  const cells = MODES.flatMap((mode) =>
+    QUERY_CLASSES.map((cls) => queries.filter((q) => q.cls === cls && q.mode === mode)),
+  );
+  const rounds = Math.ceil(count / cells.length);
+  const sample = Array.from({ length: rounds }, (_, j) =>
+    cells.flatMap((cell) => (cell.length > 0 ? [cell[Math.floor((j * cell.length) / rounds)]!] : [])),
+  )
+    .flat()
+    .slice(0, count);
   const tops = sample.map((q) => ({
     q,
     tokens: queryTokens(q.request),
@@ -181,6 +195,7 @@ async function verify(engine: SearchEngine, dataset: string, queries: BenchQuery
   }
   const examples: string[] = [];
   let mismatches = 0;
+  let typoMismatches = 0;
   for (const t of tops) {
     const expected = toHits(t.top.sorted());
     const got = await engine.search(INDEX, "1", t.q.request);
@@ -193,13 +208,15 @@ async function verify(engine: SearchEngine, dataset: string, queries: BenchQuery
       );
     if (!same) {
       mismatches++;
+      if (isTypoClass(t.q.cls)) typoMismatches++;
       if (examples.length < 5)
         examples.push(
           `${JSON.stringify(t.q.request)}: got ${got.map((h) => h.record.id)} expected ${expected.map((e) => e.id)}`,
         );
     }
   }
-  return { checked: tops.length, mismatches, examples };
+  const typoChecked = tops.filter((t) => isTypoClass(t.q.cls)).length;
+  return { checked: tops.length, mismatches, typoChecked, typoMismatches, examples };
 }
 
 async function runPeer(
