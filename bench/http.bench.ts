@@ -1,6 +1,6 @@
 // HTTP load on the demo cities index (135k records): a real `sift` process, autocannon with 32
-// concurrent connections cycling through autocomplete queries of every length. Writes the
-// HTTP section of RESULTS.md.
+// concurrent connections cycling through autocomplete queries of every length, one in ten with a
+// typo. Writes the HTTP section of RESULTS.md.
 //
 //   npm run bench:http                  (also run by `npm run bench`)
 //   npm run bench:http -- --seconds=20
@@ -63,10 +63,15 @@ const geo = [
   "&latitude=40.71&longitude=-74.0",
   "&latitude=35.68&longitude=139.69",
 ];
-const requests = words.flatMap((w, i) => ({
+// One query in ten has a typo (one edit, never of the first letter), searched with typo tolerance
+// on, the default (docs/api.md): three as the last word, one before the prefix of the next.
+const typos = ["londn", "amsterdma", "sao paolo", "frankfrut am"];
+const queries = words.flatMap((w, i) => (i % 10 === 9 ? [w, typos[(i - 9) / 10]!] : [w]));
+const requests = queries.map((w, i) => ({
   method: "GET" as const,
   path: `/v1/search?query=${encodeURIComponent(w)}&indexName=cities&serviceName=demo&weighted=true${geo[i % geo.length]}`,
 }));
+const geoBiased = requests.filter((r) => r.path.includes("latitude")).length;
 
 const server = await siftProcess({ SIFT_DEMO: "true", SIFT_LOG_LEVEL: "warn", DATABASE_URL: "" });
 console.log("starting Sift with the demo cities index…");
@@ -105,7 +110,7 @@ const section = `<!-- http:start -->
 ## HTTP load (\`npm run bench:http\`, part of \`npm run bench\`)
 
 - Date: ${new Date().toISOString().slice(0, 10)}. Machine: ${os.cpus().length} cores, ${cpu}, ${Math.round(os.totalmem() / 1e9)} GB RAM, Node ${process.version}.
-- A real \`sift\` process on the demo cities index (135k records, embedded engine, PGlite), anonymous searches of a PUBLIC index; autocannon (same machine, so the load generator shares the 2 cores) with ${connections} connections for ${seconds} s after a 3 s warm-up, cycling through ${requests.length} weighted autocomplete queries of 1 to 6 characters and two words, a quarter of them geo-biased.
+- A real \`sift\` process on the demo cities index (135k records, embedded engine, PGlite), anonymous searches of a PUBLIC index; autocannon (same machine, so the load generator shares the 2 cores) with ${connections} connections for ${seconds} s after a 3 s warm-up, cycling through ${requests.length} weighted autocomplete queries of 1 to 6 characters and two words, ${geoBiased} of them geo-biased; ${typos.length} of them have one typo (${typos.map((t) => `\`${t}\``).join(", ")}), with typo tolerance on (the default).
 
 | requests/s | p50 | p99 | max | requests | errors / non-2xx |
 |---|---|---|---|---|---|

@@ -58,6 +58,15 @@ export const ms = (value: number) =>
 /** Timed passes over the query list for Sift (peers time one, within their budget). */
 export const SIFT_PASSES = 5;
 
+export interface TypoAnswer {
+  /** Hits in the top `limit` the engine (or the harness, for a peer) returned. */
+  hits: number;
+  /** Peers: every match the library returned before the harness ranked them. */
+  matches?: number;
+  /** Whether the top `limit` holds a record that the query without its typo matches. */
+  intended: boolean;
+}
+
 export interface EngineResult {
   engine: string;
   dataset: string;
@@ -76,7 +85,20 @@ export interface EngineResult {
   timings: (number | null)[];
   /** Further passes over the whole list, aligned with timings (Sift only: it has no budget). */
   moreTimings?: number[][];
-  verification?: { checked: number; mismatches: number; examples: string[] };
+  /** Of them typo queries: `typoChecked` checked, `typoMismatches` answered differently. */
+  verification?: {
+    checked: number;
+    mismatches: number;
+    typoChecked?: number;
+    typoMismatches?: number;
+    examples: string[];
+  };
+  /** Per query, aligned with timings: for typo queries the engine answered, what it returned; else null. */
+  typoAnswers?: (TypoAnswer | null)[];
+  /** Peers: the library's typo option as the typo queries used it. */
+  typoOption?: string;
+  /** Peers whose typo option is an index of its own (FlexSearch): building it, and its memory. */
+  typoIndex?: { buildMs: number; memory: Memory };
   put?: { count: number; p50: number; p99: number };
   searchOnMinor?: { changes: number; p50: number; p99: number };
   reloadMs?: number;

@@ -1,6 +1,6 @@
 // One engine on one dataset, in its own process (so memory figures are its own and a peer that
 // runs out of memory cannot take the benchmark down). Spawned by search.bench.ts:
-//   node --expose-gc run-engine.ts <engine> <dataset> <queries.json> <result.json> <peerSeconds>
+//   node --expose-gc run-engine.ts <engine> <dataset> <queries.json> <result.json> <peerSeconds> [<peerTypoSeconds>]
 import fs from "node:fs";
 import path from "node:path";
 import type { SearchEngine, SearchRequest } from "../server/src/ports/engine.ts";
@@ -24,9 +24,10 @@ import {
   percentile,
   settledMemory,
   type EngineResult,
+  type TypoAnswer,
 } from "./measure.ts";
-import { createPeer } from "./peers.ts";
-import type { BenchQuery } from "./queries.ts";
+import { createPeer, type PeerDoc } from "./peers.ts";
+import { MODES, QUERY_CLASSES, isTypoClass, matchesIntended, type BenchQuery } from "./queries.ts";
 
 const INDEX = "bench";
 
@@ -66,7 +67,19 @@ async function runEmbedded(dataset: string, queries: BenchQuery[]): Promise<Engi
   for (let pass = 1; pass < SIFT_PASSES; pass++)
     moreTimings.push((await timeQueries(queries, (r) => engine.search(INDEX, "1", r), Infinity, false)) as number[]);
   const verification = await verify(engine, dataset, queries, dataset === "10m" ? 24 : 60);
-  log(`${dataset}: verified ${verification.checked} queries, ${verification.mismatches} mismatches`);
+  log(
+    `${dataset}: verified ${verification.checked} queries (${verification.typoChecked} typo), ${verification.mismatches} mismatches (${verification.typoMismatches} typo)`,
+  );
+  // What the typo queries found, outside the timings.
+  const typoAnswers: (TypoAnswer | null)[] = [];
+  for (const q of queries) {
+    if (!isTypoClass(q.cls) || q.intended === undefined) {
+      typoAnswers.push(null);
+      continue;
+    }
+    const hits = await engine.search(INDEX, "1", q.request);
+    typoAnswers.push({ hits: hits.length, intended: hits.some((h) => matchesIntended(q.intended!, h.record.title)) });
+  }
 
   // Record-level writes on the big index: each creates a minor version, durable before it resolves.
   const putTimes: number[] = [];
@@ -112,6 +125,7 @@ async function runEmbedded(dataset: string, queries: BenchQuery[]): Promise<Engi
     timings,
     moreTimings,
     verification,
+    typoAnswers,
     put: { count: putTimes.length, p50: percentile(putTimes, 0.5), p99: percentile(putTimes, 0.99) },
     searchOnMinor: { changes: putTimes.length, p50: percentile(minorTimes, 0.5), p99: percentile(minorTimes, 0.99) },
     reloadMs,
@@ -149,10 +163,22 @@ async function timeQueries(
   return timings;
 }
 
-/** Compares the engine's answers with a brute-force pass over the whole dataset. */
+/**
+ * Compares the engine's answers with a brute-force pass over the whole dataset, on `count`
+ * queries spread over every class, typo classes included: the reference decides what a typo
+ * query matches (server/test/engine/reference.ts).
+ */
 async function verify(engine: SearchEngine, dataset: string, queries: BenchQuery[], count: number) {
-  const step = Math.max(1, Math.floor(queries.length / count));
-  const sample = queries.filter((_, i) => i % step === 0).slice(0, count);
+  // Every (class, mode) cell, the classes first, so that even fewer queries than cells see every class.
+  const cells = MODES.flatMap((mode) =>
+    QUERY_CLASSES.map((cls) => queries.filter((q) => q.cls === cls && q.mode === mode)),
+  );
+  const rounds = Math.ceil(count / cells.length);
+  const sample = Array.from({ length: rounds }, (_, j) =>
+    cells.flatMap((cell) => (cell.length > 0 ? [cell[Math.floor((j * cell.length) / rounds)]!] : [])),
+  )
+    .flat()
+    .slice(0, count);
   const tops = sample.map((q) => ({
     q,
     tokens: queryTokens(q.request),
@@ -169,6 +195,7 @@ async function verify(engine: SearchEngine, dataset: string, queries: BenchQuery
   }
   const examples: string[] = [];
   let mismatches = 0;
+  let typoMismatches = 0;
   for (const t of tops) {
     const expected = toHits(t.top.sorted());
     const got = await engine.search(INDEX, "1", t.q.request);
@@ -181,13 +208,15 @@ async function verify(engine: SearchEngine, dataset: string, queries: BenchQuery
       );
     if (!same) {
       mismatches++;
+      if (isTypoClass(t.q.cls)) typoMismatches++;
       if (examples.length < 5)
         examples.push(
           `${JSON.stringify(t.q.request)}: got ${got.map((h) => h.record.id)} expected ${expected.map((e) => e.id)}`,
         );
     }
   }
-  return { checked: tops.length, mismatches, examples };
+  const typoChecked = tops.filter((t) => isTypoClass(t.q.cls)).length;
+  return { checked: tops.length, mismatches, typoChecked, typoMismatches, examples };
 }
 
 async function runPeer(
@@ -195,6 +224,7 @@ async function runPeer(
   dataset: string,
   queries: BenchQuery[],
   budgetSeconds: number,
+  typoBudgetSeconds: number,
 ): Promise<EngineResult> {
   const before = settledMemory();
   const peer = createPeer(name);
@@ -221,8 +251,14 @@ async function runPeer(
   const memory = memoryDelta(settledMemory(), before);
   log(`${dataset}: ${peer.name} built in ${(buildMs / 1000).toFixed(1)} s`);
 
-  const rank = async (request: SearchRequest): Promise<number[]> => {
-    if (request.weighted && !request.geo && peer.topByWeight) return peer.topByWeight(request.query, request.limit);
+  // Typo queries' answers, kept to report what each peer finds (the last answer to a request wins).
+  const answers = new Map<SearchRequest, { ids: number[]; matches: number }>();
+  const rank = async (request: SearchRequest, typos: boolean): Promise<number[]> => {
+    if (request.weighted && !request.geo && peer.topByWeight) {
+      const top = await peer.topByWeight(request.query, request.limit, typos);
+      if (typos) answers.set(request, { ids: top.ids, matches: top.count });
+      return top.ids;
+    }
     const geo = request.geo;
     const distance = (i: number) =>
       geo && !Number.isNaN(lat[i]!) ? haversineMeters(geo.latitude, geo.longitude, lat[i]!, lon[i]!) : Infinity;
@@ -230,21 +266,93 @@ async function runPeer(
       request.limit,
       (a, b) => (request.weighted ? b.w - a.w : 0) || a.d - b.d || a.i - b.i,
     );
-    for (const i of await peer.matches(request.query, records)) top.offer({ i, w: weight[i]!, d: distance(i) });
-    return top.sorted().map((x) => x.i);
+    const found = await peer.matches(request.query, records, typos);
+    for (const i of found) top.offer({ i, w: weight[i]!, d: distance(i) });
+    const ids = top.sorted().map((x) => x.i);
+    if (typos) answers.set(request, { ids, matches: found.length });
+    return ids;
   };
-  const timings = await timeQueries(queries, rank, budgetSeconds * 1000);
-  return { engine: peer.name, dataset, records, sourceBytes, buildMs, memory, timings };
+
+  // Exact and typo queries are timed apart, each within a budget of its own: the exact ones run
+  // exactly as they did before typo queries existed (same queries, settings, order and budget).
+  const timings = new Array<number | null>(queries.length).fill(null);
+  const timeSubset = async (typos: boolean, seconds: number) => {
+    const at = queries.flatMap((q, i) => (isTypoClass(q.cls) === typos ? [i] : []));
+    const times = await timeQueries(
+      at.map((i) => queries[i]!),
+      (r) => rank(r, typos),
+      seconds * 1000,
+    );
+    at.forEach((i, j) => {
+      timings[i] = times[j]!;
+    });
+    return at.length;
+  };
+  await timeSubset(false, budgetSeconds);
+
+  let typoIndex: EngineResult["typoIndex"];
+  const hasTypoQueries = queries.some((q) => isTypoClass(q.cls));
+  if (hasTypoQueries && peer.addForTypos) {
+    const typoBefore = settledMemory();
+    let typoBuildMs = 0;
+    let i = 0;
+    for (const batch of datasetBatches(dataset)) {
+      const docs: PeerDoc[] = batch.map((r) => ({ i: i++, title: r.title, weight: r.weight ?? 0 }));
+      const t0 = performance.now();
+      await peer.addForTypos(docs);
+      typoBuildMs += performance.now() - t0;
+    }
+    typoIndex = { buildMs: typoBuildMs, memory: memoryDelta(settledMemory(), typoBefore) };
+    log(`${dataset}: ${peer.name} typo index built in ${(typoBuildMs / 1000).toFixed(1)} s`);
+  }
+  if (hasTypoQueries) await timeSubset(true, typoBudgetSeconds);
+
+  // Titles of the typo queries' top hits, to tell whether they hold what the person meant.
+  const wanted = new Set<number>();
+  queries.forEach((q, i) => {
+    if (timings[i] !== null && isTypoClass(q.cls)) for (const id of answers.get(q.request)?.ids ?? []) wanted.add(id);
+  });
+  const titles = new Map<number, string>();
+  if (wanted.size > 0) {
+    let i = 0;
+    for (const batch of datasetBatches(dataset)) {
+      for (const r of batch) {
+        if (wanted.has(i)) titles.set(i, r.title);
+        i++;
+      }
+    }
+  }
+  const typoAnswers = queries.map((q, i): TypoAnswer | null => {
+    const answer = answers.get(q.request);
+    if (timings[i] === null || !isTypoClass(q.cls) || q.intended === undefined || !answer) return null;
+    return {
+      hits: answer.ids.length,
+      matches: answer.matches,
+      intended: answer.ids.some((id) => matchesIntended(q.intended!, titles.get(id) ?? "")),
+    };
+  });
+  return {
+    engine: peer.name,
+    dataset,
+    records,
+    sourceBytes,
+    buildMs,
+    memory,
+    timings,
+    typoAnswers,
+    typoOption: peer.typoOption,
+    typoIndex,
+  };
 }
 
 function log(message: string): void {
   process.stderr.write(`  ${message}\n`);
 }
 
-const [engineName, datasetName, queriesFile, resultFile, budget] = process.argv.slice(2);
+const [engineName, datasetName, queriesFile, resultFile, budget, typoBudget] = process.argv.slice(2);
 const benchQueries = JSON.parse(fs.readFileSync(queriesFile!, "utf8")) as BenchQuery[];
 const result =
   engineName === "embedded"
     ? await runEmbedded(datasetName!, benchQueries)
-    : await runPeer(engineName!, datasetName!, benchQueries, Number(budget));
+    : await runPeer(engineName!, datasetName!, benchQueries, Number(budget), Number(typoBudget ?? budget));
 fs.writeFileSync(resultFile!, JSON.stringify(result));

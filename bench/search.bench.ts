@@ -2,11 +2,15 @@
 // cities list and a generated 1M-record catalogue, the same queries for all, our answers checked
 // against brute force. Writes the engine section of RESULTS.md.
 //
-//   npm run bench                        cities + 1M (about 10 minutes on 2 cores)
+//   npm run bench                        cities + 1M (about 15 minutes on 2 cores)
+//                                        (typo queries add up to --peer-typo-seconds per peer and dataset)
 //   BENCH_10M=1 npm run bench            also 10M records (embedded engine only; about 8 more minutes)
 //   ../node_modules/.bin/node --expose-gc search.bench.ts --10m --datasets=cities,1m \
-//     --peers=minisearch,flexsearch,orama --per-cell=100 --peer-seconds=30   (from bench/: every option)
+//     --peers=minisearch,flexsearch,orama --per-cell=100 --peer-seconds=30 --peer-typo-seconds=30 \
+//     --print-only   (from bench/: every option; --print-only prints the section, RESULTS.md untouched)
 //   ... search.bench.ts --render-only [--10m]   the section again from the last run's saved results
+//
+// A smoke run (about a minute): --datasets=cities --per-cell=10 --peer-seconds=3 --peer-typo-seconds=3 --print-only
 import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
@@ -28,6 +32,9 @@ if ((args.has("10m") || process.env.BENCH_10M === "1") && !datasets.includes("10
 const peers = (args.get("peers") ?? "minisearch,flexsearch,orama").split(",").filter(Boolean);
 const perCell = Number(args.get("per-cell") ?? 100);
 const peerSeconds = Number(args.get("peer-seconds") ?? 30);
+// Typo queries have a budget of their own, so the exact queries keep the budget they always had.
+const peerTypoSeconds = Number(args.get("peer-typo-seconds") ?? peerSeconds);
+const printOnly = args.has("print-only");
 // Renders the section again from the last run's saved queries and results (the machine line is today's).
 const renderOnly = args.has("render-only");
 
@@ -69,6 +76,7 @@ function runChild(engine: string, dataset: string, queriesFile: string): EngineR
       queriesFile,
       resultFile,
       String(peerSeconds),
+      String(peerTypoSeconds),
     ],
     { stdio: ["ignore", "inherit", "inherit"] },
   );
@@ -103,8 +111,10 @@ const report = renderReport(runs, {
   date: new Date().toISOString().slice(0, 10),
   perCell,
   peerSeconds,
+  peerTypoSeconds,
 });
 console.log(`\n${report}`);
+if (printOnly) process.exit(0);
 
 const resultsFile = path.join(import.meta.dirname, "RESULTS.md");
 const START = "<!-- engine:start -->";
