@@ -9,7 +9,9 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { CollectionCreateSchema } from "typesense";
 import { collectionSchema, toDocument } from "../../src/engine/typesense/documents.ts";
 import { createTypesenseEngine, TypesenseEngineError, UnknownVersionError } from "../../src/engine/typesense/index.ts";
+import { evalScore, lexicalEntries, signals } from "../../src/engine/typesense/tiers.ts";
 import type { SearchEngine, SearchRecord, SearchRequest } from "../../src/ports/engine.ts";
+import { random } from "../support/random.ts";
 
 interface Recorded {
   method: string;
@@ -95,13 +97,16 @@ const importOk = (request: Recorded): Reply => ({
     .join("\n"),
 });
 
-/** Version-tree documents as stored in `<index>__versions`. */
-const entry = (id: string, major: number, records: number, parent?: string, state = "ready") => ({
+/**
+ * Version-tree documents as stored in `<index>__versions`; majors of the current document layout
+ * unless told otherwise (`legacy`: written before layouts were numbered).
+ */
+const entry = (id: string, major: number, records: number, parent?: string, state = "ready", legacy = false) => ({
   id,
   major,
   records,
   state,
-  ...(parent === undefined ? {} : { parent }),
+  ...(parent === undefined ? (legacy ? {} : { layout: 2 }) : { parent }),
 });
 
 const collection = (name: string, fields: string[], numDocuments = 0) => ({
@@ -253,6 +258,10 @@ describe("typesense adapter: bulk ingest", () => {
     // types that allow it. The documents only ever carry fields declared here.
     const field = (name: string) => sent.fields!.find((f) => f.name === name);
     expect(field("title_text")).toMatchObject({ type: "string" });
+    expect(field("title_tags")).toMatchObject({ type: "string" });
+    // Sortable (numbers are by default); int64, since the key passes 2^31 from 128 tokens.
+    expect(field("title_length")).toMatchObject({ type: "int64" });
+    expect(field("title_length")).not.toHaveProperty("sort", false);
     expect(field("data_text")).toMatchObject({ type: "string[]" });
     expect(field("rid")).toMatchObject({ type: "string", sort: true });
     expect(field("weight")).toMatchObject({ type: "int32" });
@@ -301,6 +310,14 @@ describe("typesense adapter: bulk ingest", () => {
       writer: "0",
       superseded_by: [],
       title_text: "creme brulee pizza",
+      // Which token stands where, and its first 1 to 4 code points, for the rank order's tiers.
+      title_tags: [
+        "w0creme p0c p0cr p0cre p0crem",
+        "w1brulee p1b p1br p1bru p1brul",
+        "w2pizza p2p p2pi p2piz p2pizz",
+      ].join(" "),
+      // 3 tokens, then 18 UTF-16 units: fewer tokens always rank first.
+      title_length: 3 * 2 ** 24 + 18,
       data_text: ["spicy", "hot", "wood fired"],
       weight: 5,
       location: [48.8566, 2.3522],
@@ -323,7 +340,8 @@ describe("typesense adapter: bulk ingest", () => {
     const commit = fake.requests.at(-1)!;
     expect(`${commit.method} ${commit.path}`).toBe("POST /collections/t_idx__versions/documents");
     expect(commit.query).toEqual({ action: "upsert" });
-    expect(JSON.parse(commit.body)).toEqual({ id: "1", major: 1, records: 3, state: "ready" });
+    // The collection's layout goes with the version, so reads know which fields they may sort by.
+    expect(JSON.parse(commit.body)).toEqual({ id: "1", major: 1, records: 3, state: "ready", layout: 2 });
   });
 
   it("drops the collection on abort and refuses a second commit", async () => {
@@ -702,7 +720,13 @@ describe("typesense adapter: versions", () => {
       expect.objectContaining({ id: `${idKey("p-1")}-0`, writer: "0", rec: JSON.stringify(pizza) }),
       expect.objectContaining({ id: `${idKey("b")}-0`, writer: "0", weight: 2 }),
     ]);
-    expect(JSON.parse(fake.requests.at(-1)!.body)).toEqual({ id: "9", major: 9, records: 2, state: "ready" });
+    expect(JSON.parse(fake.requests.at(-1)!.body)).toEqual({
+      id: "9",
+      major: 9,
+      records: 2,
+      state: "ready",
+      layout: 2,
+    });
   });
 
   it("drops a minor: unlisted first, then its documents and marks, then its entry", async () => {
@@ -808,5 +832,64 @@ describe("typesense adapter: failures", () => {
     );
     await expect(failure).rejects.toMatchObject({ status: undefined });
     fake = await startFake();
+  });
+});
+
+describe("typesense adapter: the tiers' tags", () => {
+  // What the `_eval` conditions must mean, straight from docs/ranking.md: the query as a phrase
+  // (the last token as a prefix with scope=title) at the title's start, or at a later position.
+  function phraseAt(title: string[], q: string[], at: number, scope: "title" | "all"): boolean {
+    return q.every((token, i) => {
+      const word = title[at + i];
+      if (word === undefined) return false;
+      return scope === "title" && i === q.length - 1 ? word.startsWith(token) : word === token;
+    });
+  }
+
+  it("agree with the rank order's start and consecutive tiers within eight positions and four letters", () => {
+    const next = random(14);
+    const pick = <T>(items: readonly T[]): T => items[Math.floor(next() * items.length)]!;
+    const vocabulary = ["a", "ab", "abc", "abcd", "b", "ba", "bab", "c"];
+    let starts = 0;
+    let later = 0;
+    for (let round = 0; round < 3000; round++) {
+      const title = Array.from({ length: 1 + Math.floor(next() * 8) }, () => pick(vocabulary));
+      const length = 1 + Math.floor(next() * 3);
+      // Half the queries are cut from the title, so that phrases are common.
+      const at = Math.floor(next() * title.length);
+      const q =
+        next() < 0.5 && at + length <= title.length
+          ? title.slice(at, at + length)
+          : Array.from({ length }, () => pick(vocabulary));
+      if (next() < 0.5) q[q.length - 1] = q.at(-1)!.slice(0, 1);
+      for (const scope of ["title", "all"] as const) {
+        const { tiers } = lexicalEntries(q, scope);
+        const start = phraseAt(title, q, 0, scope);
+        const phrase = q.length > 1 && title.some((_, at) => at > 0 && phraseAt(title, q, at, scope));
+        const score = evalScore(tiers, signals(title));
+        const context = `${scope}: "${q.join(" ")}" in "${title.join(" ")}"`;
+        if (scope === "title") expect(score, context).toBe(start ? 2 : phrase ? 1 : 0);
+        // scope=all: 1 is "every token in the title", which a phrase implies.
+        else expect(score >= 2 ? score : 0, context).toBe(start ? 3 : phrase ? 2 : 0);
+        if (start) starts++;
+        else if (phrase) later++;
+      }
+    }
+    // Both tiers were exercised, not only the fallthrough.
+    expect(starts).toBeGreaterThan(300);
+    expect(later).toBeGreaterThan(300);
+  });
+
+  it("tell a whole last word from a prefix within each tier", () => {
+    const score = (title: string, query: string) => {
+      const tokens = title.split(" ");
+      return evalScore(lexicalEntries(query.split(" "), "title").fine, signals(tokens));
+    };
+    expect(score("new york city", "new york")).toBe(5);
+    expect(score("new yorkshire", "new york")).toBe(4);
+    expect(score("old new york", "new york")).toBe(3);
+    expect(score("old new yorkshire", "new york")).toBe(2);
+    expect(score("york is new", "new york")).toBe(1);
+    expect(score("yorkshire is new", "new york")).toBe(0);
   });
 });

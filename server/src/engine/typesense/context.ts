@@ -13,6 +13,11 @@ export interface VersionEntry {
   records: number;
   /** `pending` while a write is under way (or was cut short); only `ready` versions exist. */
   state: "pending" | "ready";
+  /**
+   * For a major: the document layout its collection was created with (documents.ts,
+   * DOCUMENT_LAYOUT); absent on minors and on majors written before layouts were numbered (1).
+   */
+  layout?: number;
 }
 
 export type VersionTree = Map<VersionId, VersionEntry>;
