@@ -25,7 +25,10 @@ export type VersionTree = Map<VersionId, VersionEntry>;
 export interface Settings {
   prefix: string;
   importBatchSize: number;
-  /** Buckets for `_text_match(buckets: n)` when weight or distance should reorder near-equal matches. */
+  /**
+   * Buckets for `_text_match(buckets: n)` when weight or distance should reorder near-equal
+   * matches; only collections of layout 1 still rank that way (query.ts).
+   */
   textMatchBuckets: number;
   /** Prefix expansions Typesense considers for the last query token (its default, 4, misses records). */
   maxCandidates: number;
