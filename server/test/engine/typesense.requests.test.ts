@@ -9,12 +9,16 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { CollectionCreateSchema } from "typesense";
 import { collectionSchema, toDocument } from "../../src/engine/typesense/documents.ts";
 import { createTypesenseEngine, TypesenseEngineError, UnknownVersionError } from "../../src/engine/typesense/index.ts";
+import { evalScore, lexicalEntries, signals } from "../../src/engine/typesense/tiers.ts";
 import type { SearchEngine, SearchRecord, SearchRequest } from "../../src/ports/engine.ts";
+import { random } from "../support/random.ts";
 
 interface Recorded {
   method: string;
   path: string;
   query: Record<string, string>;
+  /** The query string as sent, for Typesense's limit on its length. */
+  rawQuery: string;
   apiKey: string | undefined;
   body: string;
 }
@@ -51,6 +55,7 @@ async function startFake(): Promise<Fake> {
       method: req.method ?? "",
       path: decodeURIComponent(url.pathname),
       query: Object.fromEntries(url.searchParams),
+      rawQuery: url.search.slice(1),
       apiKey: req.headers["x-typesense-api-key"] as string | undefined,
       body: await readBody(req),
     };
@@ -95,13 +100,16 @@ const importOk = (request: Recorded): Reply => ({
     .join("\n"),
 });
 
-/** Version-tree documents as stored in `<index>__versions`. */
-const entry = (id: string, major: number, records: number, parent?: string, state = "ready") => ({
+/**
+ * Version-tree documents as stored in `<index>__versions`; majors of the current document layout
+ * unless told otherwise (`legacy`: written before layouts were numbered).
+ */
+const entry = (id: string, major: number, records: number, parent?: string, state = "ready", legacy = false) => ({
   id,
   major,
   records,
   state,
-  ...(parent === undefined ? {} : { parent }),
+  ...(parent === undefined ? (legacy ? {} : { layout: 2 }) : { parent }),
 });
 
 const collection = (name: string, fields: string[], numDocuments = 0) => ({
@@ -253,6 +261,10 @@ describe("typesense adapter: bulk ingest", () => {
     // types that allow it. The documents only ever carry fields declared here.
     const field = (name: string) => sent.fields!.find((f) => f.name === name);
     expect(field("title_text")).toMatchObject({ type: "string" });
+    expect(field("title_tags")).toMatchObject({ type: "string" });
+    // Sortable (numbers are by default); int64, since the key passes 2^31 from 128 tokens.
+    expect(field("title_length")).toMatchObject({ type: "int64" });
+    expect(field("title_length")).not.toHaveProperty("sort", false);
     expect(field("data_text")).toMatchObject({ type: "string[]" });
     expect(field("rid")).toMatchObject({ type: "string", sort: true });
     expect(field("weight")).toMatchObject({ type: "int32" });
@@ -301,6 +313,14 @@ describe("typesense adapter: bulk ingest", () => {
       writer: "0",
       superseded_by: [],
       title_text: "creme brulee pizza",
+      // Which token stands where, and its first 1 to 4 code points, for the rank order's tiers.
+      title_tags: [
+        "w0creme p0c p0cr p0cre p0crem",
+        "w1brulee p1b p1br p1bru p1brul",
+        "w2pizza p2p p2pi p2piz p2pizz",
+      ].join(" "),
+      // 3 tokens, then 18 UTF-16 units: fewer tokens always rank first.
+      title_length: 3 * 2 ** 24 + 18,
       data_text: ["spicy", "hot", "wood fired"],
       weight: 5,
       location: [48.8566, 2.3522],
@@ -323,7 +343,8 @@ describe("typesense adapter: bulk ingest", () => {
     const commit = fake.requests.at(-1)!;
     expect(`${commit.method} ${commit.path}`).toBe("POST /collections/t_idx__versions/documents");
     expect(commit.query).toEqual({ action: "upsert" });
-    expect(JSON.parse(commit.body)).toEqual({ id: "1", major: 1, records: 3, state: "ready" });
+    // The collection's layout goes with the version, so reads know which fields they may sort by.
+    expect(JSON.parse(commit.body)).toEqual({ id: "1", major: 1, records: 3, state: "ready", layout: 2 });
   });
 
   it("drops the collection on abort and refuses a second commit", async () => {
@@ -377,89 +398,265 @@ describe("typesense adapter: bulk ingest", () => {
 describe("typesense adapter: search", () => {
   beforeEach(() => serveTree());
 
-  it("asks for prefix matching on the title, every token required, then id order", async () => {
+  const SEARCH = "/collections/t_idx__v7/documents/search";
+  const searches = (): Recorded[] => fake.requests.filter((r) => r.path === SEARCH);
+  /** What every search asks, exact or with typos: all tokens, no splitting, this version's documents. */
+  const common = {
+    query_by: "title_text",
+    prefix: "true",
+    drop_tokens_threshold: "0",
+    split_join_tokens: "off",
+    prioritize_exact_match: "false",
+    prioritize_token_position: "true",
+    text_match_type: "max_score",
+    max_candidates: "100",
+    filter_by: "writer:=[0,1,3] && superseded_by:!=[1,3]",
+    include_fields: "rec",
+  };
+  /** `_eval([...]):desc` as Typesense reads it: conditions in order, the first that holds scores. */
+  const evalOf = (...entries: [string, number][]): string =>
+    `_eval([${entries.map(([condition, score]) => `${condition}:${score}`).join(", ")}]):desc`;
+  /** The query as a phrase at each later tagged position (1 to 7), the last token by tag `last`. */
+  const later = (first: string, last: (position: number) => string): string =>
+    `(${Array.from({ length: 6 }, (_, i) => `(title_tags:w${i + 1}${first} && title_tags:${last(i + 2)})`).join(" || ")})`;
+
+  it("asks for exact matches first, ordered by start, then whole last word, then title length and id", async () => {
     const margherita: SearchRecord = { id: "m", title: "Margherita", data: { n: 1.5, nested: { keep: "as stored" } } };
-    fake.on("GET", "/collections/t_idx__v7/documents/search", { json: searchAnswer([hit(margherita)]) });
-    const hits = await engine.search("idx", "7.3", request({ query: "Crème BRU" }));
+    fake.on("GET", SEARCH, { json: searchAnswer([hit(margherita)], 12) });
+    const hits = await engine.search("idx", "7.3", request({ query: "BRU!" }));
     expect(hits).toEqual([{ record: margherita }]);
-    expect(fake.requests.at(-1)!.query).toEqual({
-      q: "creme bru",
-      query_by: "title_text",
-      prefix: "true",
+    // The page is full of exact matches: nothing is asked with typos.
+    expect(searches()).toHaveLength(1);
+    expect(searches()[0]!.query).toEqual({
+      ...common,
+      q: "bru",
       num_typos: "0",
       typo_tokens_threshold: "0",
-      drop_tokens_threshold: "0",
-      split_join_tokens: "off",
-      prioritize_exact_match: "false",
-      prioritize_token_position: "true",
-      text_match_type: "max_score",
-      max_candidates: "100",
-      filter_by: "writer:=[0,1,3] && superseded_by:!=[1,3]",
-      sort_by: "_text_match:desc,rid:asc",
+      sort_by: [
+        evalOf(["(title_tags:w0bru)", 5], ["(title_tags:p0bru)", 4], ["(title_text:bru)", 1]),
+        "title_length:asc",
+        "rid:asc",
+      ].join(","),
       per_page: "10",
-      include_fields: "rec",
     });
   });
 
-  it("reads a branch through its own lineage only", async () => {
-    fake.on("GET", "/collections/t_idx__v7/documents/search", { json: searchAnswer([]) });
-    await engine.search("idx", "7.2", request());
-    await engine.search("idx", "7", request());
-    const filters = fake.requests.filter((r) => r.path.endsWith("/search")).map((r) => r.query.filter_by);
-    expect(filters).toEqual(["writer:=[0,1,2] && superseded_by:!=[1,2]", "writer:=0"]);
+  it("ranks a phrase at the start, then one later, by tags of the first eight positions", async () => {
+    fake.on("GET", SEARCH, { json: searchAnswer([], 10) });
+    await engine.search("idx", "7.3", request({ query: "Crème BRU" }));
+    expect(searches()[0]!.query.sort_by).toBe(
+      [
+        evalOf(
+          ["(title_tags:w0creme && title_tags:w1bru)", 5],
+          ["(title_tags:w0creme && title_tags:p1bru)", 4],
+          [later("creme", (p) => `w${p}bru`), 3],
+          [later("creme", (p) => `p${p}bru`), 2],
+          ["(title_text:bru)", 1],
+        ),
+        "title_length:asc",
+        "rid:asc",
+      ].join(","),
+    );
+    // A last token longer than four code points is matched by its first four.
+    await engine.search("idx", "7.3", request({ query: "pizzas", weighted: true }));
+    expect(searches()[1]!.query.sort_by).toBe(`${evalOf(["(title_tags:p0pizz)", 2])},weight:desc,title_length:asc`);
   });
 
-  it("matches whole tokens over title and data text for scope=all", async () => {
-    fake.on("GET", "/collections/t_idx__v7/documents/search", { json: searchAnswer([]) });
-    await engine.search("idx", "7", request({ scope: "all", query: "wood-fired pizza" }));
+  it("puts each page in the full rank order, which Typesense's three keys only approach", async () => {
+    // Weighted: Typesense sorts by start, weight, then title length; the last token as a whole
+    // word comes before title length in the rank order, so "Par Avion" passes "Paris" here.
+    const paris: SearchRecord = { id: "paris", title: "Paris", weight: 5 };
+    const avion: SearchRecord = { id: "avion", title: "Par Avion", weight: 5 };
+    const heavy: SearchRecord = { id: "gare", title: "Gare de Paris", weight: 9 };
+    fake.on("GET", SEARCH, { json: searchAnswer([hit(paris), hit(avion), hit(heavy)], 30) });
+    const hits = await engine.search("idx", "7.3", request({ query: "par", weighted: true }));
+    expect(hits.map((h) => h.record.id)).toEqual(["avion", "paris", "gare"]);
+    expect(searches()[0]!.query.sort_by).toBe(`${evalOf(["(title_tags:p0par)", 2])},weight:desc,title_length:asc`);
+  });
+
+  it("with typos on and too few exact matches, adds matches with typos after them, fewest first", async () => {
+    const exact: SearchRecord = { id: "z", title: "Napoletana", weight: 1 };
+    const oneTypo: SearchRecord = { id: "b", title: "Napoletano", weight: 1 };
+    const twoTypos: SearchRecord = { id: "a", title: "Nopoletano", weight: 9 };
+    fake.on("GET", SEARCH, (r) =>
+      r.query.num_typos === "0"
+        ? { json: searchAnswer([hit(exact)], 1) }
+        : // Typesense's own order, here neither typos first nor exact first.
+          { json: searchAnswer([hit(twoTypos, "9"), hit(oneTypo, "8"), hit(exact, "7")], 3) },
+    );
+    const hits = await engine.search("idx", "7.3", request({ query: "napoletana", weighted: true }));
+    expect(hits.map((h) => h.record.id)).toEqual(["z", "b", "a"]);
+    const [first, second] = searches();
+    expect(first!.query).toMatchObject({ num_typos: "0", typo_tokens_threshold: "0", per_page: "10" });
+    expect(second!.query).toEqual({
+      ...common,
+      q: "napoletana",
+      num_typos: "2",
+      min_len_1typo: "4",
+      min_len_2typo: "8",
+      enable_typos_for_numerical_tokens: "false",
+      // Typo variants are sought until the page's worth of records match.
+      typo_tokens_threshold: "10",
+      // Room for the one exact match that comes back again.
+      per_page: "11",
+      sort_by: "_text_match:desc,weight:desc,title_length:asc",
+    });
+  });
+
+  it("drops what Typesense matched beyond Sift's typo rules, which count code points, not bytes", async () => {
+    fake.on("GET", SEARCH, (r) =>
+      r.query.num_typos === "0"
+        ? { json: searchAnswer([], 0) }
+        : // "пица" is 8 bytes, two typos for Typesense; 4 code points, one for Sift.
+          { json: searchAnswer([hit({ id: "2", title: "Поцо" }), hit({ id: "1", title: "Пицо" })], 2) },
+    );
+    const hits = await engine.search("idx", "7.3", request({ query: "пица" }));
+    expect(hits.map((h) => h.record.id)).toEqual(["1"]);
+  });
+
+  it("with typos off, asks once and never with typos", async () => {
+    fake.on("GET", SEARCH, { json: searchAnswer([], 0) });
+    await engine.search("idx", "7.3", request({ query: "pizza", typoTolerance: false }));
+    expect(searches()).toHaveLength(1);
+    expect(searches()[0]!.query).toMatchObject({ num_typos: "0", typo_tokens_threshold: "0" });
+    expect(searches()[0]!.query).not.toHaveProperty("min_len_1typo");
+  });
+
+  it("never lets a digits-only token match with typos", async () => {
+    fake.on("GET", SEARCH, (r) =>
+      r.query.num_typos === "0"
+        ? { json: searchAnswer([], 0) }
+        : { json: searchAnswer([hit({ id: "x", title: "Pizzo 1234" }), hit({ id: "y", title: "Pizza 1235" })], 2) },
+    );
+    // No token of "1234" may have a typo: the second request could add nothing.
+    await engine.search("idx", "7.3", request({ query: "1234" }));
+    expect(searches()).toHaveLength(1);
+    // With "pizza" it is asked, telling Typesense to leave numbers alone; a match that changed
+    // one anyway (Typesense counts only ASCII digits as numbers) is not passed on.
+    const hits = await engine.search("idx", "7.3", request({ query: "pizza 1234" }));
+    expect(searches()[2]!.query).toMatchObject({ q: "pizza 1234", enable_typos_for_numerical_tokens: "false" });
+    expect(hits.map((h) => h.record.id)).toEqual(["x"]);
+  });
+
+  it("sorts by distance after the tiers, with the distance from Typesense", async () => {
+    const near: SearchRecord = { id: "b", title: "Pizza", latitude: "48.86", longitude: "2.35" };
+    const far: SearchRecord = { id: "a", title: "Pizza", latitude: "45.76", longitude: "4.83" };
+    const nowhere: SearchRecord = { id: "0", title: "Pizza" };
+    fake.on("GET", SEARCH, {
+      json: searchAnswer([hit(near, "9", 712), hit(far, "9", 392_000), hit(nowhere, "9", 2_147_483_647)], 10),
+    });
+    const hits = await engine.search(
+      "idx",
+      "7.3",
+      request({ query: "pizza", geo: { latitude: 48.85, longitude: 2.35 } }),
+    );
+    expect(searches()[0]!.query.sort_by).toBe(
+      `${evalOf(["(title_tags:p0pizz)", 2])},location(48.85, 2.35):asc,title_length:asc`,
+    );
+    // Typesense reports a distance for records without coordinates too; it is not passed on.
+    expect(hits).toEqual([
+      { record: near, distanceMeters: 712 },
+      { record: far, distanceMeters: 392_000 },
+      { record: nowhere },
+    ]);
+  });
+
+  it("with weight and distance (Typesense's three keys), orders their ties by title length, then id", async () => {
+    const b: SearchRecord = { id: "b", title: "Pizza", weight: 3 };
+    const a: SearchRecord = { id: "a", title: "Pizza", weight: 3 };
+    const longer: SearchRecord = { id: "0", title: "Pizza Roma", weight: 3 };
+    const heavy: SearchRecord = { id: "1", title: "Pizza Napoletana", weight: 9 };
+    // Code point order (as UTF-8 bytes sort), not UTF-16: U+1F355 after U+FF5A.
+    const emoji: SearchRecord = { id: "\u{1F355}", title: "Pizza", weight: 3 };
+    const fullwidth: SearchRecord = { id: "\uFF5A", title: "Pizza", weight: 3 };
+    const later: SearchRecord = { id: "00", title: "Una pizza", weight: 9 };
+    fake.on("GET", SEARCH, {
+      json: searchAnswer(
+        [heavy, emoji, longer, b, fullwidth, a, later].map((record) => hit(record, "9", 2_147_483_647)),
+        10,
+      ),
+    });
+    const hits = await engine.search(
+      "idx",
+      "7",
+      request({ query: "pizza", weighted: true, geo: { latitude: 1, longitude: 2 } }),
+    );
+    expect(fake.requests.at(-1)!.query.sort_by).toBe(
+      `${evalOf(["(title_tags:p0pizz)", 2])},weight:desc,location(1, 2):asc`,
+    );
+    expect(hits.map((h) => h.record.id)).toEqual(["1", "a", "b", "\uFF5A", "\u{1F355}", "0", "00"]);
+  });
+
+  it("matches whole tokens over title and data text for scope=all, title before data", async () => {
+    fake.on("GET", SEARCH, { json: searchAnswer([], 10) });
+    await engine.search("idx", "7", request({ scope: "all", query: "wood-fired" }));
     expect(fake.requests.at(-1)!.query).toMatchObject({
-      q: "wood fired pizza",
+      q: "wood fired",
       query_by: "title_text,data_text",
       prefix: "false",
+      sort_by: [
+        evalOf(
+          ["(title_tags:w0wood && title_tags:w1fired)", 3],
+          [
+            `(${Array.from({ length: 6 }, (_, i) => `(title_tags:w${i + 1}wood && title_tags:w${i + 2}fired)`).join(" || ")})`,
+            2,
+          ],
+          ["(title_text:wood && title_text:fired)", 1],
+        ),
+        "title_length:asc",
+        "rid:asc",
+      ].join(","),
     });
     expect(fake.requests.at(-1)!.query).not.toHaveProperty("query_by_weights");
   });
 
-  it("buckets the text match so weight, then distance, can reorder; distance comes from Typesense", async () => {
-    const near: SearchRecord = { id: "b", title: "Pizza", latitude: "48.86", longitude: "2.35" };
-    const far: SearchRecord = { id: "a", title: "Pizza", latitude: "45.76", longitude: "4.83" };
-    fake.on("GET", "/collections/t_idx__v7/documents/search", {
-      json: searchAnswer([hit(near, "9", 712), hit(far, "9", 392_000)]),
-    });
-    const hits = await engine.search("idx", "7", request({ geo: { latitude: 48.85, longitude: 2.35 } }));
-    expect(fake.requests.at(-1)!.query.sort_by).toBe("_text_match(buckets: 10):desc,location(48.85, 2.35):asc,rid:asc");
-    expect(hits).toEqual([
-      { record: near, distanceMeters: 712 },
-      { record: far, distanceMeters: 392_000 },
-    ]);
-
-    await engine.search("idx", "7", request({ weighted: true }));
-    expect(fake.requests.at(-1)!.query.sort_by).toBe("_text_match(buckets: 10):desc,weight:desc,rid:asc");
+  it("keeps the query string within Typesense's 4000 characters, giving up the finest conditions first", async () => {
+    fake.on("GET", SEARCH, { json: searchAnswer([], 10) });
+    const ask = async (length: number) => {
+      const words = ["a", "b", "c", "d"].map((letter) => letter.repeat(length));
+      await engine.search("idx", "7.3", request({ query: words.join(" ") }));
+      const sent = searches().at(-1)!;
+      expect(sent.rawQuery.length).toBeLessThanOrEqual(4000);
+      const start = `(${words.map((w, i) => `title_tags:${i < 3 ? `w${i}${w}` : "p3dddd"}`).join(" && ")})`;
+      return { sent: sent.query.sort_by!, start, words };
+    };
+    // Four words of 70 letters: the whole-last-word conditions go, the two tiers stay.
+    const medium = await ask(70);
+    expect(medium.sent).toMatch(/^_eval\(\[\(title_tags:w0a+ && [^\]]*\):2, \(\(title_tags:w1a+ [^\]]*\):1\]\):desc,/);
+    expect(medium.sent.startsWith(`_eval([${medium.start}:2, `)).toBe(true);
+    // Of 160: only the start tier is left.
+    const long = await ask(160);
+    expect(long.sent).toBe(`${evalOf([long.start, 2])},title_length:asc,rid:asc`);
   });
 
-  it("with weight and distance (Typesense's three sort keys), orders exact ties by id itself", async () => {
-    const b: SearchRecord = { id: "b", title: "Pizza", weight: 3 };
-    const a: SearchRecord = { id: "a", title: "Pizza", weight: 3 };
-    const heavy: SearchRecord = { id: "0", title: "Pizza", weight: 9 };
-    const lighterMatch: SearchRecord = { id: "0a", title: "Pizza", weight: 3 };
-    // Code point order (as UTF-8 bytes sort), not UTF-16: U+1F355 after U+FF5A.
-    const emoji: SearchRecord = { id: "\u{1F355}", title: "Pizza", weight: 3 };
-    const fullwidth: SearchRecord = { id: "\uFF5A", title: "Pizza", weight: 3 };
-    // Typesense reports a distance for records without coordinates too; it is not passed on.
-    fake.on("GET", "/collections/t_idx__v7/documents/search", {
-      json: searchAnswer([
-        hit(heavy, "9", 1),
-        hit(emoji, "9", 2_147_483_647),
-        hit(b, "9", 2_147_483_647),
-        hit(fullwidth, "9", 2_147_483_647),
-        hit(a, "9", 2_147_483_647),
-        hit(lighterMatch, "8", 2_147_483_647),
-      ]),
+  it("ranks collections written before title tags as before: text match, weight, distance, id", async () => {
+    serveTree([entry("7", 7, 3, undefined, "ready", true)]);
+    fake.on("GET", "/collections/t_idx__v7/documents/search", { json: searchAnswer([], 10) });
+    await engine.search("idx", "7", request({ query: "Crème BRU" }));
+    expect(searches()[0]!.query).toEqual({
+      ...common,
+      filter_by: "writer:=0",
+      q: "creme bru",
+      num_typos: "0",
+      typo_tokens_threshold: "0",
+      sort_by: "_text_match:desc,rid:asc",
+      per_page: "10",
     });
-    const hits = await engine.search("idx", "7", request({ weighted: true, geo: { latitude: 1, longitude: 2 } }));
-    expect(fake.requests.at(-1)!.query.sort_by).toBe("_text_match(buckets: 10):desc,weight:desc,location(1, 2):asc");
-    expect(hits.map((h) => h.record.id)).toEqual(["0", "a", "b", "\uFF5A", "\u{1F355}", "0a"]);
-    expect(hits.every((h) => h.distanceMeters === undefined)).toBe(true);
+    await engine.search("idx", "7", request({ weighted: true, geo: { latitude: 1, longitude: 2 } }));
+    expect(searches()[1]!.query.sort_by).toBe("_text_match(buckets: 10):desc,weight:desc,location(1, 2):asc");
+  });
+
+  it("reads a branch through its own lineage only", async () => {
+    fake.on("GET", SEARCH, { json: searchAnswer([]) });
+    await engine.search("idx", "7.2", request());
+    await engine.search("idx", "7", request());
+    // Exact, then with typos (nothing matched exactly), for each version.
+    expect(searches().map((r) => r.query.filter_by)).toEqual([
+      "writer:=[0,1,2] && superseded_by:!=[1,2]",
+      "writer:=[0,1,2] && superseded_by:!=[1,2]",
+      "writer:=0",
+      "writer:=0",
+    ]);
   });
 
   it("sends nothing for a query without tokens", async () => {
@@ -468,7 +665,7 @@ describe("typesense adapter: search", () => {
   });
 
   it("serves known versions from the cached tree, re-reads it for an unknown one, then fails clearly", async () => {
-    fake.on("GET", "/collections/t_idx__v7/documents/search", { json: searchAnswer([]) });
+    fake.on("GET", SEARCH, { json: searchAnswer([]) });
     await engine.search("idx", "7.3", request());
     await engine.search("idx", "7.2", request());
     await expect(engine.search("idx", "7.9", request())).rejects.toBeInstanceOf(UnknownVersionError);
@@ -497,7 +694,8 @@ describe("typesense adapter: data filters", () => {
   beforeEach(() => {
     serveTree();
     fake.on("GET", "/collections/t_idx__v7", { json: collection("t_idx__v7", schema, 3) });
-    fake.on("GET", "/collections/t_idx__v7/documents/search", { json: searchAnswer([]) });
+    // A full page of exact matches: one search request each.
+    fake.on("GET", "/collections/t_idx__v7/documents/search", { json: searchAnswer([], 10) });
   });
 
   it("compares typed, flattened fields", async () => {
@@ -702,7 +900,13 @@ describe("typesense adapter: versions", () => {
       expect.objectContaining({ id: `${idKey("p-1")}-0`, writer: "0", rec: JSON.stringify(pizza) }),
       expect.objectContaining({ id: `${idKey("b")}-0`, writer: "0", weight: 2 }),
     ]);
-    expect(JSON.parse(fake.requests.at(-1)!.body)).toEqual({ id: "9", major: 9, records: 2, state: "ready" });
+    expect(JSON.parse(fake.requests.at(-1)!.body)).toEqual({
+      id: "9",
+      major: 9,
+      records: 2,
+      state: "ready",
+      layout: 2,
+    });
   });
 
   it("drops a minor: unlisted first, then its documents and marks, then its entry", async () => {
@@ -808,5 +1012,64 @@ describe("typesense adapter: failures", () => {
     );
     await expect(failure).rejects.toMatchObject({ status: undefined });
     fake = await startFake();
+  });
+});
+
+describe("typesense adapter: the tiers' tags", () => {
+  // What the `_eval` conditions must mean, straight from docs/ranking.md: the query as a phrase
+  // (the last token as a prefix with scope=title) at the title's start, or at a later position.
+  function phraseAt(title: string[], q: string[], at: number, scope: "title" | "all"): boolean {
+    return q.every((token, i) => {
+      const word = title[at + i];
+      if (word === undefined) return false;
+      return scope === "title" && i === q.length - 1 ? word.startsWith(token) : word === token;
+    });
+  }
+
+  it("agree with the rank order's start and consecutive tiers within eight positions and four letters", () => {
+    const next = random(14);
+    const pick = <T>(items: readonly T[]): T => items[Math.floor(next() * items.length)]!;
+    const vocabulary = ["a", "ab", "abc", "abcd", "b", "ba", "bab", "c"];
+    let starts = 0;
+    let later = 0;
+    for (let round = 0; round < 3000; round++) {
+      const title = Array.from({ length: 1 + Math.floor(next() * 8) }, () => pick(vocabulary));
+      const length = 1 + Math.floor(next() * 3);
+      // Half the queries are cut from the title, so that phrases are common.
+      const at = Math.floor(next() * title.length);
+      const q =
+        next() < 0.5 && at + length <= title.length
+          ? title.slice(at, at + length)
+          : Array.from({ length }, () => pick(vocabulary));
+      if (next() < 0.5) q[q.length - 1] = q.at(-1)!.slice(0, 1);
+      for (const scope of ["title", "all"] as const) {
+        const { tiers } = lexicalEntries(q, scope);
+        const start = phraseAt(title, q, 0, scope);
+        const phrase = q.length > 1 && title.some((_, at) => at > 0 && phraseAt(title, q, at, scope));
+        const score = evalScore(tiers, signals(title));
+        const context = `${scope}: "${q.join(" ")}" in "${title.join(" ")}"`;
+        if (scope === "title") expect(score, context).toBe(start ? 2 : phrase ? 1 : 0);
+        // scope=all: 1 is "every token in the title", which a phrase implies.
+        else expect(score >= 2 ? score : 0, context).toBe(start ? 3 : phrase ? 2 : 0);
+        if (start) starts++;
+        else if (phrase) later++;
+      }
+    }
+    // Both tiers were exercised, not only the fallthrough.
+    expect(starts).toBeGreaterThan(300);
+    expect(later).toBeGreaterThan(300);
+  });
+
+  it("tell a whole last word from a prefix within each tier", () => {
+    const score = (title: string, query: string) => {
+      const tokens = title.split(" ");
+      return evalScore(lexicalEntries(query.split(" "), "title").fine, signals(tokens));
+    };
+    expect(score("new york city", "new york")).toBe(5);
+    expect(score("new yorkshire", "new york")).toBe(4);
+    expect(score("old new york", "new york")).toBe(3);
+    expect(score("old new yorkshire", "new york")).toBe(2);
+    expect(score("york is new", "new york")).toBe(1);
+    expect(score("yorkshire is new", "new york")).toBe(0);
   });
 });

@@ -4,7 +4,7 @@ import { createInterface } from "node:readline";
 import type { BulkWriter, SearchRecord, VersionId } from "../../ports/engine.ts";
 import { createMajorCollection, dropCollection, importDocuments } from "./collections.ts";
 import type { Context } from "./context.ts";
-import { MAJOR_WRITER, recordOf, toDocument, type TypesenseDocument } from "./documents.ts";
+import { DOCUMENT_LAYOUT, MAJOR_WRITER, recordOf, toDocument, type TypesenseDocument } from "./documents.ts";
 import { indexNames } from "./names.ts";
 import { deleteMajorEntries, loadTree, putEntry, resolve, visibilityFilter } from "./versions.ts";
 
@@ -25,7 +25,17 @@ async function claimMajor(ctx: Context, indexKey: string, major: number): Promis
 }
 
 async function commitMajor(ctx: Context, indexKey: string, major: number, records: number): Promise<void> {
-  await putEntry(ctx, indexKey, { version: String(major), parent: null, major, minor: 0, records, state: "ready" });
+  // claimMajor created the collection with this process's schema: the entry says which, so reads
+  // know which fields they may rank by (query.ts).
+  await putEntry(ctx, indexKey, {
+    version: String(major),
+    parent: null,
+    major,
+    minor: 0,
+    records,
+    state: "ready",
+    layout: DOCUMENT_LAYOUT,
+  });
 }
 
 export async function openBulkWriter(ctx: Context, indexKey: string, major: number): Promise<BulkWriter> {

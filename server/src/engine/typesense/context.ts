@@ -13,6 +13,11 @@ export interface VersionEntry {
   records: number;
   /** `pending` while a write is under way (or was cut short); only `ready` versions exist. */
   state: "pending" | "ready";
+  /**
+   * For a major: the document layout its collection was created with (documents.ts,
+   * DOCUMENT_LAYOUT); absent on minors and on majors written before layouts were numbered (1).
+   */
+  layout?: number;
 }
 
 export type VersionTree = Map<VersionId, VersionEntry>;
@@ -20,7 +25,10 @@ export type VersionTree = Map<VersionId, VersionEntry>;
 export interface Settings {
   prefix: string;
   importBatchSize: number;
-  /** Buckets for `_text_match(buckets: n)` when weight or distance should reorder near-equal matches. */
+  /**
+   * Buckets for `_text_match(buckets: n)` when weight or distance should reorder near-equal
+   * matches; only collections of layout 1 still rank that way (query.ts).
+   */
   textMatchBuckets: number;
   /** Prefix expansions Typesense considers for the last query token (its default, 4, misses records). */
   maxCandidates: number;

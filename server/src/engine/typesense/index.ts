@@ -23,7 +23,7 @@ export interface TypesenseEngineOptions {
   collectionPrefix?: string;
   /** Documents per import request. Default 1000. */
   importBatchSize?: number;
-  /** `_text_match(buckets: n)` when ranking by weight or distance. Default 10. */
+  /** `_text_match(buckets: n)` when ranking layout-1 collections by weight or distance. Default 10. */
   textMatchBuckets?: number;
   /** Prefix expansions of the last query token. Default 100. */
   maxCandidates?: number;

@@ -6,8 +6,8 @@ import type { Context, VersionEntry } from "./context.ts";
 import { recordOf } from "./documents.ts";
 import { allOf, referencedFields, translateFilter, type Clause } from "./filter.ts";
 import { idKey, indexNames } from "./names.ts";
-import { searchParams, toHits } from "./query.ts";
-import { searchText } from "./text.ts";
+import { planSearch } from "./query.ts";
+import { tokenize } from "../tokenize.ts";
 import { resolve, visibilityFilter } from "./versions.ts";
 
 async function majorCollection(
@@ -33,20 +33,20 @@ export async function searchVersion(
 ): Promise<SearchHit[]> {
   const { collection, path } = await majorCollection(ctx, indexKey, version);
   // A query with no tokens (blank or punctuation only) matches nothing.
-  const queryText = searchText(request.query);
-  if (queryText === "") return [];
+  const tokens = tokenize(request.query);
+  if (tokens.length === 0) return [];
   const filterBy = allOf(
     visibilityFilter(path),
     request.filter ? await dataFilter(ctx, collection, request.filter) : true,
   );
   if (typeof filterBy !== "string") return [];
-  const response = await search(
-    ctx,
-    collection,
-    searchParams(request, queryText, filterBy, ctx.settings),
-    `search version ${version} of ${indexKey}`,
-  );
-  return toHits(response, request, ctx.settings);
+  const plan = planSearch(request, tokens, filterBy, path[0]!.layout ?? 1, ctx.settings);
+  const operation = `search version ${version} of ${indexKey}`;
+  const exact = await search(ctx, collection, plan.exact, operation);
+  // Exact matches fill the page, or typos are off: one request is the whole answer.
+  const typos = plan.typos(exact.found);
+  if (!typos) return plan.hits(exact);
+  return plan.hits(exact, await search(ctx, collection, typos, `${operation}, with typos`));
 }
 
 export async function getRecord(

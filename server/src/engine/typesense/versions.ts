@@ -43,11 +43,12 @@ interface StoredEntry {
   parent?: string;
   records: number;
   state: VersionEntry["state"];
+  layout?: number;
 }
 
 function fromStored(doc: StoredEntry): VersionEntry {
   const { minor } = parseVersion(doc.id);
-  return {
+  const entry: VersionEntry = {
     version: doc.id,
     parent: doc.parent ?? null,
     major: doc.major,
@@ -55,11 +56,14 @@ function fromStored(doc: StoredEntry): VersionEntry {
     records: doc.records,
     state: doc.state,
   };
+  if (doc.layout !== undefined) entry.layout = doc.layout;
+  return entry;
 }
 
 function toStored(entry: VersionEntry): StoredEntry {
   const doc: StoredEntry = { id: entry.version, major: entry.major, records: entry.records, state: entry.state };
   if (entry.parent !== null) doc.parent = entry.parent;
+  if (entry.layout !== undefined) doc.layout = entry.layout;
   return doc;
 }
 
