@@ -2,6 +2,11 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { SegmentBuilder } from "../../src/engine/embedded/build/segment-builder.ts";
+import { createEmbeddedEngine } from "../../src/engine/embedded/index.ts";
+import { INDEX_FILE, RECORDS_FILE } from "../../src/engine/embedded/segment/meta.ts";
+import { Segment } from "../../src/engine/embedded/segment/segment.ts";
+import type { SearchRecord, SearchRequest } from "../../src/ports/engine.ts";
 import {
   SegmentFileWriter,
   openSegmentFile,
@@ -124,5 +129,130 @@ describe("segment files", () => {
     expect([...sectionOf(opened, { stored: "words", type: "u32" })]).toEqual([1, 2]);
     expect(() => sectionOf(opened, { stored: "words", type: "f64" })).toThrow(/no f64 section words/);
     expect(() => sectionOf(opened, { stored: "reals", type: "f64" })).toThrow(/no f64 section reals/);
+  });
+});
+
+/**
+ * The records of fixtures/segment-id-ranks, a segment written by the builder before the length
+ * order (documents by weight then id, the ranks sections in id order, no docToLenRank). Their id
+ * order and length order differ: b "Paris" is shorter than a "Paris Gare de Lyon", e "Pari" than c.
+ */
+const OLD_LAYOUT_RECORDS: SearchRecord[] = [
+  { id: "a", title: "Paris Gare de Lyon", weight: 5 },
+  { id: "b", title: "Paris", weight: 5, latitude: "48.85341", longitude: "2.3488" },
+  { id: "c", title: "Parma" },
+  { id: "d", title: "Paris Texas", latitude: "33.66094", longitude: "-95.55551" },
+  { id: "e", title: "Pari", data: { price: 3 } },
+  { id: "f", title: "Lyon Paris", weight: 5 },
+  { id: "g", title: "Paris", data: { text: "lyon", price: 7 } },
+  { id: "c", title: "Parme" },
+];
+const OLD_LAYOUT = path.join(import.meta.dirname, "fixtures", "segment-id-ranks");
+
+/** Each split posting run's ranks, mapped through the length order, are its documents. */
+function expectRanksInLengthOrder(segment: Segment): void {
+  const { rankOf, docAt } = segment.lengthOrder;
+  expect([...docAt].map((d) => rankOf[d])).toEqual([...docAt.keys()]);
+  for (const postings of [segment.titlePostings, segment.prefixPostings]) {
+    const { offsets, docs, ranks } = postings;
+    for (let run = 0; run + 1 < offsets.length; run++) {
+      const ranked = [...ranks.subarray(offsets[run]!, offsets[run + 1]!)];
+      expect(ranked).toEqual([...ranked].sort((x, y) => x - y));
+      const fromRanks = ranked.map((r) => docAt[r]!).sort((x, y) => x - y);
+      expect(fromRanks).toEqual([...docs.subarray(offsets[run]!, offsets[run + 1]!)]);
+    }
+  }
+}
+
+describe("segments and the length order", () => {
+  it.each([true, false])("open a segment built before the length order, in id order (mapped: %s)", async (map) => {
+    const segment = await Segment.load(OLD_LAYOUT, map);
+    try {
+      expect(segment.lengthOrdered).toBe(false);
+      expect(segment.lengthOrder.rankOf).toBe(segment.docToRank);
+      expect(segment.lengthOrder.docAt).toBe(segment.rankToDoc);
+      // Numbered by weight then id: a, b, f (weight 5), then c, d, e, g.
+      expect(["a", "b", "f", "c", "d", "e", "g"].map((id) => segment.findDoc(id))).toEqual([0, 1, 2, 3, 4, 5, 6]);
+      expectRanksInLengthOrder(segment);
+    } finally {
+      segment.close();
+    }
+  });
+
+  it("open a new segment with its own length order", async () => {
+    const built = path.join(dir, "length-ordered");
+    const builder = await SegmentBuilder.create(built, 4);
+    for (const record of OLD_LAYOUT_RECORDS) builder.add(record);
+    await builder.finishFiles();
+    const segment = await Segment.load(built);
+    try {
+      expect(segment.lengthOrdered).toBe(true);
+      // Numbered by weight, then the shorter title: b, f, a (weight 5), then e, c, g, d.
+      expect(["b", "f", "a", "e", "c", "g", "d"].map((id) => segment.findDoc(id))).toEqual([0, 1, 2, 3, 4, 5, 6]);
+      // The length order leaves weight out: e (4 units), b, c, g (5 units, by id), f, d, a.
+      expect([...segment.lengthOrder.docAt]).toEqual([3, 0, 4, 5, 1, 6, 2]);
+      expectRanksInLengthOrder(segment);
+    } finally {
+      segment.close();
+    }
+    // The fixture holds the same records.bin: only the index differs.
+    expect(fs.readFileSync(path.join(built, RECORDS_FILE))).toEqual(
+      fs.readFileSync(path.join(OLD_LAYOUT, RECORDS_FILE)),
+    );
+  });
+
+  it("search a version whose segment was built before the length order", async () => {
+    const dataDir = path.join(dir, "engine");
+    let engine = createEmbeddedEngine({ dataDir });
+    await engine.open();
+    await engine.createIndex("k");
+    const writer = await engine.bulkWriter("k", 1);
+    await writer.add(OLD_LAYOUT_RECORDS);
+    await writer.commit();
+    await engine.close();
+    // The major's segment replaced by the old builder's, written from the same records.
+    const majors = fs.readdirSync(dataDir, { recursive: true, encoding: "utf8" }).filter((f) => f.endsWith(INDEX_FILE));
+    expect(majors).toHaveLength(1);
+    const major = path.dirname(path.join(dataDir, majors[0]!));
+    expect(fs.readFileSync(path.join(major, RECORDS_FILE))).toEqual(
+      fs.readFileSync(path.join(OLD_LAYOUT, RECORDS_FILE)),
+    );
+    fs.copyFileSync(path.join(OLD_LAYOUT, INDEX_FILE), path.join(major, INDEX_FILE));
+    engine = createEmbeddedEngine({ dataDir });
+    await engine.open();
+    try {
+      const search = async (version: string, query: string, options: Partial<SearchRequest> = {}) => {
+        const request = {
+          query,
+          scope: "title",
+          weighted: false,
+          limit: 10,
+          typoTolerance: false,
+          ...options,
+        } as const;
+        return (await engine.search("k", version, request)).map((hit) => hit.record.id);
+      };
+      const sorted = (ids: string[]) => [...ids].sort();
+      expect(sorted(await search("1", "par"))).toEqual(["a", "b", "c", "d", "e", "f", "g"]);
+      expect(sorted(await search("1", "lyon"))).toEqual(["a", "f"]);
+      expect(sorted(await search("1", "lyon", { scope: "all" }))).toEqual(["a", "f", "g"]);
+      // Weight order: the two weighted records that start with "par" come first.
+      expect(sorted(await search("1", "par", { weighted: true, limit: 2 }))).toEqual(["a", "b"]);
+      // Nearest first: b is in Paris, d in Texas, a and g have no coordinates.
+      expect(await search("1", "paris", { geo: { latitude: 48.86, longitude: 2.35 }, limit: 1 })).toEqual(["b"]);
+      const paris = await search("1", "paris");
+      expect(sorted(paris.slice(0, 4))).toEqual(["a", "b", "d", "g"]);
+      expect(paris[4]).toBe("f");
+      // A minor version on top of the old segment.
+      await engine.applyChange("k", {
+        version: "1.1",
+        parent: "1",
+        upserts: [{ id: "h", title: "Paris" }],
+        deletes: ["a"],
+      });
+      expect(sorted(await search("1.1", "paris"))).toEqual(["b", "d", "f", "g", "h"]);
+    } finally {
+      await engine.close();
+    }
   });
 });

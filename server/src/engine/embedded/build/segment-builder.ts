@@ -1,6 +1,6 @@
 // Builds a segment from a stream of records (bulk ingest or checkpoint) by sequencing one writer per
-// part. Records go to records.bin as they arrive (store/); ids and weights stay in typed arrays
-// (columns/ids-writer.ts: the document order needs them), and the rest of each record's index data
+// part. Records go to records.bin as they arrive (store/); ids, weights and title length keys stay
+// in typed arrays (columns/ids-writer.ts: the document orders need them), and the rest of each record's index data
 // goes to a slot log on disk (slot-log.ts, laid out by slot-codec.ts). finish turns both into the
 // sections of segment/sections.ts, written one at a time (docs/engine.md E12). Nothing is
 // visible until the catalog says so.
@@ -11,6 +11,7 @@ import { walkData } from "../columns/data-fields.ts";
 import { FilterColumnsWriter } from "../columns/filter-columns-writer.ts";
 import { GeoWriter } from "../columns/geo-writer.ts";
 import { IdsWriter } from "../columns/ids-writer.ts";
+import { titleLengthKey } from "../columns/title-length.ts";
 import { writeDataPostings } from "../postings/data-postings-writer.ts";
 import { countTitleTerms, writeForwardIndex } from "../postings/forward-index-writer.ts";
 import { docOrders, writePrefixPostings, writeTitlePostings } from "../postings/split-postings-writer.ts";
@@ -68,12 +69,13 @@ export class SegmentBuilder {
   add(record: SearchRecord): void {
     const slot = this.ids.size;
     const jsonBytes = this.records.append(record);
-    this.ids.add(record.id, record.weight ?? 0);
+    const { title, data, filters } = this.slot;
+    this.terms.addTitle(record.title, slot, title);
+    // Tokens as the forward index will hold them; units of the title as stored.
+    this.ids.add(record.id, record.weight ?? 0, titleLengthKey(title.length, record.title.length));
     if (record.latitude !== undefined && record.longitude !== undefined) {
       this.geo.add(slot, Number(record.latitude), Number(record.longitude));
     }
-    const { title, data, filters } = this.slot;
-    this.terms.addTitle(record.title, slot, title);
     walkData(
       record.data,
       (text) => this.terms.addText(text, slot, data),
@@ -116,7 +118,7 @@ export class SegmentBuilder {
     const window = this.postingWindow;
     const pacer = new Pacer();
     const numbering = await this.ids.write(out, pacer);
-    const { n, docToRank } = numbering;
+    const { n, docToLengthRank } = numbering;
     let docOfSlot: Uint32Array | null = numbering.docOfSlot!;
     numbering.docOfSlot = null;
     const geoDocs = await this.geo.write(out, docOfSlot, n);
@@ -134,13 +136,13 @@ export class SegmentBuilder {
     release(docOfSlot);
     docOfSlot = null;
 
-    const orders = docOrders(n, docToRank, geoDocs);
+    const orders = docOrders(n, docToLengthRank, geoDocs);
     release(geoDocs);
     await writeTitlePostings(out, termCount, orders, window, pacer);
     const prefixes = await this.terms.writePrefixes(out, termOrder, this.maxPrefix, pacer);
     await writePrefixPostings(out, prefixes, termCount, this.maxPrefix, orders, window, pacer);
     release(prefixes.ofTerm);
-    release(docToRank);
+    release(docToLengthRank);
     if (orders.geoPosition !== null) release(orders.geoPosition);
 
     await this.terms.write(out, termOrder, pacer);

@@ -1,6 +1,8 @@
-// Writes the id table, the weight column and the document numbering: documents are the live slots
-// (the last record of each id) numbered by (weight desc, id asc), which every later part of the
-// build maps slots through (docOfSlot).
+// Writes the id table, the weight column and the document orders: documents are the live slots
+// (the last record of each id) numbered by (weight desc, title length key asc, id asc), which every
+// later part of the build maps slots through (docOfSlot); the length order (length key asc, id asc)
+// is what unweighted reads follow (sections.ts). Both end with the rank order's last tie-breaks,
+// the shorter title then the id (docs/ranking.md), so a read in either order can stop early.
 import type { SegmentFileWriter } from "../segment/segment-file.ts";
 import { SECTIONS } from "../segment/sections.ts";
 import { Growable, invert, release, sortByKey, sortIndices } from "../util/arrays.ts";
@@ -17,8 +19,8 @@ export interface DocNumbering {
   n: number;
   /** Each slot's document, NONE for a replaced duplicate; the builder takes it (and sets this to null). */
   docOfSlot: Uint32Array | null;
-  /** Each document's position in id order. */
-  docToRank: Uint32Array;
+  /** Each document's position in the length order (the entries of the split postings' ranks). */
+  docToLengthRank: Uint32Array;
 }
 
 export class IdsWriter {
@@ -26,24 +28,28 @@ export class IdsWriter {
   private readonly idBytes = new Growable(Uint8Array);
   private readonly idEnds = new Growable(Uint32Array);
   private readonly weight = new Growable(Uint32Array);
+  /** Per slot: titleLengthKey of its title (4 bytes a slot, released once the orders are known). */
+  private readonly lengthKey = new Growable(Uint32Array);
 
   /** Slots added so far. */
   get size(): number {
     return this.idEnds.length;
   }
 
-  /** Adds the next slot. */
-  add(id: string, weight: number): void {
+  /** Adds the next slot; `lengthKey` is its title's titleLengthKey (columns/title-length.ts). */
+  add(id: string, weight: number, lengthKey: number): void {
     if (NON_ASCII.test(id)) for (const byte of Buffer.from(id, "utf8")) this.idBytes.push(byte);
     else for (let i = 0; i < id.length; i++) this.idBytes.push(id.charCodeAt(i));
     if (this.idBytes.length > 0xffff_ffff) throw new Error("ids of one segment larger than 4 GiB");
     this.idEnds.push(this.idBytes.length);
     this.weight.push(weight);
+    this.lengthKey.push(lengthKey);
   }
 
   /**
    * Ids first (sorted, de-duplicated, written, their memory released before anything else grows),
-   * then the weight order: writes idBytes, idOffsets, weight, docToRank and rankToDoc.
+   * then the weight and length orders: writes idBytes, idOffsets, weight, docToRank, rankToDoc,
+   * docToLenRank and lenRankToDoc.
    */
   async write(out: SegmentFileWriter, pacer: Pacer): Promise<DocNumbering> {
     const slots = this.size;
@@ -53,7 +59,7 @@ export class IdsWriter {
     this.idBytes.release();
     this.idEnds.release();
 
-    const { rankOfDoc, docOfSlot } = this.orderByWeight(ranked, slots);
+    const { rankOfDoc, lengthRankOfDoc, docOfSlot } = this.orderDocuments(ranked, slots);
     release(ranked);
     const weight = new Uint32Array(n);
     const slotWeights = this.weight.view();
@@ -63,9 +69,14 @@ export class IdsWriter {
     release(weight);
     await out.add(SECTIONS.docToRank, rankOfDoc);
     const rankToDoc = invert(rankOfDoc);
+    release(rankOfDoc);
     await out.add(SECTIONS.rankToDoc, rankToDoc);
     release(rankToDoc);
-    return { n, docOfSlot, docToRank: rankOfDoc };
+    await out.add(SECTIONS.docToLengthRank, lengthRankOfDoc);
+    const lengthRankToDoc = invert(lengthRankOfDoc);
+    await out.add(SECTIONS.lengthRankToDoc, lengthRankToDoc);
+    release(lengthRankToDoc);
+    return { n, docOfSlot, docToLengthRank: lengthRankOfDoc };
   }
 
   /** The live slots (the last add of each id) in id order. */
@@ -97,15 +108,27 @@ export class IdsWriter {
   }
 
   /**
-   * Numbers documents by (weight desc, id asc). rankOfDoc: each document's position in id order;
-   * docOfSlot: each slot's document, NONE for a replaced duplicate.
+   * Numbers documents by (weight desc, length key asc, id asc), by two stable sorts of the id order
+   * (`ranked`): by length key, which is the length order, then that by weight. rankOfDoc and
+   * lengthRankOfDoc: each document's position in id and length order; docOfSlot: each slot's
+   * document, NONE for a replaced duplicate.
    */
-  private orderByWeight(ranked: Uint32Array, slots: number): { rankOfDoc: Uint32Array; docOfSlot: Uint32Array } {
+  private orderDocuments(
+    ranked: Uint32Array,
+    slots: number,
+  ): { rankOfDoc: Uint32Array; lengthRankOfDoc: Uint32Array; docOfSlot: Uint32Array } {
+    const n = ranked.length;
+    const lengthKeys = this.lengthKey.view();
+    const rankAtLength = sortByKey(n, (r) => lengthKeys[ranked[r]!]!);
+    this.lengthKey.release();
     const weights = this.weight.view();
-    const rankOfDoc = sortByKey(ranked.length, (r) => NONE - weights[ranked[r]!]!);
+    const lengthRankOfDoc = sortByKey(n, (l) => NONE - weights[ranked[rankAtLength[l]!]!]!);
+    const rankOfDoc = new Uint32Array(n);
+    for (let d = 0; d < n; d++) rankOfDoc[d] = rankAtLength[lengthRankOfDoc[d]!]!;
+    release(rankAtLength);
     const docOfSlot = new Uint32Array(slots).fill(NONE);
-    for (let d = 0; d < rankOfDoc.length; d++) docOfSlot[ranked[rankOfDoc[d]!]!] = d;
-    return { rankOfDoc, docOfSlot };
+    for (let d = 0; d < n; d++) docOfSlot[ranked[rankOfDoc[d]!]!] = d;
+    return { rankOfDoc, lengthRankOfDoc, docOfSlot };
   }
 
   /**

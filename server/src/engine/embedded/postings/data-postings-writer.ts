@@ -11,7 +11,7 @@ const NONE = 0xffff_ffff;
 
 /**
  * One pass counting, then a window of terms per pass over the slot log. The slot log is in arrival
- * order, so each run is filled out of document order and sorted, as the id orders of the split
+ * order, so each run is filled out of document order and sorted, as the length orders of the split
  * postings are; the data terms are never all in memory at once (free text in `data` can be many
  * per record). finalTerm: each temporary term id's final one.
  */

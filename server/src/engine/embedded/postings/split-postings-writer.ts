@@ -1,5 +1,5 @@
-// The split posting sections of a segment (title terms and prefixes: offsets, weight, id and geo
-// orders), written a window of keys at a time from the forward index read back from the segment
+// The split posting sections of a segment (title terms and prefixes: offsets, weight, length and
+// geo orders), written a window of keys at a time from the forward index read back from the segment
 // file, so that a posting section larger than the memory a build may use is never whole in memory
 // (docs/engine.md E12, E13).
 import type { SegmentFileWriter } from "../segment/segment-file.ts";
@@ -11,19 +11,20 @@ import { RunSorter, longestRun, splitIntoWindows } from "./windows.ts";
 
 const NONE = 0xffff_ffff;
 
-/** The id and geo orders of the documents (the weight order is the document numbering itself). */
+/** The length and geo orders of the documents (the weight order is the document numbering itself). */
 export interface DocOrders {
   n: number;
-  docToRank: Uint32Array;
+  /** Each document's length rank (sections.ts: what the ranks sections hold). */
+  docToLengthRank: Uint32Array;
   /** Each document's position in the geo order, NONE without coordinates; null when none has any. */
   geoPosition: Uint32Array | null;
 }
 
-export function docOrders(n: number, docToRank: Uint32Array, geoDocs: Uint32Array): DocOrders {
-  if (geoDocs.length === 0) return { n, docToRank, geoPosition: null };
+export function docOrders(n: number, docToLengthRank: Uint32Array, geoDocs: Uint32Array): DocOrders {
+  if (geoDocs.length === 0) return { n, docToLengthRank, geoPosition: null };
   const geoPosition = new Uint32Array(n).fill(NONE);
   for (let g = 0; g < geoDocs.length; g++) geoPosition[geoDocs[g]!] = g;
-  return { n, docToRank, geoPosition };
+  return { n, docToLengthRank, geoPosition };
 }
 
 export type Emit = (key: number, atStart: boolean) => void;
@@ -64,7 +65,7 @@ async function scanTitles(
  * counting sort. `keysOf` emits each key of a document; duplicates within a document are dropped,
  * the first occurrence decides. One counting pass over the documents, then a window of whole keys
  * at a time: one pass in document order fills the window's runs in the weight order (documents
- * are numbered by weight), and the same runs in the id and geo orders are derived from it (each
+ * are numbered by weight), and the same runs in the length and geo orders are derived from it (each
  * document mapped to its position in that order, each run sorted), not filled by visiting the
  * documents in those orders, which would read the forward index at random.
  */
@@ -77,7 +78,7 @@ async function writeSplitPostings(
   pacer: Pacer,
   keysOf: KeysOf,
 ): Promise<void> {
-  const { n, docToRank, geoPosition } = orders;
+  const { n, docToLengthRank, geoPosition } = orders;
   const seen = new Uint32Array(keyCount);
   let mark = 0;
   const startCount = new Uint32Array(keyCount);
@@ -159,7 +160,7 @@ async function writeSplitPostings(
       await sorter.sortRuns(geoPart, geoOffsets, 2 * low, 2 * high, geoPosition.length);
       await putGeo(geoPart, geoBase);
     }
-    for (let i = 0; i < part.length; i++) part[i] = docToRank[part[i]!]!;
+    for (let i = 0; i < part.length; i++) part[i] = docToLengthRank[part[i]!]!;
     await sorter.sortRuns(part, offsets, 2 * low, 2 * high, n);
     await putRanks(part, base);
   }

@@ -5,9 +5,10 @@
 // (docs/engine.md) and must not change, nor the order the builder writes them in (listed here in
 // that order): either would change the bytes of every segment.
 //
-// Every document has a position in three orders: the weight order (its document number, from
-// weight desc, id asc), the id order (its rank) and, when it has coordinates, the geo order (see
-// columns/geo.ts). N documents, T terms, P prefixes.
+// Every document has a position in four orders: the weight order (its document number, from
+// weight desc, title length key asc, id asc), the id order (its id rank), the length order (its
+// length rank, from title length key asc, id asc; columns/title-length.ts) and, when it has
+// coordinates, the geo order (see columns/geo.ts). N documents, T terms, P prefixes.
 import type { ElementType, SectionKey } from "./segment-file.ts";
 
 /** The folder of the writer, which is the part of the segment a section belongs to. */
@@ -32,6 +33,13 @@ export const SECTIONS = {
   docToRank: section("docToRank", "u32", "columns"),
   /** Per id rank: its document. */
   rankToDoc: section("rankToDoc", "u32", "columns"),
+  /**
+   * Per document: its length rank. Absent from segments built before the length order, whose
+   * split postings' ranks are id ranks (segment.ts then uses the id order in its place).
+   */
+  docToLengthRank: section("docToLenRank", "u32", "columns"),
+  /** Per length rank: its document. Absent with docToLenRank. */
+  lengthRankToDoc: section("lenRankToDoc", "u32", "columns"),
   /** Per document, NaN without coordinates. */
   latitude: section("lat", "f64", "columns"),
   longitude: section("lon", "f64", "columns"),
@@ -63,15 +71,18 @@ export const SECTIONS = {
 
 /**
  * Posting runs split by where the key occurs in the title: key k has a run of the documents whose
- * first title token has it and a run of those that have it only elsewhere, each stored in the
- * three orders (the geo order holding only documents with coordinates).
+ * first title token has it and a run of those that have it only elsewhere, each stored in three
+ * orders: weight, length and geo (the geo order holding only documents with coordinates).
  */
 export interface SplitPostingSections {
   /** 2K+1 entries: key k's runs in docs and ranks are [offsets[2k], offsets[2k+1]) and [offsets[2k+1], offsets[2k+2]). */
   readonly offsets: SectionSpec<"u32">;
   /** The runs in weight order: entries are document numbers. */
   readonly docs: SectionSpec<"u32">;
-  /** The same runs in id order: entries are id ranks. */
+  /**
+   * The same runs in length order: entries are length ranks (id ranks in segments built before
+   * the length order, which have no docToLenRank section).
+   */
   readonly ranks: SectionSpec<"u32">;
   /** Like offsets, into geoPositions. */
   readonly geoOffsets: SectionSpec<"u32">;

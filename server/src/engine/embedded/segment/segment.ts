@@ -1,11 +1,14 @@
 // An immutable, self-contained major version: records on disk (records.bin, read per hit, see
 // store/) and a typed-array index, mapped from index.bin (or read into memory where maps are
-// unavailable). Documents are numbered in (weight desc, id asc) order, so a posting list read
-// front to back is already in weighted rank order and a weighted top-k stops early.
+// unavailable). Documents are numbered in (weight desc, title length key asc, id asc) order, so a
+// posting list read front to back is already in weighted rank order and a weighted top-k stops
+// early.
 //
-// Title posting runs are stored in all three orders of sections.ts (weight, id and geo), so a
+// Title posting runs are stored in three orders of sections.ts (weight, length and geo), so a
 // query reads its matches in whichever order ranks them and stops after k instead of scoring
-// every match. The reader exposes each part under a name that says what it holds; sections.ts
+// every match. Segments built before the length order existed number their documents by
+// (weight desc, id asc) and store their runs in id order instead: for them lengthOrder is the id
+// order, which their runs and numbering agree with (only the shorter-title tie-break is lost). The reader exposes each part under a name that says what it holds; sections.ts
 // maps those to the sections stored in the file.
 import path from "node:path";
 import type { GeoIndex } from "../columns/geo.ts";
@@ -43,12 +46,24 @@ export interface ForwardIndex {
   readonly terms: Uint32Array;
 }
 
+/** A permutation of the documents in both directions. */
+export interface DocOrder {
+  /** Per document: its position in the order. */
+  readonly rankOf: Uint32Array;
+  /** Per position: the document there. */
+  readonly docAt: Uint32Array;
+}
+
 /** Typed views of an opened index file's sections, looked up through the section table. */
 class SectionViews {
   private readonly sections: Record<string, Section>;
 
   constructor(sections: Record<string, Section>) {
     this.sections = sections;
+  }
+
+  has(key: SectionKey): boolean {
+    return key.stored in this.sections;
   }
 
   get<T extends ElementType>(key: SectionKey<T>): ElementArrays[T] {
@@ -87,6 +102,16 @@ export class Segment {
   readonly ids: SortedStrings;
   readonly rankToDoc: Uint32Array;
   readonly docToRank: Uint32Array;
+  /**
+   * The length order (title length key asc, id asc: columns/title-length.ts), the order of the
+   * split postings' ranks; the id order in a segment built before it (see lengthOrdered).
+   */
+  readonly lengthOrder: DocOrder;
+  /**
+   * Whether the segment has a length order of its own. False for segments built before it: their
+   * lengthOrder is the id order, and equal weights are numbered by id, not by title length.
+   */
+  readonly lengthOrdered: boolean;
   readonly weight: Uint32Array;
   readonly geo: GeoIndex;
   /** Per filter column (meta.filterPaths): each document's KIND_* and numeric value. */
@@ -109,6 +134,10 @@ export class Segment {
     this.ids = sections.strings(SECTIONS.idBytes, SECTIONS.idOffsets);
     this.rankToDoc = sections.get(SECTIONS.rankToDoc);
     this.docToRank = sections.get(SECTIONS.docToRank);
+    this.lengthOrdered = sections.has(SECTIONS.docToLengthRank);
+    this.lengthOrder = this.lengthOrdered
+      ? { rankOf: sections.get(SECTIONS.docToLengthRank), docAt: sections.get(SECTIONS.lengthRankToDoc) }
+      : { rankOf: this.docToRank, docAt: this.rankToDoc };
     this.weight = sections.get(SECTIONS.weight);
     this.geo = {
       codes: sections.get(SECTIONS.geoCodes),
