@@ -438,9 +438,9 @@ export type paths = {
          * Search an index
          * @description Searches an index. PUBLIC indexes answer anonymously; others need a key of the owning tenant.
          *
-         *     Ranking: lexical score first (whole-token matches beat prefixes, earlier and closer matches
-         *     win), then `weight` when `weighted=true`, then distance when `latitude` and `longitude` are
-         *     given, then id.
+         *     Ranking: fewer typos first, then matches at the start of the title, then query words
+         *     together and in order, then `weight` when `weighted=true`, then distance when `latitude` and
+         *     `longitude` are given, then finer tie-breaks and id (docs/ranking.md).
          */
         get: operations["Search_search"];
         put?: never;
@@ -627,6 +627,8 @@ export type components = {
             /** @description What is wrong, in words a person can act on. */
             message: string;
         };
+        /** @description `[start, end]`: UTF-16 code unit offsets into the stored text, `end` exclusive. */
+        HighlightRange: number[];
         IndexCreateRequest: {
             name: components["schemas"]["IndexName"];
             serviceName: components["schemas"]["ServiceName"];
@@ -955,6 +957,28 @@ export type components = {
         RegionList: {
             regions: components["schemas"]["Region"][];
         };
+        /**
+         * @description The matched parts of a suggestion's text (docs/api.md, Highlighting): for each matched word, one
+         *     range covering the typed prefix of a prefix match, or the whole word for a whole-word match or a
+         *     match with typos. Ranges are sorted and never overlap.
+         * @example {
+         *       "title": [
+         *         [
+         *           0,
+         *           3
+         *         ]
+         *       ]
+         *     }
+         */
+        SearchHighlight: {
+            /** @description Ranges in `title`; absent when no word of the title matched. */
+            title?: components["schemas"]["HighlightRange"][];
+            /**
+             * @description With `scope=all`: ranges in the matched text fields of `data`, keyed by their path below
+             *     `data` (`description`, `specs.color`, `tags.1`); absent when no field matched.
+             */
+            data?: Record<string, components["schemas"]["HighlightRange"][]>;
+        };
         /** @description Search results, ranked best first. */
         SearchResponse: {
             suggestions: components["schemas"]["SearchResult"][];
@@ -997,6 +1021,8 @@ export type components = {
              * @description Distance in metres from the query's `latitude`/`longitude`, when both were given and the record has coordinates.
              */
             distanceMeters?: number;
+            /** @description The matched parts of the title (and, with `scope=all`, of `data`), when the query has `highlight=true`. */
+            highlight?: components["schemas"]["SearchHighlight"];
         };
         ServiceCreateRequest: {
             name: components["schemas"]["ServiceName"];
@@ -2797,6 +2823,10 @@ export interface operations {
                 filter?: string;
                 /** @description Search this retained version instead of the active one. */
                 version?: components["schemas"]["VersionId"];
+                /** @description Let query words match with typos: one from 4 letters, two from 8; never digits-only words. Exact matches always rank first. */
+                typoTolerance?: boolean;
+                /** @description Return each suggestion's matched parts in `highlight`. */
+                highlight?: boolean;
             };
             header?: never;
             path?: never;
@@ -2820,6 +2850,14 @@ export interface operations {
                      *           "weight": 2138551,
                      *           "data": {
                      *             "country": "FR"
+                     *           },
+                     *           "highlight": {
+                     *             "title": [
+                     *               [
+                     *                 0,
+                     *                 3
+                     *               ]
+                     *             ]
                      *           }
                      *         }
                      *       ],

@@ -26,6 +26,8 @@ export interface SiftMcpBackend {
     phrase: string;
     latitude?: number;
     longitude?: number;
+    /** Absent means on (the REST default). */
+    typoTolerance?: boolean;
   }): Promise<SearchToolResult>;
   /** Undefined when the index has no record with that id. */
   lookupById(input: { indexName: string; id: string }): Promise<LookupToolResult | undefined>;
@@ -67,6 +69,16 @@ const coordinate = (name: "latitude" | "longitude", limit: number) =>
       `Optional ${name} of the place to favour, in decimal degrees as a string (e.g. "${name === "latitude" ? "48.8566" : "2.3522"}"). Give both latitude and longitude, or neither.`,
     );
 
+/** A boolean, or its spelling as a string for hosts that pass every argument as text. */
+const typoTolerance = z
+  .union([z.boolean(), z.enum(["true", "false"])], {
+    error: 'typoTolerance must be true or false (or "true" or "false")',
+  })
+  .optional()
+  .describe(
+    "Optional; true (the default) lets words match with small typos (one from 4 letters, two from 8), ranked after exact matches. false matches only the exact words.",
+  );
+
 export function createSiftMcpServer(backend: SiftMcpBackend): McpServer {
   const server = new McpServer(SERVER_INFO, {
     capabilities: { tools: {} },
@@ -81,13 +93,17 @@ export function createSiftMcpServer(backend: SiftMcpBackend): McpServer {
       title: "Search an index",
       description:
         "Finds records in a Sift index whose title matches a phrase, best matches first (every word must match; the last word may be the start of a word, as in autocomplete). " +
+        "Small typos are tolerated unless typoTolerance is false; exact matches rank first. " +
         "Give latitude and longitude to rank nearby records first among equally good matches. " +
-        "Returns JSON: { indexName, indexVersion, phrase, results: [{ id, title, ...fields }] }. Use an id with lookupById for the full record.",
+        "Returns JSON: { indexName, indexVersion, phrase, results: [{ id, title, ...fields, highlight: { title: [[start, end], ...] } }] }, " +
+        "where highlight gives the matched parts of each title as UTF-16 offsets, end exclusive (a typed prefix, a whole word, or a whole word matched with typos). " +
+        "Use an id with lookupById for the full record.",
       inputSchema: {
         indexName: z.string().min(1).describe('Name of the index to search, e.g. "cities".'),
         phrase: z.string().min(1).max(512).describe('What to look for, e.g. "new yo" or "spring".'),
         latitude: coordinate("latitude", 90),
         longitude: coordinate("longitude", 180),
+        typoTolerance,
       },
       annotations: { title: "Search an index", ...READ_ONLY },
     },
@@ -101,6 +117,9 @@ export function createSiftMcpServer(backend: SiftMcpBackend): McpServer {
           phrase: args.phrase,
           ...(args.latitude !== undefined && args.longitude !== undefined
             ? { latitude: Number(args.latitude), longitude: Number(args.longitude) }
+            : {}),
+          ...(args.typoTolerance !== undefined
+            ? { typoTolerance: args.typoTolerance === true || args.typoTolerance === "true" }
             : {}),
         });
         return text(result);

@@ -58,3 +58,51 @@ test("a refusal the caller can act on is shown as is; a server failure is not le
   expect(failed.isError).toBe(true);
   expect(text(failed)).not.toMatch(/database|db\.ts/);
 });
+
+test("typoTolerance is passed on as a boolean, given as one or as a string; anything else is refused", async () => {
+  const calls: unknown[] = [];
+  const client = await connect({
+    search: async (input) => {
+      calls.push(input);
+      return {
+        indexName: input.indexName,
+        indexVersion: "1",
+        phrase: input.phrase,
+        results: [{ id: "1", title: "Lyon", highlight: { title: [[0, 3]] } }],
+      };
+    },
+    lookupById: async () => undefined,
+  });
+  const search = (extra: Record<string, unknown>) =>
+    client.callTool({ name: "search", arguments: { indexName: "cities", phrase: "lyon", ...extra } });
+  for (const value of [false, "false", true, "true"])
+    expect((await search({ typoTolerance: value })).isError).toBe(false);
+  expect((await search({})).isError).toBe(false);
+  expect(calls.map((c) => (c as { typoTolerance?: boolean }).typoTolerance)).toEqual([
+    false,
+    false,
+    true,
+    true,
+    undefined,
+  ]);
+  // The backend's highlight reaches the model as is.
+  expect(JSON.parse(text(await search({}))).results[0].highlight).toEqual({ title: [[0, 3]] });
+
+  const refused = await search({ typoTolerance: "maybe" });
+  expect(refused.isError).toBe(true);
+  expect(text(refused)).toMatch(/typoTolerance must be true or false/);
+  expect(calls).toHaveLength(6);
+});
+
+test("the search tool documents typoTolerance and the highlight its results carry", async () => {
+  const client = await connect({
+    search: async () => Promise.reject(new Error("unused")),
+    lookupById: async () => undefined,
+  });
+  const { tools } = await client.listTools();
+  const search = tools.find((t) => t.name === "search")!;
+  expect(search.description).toMatch(/typoTolerance/);
+  expect(search.description).toMatch(/highlight/);
+  expect(search.inputSchema.required).not.toContain("typoTolerance");
+  expect(JSON.stringify(search.inputSchema.properties!.typoTolerance)).toMatch(/boolean.*"true".*"false"/);
+});

@@ -13,6 +13,8 @@ export {
   type SearchParams,
   type SearchResponse,
   type SearchResult,
+  type SearchHighlight,
+  type HighlightRange,
   type ClientOptions,
 } from "./search-client.ts";
 export { SiftError, SiftUnreachableError, type Problem } from "./errors.ts";

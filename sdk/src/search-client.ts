@@ -7,6 +7,10 @@ import { createRouter, type RegionEndpoint, type Router } from "./routing.ts";
 export type SearchParams = paths["/v1/search"]["get"]["parameters"]["query"];
 export type SearchResponse = components["schemas"]["SearchResponse"];
 export type SearchResult = components["schemas"]["SearchResult"];
+/** The matched parts of a suggestion, when the search asked for `highlight: true`. */
+export type SearchHighlight = components["schemas"]["SearchHighlight"];
+/** `[start, end]` in UTF-16 code units of the stored text, end exclusive: `text.slice(start, end)`. */
+export type HighlightRange = components["schemas"]["HighlightRange"];
 
 export interface ClientOptions {
   /** Sift's base URL, e.g. `https://api.sift.dev` or `http://127.0.0.1:7700`. */

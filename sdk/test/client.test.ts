@@ -2,7 +2,7 @@
 // against our mock sees. Typed results come from the contract's examples.
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { startPrismMock, type Prism } from "../../test/support/prism.ts";
-import { createClient, SiftError } from "../src/index.ts";
+import { createClient, createSearchClient, type HighlightRange, SiftError } from "../src/index.ts";
 
 let mock: Prism;
 beforeAll(async () => {
@@ -16,6 +16,21 @@ describe("against the Prism mock", () => {
     const result = await sift.search({ query: "par", indexName: "cities", serviceName: "demo", weighted: true });
     expect(result.suggestions[0]).toMatchObject({ id: "2988507", title: "Paris", weight: 2138551 });
     expect(result.indexVersion).toBe("1");
+  });
+
+  test("search asks for highlights and typo tolerance, and the highlight is typed", async () => {
+    const sift = createClient({ baseUrl: mock.url });
+    const result = await sift.search({
+      query: "par",
+      indexName: "cities",
+      serviceName: "demo",
+      highlight: true,
+      typoTolerance: false,
+    });
+    const first = result.suggestions[0]!;
+    const ranges: HighlightRange[] | undefined = first.highlight?.title;
+    expect(ranges).toEqual([[0, 3]]);
+    expect(first.title.slice(...ranges![0]!)).toBe("Par");
   });
 
   test("a record upsert returns a write result with the new version", async () => {
@@ -40,4 +55,21 @@ describe("against the Prism mock", () => {
     expect(response.status).toBe(200);
     expect(Array.isArray(data!.regions)).toBe(true);
   });
+});
+
+test("search() sends typoTolerance and highlight as query parameters", async () => {
+  const sent: URL[] = [];
+  const sift = createSearchClient({
+    baseUrl: "https://sift.test",
+    fetch: async (input) => {
+      sent.push(new URL(input instanceof Request ? input.url : String(input)));
+      return Response.json({ suggestions: [], indexVersion: "1" });
+    },
+  });
+  await sift.search({ query: "pari", indexName: "cities", serviceName: "demo", typoTolerance: false, highlight: true });
+  await sift.search({ query: "pari", indexName: "cities", serviceName: "demo" });
+  expect(sent.map((u) => [u.searchParams.get("typoTolerance"), u.searchParams.get("highlight")])).toEqual([
+    ["false", "true"],
+    [null, null],
+  ]);
 });

@@ -176,6 +176,42 @@ describe("typing", () => {
       .toEqual(["São", "P"]);
   });
 
+  test('asks the server for highlights and draws its ranges; typo-tolerance="false" turns typos off', async () => {
+    const sent = (page: Page) => {
+      const urls: URL[] = [];
+      page.on("request", (r) => r.url().includes("/v1/search") && urls.push(new URL(r.url())));
+      return urls;
+    };
+    const tolerant = await open();
+    const tolerantUrls = sent(tolerant.page);
+    await typeAndSee(tolerant.page, "zur", ["Zürich"]);
+    expect(tolerantUrls.map((u) => [u.searchParams.get("highlight"), u.searchParams.get("typoTolerance")])).toEqual([
+      ["true", null],
+    ]);
+
+    const strict = await open({ "typo-tolerance": "false" });
+    const strictUrls = sent(strict.page);
+    await typeAndSee(strict.page, "zur", ["Zürich"]);
+    expect(strictUrls.map((u) => [u.searchParams.get("highlight"), u.searchParams.get("typoTolerance")])).toEqual([
+      ["true", "false"],
+    ]);
+
+    // The marks are the server's ranges, not the widget's own matching: a server that marked
+    // other characters (as it does for a typo, the whole word) gets those drawn.
+    const redrawn = await open();
+    await redrawn.page.route(
+      (url) => url.pathname === "/v1/search",
+      async (route) => {
+        const response = await route.fetch();
+        const body = (await response.json()) as { suggestions: { highlight?: unknown }[] };
+        for (const s of body.suggestions) s.highlight = { title: [[1, 4]] };
+        await route.fulfill({ response, json: body });
+      },
+    );
+    await typeAndSee(redrawn.page, "zur", ["Zürich"]);
+    expect(await redrawn.page.locator("sift-autocomplete mark").allTextContents()).toEqual(["üri"]);
+  });
+
   test("one search per pause, sift-query bubbles out of the shadow root, and going back is answered from the cache", async () => {
     // Keys are sent one round trip at a time; on a loaded 2-core machine two of them can be more
     // than 60 ms apart, which is a pause. A longer debounce keeps "pari" one burst of typing.
@@ -295,7 +331,14 @@ describe("keyboard", () => {
       composed: true,
       detail: {
         query: "par",
-        record: { id: "parma", title: "Parma", weight: 195_000, images: [`${IMG}/PM.svg`], data: { country: "Italy" } },
+        record: {
+          id: "parma",
+          title: "Parma",
+          weight: 195_000,
+          images: [`${IMG}/PM.svg`],
+          data: { country: "Italy" },
+          highlight: { title: [[0, 3]] },
+        },
       },
     });
   });

@@ -114,6 +114,7 @@ describe("the SDK's Client over Streamable HTTP", () => {
       "latitude",
       "longitude",
       "phrase",
+      "typoTolerance",
     ]);
     expect(search.inputSchema.required!.sort()).toEqual(["indexName", "phrase"]);
     const lookup = tools.find((t) => t.name === "lookupById")!;
@@ -140,6 +141,41 @@ describe("the SDK's Client over Streamable HTTP", () => {
     );
     expect(geo.results.map((r: { id: string }) => r.id)).toEqual(await restIds("springfield", nearBoston));
     expect(geo.results[0].id).toBe("springfield-ma");
+  });
+
+  test("search results carry each title's highlight; typoTolerance is accepted as a boolean or a string", async () => {
+    const body = parseText(
+      await client.callTool({ name: "search", arguments: { indexName: index, phrase: "palm spr" } }),
+    );
+    expect(body.results).toEqual([
+      expect.objectContaining({
+        id: "palm-springs",
+        highlight: {
+          title: [
+            [0, 4],
+            [5, 8],
+          ],
+        },
+      }),
+    ]);
+    for (const typoTolerance of [false, "false", true, "true"]) {
+      const result = await client.callTool({
+        name: "search",
+        arguments: { indexName: index, phrase: "springf", typoTolerance },
+      });
+      expect(result.isError, String(typoTolerance)).toBe(false);
+      const found = parseText(result).results.map((r: { id: string }) => r.id);
+      // With typos, "springf" may also reach "Spring Hill" (one edit from "spring") once the
+      // engine matches typos; without them, only the exact prefixes.
+      expect(found).toEqual(expect.arrayContaining(["springfield-il", "springfield-ma"]));
+      if (String(typoTolerance) === "false") expect(found).toHaveLength(2);
+    }
+    const refused = await client.callTool({
+      name: "search",
+      arguments: { indexName: index, phrase: "spring", typoTolerance: "maybe" },
+    });
+    expect(refused.isError).toBe(true);
+    expect((refused.content as { text: string }[])[0]!.text).toMatch(/typoTolerance must be true or false/);
   });
 
   test("search always reads the active version", async () => {
@@ -279,6 +315,8 @@ describe("outside clients agree", () => {
         `indexName=${index}`,
         "--tool-arg",
         "phrase=spring",
+        "--tool-arg",
+        "typoTolerance=false",
       ],
       { timeout: 60_000 },
     );

@@ -32,9 +32,16 @@ beforeAll(async () => {
 });
 afterAll(() => world?.stop());
 
-async function search(
-  params: Record<string, string | number | boolean>,
-): Promise<{ id: string; distanceMeters?: number }[]> {
+type Ranges = [number, number][];
+
+async function search(params: Record<string, string | number | boolean>): Promise<
+  {
+    id: string;
+    title: string;
+    distanceMeters?: number;
+    highlight?: { title?: Ranges; data?: Record<string, Ranges> };
+  }[]
+> {
   const q = new URLSearchParams({
     indexName: index,
     serviceName: world.a.service,
@@ -91,6 +98,50 @@ describe("ranking", () => {
     expect((await ids({ query: "apple", filter: "data.price<1" })).sort()).toEqual(["6", "7"]);
     expect(await ids({ query: "y", filter: "data.inStock=true" })).toEqual(["3"]);
     expect(await ids({ query: "yor", limit: 2 })).toHaveLength(2);
+  });
+});
+
+describe("highlight and typo tolerance", () => {
+  // Exact words and prefixes only: these hold with and without typo matching in the engine.
+  const highlights = async (params: Record<string, string | number | boolean>) =>
+    Object.fromEntries((await search({ ...params, highlight: true })).map((s) => [s.id, s.highlight]));
+
+  test("highlight=true marks the typed prefix and whole words in the stored title", async () => {
+    expect(await highlights({ query: "new yo" })).toEqual({
+      "2": {
+        title: [
+          [0, 3],
+          [4, 6],
+        ],
+      },
+    });
+    // Folded "zur" is "Zür" in the stored title; an exact word is marked whole.
+    expect(await highlights({ query: "zur" })).toEqual({ "5": { title: [[0, 3]] } });
+    expect((await highlights({ query: "york", weighted: true }))["8"]).toEqual({ title: [[4, 8]] });
+  });
+
+  test("with scope=all, matched text fields of data are marked by path", async () => {
+    expect(await highlights({ query: "orchard", scope: "all" })).toEqual({
+      "6": { data: { description: [[21, 28]] } },
+      "7": { data: { "nested.note": [[0, 7]] } },
+    });
+    expect(await highlights({ query: "fresh apple", scope: "all" })).toEqual({
+      "6": { title: [[4, 9]], data: { "tags.0": [[0, 5]] } },
+    });
+  });
+
+  test("without highlight=true no suggestion carries one; with it, distance still comes first", async () => {
+    expect((await search({ query: "york" })).every((s) => !("highlight" in s))).toBe(true);
+    const near = await search({ query: "yorkto", latitude: 37.27, longitude: -76.7, highlight: true });
+    const yorktown = near.find((s) => s.id === "4")!;
+    expect(Object.keys(yorktown).slice(-2)).toEqual(["distanceMeters", "highlight"]);
+    expect(yorktown.highlight).toEqual({ title: [[0, 6]] });
+  });
+
+  test("typoTolerance=false is accepted and still finds exact words and prefixes", async () => {
+    expect(await ids({ query: "new yo", typoTolerance: false })).toEqual(["2"]);
+    expect(await ids({ query: "zür", typoTolerance: false })).toEqual(["5"]);
+    expect(await highlights({ query: "zür", typoTolerance: false })).toEqual({ "5": { title: [[0, 3]] } });
   });
 });
 

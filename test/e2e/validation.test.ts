@@ -32,6 +32,8 @@ describe("search parameters", () => {
     ["latitude out of range", "BASE&query=a&latitude=91&longitude=0", "latitude", "must be <= 90"],
     ["scope unknown", "BASE&query=a&scope=everything", "scope", "must be one of: title, all"],
     ["weighted not boolean", "BASE&query=a&weighted=maybe", "weighted", "must be of type boolean"],
+    ["typoTolerance not boolean", "BASE&query=a&typoTolerance=maybe", "typoTolerance", "must be of type boolean"],
+    ["highlight not boolean", "BASE&query=a&highlight=yes", "highlight", "must be of type boolean"],
     ["longitude without latitude", "BASE&query=a&longitude=2.35", "latitude", "is required when longitude is given"],
     ["bad version", "BASE&query=a&version=latest", "version", expect.stringMatching(/must match pattern/)],
   ])("%s → 400 naming %s", async (_name, path, field, message) => {

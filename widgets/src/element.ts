@@ -29,6 +29,7 @@ export class SiftAutocomplete extends HTMLElement {
     "placeholder",
     "label",
     "detail-field",
+    "typo-tolerance",
   ];
 
   private readonly internals = this.attachInternals();
@@ -137,7 +138,10 @@ export class SiftAutocomplete extends HTMLElement {
       query,
       indexName: this.getAttribute("index") ?? "",
       serviceName: this.getAttribute("service") ?? "",
+      // The server marks what matched: the rows draw its ranges.
+      highlight: true,
     };
+    if (this.getAttribute("typo-tolerance") === "false") params.typoTolerance = false;
     const weighted = this.getAttribute("weighted");
     if (weighted !== null && weighted !== "false") params.weighted = true;
     const limit = Number(this.getAttribute("limit"));
@@ -224,8 +228,6 @@ export class SiftAutocomplete extends HTMLElement {
     if (state.results !== this.shown) {
       this.shown = state.results;
       const options = {
-        query: state.resultsQuery,
-        prefixLast: this.getAttribute("scope") !== "all",
         thumbnails: state.results.some((r) => r.images?.[0]),
         detailField: this.getAttribute("detail-field"),
       };

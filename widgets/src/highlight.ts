@@ -1,30 +1,21 @@
-// Which characters of a title the query matched, under the server's matching rules (docs/ranking.md,
-// Which records match): with scope=title every query token but the last matches a whole title token and the
-// last matches a prefix; with scope=all every token matches whole.
-import { fold, tokens, WORD } from "./fold.ts";
+// The title cut into marked and unmarked pieces, from the ranges the server matched
+// (`highlight.title`, docs/api.md Highlighting): the widget does not re-match titles itself, so it
+// marks exactly what the search matched, typos included.
+import type { HighlightRange } from "@sift/sdk/search";
 
 export interface Segment {
   text: string;
   match: boolean;
 }
 
-export function highlight(title: string, query: string, prefixLast = true): Segment[] {
-  const wanted = tokens(query);
-  const last = wanted.length - 1;
-  const folded = fold(title);
-  const ranges: [number, number][] = [];
-  for (const m of folded.text.matchAll(WORD)) {
-    const token = m[0];
-    let length = 0;
-    wanted.forEach((w, i) => {
-      const hit = prefixLast && i === last ? token.startsWith(w) : token === w;
-      if (hit && w.length > length) length = w.length;
-    });
-    if (length > 0) ranges.push([folded.start[m.index]!, folded.end[m.index + length - 1]!]);
-  }
+export function highlight(title: string, ranges: readonly HighlightRange[] = []): Segment[] {
   const segments: Segment[] = [];
   let at = 0;
-  for (const [from, to] of ranges) {
+  for (const range of ranges) {
+    // The server sends sorted, non-overlapping ranges within the title; anything else is skipped.
+    const from = Math.max(at, range[0] ?? 0);
+    const to = Math.min(title.length, range[1] ?? 0);
+    if (to <= from) continue;
     if (from > at) segments.push({ text: title.slice(at, from), match: false });
     segments.push({ text: title.slice(from, to), match: true });
     at = to;

@@ -3,8 +3,6 @@ import type { SearchResult } from "@sift/sdk/search";
 import { highlight } from "./highlight.ts";
 
 export interface RowOptions {
-  query: string;
-  prefixLast: boolean;
   /** Reserve the thumbnail column (some row of this answer has an image). */
   thumbnails: boolean;
   detailField: string | null;
@@ -53,7 +51,7 @@ export function renderRow(record: SearchResult, index: number, options: RowOptio
   if (options.thumbnails) row.append(thumbnail(record));
   const text = el("span", "text");
   const title = el("span", "title");
-  for (const s of highlight(record.title, options.query, options.prefixLast)) {
+  for (const s of highlight(record.title, record.highlight?.title)) {
     title.append(s.match ? el("mark", "highlight", s.text) : s.text);
   }
   text.append(title);

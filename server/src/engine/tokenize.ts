@@ -24,3 +24,71 @@ export function tokenize(text: string): string[] {
   for (const part of parts) if (part !== "") tokens.push(part);
   return tokens;
 }
+
+/** One token of a text, and the characters of the original text it came from. */
+export interface TokenSpan {
+  /** The token, as tokenize() gives it. */
+  token: string;
+  /** UTF-16 offsets of the token in the original text, end exclusive. */
+  start: number;
+  end: number;
+  /**
+   * For each code point of `token`, the UTF-16 offset in the original text just after the
+   * characters it came from: `ends[k - 1]` ends the original of the token's first k code points,
+   * so "zur" on "Zürich" covers [start, ends[2]] = [0, 3]. A diacritic folded away belongs to the
+   * character before it; a character folded into several ("ﬁ" into "fi") is covered whole.
+   */
+  ends: number[];
+}
+
+const WORD_CHARACTER = /^[\p{L}\p{N}\p{Mc}]$/u;
+const ASCII_WORDS = /[A-Za-z0-9]+/g;
+
+/**
+ * tokenize(text) with where each token is in `text` (for highlighting). The text is folded one
+ * code point at a time, as tokenize() folds it whole; the two differ only where lowercasing
+ * depends on context (a final Greek sigma) or combining marks are reordered, which changes no
+ * boundary and no length, so the tokens are tokenize()'s own strings.
+ */
+export function tokenSpans(text: string): TokenSpan[] {
+  const spans: TokenSpan[] = [];
+  if (ASCII_ONLY.test(text)) {
+    // Lowercasing ASCII keeps every offset.
+    for (const m of text.matchAll(ASCII_WORDS)) {
+      const end = m.index + m[0].length;
+      const ends = Array.from({ length: m[0].length }, (_, k) => m.index + k + 1);
+      spans.push({ token: m[0].toLowerCase(), start: m.index, end, ends });
+    }
+    return spans;
+  }
+  let open: { token: string; start: number; ends: number[] } | undefined;
+  const close = () => {
+    if (open) spans.push({ ...open, end: open.ends[open.ends.length - 1]! });
+    open = undefined;
+  };
+  let at = 0;
+  for (const c of text) {
+    const next = at + c.length;
+    const folded = normalize(c);
+    // A mark folded away ("u" + U+0308) is part of the letter before it.
+    if (folded === "" && open) open.ends[open.ends.length - 1] = next;
+    for (const f of folded) {
+      if (!WORD_CHARACTER.test(f)) close();
+      else {
+        open ??= { token: "", start: at, ends: [] };
+        open.token += f;
+        open.ends.push(next);
+      }
+    }
+    at = next;
+  }
+  close();
+  const tokens = tokenize(text);
+  if (spans.length === tokens.length) {
+    spans.forEach((span, i) => {
+      const token = tokens[i]!;
+      if (Array.from(token).length === span.ends.length) span.token = token;
+    });
+  }
+  return spans;
+}

@@ -17,7 +17,7 @@ function page(origin: string, demo: DemoOptions["demo"]): string {
   const attrs = demo ? `service="${escapeHtml(demo.serviceName)}" index="${escapeHtml(demo.indexName)}"` : "";
   const snippet = `<script src="${origin}/widget/sift-autocomplete.iife.js" defer></script>
 <sift-autocomplete base-url="${origin}" service="${demo?.serviceName ?? "SERVICE"}" index="${demo?.indexName ?? "INDEX"}"
-  api-key="pk-sift-srh-…" placeholder="Search…"></sift-autocomplete>`;
+  api-key="pk-sift-srh-…" weighted placeholder="Search…"></sift-autocomplete>`;
   const body = demo
     ? `<label for="demo-search">Search the demo index “${escapeHtml(demo.indexName)}”</label>
 <sift-autocomplete id="demo-search" name="q" ${attrs} weighted detail-field="country" placeholder="Try a few letters…"></sift-autocomplete>

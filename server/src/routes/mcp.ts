@@ -32,11 +32,13 @@ function backendFor(
   const index = async (indexName: string) =>
     authorizeIndex(p, "mcp", await deps.catalog.byName(p.tenantId, indexName), `index "${indexName}"`);
   return {
-    search: ({ indexName, phrase, latitude, longitude }) =>
+    search: ({ indexName, phrase, latitude, longitude, typoTolerance }) =>
       asProblem(async () => {
         const ref = await index(indexName);
         const geo = latitude !== undefined && longitude !== undefined ? { latitude, longitude } : undefined;
-        const found = await deps.search.searchIndex(ref, { query: phrase, geo });
+        // Always highlighted: a model reading the results sees which words matched (and which
+        // only with typos) without re-matching them itself.
+        const found = await deps.search.searchIndex(ref, { query: phrase, geo, typoTolerance, highlight: true });
         return {
           indexName,
           indexVersion: found.indexVersion,

@@ -1,7 +1,6 @@
 import { frozenJson } from "../http/frozen-json.ts";
 import type { Handlers, ResponseBody } from "../http/contract.ts";
-import type { SearchHit } from "../ports/engine.ts";
-import { suggestionOf, type SearchService } from "../services/search.ts";
+import { type SearchService, type ServedHit, suggestionOf } from "../services/search.ts";
 
 export function searchHandlers(search: SearchService): Handlers {
   return {
@@ -18,20 +17,23 @@ export function searchHandlers(search: SearchService): Handlers {
 /**
  * The search response's JSON, the same text as JSON.stringify of
  * `{ suggestions: hits.map(suggestionOf), indexVersion }`. Autocomplete returns the same popular
- * records over and over, and the engine hands out records that never change (frozen), so each
- * record's JSON is made once and reused: serialising was a tenth of a search's CPU under load.
+ * records over and over, and the engine hands out records that never change (frozen, and shared
+ * by every search: never mutated here), so each record's JSON is made once and reused:
+ * serialising was a tenth of a search's CPU under load.
  */
-export function searchBody(hits: SearchHit[], indexVersion: string): string {
+export function searchBody(hits: ServedHit[], indexVersion: string): string {
   const parts: string[] = [];
   for (const hit of hits) {
-    if (hit.distanceMeters === undefined || !Object.isFrozen(hit.record)) {
+    if ((hit.distanceMeters === undefined && hit.highlight === undefined) || !Object.isFrozen(hit.record)) {
       parts.push(frozenJson(suggestionOf(hit)));
       continue;
     }
-    // suggestionOf appends distanceMeters after the record's own fields.
+    // suggestionOf appends distanceMeters, then highlight, after the record's own fields.
+    const extra: string[] = [];
+    if (hit.distanceMeters !== undefined) extra.push(`"distanceMeters":${Math.round(hit.distanceMeters)}`);
+    if (hit.highlight !== undefined) extra.push(`"highlight":${JSON.stringify(hit.highlight)}`);
     const record = frozenJson(hit.record);
-    const distance = `"distanceMeters":${Math.round(hit.distanceMeters)}}`;
-    parts.push(record === "{}" ? `{${distance}` : `${record.slice(0, -1)},${distance}`);
+    parts.push(record === "{}" ? `{${extra.join(",")}}` : `${record.slice(0, -1)},${extra.join(",")}}`);
   }
   return `{"suggestions":[${parts.join(",")}],"indexVersion":${JSON.stringify(indexVersion)}}`;
 }

@@ -8,6 +8,7 @@ import { InvalidArgumentError } from "../domain/errors.ts";
 import type { FilterExpr, SearchEngine, SearchHit } from "../ports/engine.ts";
 import { isRegionId, REGION_IDS } from "../regions.ts";
 import { FilterSyntaxError, parseFilter } from "../search/filter.ts";
+import { type Highlight, highlighter } from "../search/highlight.ts";
 import type { CatalogService, IndexRef } from "./catalog.ts";
 import type { VersionService } from "./versions.ts";
 
@@ -16,18 +17,29 @@ type SearchResult = components["schemas"]["SearchResult"];
 /** The query parameters of GET /v1/search, as the contract defines them. */
 export type SearchParams = operations["Search_search"]["parameters"]["query"];
 
+/** An engine hit as served: with its highlight when the query asked for highlights. */
+export interface ServedHit extends SearchHit {
+  highlight?: Highlight;
+}
+
 export interface SearchOutcome {
   /** The engine's hits, best first: suggestionOf() turns one into a SearchResult. */
-  hits: SearchHit[];
+  hits: ServedHit[];
   indexVersion: string;
   region: string;
 }
 
-/** A hit as the contract's SearchResult: the record as stored, plus its distance when geo-biased. */
-export function suggestionOf(hit: SearchHit): SearchResult {
-  return hit.distanceMeters === undefined
-    ? hit.record
-    : { ...hit.record, distanceMeters: Math.round(hit.distanceMeters) };
+/**
+ * A hit as the contract's SearchResult: the record as stored, plus its distance when geo-biased,
+ * plus its highlight when asked for (routes/search.ts writes the same fields in the same order).
+ */
+export function suggestionOf(hit: ServedHit): SearchResult {
+  if (hit.distanceMeters === undefined && hit.highlight === undefined) return hit.record;
+  return {
+    ...hit.record,
+    ...(hit.distanceMeters === undefined ? {} : { distanceMeters: Math.round(hit.distanceMeters) }),
+    ...(hit.highlight === undefined ? {} : { highlight: hit.highlight }),
+  };
 }
 
 export class SearchService {
@@ -59,21 +71,28 @@ export class SearchService {
   /** Search on an already authorised index (the MCP tools resolve indexes by tenant and name). */
   async searchIndex(
     ref: IndexRef,
-    params: Pick<SearchParams, "query" | "weighted" | "scope" | "limit" | "version"> & {
+    params: Pick<SearchParams, "query" | "weighted" | "scope" | "limit" | "version" | "typoTolerance" | "highlight"> & {
       geo?: { latitude: number; longitude: number } | undefined;
       filter?: FilterExpr | undefined;
     },
-  ): Promise<{ hits: SearchHit[]; indexVersion: string }> {
+  ): Promise<{ hits: ServedHit[]; indexVersion: string }> {
     const version = await this.versions.resolve(ref, params.version);
+    const scope = params.scope ?? "title";
+    const typoTolerance = params.typoTolerance ?? true;
     const hits = await this.engine.search(ref.id, version, {
       query: params.query,
-      scope: params.scope ?? "title",
+      scope,
       weighted: params.weighted ?? false,
       limit: params.limit ?? 10,
+      typoTolerance,
       ...(params.geo ? { geo: params.geo } : {}),
       ...(params.filter ? { filter: params.filter } : {}),
     });
-    return { indexVersion: version, hits };
+    if (!params.highlight) return { indexVersion: version, hits };
+    // After ranking, on the records served only (at most `limit`), and from the record and the
+    // query alone: every engine adapter gets the same highlights (docs/api.md, Highlighting).
+    const highlight = highlighter(params.query, { scope, typoTolerance });
+    return { indexVersion: version, hits: hits.map((hit) => ({ ...hit, highlight: highlight(hit.record) })) };
   }
 
   private regionFor(ref: IndexRef, requested: string | undefined): string {

@@ -2,9 +2,9 @@ import { describe, expect, it } from "vitest";
 import { deepFreeze } from "../../src/engine/embedded/store/record-store.ts";
 import { searchBody } from "../../src/routes/search.ts";
 import type { SearchHit } from "../../src/ports/engine.ts";
-import { suggestionOf } from "../../src/services/search.ts";
+import { type ServedHit, suggestionOf } from "../../src/services/search.ts";
 
-const plain = (hits: SearchHit[], version: string) =>
+const plain = (hits: ServedHit[], version: string) =>
   JSON.stringify({ suggestions: hits.map(suggestionOf), indexVersion: version });
 
 describe("searchBody", () => {
@@ -43,5 +43,27 @@ describe("searchBody", () => {
   it("handles a frozen record without fields", () => {
     const empty = { record: Object.freeze({}) as SearchHit["record"], distanceMeters: 5 };
     expect(searchBody([empty], "1")).toBe(plain([empty], "1"));
+  });
+
+  it("appends highlight after distanceMeters, byte for byte as JSON.stringify, and leaves frozen records alone", () => {
+    const frozen = deepFreeze(structuredClone(paris));
+    const before = JSON.stringify(frozen);
+    const highlighted: ServedHit[] = [
+      { record: frozen, highlight: { title: [[0, 3]] } },
+      { record: frozen, distanceMeters: 12.5, highlight: { title: [[0, 5]], data: { country: [[0, 2]] } } },
+      { record: frozen, highlight: {} },
+      { record: { ...paris, id: "unfrozen" }, distanceMeters: 3, highlight: { data: { '"quo\\"te"': [[0, 1]] } } },
+      { record: Object.freeze({}) as SearchHit["record"], highlight: { title: [] } },
+      { record: frozen },
+    ];
+    const body = searchBody(highlighted, "2");
+    expect(body).toBe(plain(highlighted, "2"));
+    const parsed = JSON.parse(body).suggestions;
+    expect(parsed[1]).toMatchObject({ distanceMeters: 13, highlight: { data: { country: [[0, 2]] } } });
+    expect(Object.keys(parsed[1]).slice(-2)).toEqual(["distanceMeters", "highlight"]);
+    expect(parsed[5]).not.toHaveProperty("highlight");
+    // The record's own remembered JSON is unchanged: the next search without highlights gets it as it was.
+    expect(JSON.stringify(frozen)).toBe(before);
+    expect(searchBody([{ record: frozen }], "2")).toBe(`{"suggestions":[${before}],"indexVersion":"2"}`);
   });
 });
