@@ -115,6 +115,18 @@ function makeRequests(rand: () => number, count: number): SearchRequest[] {
     const scope = rand() < 0.2 ? "all" : "title";
     const n = rand() < 0.6 ? 1 : 2 + Math.floor(rand() * 2);
     const tokens = Array.from({ length: n }, () => pick([...WORDS, "alpha", "blue", "rio"]));
+    // A typo now and then: one edit (not of the first character) in some token of 4+ characters.
+    const typoAt = Math.floor(rand() * n);
+    const chars = Array.from(tokens[typoAt]!);
+    if (rand() < 0.3 && chars.length >= 4) {
+      const at = 1 + Math.floor(rand() * (chars.length - 1));
+      const kind = Math.floor(rand() * 4);
+      if (kind === 0) chars.splice(at, 1);
+      else if (kind === 1) chars.splice(at, 0, pick(["a", "e", "r", "t"]));
+      else if (kind === 2) chars[at] = pick(["a", "e", "r", "t"]);
+      else if (at + 1 < chars.length) [chars[at], chars[at + 1]] = [chars[at + 1]!, chars[at]!];
+      tokens[typoAt] = chars.join("");
+    }
     if (scope === "title") {
       const last = Array.from(tokens[n - 1]!);
       tokens[n - 1] = last.slice(0, 1 + Math.floor(rand() * last.length)).join("");
@@ -127,6 +139,7 @@ function makeRequests(rand: () => number, count: number): SearchRequest[] {
     };
     if (rand() < 0.5) request.geo = { latitude: -60 + rand() * 120, longitude: -180 + rand() * 360 };
     if (rand() < 0.2) request.filter = parseFilter(pick(FILTERS)) as FilterExpr;
+    if (rand() < 0.15) request.typoTolerance = false;
     requests.push(request);
   }
   return requests;

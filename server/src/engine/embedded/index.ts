@@ -38,6 +38,7 @@ import type {
 } from "../../ports/engine.ts";
 import { compareVersions, parseVersion } from "../../domain/version-id.ts";
 import { tokenize } from "../tokenize.ts";
+import { titleLengthKey } from "./columns/title-length.ts";
 import { Catalog } from "./catalog/catalog.ts";
 import { MAX_QUERY_TOKENS } from "./search/lexical.ts";
 import { overlayRecord, type Overlay } from "./versions/overlay.ts";
@@ -303,8 +304,11 @@ class EmbeddedEngine implements SearchEngine {
       this.tuning,
     ).map((hit) => {
       const record = segment.records.readHot(hit.doc);
+      const titleTokens = segment.forward.offsets[hit.doc + 1]! - segment.forward.offsets[hit.doc]!;
       return {
         bucket: hit.bucket,
+        fine: hit.fine,
+        lengthKey: titleLengthKey(titleTokens, record.title.length),
         weight: segment.weight[hit.doc]!,
         distance: hit.distance,
         id: record.id,

@@ -1,99 +1,110 @@
-// The lexical score of docs/ranking.md "Lexical buckets", as a small bucket number (lower ranks first) so that
-// near-equal matches tie and weight, distance and id decide between them. The order, as
-// written: a whole-token match beats a prefix-only one; then closer, then earlier matches win:
+// The lexical part of the rank order (docs/ranking.md, Rank order) as two small numbers, so that
+// matches that tie lexically are ordered by weight, distance and the fine tie-breaks:
 //
-//   bucket = 4*w + 2*p + s        (scope=all adds DATA_BUCKET after every title match)
-//   w: 0 when the last query token matches a whole title token, 1 when only as a prefix
-//   p: 0 when the query tokens occur consecutively and in order in the title, 1 when scattered
-//   s: 0 when the match starts at the first title token, 1 when later
+//   bucket = min(typos, MAX_TYPO_TIER) * LEX_TIERS + tier        (lower ranks first)
+//     typos  edits summed over the query tokens, each token at its closest match in the record
+//     tier   0  the tokens match the title's first tokens, in order
+//            1  they match consecutive title tokens in order, later in the title
+//            2  they match the title scattered
+//            3  (scope=all) some token matches only in `data`
+//   fine   = 0 the whole title equals the query, 1 the last token matched a complete word,
+//            2 the last token matched only as a prefix (compared after weight and distance)
 //
-// Every query token but the last must match a whole title token; the last may match a prefix
-// (scope=title). The same function ranks segment documents (term ids from the forward index)
-// and overlay records (token strings), so both sides of a version agree.
+// A record's tier and fine value are read at each token's closest matches only: a title word one
+// typo away from a token does not make the match "start at the first token" when the token also
+// matches a later word exactly. The same function ranks segment documents (term ids through the
+// forward index) and a version's changed records (strings), so both sides of a version agree.
 
-export const BUCKETS = 8;
-/** Records matched in `data` (scope=all) rank after every title match. */
-export const DATA_BUCKET = 6;
-/** Query tokens beyond this are ignored: per-position matches are kept in a 32-bit mask. */
+export const LEX_TIERS = 4;
+export const TIER_START = 0;
+export const TIER_PHRASE = 1;
+export const TIER_SCATTERED = 2;
+export const TIER_DATA = 3;
+/** Records with more typos than this tie with it: the bucket numbers fit a 32-bit mask. */
+export const MAX_TYPO_TIER = 6;
+export const BUCKETS = (MAX_TYPO_TIER + 1) * LEX_TIERS;
+
+export const FINE_EXACT_TITLE = 0;
+export const FINE_LAST_COMPLETE = 1;
+export const FINE_PREFIX = 2;
+
+/** A distance meaning "does not match". */
+export const NO_MATCH = 0xff;
+
+/** Query tokens beyond this are ignored (the engine's match masks are 32-bit). */
 export const MAX_QUERY_TOKENS = 30;
 
+export function bucketOf(typos: number, tier: number): number {
+  return (typos < MAX_TYPO_TIER ? typos : MAX_TYPO_TIER) * LEX_TIERS + tier;
+}
+
+export const typosOf = (bucket: number): number => Math.floor(bucket / LEX_TIERS);
+export const tierOf = (bucket: number): number => bucket % LEX_TIERS;
+
 /**
- * masks[j]: bit i set when title token j equals query token i (the last token included, as bit n-1).
- * prefix[j]: 1 when title token j starts with the last query token.
- * Returns the bucket, or -1 when the title does not match.
+ * Per-position match distances of one record against the query, reused from record to record.
+ *   dist[j * n + i]  distance of title token j to query token i (the last one as a prefix when
+ *                    the last token is a prefix), NO_MATCH when it does not match
+ *   whole[j]         distance of title token j to the last query token as a complete word
+ *   best[i]          the closest title match of token i (filled by titleMatch)
  */
-export function titleBucket(
-  masks: Uint32Array,
-  prefix: Uint8Array,
-  len: number,
-  n: number,
-  prefixLast: boolean,
-): number {
-  let found = 0;
-  let anyPrefix = 0;
-  for (let j = 0; j < len; j++) {
-    found |= masks[j]!;
-    anyPrefix |= prefix[j]!;
-  }
-  const lastBit = 1 << (n - 1);
-  const rest = lastBit - 1;
-  if ((found & rest) !== rest) return -1;
-  const whole = (found & lastBit) !== 0;
-  if (!whole && !(prefixLast && anyPrefix)) return -1;
-
-  // A scattered match "starts" when the title's first token is the query's first.
-  const start = (masks[0]! & 1) !== 0 ? 0 : 1;
-  if (whole) {
-    const at = firstPhrase(masks, prefix, len, n, true);
-    return at >= 0 ? (at === 0 ? 0 : 1) : 2 + start;
-  }
-  const at = firstPhrase(masks, prefix, len, n, false);
-  return at >= 0 ? (at === 0 ? 4 : 5) : 6 + start;
-}
-
-/** Position of the first run of the query tokens in order, or -1. */
-function firstPhrase(masks: Uint32Array, prefix: Uint8Array, len: number, n: number, wholeLast: boolean): number {
-  const lastBit = 1 << (n - 1);
-  for (let j = 0; j + n <= len; j++) {
-    let i = 0;
-    while (i < n - 1 && (masks[j + i]! & (1 << i)) !== 0) i++;
-    if (i === n - 1 && (wholeLast ? (masks[j + i]! & lastBit) !== 0 : prefix[j + i] === 1)) return j;
-  }
-  return -1;
-}
-
-/** Per-position match scratch space, grown to the longest title seen. */
 export class MatchScratch {
-  masks = new Uint32Array(64);
-  prefix = new Uint8Array(64);
+  dist = new Uint8Array(256);
+  whole = new Uint8Array(64);
+  best = new Uint8Array(32);
 
-  ensure(len: number): void {
-    if (len > this.masks.length) {
-      this.masks = new Uint32Array(len * 2);
-      this.prefix = new Uint8Array(len * 2);
+  ensure(titleTokens: number, queryTokens: number): void {
+    if (titleTokens * queryTokens > this.dist.length) this.dist = new Uint8Array(titleTokens * queryTokens * 2);
+    if (titleTokens > this.whole.length) this.whole = new Uint8Array(titleTokens * 2);
+  }
+}
+
+/**
+ * The title's match of the query from the scratch rows: `bucket * 4 + fine`, or -1 when some token
+ * matches no title token (the caller then looks in `data` for scope=all). `prefixLast`: the last
+ * token matches as a prefix (scope=title); otherwise every token matches whole and fine is 0 or 1.
+ */
+export function titleMatch(s: MatchScratch, len: number, n: number, prefixLast: boolean): number {
+  const { dist, whole, best } = s;
+  let typos = 0;
+  for (let i = 0; i < n; i++) {
+    let m = NO_MATCH;
+    for (let j = 0; j < len; j++) {
+      const d = dist[j * n + i]!;
+      if (d < m) m = d;
+    }
+    if (m === NO_MATCH) return -1;
+    best[i] = m;
+    typos += m;
+  }
+  let tier = TIER_SCATTERED;
+  if (n <= len && phraseAt(s, 0, n)) tier = TIER_START;
+  else {
+    for (let j = 1; j + n <= len; j++) {
+      if (phraseAt(s, j, n)) {
+        tier = TIER_PHRASE;
+        break;
+      }
     }
   }
+  let fine = FINE_LAST_COMPLETE;
+  if (prefixLast) {
+    fine = FINE_PREFIX;
+    const closest = best[n - 1]!;
+    for (let j = 0; j < len; j++) {
+      if (whole[j] === closest) {
+        fine = FINE_LAST_COMPLETE;
+        break;
+      }
+    }
+  }
+  if (typos === 0 && len === n && tier === TIER_START && (!prefixLast || whole[n - 1] === 0)) fine = FINE_EXACT_TITLE;
+  return bucketOf(typos, tier) * 4 + fine;
 }
 
-/** The title bucket of an overlay record, from token strings. */
-export function stringTitleBucket(
-  titleTokens: readonly string[],
-  query: readonly string[],
-  prefixLast: boolean,
-  scratch: MatchScratch,
-): { bucket: number; found: number } {
-  const len = titleTokens.length;
-  const n = query.length;
-  const last = query[n - 1]!;
-  scratch.ensure(len);
-  let found = 0;
-  for (let j = 0; j < len; j++) {
-    const token = titleTokens[j]!;
-    let mask = 0;
-    for (let i = 0; i < n; i++) if (token === query[i]) mask |= 1 << i;
-    scratch.masks[j] = mask;
-    scratch.prefix[j] = prefixLast && token.startsWith(last) ? 1 : 0;
-    found |= mask;
-  }
-  return { bucket: titleBucket(scratch.masks, scratch.prefix, len, n, prefixLast), found };
+/** The query tokens match title tokens j.. in order, each at its closest distance. */
+function phraseAt(s: MatchScratch, j: number, n: number): boolean {
+  const { dist, best } = s;
+  for (let i = 0; i < n; i++) if (dist[(j + i) * n + i] !== best[i]) return false;
+  return true;
 }

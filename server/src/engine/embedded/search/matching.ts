@@ -1,46 +1,42 @@
-// Matching a document read from a stream: its exact lexical bucket (from the forward index, and
-// the data postings for scope=all), whether the version still has it, whether it passes the
+// Matching a document read from a stream: its exact bucket and fine value (from the forward index,
+// and the data postings for scope=all), whether the version still has it, whether it passes the
 // filter; its distance; and the order of a segment's hits.
 import { compileFilter, type DocPredicate } from "../columns/filter-columns.ts";
 import { haversineMeters } from "../columns/geo.ts";
 import type { Segment } from "../segment/segment.ts";
-import { lowerBound } from "../util/arrays.ts";
-import { DATA_BUCKET, MatchScratch, titleBucket } from "./lexical.ts";
-import type { ResolvedTerms, Stream } from "./planning.ts";
+import { FINE_LAST_COMPLETE, MatchScratch, NO_MATCH, TIER_DATA, bucketOf, titleMatch } from "./lexical.ts";
+import { holdsFine, type Stream } from "./planning.ts";
+import type { QueryTerms } from "./query-terms.ts";
 import type { SegmentHit, SegmentQuery } from "./segment-search.ts";
 
 export class Matcher {
   /** The query's point, or null when distance orders nothing (no point, or no document with coordinates). */
   readonly point: { latitude: number; longitude: number } | null;
+  /** The fine value of the last document accept() took (its bucket is what accept returns). */
+  fine = 0;
   private readonly segment: Segment;
   private readonly query: SegmentQuery;
-  private readonly terms: ResolvedTerms;
   private readonly n: number;
-  private readonly full: number;
   private readonly filter: DocPredicate | null;
   private readonly scratch = new MatchScratch();
   private readonly forwardOffsets: Uint32Array;
   private readonly forwardTerms: Uint32Array;
-  private readonly dataOffsets: Uint32Array;
-  private readonly dataDocs: Uint32Array;
+  private readonly lengthRank: Uint32Array;
 
-  constructor(segment: Segment, query: SegmentQuery, terms: ResolvedTerms) {
+  constructor(segment: Segment, query: SegmentQuery) {
     this.segment = segment;
     this.query = query;
-    this.terms = terms;
     this.n = query.tokens.length;
-    this.full = (1 << this.n) - 1;
     this.filter = query.request.filter ? compileFilter(query.request.filter, segment) : null;
     // Without any document with coordinates, distance cannot order anything here.
     this.point = query.request.geo && segment.geo.docs.length > 0 ? query.request.geo : null;
-    this.scratch.ensure(segment.meta.maxTitleTokens);
+    this.scratch.ensure(segment.meta.maxTitleTokens, this.n);
     this.forwardOffsets = segment.forward.offsets;
     this.forwardTerms = segment.forward.terms;
-    this.dataOffsets = segment.dataPostings.offsets;
-    this.dataDocs = segment.dataPostings.docs;
+    this.lengthRank = segment.lengthOrder.rankOf;
   }
 
-  /** Segment hits best first: bucket, then weight (when weighted), distance and id. */
+  /** Segment hits best first: bucket, weight (when weighted), distance, fine, then length and id. */
   readonly compare = (a: SegmentHit, b: SegmentHit): number => {
     if (a.bucket !== b.bucket) return a.bucket - b.bucket;
     if (this.query.request.weighted) {
@@ -48,51 +44,85 @@ export class Matcher {
       if (w !== 0) return w;
     }
     if (a.distance !== b.distance) return a.distance < b.distance ? -1 : 1;
-    return this.segment.docToRank[a.doc]! - this.segment.docToRank[b.doc]!;
+    if (a.fine !== b.fine) return a.fine - b.fine;
+    return this.lengthRank[a.doc]! - this.lengthRank[b.doc]!;
   };
 
-  /** The document's bucket if it matches the query, belongs to the stream and passes the filter, else -1. */
+  get queryTokens(): number {
+    return this.n;
+  }
+
+  /** The number of title tokens of doc. */
+  titleTokens(doc: number): number {
+    return this.forwardOffsets[doc + 1]! - this.forwardOffsets[doc]!;
+  }
+
+  /**
+   * The document's bucket if it matches the query, belongs to the stream and passes the filter,
+   * else -1; its fine value is left in `fine`.
+   */
   accept(doc: number, stream: Stream): number {
     if (this.query.shadowed.size > 0 && this.query.shadowed.has(doc)) return -1;
-    let bucket = stream.bound;
-    if (!stream.exact) {
-      bucket = this.bucketOf(doc);
-      if (bucket < 0 || ((stream.buckets >>> bucket) & 1) === 0) return -1;
-    }
+    const packed = this.match(doc, stream.terms());
+    if (packed < 0) return -1;
+    const bucket = packed >>> 2;
+    const fine = packed & 3;
+    if (((stream.buckets >>> bucket) & 1) === 0 || !holdsFine(stream.last, fine)) return -1;
     if (this.filter !== null && !this.filter(doc)) return -1;
+    this.fine = fine;
     return bucket;
   }
 
-  private bucketOf(doc: number): number {
-    const forwardOffsets = this.forwardOffsets;
+  /** `bucket * 4 + fine` of doc against the terms of one level, or -1. */
+  private match(doc: number, terms: QueryTerms): number {
     const forwardTerms = this.forwardTerms;
-    const { ids, lo, hi } = this.terms;
-    const { masks, prefix } = this.scratch;
+    const { dist, whole } = this.scratch;
     const n = this.n;
-    const from = forwardOffsets[doc]!;
-    const len = forwardOffsets[doc + 1]! - from;
-    const prefixLast = this.query.prefixLast;
-    let found = 0;
-    for (let j = 0; j < len; j++) {
-      const t = forwardTerms[from + j]!;
-      let mask = 0;
-      for (let i = 0; i < n; i++) if (ids[i] === t) mask |= 1 << i;
-      masks[j] = mask;
-      prefix[j] = prefixLast && t >= lo && t < hi ? 1 : 0;
-      found |= mask;
+    const from = this.forwardOffsets[doc]!;
+    const len = this.forwardOffsets[doc + 1]! - from;
+    const prefixLast = terms.prefixLast;
+    const wholeTokens = prefixLast ? n - 1 : n;
+    if (!terms.typos) {
+      const ids = terms.ids;
+      const last = ids[n - 1]!;
+      for (let j = 0; j < len; j++) {
+        const t = forwardTerms[from + j]!;
+        const row = j * n;
+        for (let i = 0; i < wholeTokens; i++) dist[row + i] = ids[i] === t ? 0 : NO_MATCH;
+        if (prefixLast) {
+          dist[row + n - 1] = t >= terms.lo && t < terms.hi ? 0 : NO_MATCH;
+          whole[j] = t === last ? 0 : NO_MATCH;
+        }
+      }
+    } else {
+      const byTerm = terms.byTerm!;
+      for (let j = 0; j < len; j++) {
+        const t = forwardTerms[from + j]!;
+        const row = j * n;
+        const distances = byTerm.get(t);
+        for (let i = 0; i < wholeTokens; i++) dist[row + i] = distances === undefined ? NO_MATCH : distances[i]!;
+        if (prefixLast) {
+          dist[row + n - 1] = terms.lastPrefixDistance(t);
+          whole[j] = distances === undefined ? NO_MATCH : distances[n - 1]!;
+        }
+      }
     }
-    if (prefixLast || found === this.full) return titleBucket(masks, prefix, len, n, prefixLast);
-    // scope=all: the tokens missing from the title must all be in data.
-    const dataOffsets = this.dataOffsets;
-    const dataDocs = this.dataDocs;
+    const title = titleMatch(this.scratch, len, n, prefixLast);
+    if (prefixLast) return title;
+    // scope=all: a token may also match in data; the record takes its better route (a title
+    // match at some typos, or a data match at the typos of each token's closest match anywhere).
+    if (title >= 0 && !terms.typos) return title;
+    let typos = 0;
     for (let i = 0; i < n; i++) {
-      if (found & (1 << i)) continue;
-      const t = ids[i]!;
-      const end = dataOffsets[t + 1]!;
-      const at = lowerBound(dataDocs, dataOffsets[t]!, end, doc);
-      if (at === end || dataDocs[at] !== doc) return -1;
+      let inTitle = NO_MATCH;
+      for (let j = 0; j < len; j++) if (dist[j * n + i]! < inTitle) inTitle = dist[j * n + i]!;
+      const inData = terms.dataDistance(i, doc, inTitle);
+      const closest = inData < inTitle ? inData : inTitle;
+      if (closest === NO_MATCH) return title;
+      typos += closest;
     }
-    return DATA_BUCKET;
+    const viaData = bucketOf(typos, TIER_DATA) * 4 + FINE_LAST_COMPLETE;
+    return title >= 0 && title < viaData ? title : viaData;
   }
 
   distanceOf(doc: number): number {

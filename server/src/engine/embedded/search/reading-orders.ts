@@ -1,9 +1,9 @@
 // Reading orders: each stream of a plan is read best first, in the order that ranks its documents,
 // and stops once its best bucket has the hits it needs:
 //   weighted        weight order (document numbers): the first k hits of the best bucket end it
-//   unweighted      id order: likewise
+//   unweighted      length order (title length, then id): likewise
 //   geo             nearest first over the stream's geo-ordered postings (nearest.ts), then the
-//                   stream's documents without coordinates in id order
+//                   stream's documents without coordinates in length order
 //   weighted + geo  weight order; inside a large group of equal weights, nearest first
 // Streams stored only in weight order (data postings, scope=all) are read whole when another
 // order is needed.
@@ -24,9 +24,11 @@ export class StreamReader {
   private readonly tuning: SearchTuning;
   private readonly point: { latitude: number; longitude: number } | null;
   private readonly hits: SegmentHit[] = [];
+  private readonly lengthDocs: Uint32Array;
 
   constructor(segment: Segment, request: SearchRequest, matcher: Matcher, tuning: SearchTuning) {
     this.segment = segment;
+    this.lengthDocs = segment.lengthOrder.docAt;
     this.request = request;
     this.matcher = matcher;
     this.tuning = tuning;
@@ -44,7 +46,7 @@ export class StreamReader {
       if (weighted && this.point) this.readWeightedNearest(stream, need, counts);
       else if (weighted) this.readInOrder(stream, need, counts, "weight");
       else if (this.point) this.readGeo(stream, need, counts);
-      else this.readInOrder(stream, need, counts, "id");
+      else this.readInOrder(stream, need, counts, "length");
     }
     return this.hits.sort(this.matcher.compare).slice(0, limit);
   }
@@ -52,20 +54,20 @@ export class StreamReader {
   private docAt(order: Order, position: number): number {
     return order === "weight"
       ? position
-      : order === "id"
-        ? this.segment.rankToDoc[position]!
+      : order === "length"
+        ? this.lengthDocs[position]!
         : this.segment.geo.docs[position]!;
   }
 
   /**
-   * Reads the stream in weight or id order (positions [lo, hi) of that order), keeping the first
+   * Reads the stream in weight or length order (positions [lo, hi) of that order), keeping the first
    * `need` hits of each bucket; the stream's best bucket full means nothing later can rank.
    */
   private readInOrder(
     stream: Stream,
     need: number,
     counts: Uint32Array,
-    order: "weight" | "id",
+    order: "weight" | "length",
     unlocatedOnly = false,
     lo = 0,
     hi = END,
@@ -77,6 +79,9 @@ export class StreamReader {
     }
     const matcher = this.matcher;
     const lat = this.segment.geo.lat;
+    const weight = this.segment.weight;
+    const n = matcher.queryTokens;
+    let tailWeight = -1;
     let it = source.open(lo, hi);
     let read = 0;
     for (let p = it.next(); p !== END; p = it.next()) {
@@ -92,11 +97,21 @@ export class StreamReader {
         }
       }
       const doc = this.docAt(order, p);
+      if (tailWeight >= 0 && (matcher.titleTokens(doc) > n || (order === "weight" && weight[doc] !== tailWeight)))
+        return;
       if (unlocatedOnly && !Number.isNaN(lat[doc]!)) continue;
       const bucket = matcher.accept(doc, stream);
       if (bucket < 0) continue;
-      if (counts[bucket]!++ < need) this.hits.push({ doc, bucket, distance: Infinity });
-      if (counts[stream.bound]! >= need) return;
+      if (counts[bucket]!++ < need || (tailWeight >= 0 && bucket === stream.bound)) {
+        this.hits.push({ doc, bucket, fine: matcher.fine, distance: Infinity });
+      }
+      if (counts[stream.bound]! >= need && tailWeight < 0) {
+        if (!stream.exactTitles) return;
+        // Ties on everything before the fine order are read in (title length, id) order, yet a
+        // title equal to the query ranks first among them: the documents that tie with the last
+        // one kept and have as few tokens as the query (where such titles are) are read too.
+        tailWeight = weight[doc]!;
+      }
     }
   }
 
@@ -109,7 +124,7 @@ export class StreamReader {
     for (let doc = it.next(); doc !== END; doc = it.next()) {
       if (unlocatedOnly && !Number.isNaN(lat[doc]!)) continue;
       const bucket = matcher.accept(doc, stream);
-      if (bucket >= 0) found.offer({ doc, bucket, distance: matcher.distanceOf(doc) });
+      if (bucket >= 0) found.offer({ doc, bucket, fine: matcher.fine, distance: matcher.distanceOf(doc) });
     }
     this.keepBest(found.sorted(), need, counts);
   }
@@ -127,7 +142,7 @@ export class StreamReader {
       this.hits.length = mark;
       counts.fill(0);
       this.readWhole(stream, need, counts, false);
-    } else if (outcome === "exhausted") this.readInOrder(stream, need, counts, "id", true);
+    } else if (outcome === "exhausted") this.readInOrder(stream, need, counts, "length", true);
   }
 
   /**
@@ -158,7 +173,7 @@ export class StreamReader {
       const bucket = matcher.accept(doc, stream);
       if (bucket < 0) continue;
       if (counts[bucket]! < need || nearest.distance === lastDistance[bucket]) {
-        this.hits.push({ doc, bucket, distance: nearest.distance });
+        this.hits.push({ doc, bucket, fine: matcher.fine, distance: nearest.distance });
         lastDistance[bucket] = nearest.distance;
       }
       counts[bucket]!++;
@@ -196,7 +211,7 @@ export class StreamReader {
             members * this.tuning.nearestBudget,
             source.count(0, END),
           );
-          // Within a group, weight order is id order: its unlocated documents come in id order.
+          // Within a group, weight order is length order: its unlocated documents come in that order.
           if (outcome === "exhausted") this.readInOrder(stream, need, counts, "weight", true, doc, groupEnd);
           readWhole = outcome === "over budget";
           if (readWhole) {
@@ -209,7 +224,7 @@ export class StreamReader {
         const group: SegmentHit[] = [];
         for (let d = it.seek(doc); d < groupEnd; d = it.next()) {
           const bucket = matcher.accept(d, stream);
-          if (bucket >= 0) group.push({ doc: d, bucket, distance: matcher.distanceOf(d) });
+          if (bucket >= 0) group.push({ doc: d, bucket, fine: matcher.fine, distance: matcher.distanceOf(d) });
         }
         if (group.length > 1) group.sort(matcher.compare);
         this.keepBest(group, need, counts);

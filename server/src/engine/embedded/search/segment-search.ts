@@ -1,15 +1,16 @@
 // Top-k search over one segment without scoring every match, in three steps:
 //
-//   planning.ts        the query's terms resolved in the segment's dictionaries, and its matches
-//                      split into streams whose documents share a best lexical bucket (lexical.ts)
+//   planning.ts        the query's matches split into streams whose documents share a best bucket
+//                      (lexical.ts), exact ones first, then with typos; query-terms.ts resolves the
+//                      tokens in the term dictionary (fuzzily for typos: termdict/fuzzy.ts)
 //   reading-orders.ts  each stream read best first, in the order that ranks its documents (weight,
-//                      id or distance), stopping once the best bucket has k hits
-//   matching.ts        each document read checked: its exact bucket (from the forward index), the
-//                      version's shadowed documents, the filter, its distance
+//                      length or distance), stopping once the best bucket has k hits
+//   matching.ts        each document read checked: its exact bucket and fine value (from the
+//                      forward index), the version's shadowed documents, the filter, its distance
 import type { SearchRequest } from "../../../ports/engine.ts";
 import type { Segment } from "../segment/segment.ts";
 import { Matcher } from "./matching.ts";
-import { planStreams, resolveTerms } from "./planning.ts";
+import { planStreams } from "./planning.ts";
 import { StreamReader } from "./reading-orders.ts";
 
 export interface SearchTuning {
@@ -47,6 +48,8 @@ export const DEFAULT_TUNING: SearchTuning = {
 export interface SegmentHit {
   doc: number;
   bucket: number;
+  /** The fine tie-break value (lexical.ts). */
+  fine: number;
   /** Infinity when the query has no point or the document no coordinates. */
   distance: number;
 }
@@ -60,8 +63,7 @@ export interface SegmentQuery {
 }
 
 export function searchSegment(segment: Segment, query: SegmentQuery, tuning: SearchTuning): SegmentHit[] {
-  const terms = resolveTerms(segment, query);
-  if (terms === null) return [];
-  const streams = planStreams(segment, query, terms, tuning);
-  return new StreamReader(segment, query.request, new Matcher(segment, query, terms), tuning).run(streams);
+  const streams = planStreams(segment, query, tuning);
+  if (streams.length === 0) return [];
+  return new StreamReader(segment, query.request, new Matcher(segment, query), tuning).run(streams);
 }

@@ -6,7 +6,8 @@ import { matchesFilter } from "../../../search/filter.ts";
 import { tokenize } from "../../tokenize.ts";
 import { walkData } from "../columns/data-fields.ts";
 import { haversineMeters } from "../columns/geo.ts";
-import { DATA_BUCKET, MatchScratch, stringTitleBucket } from "../search/lexical.ts";
+import { titleLengthKey } from "../columns/title-length.ts";
+import { StringMatcher } from "../search/string-matching.ts";
 import type { RankedHit } from "../search/ranked.ts";
 import type { Segment } from "../segment/segment.ts";
 
@@ -72,22 +73,25 @@ export class Overlay {
 
   /** The overlay's hits ranked like the segment's (all of them; callers merge and cut). */
   search(tokens: string[], prefixLast: boolean, request: SearchRequest): RankedHit[] {
-    const scratch = new MatchScratch();
-    const n = tokens.length;
-    const full = (1 << n) - 1;
+    const matcher = new StringMatcher(tokens, prefixLast, request.typoTolerance !== false);
     const hits: RankedHit[] = [];
     for (const item of this.upserts.values()) {
-      let { bucket, found } = stringTitleBucket(item.titleTokens, tokens, prefixLast, scratch);
-      if (!prefixLast && found !== full) {
-        bucket = tokens.every((t, i) => (found & (1 << i)) !== 0 || item.dataTokens.has(t)) ? DATA_BUCKET : -1;
-      }
-      if (bucket < 0) continue;
+      const packed = matcher.match(item);
+      if (packed < 0) continue;
       if (request.filter && !matchesFilter(request.filter, item.record.data ?? {})) continue;
       const distance =
         request.geo && !Number.isNaN(item.lat)
           ? haversineMeters(request.geo.latitude, request.geo.longitude, item.lat, item.lon)
           : Infinity;
-      hits.push({ bucket, weight: item.record.weight ?? 0, distance, id: item.record.id, record: item.record });
+      hits.push({
+        bucket: packed >>> 2,
+        fine: packed & 3,
+        lengthKey: titleLengthKey(item.titleTokens.length, item.record.title.length),
+        weight: item.record.weight ?? 0,
+        distance,
+        id: item.record.id,
+        record: item.record,
+      });
     }
     return hits;
   }

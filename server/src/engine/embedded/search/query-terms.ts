@@ -1,0 +1,251 @@
+// The query's tokens resolved in a segment's term dictionary, at one of two levels:
+//   exact   each token's own term (the last one, scope=title, as the range of terms it prefixes)
+//   typos   every term within the token's allowed typos (engine/typos.ts), found by a fuzzy walk
+//           over the dictionary (termdict/fuzzy.ts), with its distance
+// Each level gives the posting sources its streams read (planning.ts) and the distance of any
+// title term to each token, which the matcher needs to rank a document (matching.ts).
+import { allowedTypos } from "../../typos.ts";
+import { EMPTY, RunSource, UnionSource, mergeRuns, type Source } from "../postings/sources.ts";
+import type { Segment, SplitPostings } from "../segment/segment.ts";
+import { fuzzyTerms } from "../termdict/fuzzy.ts";
+import { NO_MATCH } from "./lexical.ts";
+import type { SearchTuning } from "./segment-search.ts";
+
+/** The orders a stream can be read in: document numbers, length ranks, geo positions. */
+export type Order = "weight" | "length" | "geo";
+
+/** Where a token must occur in the title: as its first token, elsewhere, or anywhere. */
+export type Where = "start" | "else" | "all";
+
+/** A term (or, for a prefix, a whole range of terms) a token matches, at a distance. */
+interface Candidate {
+  lo: number;
+  hi: number;
+  distance: number;
+  /**
+   * A prefix id whose postings are exactly the range's (prefixes of at most maxPrefix code points),
+   * NO_TITLE_TERMS when no title term has that prefix, or -1: read the range's term runs.
+   */
+  prefix: number;
+}
+
+const NO_TITLE_TERMS = -2;
+
+export class QueryTerms {
+  /** True at the typo level. */
+  readonly typos: boolean;
+  readonly n: number;
+  readonly prefixLast: boolean;
+  /** Whole-word candidates per token, closest first (for the last token with prefixLast: complete words). */
+  private readonly whole: Candidate[][];
+  /** The last token's prefix candidates (prefixLast only), in term order, disjoint. */
+  private readonly prefixes: Candidate[];
+  /** Exact level: each token's term id, -1 when absent. */
+  readonly ids: Int32Array;
+  /** Exact level: the last token's prefix range [lo, hi). */
+  readonly lo: number;
+  readonly hi: number;
+  /** Typo level: term -> distance to each token (NO_MATCH none); the last token's entry is as a whole word. */
+  readonly byTerm: Map<number, Uint8Array> | null;
+  private readonly prefixLo: Int32Array;
+  private readonly prefixHi: Int32Array;
+  private readonly prefixDistance: Uint8Array;
+  private readonly segment: Segment;
+  private readonly tuning: SearchTuning;
+
+  private constructor(
+    segment: Segment,
+    tuning: SearchTuning,
+    typos: boolean,
+    prefixLast: boolean,
+    whole: Candidate[][],
+    prefixes: Candidate[],
+  ) {
+    this.segment = segment;
+    this.tuning = tuning;
+    this.typos = typos;
+    this.n = whole.length;
+    this.prefixLast = prefixLast;
+    this.whole = whole;
+    this.prefixes = prefixes;
+    this.ids = Int32Array.from(whole, (list) => (list[0]?.distance === 0 ? list[0].lo : -1));
+    this.lo = prefixes[0]?.lo ?? 0;
+    this.hi = prefixes[0]?.hi ?? 0;
+    this.prefixLo = Int32Array.from(prefixes, (c) => c.lo);
+    this.prefixHi = Int32Array.from(prefixes, (c) => c.hi);
+    this.prefixDistance = Uint8Array.from(prefixes, (c) => c.distance);
+    this.byTerm = typos ? termDistances(whole) : null;
+  }
+
+  /** The exact level, or null when some token matches nothing exactly. */
+  static exact(
+    segment: Segment,
+    tokens: readonly string[],
+    prefixLast: boolean,
+    tuning: SearchTuning,
+  ): QueryTerms | null {
+    const n = tokens.length;
+    const whole: Candidate[][] = tokens.map((token) => {
+      const t = segment.terms.find(Buffer.from(token, "utf8"));
+      return t < 0 ? [] : [{ lo: t, hi: t + 1, distance: 0, prefix: -1 }];
+    });
+    let prefixes: Candidate[] = [];
+    if (prefixLast) {
+      const last = tokens[n - 1]!;
+      const bytes = Buffer.from(last, "utf8");
+      const [lo, hi] = segment.terms.prefixRange(bytes);
+      if (lo === hi) return null;
+      const short = Array.from(last).length <= segment.meta.maxPrefix;
+      prefixes = [{ lo, hi, distance: 0, prefix: short ? prefixOrNone(segment.prefixes.find(bytes)) : -1 }];
+    }
+    const required = prefixLast ? n - 1 : n;
+    for (let i = 0; i < required; i++) if (whole[i]!.length === 0) return null;
+    return new QueryTerms(segment, tuning, false, prefixLast, whole, prefixes);
+  }
+
+  /** The typo level, or null when no token may have typos (or some token matches nothing). */
+  static withTypos(
+    segment: Segment,
+    tokens: readonly string[],
+    prefixLast: boolean,
+    tuning: SearchTuning,
+  ): QueryTerms | null {
+    const allowed = tokens.map(allowedTypos);
+    if (allowed.every((a) => a === 0)) return null;
+    const n = tokens.length;
+    const dict = segment.terms;
+    const whole = tokens.map((token, i) =>
+      fuzzyTerms(dict, token, allowed[i]!, false)
+        .map((r) => ({ lo: r.lo, hi: r.hi, distance: r.distance, prefix: -1 }))
+        .sort((a, b) => a.distance - b.distance),
+    );
+    let prefixes: Candidate[] = [];
+    if (prefixLast) {
+      const last = tokens[n - 1]!;
+      prefixes = fuzzyTerms(dict, last, allowed[n - 1]!, true).map((r) => ({
+        lo: r.lo,
+        hi: r.hi,
+        distance: r.distance,
+        prefix: r.subtree && r.depth <= segment.meta.maxPrefix ? prefixOrNone(prefixIdOf(segment, r.lo, r.depth)) : -1,
+      }));
+      if (prefixes.length === 0) return null;
+    }
+    const required = prefixLast ? n - 1 : n;
+    for (let i = 0; i < required; i++) if (whole[i]!.length === 0) return null;
+    return new QueryTerms(segment, tuning, true, prefixLast, whole, prefixes);
+  }
+
+  /** Distance of term t to the last token as a prefix (prefixLast only). */
+  lastPrefixDistance(t: number): number {
+    if (!this.typos) return t >= this.lo && t < this.hi ? 0 : NO_MATCH;
+    const lo = this.prefixLo;
+    let a = 0;
+    let b = lo.length;
+    while (a < b) {
+      const mid = (a + b) >>> 1;
+      if (lo[mid]! <= t) a = mid + 1;
+      else b = mid;
+    }
+    return a > 0 && t < this.prefixHi[a - 1]! ? this.prefixDistance[a - 1]! : NO_MATCH;
+  }
+
+  /** The closest distance at which token i occurs in document doc's data text only (scope=all), or NO_MATCH. */
+  dataDistance(i: number, doc: number, below: number): number {
+    const { offsets, docs } = this.segment.dataPostings;
+    for (const c of this.whole[i]!) {
+      if (c.distance >= below) break;
+      for (let t = c.lo; t < c.hi; t++) {
+        let a = offsets[t]!;
+        let b = offsets[t + 1]!;
+        while (a < b) {
+          const mid = (a + b) >>> 1;
+          if (docs[mid]! < doc) a = mid + 1;
+          else b = mid;
+        }
+        if (a < offsets[t + 1]! && docs[a] === doc) return c.distance;
+      }
+    }
+    return NO_MATCH;
+  }
+
+  /** Documents with token i as a whole word in the title (for the last token with prefixLast: a complete word). */
+  wholeSource(i: number, where: Where, order: Order): Source {
+    const runs: RunSource[] = [];
+    for (const c of this.whole[i]!) {
+      for (let t = c.lo; t < c.hi; t++) pushRuns(runs, this.segment.titlePostings, order, t, where);
+    }
+    return this.union(runs);
+  }
+
+  /** Documents with a title token the last token prefixes (within its typos at the typo level). */
+  prefixSource(where: Where, order: Order): Source {
+    const runs: RunSource[] = [];
+    for (const c of this.prefixes) {
+      if (c.prefix >= 0) pushRuns(runs, this.segment.prefixPostings, order, c.prefix, where);
+      else if (c.prefix === NO_TITLE_TERMS) continue;
+      else for (let t = c.lo; t < c.hi; t++) pushRuns(runs, this.segment.titlePostings, order, t, where);
+    }
+    return this.union(runs);
+  }
+
+  /** Documents with token i in data text only (scope=all), in weight order. */
+  dataSource(i: number): Source {
+    const { offsets, docs } = this.segment.dataPostings;
+    const runs: RunSource[] = [];
+    for (const c of this.whole[i]!) {
+      for (let t = c.lo; t < c.hi; t++)
+        if (offsets[t + 1]! > offsets[t]!) runs.push(new RunSource(docs, offsets[t]!, offsets[t + 1]!));
+    }
+    return this.union(runs);
+  }
+
+  private union(runs: RunSource[]): Source {
+    if (runs.length === 0) return EMPTY;
+    if (runs.length === 1) return runs[0]!;
+    if (runs.length <= this.tuning.maxUnionTerms) return new UnionSource(runs);
+    return mergeRuns(runs);
+  }
+}
+
+/** term -> per-token distances, from each token's whole-word candidates. */
+function termDistances(whole: Candidate[][]): Map<number, Uint8Array> {
+  const n = whole.length;
+  const map = new Map<number, Uint8Array>();
+  whole.forEach((list, i) => {
+    for (const c of list) {
+      for (let t = c.lo; t < c.hi; t++) {
+        let row = map.get(t);
+        if (row === undefined) {
+          row = new Uint8Array(n).fill(NO_MATCH);
+          map.set(t, row);
+        }
+        if (c.distance < row[i]!) row[i] = c.distance;
+      }
+    }
+  });
+  return map;
+}
+
+const prefixOrNone = (p: number): number => (p < 0 ? NO_TITLE_TERMS : p);
+
+/** The prefix id of the first `depth` code points of term lo (a prefix every term of its range shares). */
+function prefixIdOf(segment: Segment, lo: number, depth: number): number {
+  const { bytes, offsets } = segment.terms;
+  let at = offsets[lo]!;
+  for (let k = 0; k < depth; k++) {
+    const lead = bytes[at]!;
+    at += lead < 0x80 ? 1 : lead < 0xe0 ? 2 : lead < 0xf0 ? 3 : 4;
+  }
+  return segment.prefixes.find(bytes.subarray(offsets[lo]!, at));
+}
+
+/** Adds key k's title runs: at the first title token, elsewhere, or both. */
+function pushRuns(runs: RunSource[], postings: SplitPostings, order: Order, key: number, where: Where): void {
+  const offsets = order === "geo" ? postings.geoOffsets : postings.offsets;
+  const values = order === "weight" ? postings.docs : order === "length" ? postings.ranks : postings.geoPositions;
+  const a = offsets[2 * key]!;
+  const b = offsets[2 * key + 1]!;
+  const c = offsets[2 * key + 2]!;
+  if (where !== "else" && b > a) runs.push(new RunSource(values, a, b));
+  if (where !== "start" && c > b) runs.push(new RunSource(values, b, c));
+}
