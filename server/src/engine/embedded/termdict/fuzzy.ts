@@ -31,6 +31,9 @@ export function fuzzyTerms(dict: SortedStrings, query: string, max: number, pref
   return walk.found;
 }
 
+/** Ranges of at most this many terms are stepped through child by child (visitMatchingChildren). */
+const SCAN_BELOW = 48;
+
 class FuzzyWalk {
   readonly found: FuzzyRange[] = [];
   private readonly bytes: Buffer;
@@ -42,11 +45,10 @@ class FuzzyWalk {
   private readonly rows: Int32Array[] = [];
   /** chars[d]: the code point that leads to depth d + 1. */
   private readonly chars: Int32Array;
-  /**
-   * charsNear[d]: the distinct query characters that can keep a child of a depth-d node within
-   * reach (those within max + 1 of the diagonal), as UTF-8, in byte order so ranges come out sorted.
-   */
-  private readonly charsNear: { char: number; encoded: Uint8Array }[][] = [];
+  /** Each query character as UTF-8. */
+  private readonly encoded = new Map<number, Uint8Array>();
+  /** Scratch per depth: the characters a tight node's children may have (visitMatchingChildren). */
+  private readonly candidates: Int32Array[] = [];
 
   constructor(dict: SortedStrings, query: string, max: number, prefix: boolean) {
     this.bytes = dict.bytes;
@@ -59,15 +61,8 @@ class FuzzyWalk {
     for (let d = 0; d <= m + max + 1; d++) this.rows.push(new Int32Array(m + 1));
     for (let j = 0; j <= m; j++) this.rows[0]![j] = j <= max ? j : max + 1;
     this.chars = new Int32Array(m + max + 2);
-    for (let d = 0; d < this.rows.length; d++) {
-      const near = new Set<number>();
-      for (let k = Math.max(0, d - max - 1); k <= Math.min(m - 1, d + max); k++) near.add(this.query[k]!);
-      this.charsNear.push(
-        [...near]
-          .map((char) => ({ char, encoded: Buffer.from(String.fromCodePoint(char), "utf8") }))
-          .sort((a, b) => compareBytes(a.encoded, b.encoded)),
-      );
-    }
+    for (const c of this.query) this.encoded.set(c, Buffer.from(String.fromCodePoint(c), "utf8"));
+    for (let d = 0; d < this.rows.length; d++) this.candidates.push(new Int32Array(2 * m + 2));
   }
 
   /**
@@ -121,18 +116,71 @@ class FuzzyWalk {
   }
 
   /**
-   * Every value of this node's row is at least max: a child survives only if its character
-   * matches a query character near the diagonal (or completes a swap), since any other character
-   * adds an edit everywhere. Those few children are looked up directly instead of enumerating
-   * every child (all but a handful of the nodes a walk with two typos would otherwise compute).
+   * Every value of this node's row is at least max: a child stays within reach only by matching
+   * the query character after a cell at max (or by completing a swap), since any other character
+   * adds an edit everywhere. Those one to three children are visited alone, instead of computing
+   * a row for every child (all but a handful of the rows a walk with two typos would compute).
    */
   private visitMatchingChildren(lo: number, hi: number, bytes: number, depth: number, best: number): void {
-    for (const { char, encoded } of this.charsNear[depth]!) {
+    const count = this.tightCandidates(depth);
+    const candidates = this.candidates[depth]!;
+    // A short range is cheaper to step through child by child than to search once per character.
+    if (hi - lo <= SCAN_BELOW) {
+      for (let i = lo; i < hi; ) {
+        const at = this.offsets[i]! + bytes;
+        const lead = this.bytes[at]!;
+        const width = lead < 0x80 ? 1 : lead < 0xe0 ? 2 : lead < 0xf0 ? 3 : 4;
+        const end = this.childEnd(i, hi, bytes, bytes + width);
+        const char = decode(this.bytes, at, width);
+        for (let k = 0; k < count; k++) {
+          if (candidates[k] !== char) continue;
+          this.chars[depth] = char;
+          if (this.nextRow(depth) <= this.max) this.visit(i, end, bytes + width, depth + 1, best);
+          break;
+        }
+        i = end;
+      }
+      return;
+    }
+    for (let k = 0; k < count; k++) {
+      const char = candidates[k]!;
+      const encoded = this.encoded.get(char)!;
       const [a, b] = this.childRange(lo, hi, bytes, encoded);
       if (a === b) continue;
       this.chars[depth] = char;
       if (this.nextRow(depth) <= this.max) this.visit(a, b, bytes + encoded.length, depth + 1, best);
     }
+  }
+
+  /**
+   * The characters a child of a tight node at `depth` may have, distinct and ascending (code point
+   * order is the dictionary's byte order, so ranges come out sorted), in `candidates[depth]`;
+   * returns how many. See nextRow: a cell stays at max only on the diagonal after a cell at max, or by a swap.
+   */
+  private tightCandidates(depth: number): number {
+    const q = this.query;
+    const m = q.length;
+    const max = this.max;
+    const row = this.rows[depth]!;
+    const candidates = this.candidates[depth]!;
+    let count = 0;
+    const add = (c: number) => {
+      let k = count;
+      for (let x = 0; x < count; x++) if (candidates[x] === c) return;
+      while (k > 0 && candidates[k - 1]! > c) {
+        candidates[k] = candidates[k - 1]!;
+        k--;
+      }
+      candidates[k] = c;
+      count++;
+    };
+    for (let j = 0; j < m; j++) if (row[j]! <= max) add(q[j]!);
+    if (depth > 0) {
+      const previousChar = this.chars[depth - 1]!;
+      const twoAbove = this.rows[depth - 1]!;
+      for (let j = 2; j <= m; j++) if (q[j - 1] === previousChar && twoAbove[j - 2]! + 1 <= max) add(q[j - 2]!);
+    }
+    return count;
   }
 
   /** The terms of [lo, hi) whose bytes from `bytes` on start with `encoded`. */
@@ -236,11 +284,6 @@ class FuzzyWalk {
     for (let j = from; j < to; j++) if (data[at + j] !== data[start + j]) return false;
     return true;
   }
-}
-
-function compareBytes(a: Uint8Array, b: Uint8Array): number {
-  for (let j = 0; j < a.length && j < b.length; j++) if (a[j] !== b[j]) return a[j]! - b[j]!;
-  return a.length - b.length;
 }
 
 function decode(bytes: Uint8Array, at: number, width: number): number {
