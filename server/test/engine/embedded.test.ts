@@ -9,7 +9,15 @@ import { afterEach, describe, expect, it } from "vitest";
 import { createEmbeddedEngine, type EmbeddedEngineOptions } from "../../src/engine/embedded/index.ts";
 import type { FilterExpr, RecordChange, SearchEngine, SearchRecord, SearchRequest } from "../../src/ports/engine.ts";
 import { parseFilter } from "../../src/search/filter.ts";
-import { compareScores, prepareRecord, queryTokens, scoreRecord, toHits, type PreparedRecord } from "./reference.ts";
+import {
+  compareScores,
+  prepareRecord,
+  queryTokens,
+  scoreRecord,
+  toHits,
+  withoutTyposIfExact,
+  type PreparedRecord,
+} from "./reference.ts";
 import { random } from "../support/random.ts";
 
 const dirs: string[] = [];
@@ -152,7 +160,7 @@ function reference(records: Map<string, PreparedRecord>, request: SearchRequest)
     const s = scoreRecord(p, query, request);
     if (s) scores.push(s);
   }
-  return toHits(scores.sort(compareScores(request.weighted)).slice(0, request.limit));
+  return toHits(withoutTyposIfExact(scores).sort(compareScores(request.weighted)).slice(0, request.limit));
 }
 
 async function expectSameAsReference(

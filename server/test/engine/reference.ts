@@ -148,6 +148,11 @@ export function scoreRecord(prepared: PreparedRecord, query: string[], request: 
   };
 }
 
+/** Matches with typos count only when nothing matches exactly (docs/ranking.md, Typos). */
+export function withoutTyposIfExact(scores: ReferenceScore[]): ReferenceScore[] {
+  return scores.some((s) => s.bucket < 4) ? scores.filter((s) => s.bucket < 4) : scores;
+}
+
 export function compareScores(weighted: boolean): (a: ReferenceScore, b: ReferenceScore) => number {
   return (a, b) =>
     a.bucket - b.bucket ||
@@ -171,5 +176,5 @@ export function referenceSearch(records: Iterable<SearchRecord>, request: Search
     const score = scoreRecord(prepareRecord(record), query, request);
     if (score !== null) scored.push(score);
   }
-  return toHits(scored.sort(compareScores(request.weighted)).slice(0, request.limit));
+  return toHits(withoutTyposIfExact(scored).sort(compareScores(request.weighted)).slice(0, request.limit));
 }

@@ -474,18 +474,24 @@ describe("typesense adapter: search", () => {
     expect(searches()[0]!.query.sort_by).toBe(`${evalOf(["(title_tags:p0par)", 2])},weight:desc,title_length:asc`);
   });
 
-  it("with typos on and too few exact matches, adds matches with typos after them, fewest first", async () => {
-    const exact: SearchRecord = { id: "z", title: "Napoletana", weight: 1 };
+  it("with typos on and an exact match, asks once: typos only count when nothing matches exactly", async () => {
+    fake.on("GET", SEARCH, { json: searchAnswer([hit({ id: "z", title: "Napoletana", weight: 1 })], 1) });
+    const hits = await engine.search("idx", "7.3", request({ query: "napoletana", weighted: true }));
+    expect(hits.map((h) => h.record.id)).toEqual(["z"]);
+    expect(searches()).toHaveLength(1);
+  });
+
+  it("with typos on and no exact match, asks again with typos and orders fewest typos first", async () => {
     const oneTypo: SearchRecord = { id: "b", title: "Napoletano", weight: 1 };
     const twoTypos: SearchRecord = { id: "a", title: "Nopoletano", weight: 9 };
     fake.on("GET", SEARCH, (r) =>
       r.query.num_typos === "0"
-        ? { json: searchAnswer([hit(exact)], 1) }
-        : // Typesense's own order, here neither typos first nor exact first.
-          { json: searchAnswer([hit(twoTypos, "9"), hit(oneTypo, "8"), hit(exact, "7")], 3) },
+        ? { json: searchAnswer([], 0) }
+        : // Typesense's own order, here not fewest typos first.
+          { json: searchAnswer([hit(twoTypos, "9"), hit(oneTypo, "8")], 2) },
     );
     const hits = await engine.search("idx", "7.3", request({ query: "napoletana", weighted: true }));
-    expect(hits.map((h) => h.record.id)).toEqual(["z", "b", "a"]);
+    expect(hits.map((h) => h.record.id)).toEqual(["b", "a"]);
     const [first, second] = searches();
     expect(first!.query).toMatchObject({ num_typos: "0", typo_tokens_threshold: "0", per_page: "10" });
     expect(second!.query).toEqual({
@@ -497,8 +503,7 @@ describe("typesense adapter: search", () => {
       enable_typos_for_numerical_tokens: "false",
       // Typo variants are sought until the page's worth of records match.
       typo_tokens_threshold: "10",
-      // Room for the one exact match that comes back again.
-      per_page: "11",
+      per_page: "10",
       sort_by: "_text_match:desc,weight:desc,title_length:asc",
     });
   });

@@ -40,7 +40,7 @@ import { compareVersions, parseVersion } from "../../domain/version-id.ts";
 import { tokenize } from "../tokenize.ts";
 import { titleLengthKey } from "./columns/title-length.ts";
 import { Catalog } from "./catalog/catalog.ts";
-import { MAX_QUERY_TOKENS } from "./search/lexical.ts";
+import { MAX_QUERY_TOKENS, typosOf } from "./search/lexical.ts";
 import { overlayRecord, type Overlay } from "./versions/overlay.ts";
 import { Pacer } from "./util/pacer.ts";
 import { compareRanked, type RankedHit } from "./search/ranked.ts";
@@ -316,9 +316,13 @@ class EmbeddedEngine implements SearchEngine {
         doc: hit.doc,
       };
     });
-    const hits =
+    let hits =
       overlay.upserts.size > 0 ? [...fromSegment, ...overlay.search(tokens, prefixLast, request)] : fromSegment;
-    if (hits !== fromSegment) hits.sort(compareRanked(request.weighted));
+    if (hits !== fromSegment) {
+      // Matches with typos count only where the version has no exact match at all.
+      if (hits.some((h) => typosOf(h.bucket) === 0)) hits = hits.filter((h) => typosOf(h.bucket) === 0);
+      hits.sort(compareRanked(request.weighted));
+    }
     // Overlay records are shared by every version that holds them: callers get copies.
     return hits.slice(0, request.limit).map((h) => {
       const record = h.doc === undefined ? structuredClone(h.record) : h.record;

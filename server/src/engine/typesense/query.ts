@@ -5,10 +5,9 @@
 // the last one with scope=title (`prefix` applies to the last token only).
 //
 // Order: a search is one or two requests. The first asks for exact matches only (`num_typos=0`)
-// and sorts them by the lexical tiers (tiers.ts), weight, distance and title length; when they do
-// not fill the page and typos are allowed, a second asks again with typos and contributes the
-// matches the first did not have, fewest typos first. So a match with typos never outranks an
-// exact one, whatever Typesense's text match does with weight or buckets. Typesense sorts on at
+// and sorts them by the lexical tiers (tiers.ts), weight, distance and title length; when there
+// are none and typos are allowed, a second asks again with typos, fewest typos first. So a match
+// with typos never outranks an exact one, whatever Typesense's text match does with weight. Typesense sorts on at
 // most three keys (27.0 to 30.x: "Only upto 3 sort_by fields"); every page is then put in the
 // full rank order here, from the same keys computed on the returned records.
 import type { DocumentSchema, SearchParams, SearchResponse } from "typesense";
@@ -32,8 +31,6 @@ export type Params = SearchParams<DocumentSchema> & { enable_typos_for_numerical
 const MAX_SORT_KEYS = 3;
 /** Typesense refuses a GET search whose query string is longer (http_server.cpp, 27.0 to 30.x). */
 const MAX_QUERY_STRING = 4000;
-/** Typesense answers at most 250 hits per page. */
-const MAX_PER_PAGE = 250;
 
 const location = (request: SearchRequest): string | null =>
   request.geo ? `location(${request.geo.latitude}, ${request.geo.longitude}):asc` : null;
@@ -268,7 +265,8 @@ export function planSearch(
   return {
     exact: first.params,
     typos(exactFound) {
-      if (!tolerant || exactFound >= request.limit) return null;
+      // Matches with typos count only when nothing matches exactly (docs/ranking.md, Typos).
+      if (!tolerant || exactFound > 0) return null;
       return {
         ...base,
         num_typos: MAX_TYPOS_PER_TOKEN,
@@ -276,11 +274,9 @@ export function planSearch(
         min_len_2typo: MIN_LENGTH_TWO_TYPOS,
         // Typesense 26.0+; it looks at ASCII digits only, Sift at every \p{N} (typoCount agrees).
         enable_typos_for_numerical_tokens: false,
-        // Typesense tries typo variants while fewer than this many records match; the exact ones
-        // match again and count, so a page's worth means "until the page is full".
+        // Typesense tries typo variants while fewer than this many records match: a page's worth.
         typo_tokens_threshold: request.limit,
-        // The exact matches come back too (first, by text match) and are dropped: room for them.
-        per_page: Math.min(MAX_PER_PAGE, request.limit + exactFound),
+        per_page: request.limit,
         sort_by: typoKeys.join(","),
       };
     },

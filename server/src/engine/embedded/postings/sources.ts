@@ -235,6 +235,64 @@ export class AndSource implements Source {
   }
 }
 
+/**
+ * The entries of one source that are not in another: the documents of a stream that belong to
+ * another stream are skipped here by a seek, without matching them (search/planning.ts).
+ */
+export class ExceptSource implements Source {
+  private readonly include: Source;
+  private readonly exclude: Source;
+
+  constructor(include: Source, exclude: Source) {
+    this.include = include;
+    this.exclude = exclude;
+  }
+
+  /** An upper bound: the included entries' count. */
+  count(lo: number, hi: number): number {
+    return this.include.count(lo, hi);
+  }
+
+  open(lo = 0, hi = END): DocIter {
+    return new ExceptIter(this.include.open(lo, hi), this.exclude.open(lo, hi));
+  }
+
+  runs(): null {
+    return null;
+  }
+}
+
+class ExceptIter implements DocIter {
+  readonly estimate: number;
+  private readonly include: DocIter;
+  private readonly exclude: DocIter;
+  /** The exclude iterator's current entry (it only ever moves forward). */
+  private excluded = -1;
+
+  constructor(include: DocIter, exclude: DocIter) {
+    this.include = include;
+    this.exclude = exclude;
+    this.estimate = include.estimate;
+  }
+
+  next(): number {
+    return this.skip(this.include.next());
+  }
+
+  seek(target: number): number {
+    return this.skip(this.include.seek(target));
+  }
+
+  private skip(doc: number): number {
+    while (doc !== END) {
+      if (this.excluded < doc) this.excluded = this.exclude.seek(doc);
+      if (this.excluded !== doc) return doc;
+      doc = this.include.next();
+    }
+    return END;
+  }
+}
+
 export const EMPTY: Source = { count: () => 0, open: () => EMPTY_ITER, runs: () => [] };
 
 /**

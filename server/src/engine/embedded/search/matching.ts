@@ -102,8 +102,10 @@ export class Matcher {
         const distances = byTerm.get(t);
         for (let i = 0; i < wholeTokens; i++) dist[row + i] = distances === undefined ? NO_MATCH : distances[i]!;
         if (prefixLast) {
-          dist[row + n - 1] = terms.lastPrefixDistance(t);
-          whole[j] = distances === undefined ? NO_MATCH : distances[n - 1]!;
+          const prefix = terms.lastPrefixDistance(t);
+          dist[row + n - 1] = prefix;
+          // A word is never closer whole than by its beginning.
+          whole[j] = prefix === NO_MATCH ? NO_MATCH : terms.lastWholeDistance(t);
         }
       }
     }

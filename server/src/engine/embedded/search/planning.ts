@@ -8,7 +8,7 @@
 // level, scope=title has four streams: {the first token at the title start, anywhere} x {the
 // last token as a complete word, only as a prefix}. The split by the last token keeps the fine
 // order (complete before prefix) inside each stream the same as the reading order.
-import { AndSource, EMPTY, UnionSource, type Source } from "../postings/sources.ts";
+import { AndSource, EMPTY, ExceptSource, UnionSource, type Source } from "../postings/sources.ts";
 import type { Segment } from "../segment/segment.ts";
 import {
   BUCKETS,
@@ -55,10 +55,13 @@ function bucketMask(typos: boolean, tiers: readonly number[]): number {
 
 /** The streams of a query, best bound first. */
 export function planStreams(segment: Segment, query: SegmentQuery, tuning: SearchTuning): Stream[] {
-  const { tokens, prefixLast } = query;
+  const { tokens, prefixLast, request } = query;
+  // Only a purely lexical order ranks complete words before prefixes right after the bucket;
+  // with weight or distance in between, one stream per tier holds both (reading-orders.ts).
+  const split = !request.weighted && !(request.geo && segment.geo.docs.length > 0);
   const streams: Stream[] = [];
   const exact = QueryTerms.exact(segment, tokens, prefixLast, tuning);
-  if (exact !== null) streams.push(...levelStreams(query, () => exact, false));
+  if (exact !== null) streams.push(...levelStreams(query, () => exact, false, split));
   if (query.request.typoTolerance !== false) {
     // Resolved on first use: most queries fill their page with exact matches.
     let typos: QueryTerms | null | undefined;
@@ -66,12 +69,17 @@ export function planStreams(segment: Segment, query: SegmentQuery, tuning: Searc
       if (typos === undefined) typos = QueryTerms.withTypos(segment, tokens, prefixLast, tuning);
       return typos;
     };
-    streams.push(...levelStreams(query, typoTerms, true));
+    streams.push(...levelStreams(query, typoTerms, true, split));
   }
   return streams;
 }
 
-function levelStreams(query: SegmentQuery, lazyTerms: () => QueryTerms | null, typos: boolean): Stream[] {
+function levelStreams(
+  query: SegmentQuery,
+  lazyTerms: () => QueryTerms | null,
+  typos: boolean,
+  split: boolean,
+): Stream[] {
   const n = query.tokens.length;
   const terms = () => lazyTerms()!;
   const make = (
@@ -101,28 +109,47 @@ function levelStreams(query: SegmentQuery, lazyTerms: () => QueryTerms | null, t
   if (query.prefixLast) {
     const complete = (t: QueryTerms, where: Where, o: Order) => t.wholeSource(n - 1, where, o);
     const prefixed = (t: QueryTerms, where: Where, o: Order) => t.prefixSource(where, o);
+    // Prefix-only streams skip, by a seek, the documents that have the last token as a complete
+    // word anywhere (those are the complete streams'), instead of matching each of them.
+    const only = (source: Source, t: QueryTerms, o: Order): Source => new ExceptSource(source, t.completeSource(o));
+    if (!split) {
+      if (n === 1) {
+        return [
+          make(TIER_START, [TIER_START], "any", true, (t, o) => prefixed(t, "start", o)),
+          make(TIER_PHRASE, [TIER_PHRASE], "any", false, (t, o) => prefixed(t, "else", o)),
+        ];
+      }
+      return [
+        make(TIER_START, [TIER_START], "any", true, (t, o) =>
+          and([t.wholeSource(0, "start", o), ...rest(t, o, 1, n - 1), prefixed(t, "all", o)]),
+        ),
+        make(TIER_PHRASE, [TIER_PHRASE, TIER_SCATTERED], "any", false, (t, o) =>
+          and([...rest(t, o, 0, n - 1), prefixed(t, "all", o)]),
+        ),
+      ];
+    }
     if (n === 1) {
       return [
         // The title starts with the token, and has it as a complete word somewhere.
-        make(TIER_START, [TIER_START], "complete", true, (t, o) =>
-          and([prefixed(t, "start", o), complete(t, "all", o)]),
-        ),
-        make(TIER_START, [TIER_START], "prefix", false, (t, o) => prefixed(t, "start", o)),
+        make(TIER_START, [TIER_START], "complete", true, (t, o) => and([prefixed(t, "start", o), t.completeSource(o)])),
+        make(TIER_START, [TIER_START], "prefix", false, (t, o) => only(prefixed(t, "start", o), t, o)),
         make(TIER_PHRASE, [TIER_PHRASE], "complete", false, (t, o) => complete(t, "else", o)),
-        make(TIER_PHRASE, [TIER_PHRASE], "prefix", false, (t, o) => prefixed(t, "else", o)),
+        make(TIER_PHRASE, [TIER_PHRASE], "prefix", false, (t, o) => only(prefixed(t, "else", o), t, o)),
       ];
     }
     const first = (t: QueryTerms, where: Where, o: Order) => t.wholeSource(0, where, o);
     const later = [TIER_PHRASE, TIER_SCATTERED];
     return [
       make(TIER_START, [TIER_START], "complete", true, (t, o) =>
-        and([first(t, "start", o), ...rest(t, o, 1, n - 1), complete(t, "all", o)]),
+        and([first(t, "start", o), ...rest(t, o, 1, n - 1), t.completeSource(o)]),
       ),
       make(TIER_START, [TIER_START], "prefix", false, (t, o) =>
-        and([first(t, "start", o), ...rest(t, o, 1, n - 1), prefixed(t, "all", o)]),
+        only(and([first(t, "start", o), ...rest(t, o, 1, n - 1), prefixed(t, "all", o)]), t, o),
       ),
-      make(TIER_PHRASE, later, "complete", false, (t, o) => and([...rest(t, o, 0, n - 1), complete(t, "all", o)])),
-      make(TIER_PHRASE, later, "prefix", false, (t, o) => and([...rest(t, o, 0, n - 1), prefixed(t, "all", o)])),
+      make(TIER_PHRASE, later, "complete", false, (t, o) => and([...rest(t, o, 0, n - 1), t.completeSource(o)])),
+      make(TIER_PHRASE, later, "prefix", false, (t, o) =>
+        only(and([...rest(t, o, 0, n - 1), prefixed(t, "all", o)]), t, o),
+      ),
     ];
   }
 

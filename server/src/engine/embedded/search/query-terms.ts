@@ -4,8 +4,8 @@
 //           over the dictionary (termdict/fuzzy.ts), with its distance
 // Each level gives the posting sources its streams read (planning.ts) and the distance of any
 // title term to each token, which the matcher needs to rank a document (matching.ts).
-import { allowedTypos } from "../../typos.ts";
-import { EMPTY, RunSource, UnionSource, mergeRuns, type Source } from "../postings/sources.ts";
+import { MAX_TYPOS_PER_TOKEN, allowedTypos, editDistance } from "../../typos.ts";
+import { EMPTY, ExceptSource, RunSource, UnionSource, mergeRuns, type Source } from "../postings/sources.ts";
 import type { Segment, SplitPostings } from "../segment/segment.ts";
 import { fuzzyTerms } from "../termdict/fuzzy.ts";
 import { NO_MATCH } from "./lexical.ts";
@@ -36,8 +36,12 @@ export class QueryTerms {
   readonly typos: boolean;
   readonly n: number;
   readonly prefixLast: boolean;
-  /** Whole-word candidates per token, closest first (for the last token with prefixLast: complete words). */
-  private readonly whole: Candidate[][];
+  /**
+   * Whole-word candidates per token, closest first. For the last token with prefixLast (its
+   * complete words) they are found on first use: only purely lexical searches read them as
+   * postings, every other order needs the distance of the few terms it reads (lastWholeDistance).
+   */
+  private readonly whole: (Candidate[] | null)[];
   /** The last token's prefix candidates (prefixLast only), in term order, disjoint. */
   private readonly prefixes: Candidate[];
   /** Exact level: each token's term id, -1 when absent. */
@@ -52,13 +56,17 @@ export class QueryTerms {
   private readonly prefixDistance: Uint8Array;
   private readonly segment: Segment;
   private readonly tuning: SearchTuning;
+  private readonly tokens: readonly string[];
+  private readonly lastAllowed: number;
+  private readonly lastWholeMemo = new Map<number, number>();
 
   private constructor(
     segment: Segment,
     tuning: SearchTuning,
     typos: boolean,
     prefixLast: boolean,
-    whole: Candidate[][],
+    tokens: readonly string[],
+    whole: (Candidate[] | null)[],
     prefixes: Candidate[],
   ) {
     this.segment = segment;
@@ -66,9 +74,11 @@ export class QueryTerms {
     this.typos = typos;
     this.n = whole.length;
     this.prefixLast = prefixLast;
+    this.tokens = tokens;
+    this.lastAllowed = typos ? allowedTypos(tokens[tokens.length - 1]!) : 0;
     this.whole = whole;
     this.prefixes = prefixes;
-    this.ids = Int32Array.from(whole, (list) => (list[0]?.distance === 0 ? list[0].lo : -1));
+    this.ids = Int32Array.from(whole, (list) => (list?.[0]?.distance === 0 ? list[0].lo : -1));
     this.lo = prefixes[0]?.lo ?? 0;
     this.hi = prefixes[0]?.hi ?? 0;
     this.prefixLo = Int32Array.from(prefixes, (c) => c.lo);
@@ -100,7 +110,7 @@ export class QueryTerms {
     }
     const required = prefixLast ? n - 1 : n;
     for (let i = 0; i < required; i++) if (whole[i]!.length === 0) return null;
-    return new QueryTerms(segment, tuning, false, prefixLast, whole, prefixes);
+    return new QueryTerms(segment, tuning, false, prefixLast, tokens, whole, prefixes);
   }
 
   /** The typo level, or null when no token may have typos (or some token matches nothing). */
@@ -115,9 +125,7 @@ export class QueryTerms {
     const n = tokens.length;
     const dict = segment.terms;
     const whole = tokens.map((token, i) =>
-      fuzzyTerms(dict, token, allowed[i]!, false)
-        .map((r) => ({ lo: r.lo, hi: r.hi, distance: r.distance, prefix: -1 }))
-        .sort((a, b) => a.distance - b.distance),
+      prefixLast && i === n - 1 ? null : wholeCandidates(segment, token, allowed[i]!),
     );
     let prefixes: Candidate[] = [];
     if (prefixLast) {
@@ -132,7 +140,31 @@ export class QueryTerms {
     }
     const required = prefixLast ? n - 1 : n;
     for (let i = 0; i < required; i++) if (whole[i]!.length === 0) return null;
-    return new QueryTerms(segment, tuning, true, prefixLast, whole, prefixes);
+    return new QueryTerms(segment, tuning, true, prefixLast, tokens, whole, prefixes);
+  }
+
+  /** Token i's whole-word candidates (the last token's computed on first use). */
+  private wholeOf(i: number): Candidate[] {
+    let list = this.whole[i];
+    if (list === null || list === undefined) {
+      list = wholeCandidates(this.segment, this.tokens[i]!, this.lastAllowed);
+      this.whole[i] = list;
+    }
+    return list;
+  }
+
+  /** Typo level, prefixLast: the distance of term t to the last token as a whole word, or NO_MATCH. */
+  lastWholeDistance(t: number): number {
+    let d = this.lastWholeMemo.get(t);
+    if (d === undefined) {
+      const { bytes, offsets } = this.segment.terms;
+      const word = bytes.toString("utf8", offsets[t]!, offsets[t + 1]!);
+      const last = this.tokens[this.n - 1]!;
+      d = word === last ? 0 : editDistance(last, word, this.lastAllowed);
+      if (d > this.lastAllowed) d = NO_MATCH;
+      this.lastWholeMemo.set(t, d);
+    }
+    return d;
   }
 
   /** Distance of term t to the last token as a prefix (prefixLast only). */
@@ -152,7 +184,7 @@ export class QueryTerms {
   /** The closest distance at which token i occurs in document doc's data text only (scope=all), or NO_MATCH. */
   dataDistance(i: number, doc: number, below: number): number {
     const { offsets, docs } = this.segment.dataPostings;
-    for (const c of this.whole[i]!) {
+    for (const c of this.wholeOf(i)) {
       if (c.distance >= below) break;
       for (let t = c.lo; t < c.hi; t++) {
         let a = offsets[t]!;
@@ -171,28 +203,56 @@ export class QueryTerms {
   /** Documents with token i as a whole word in the title (for the last token with prefixLast: a complete word). */
   wholeSource(i: number, where: Where, order: Order): Source {
     const runs: RunSource[] = [];
-    for (const c of this.whole[i]!) {
+    for (const c of this.wholeOf(i)) {
       for (let t = c.lo; t < c.hi; t++) pushRuns(runs, this.segment.titlePostings, order, t, where);
     }
     return this.union(runs);
   }
 
+  /**
+   * Documents whose last-token match is a complete word (a fine value of 0 or 1): some title word
+   * is as close to the last token, whole, as the closest beginning of any title word. At the exact
+   * level that is "has the token as a word"; with typos, a word one edit away counts only where no
+   * title word begins with the token exactly, and so on for two.
+   */
+  completeSource(order: Order): Source {
+    if (!this.typos) return this.wholeSource(this.n - 1, "all", order);
+    const parts: Source[] = [];
+    const closer: RunSource[] = [];
+    for (let d = 0; d <= MAX_TYPOS_PER_TOKEN; d++) {
+      const words: RunSource[] = [];
+      for (const c of this.wholeOf(this.n - 1)) {
+        if (c.distance === d)
+          for (let t = c.lo; t < c.hi; t++) pushRuns(words, this.segment.titlePostings, order, t, "all");
+      }
+      if (words.length > 0) {
+        const atD = this.union(words);
+        parts.push(closer.length === 0 ? atD : new ExceptSource(atD, this.union([...closer])));
+      }
+      for (const c of this.prefixes) if (c.distance === d) this.pushPrefixRuns(closer, c, "all", order);
+    }
+    return parts.length === 1 ? parts[0]! : parts.length === 0 ? EMPTY : new UnionSource(parts);
+  }
+
   /** Documents with a title token the last token prefixes (within its typos at the typo level). */
   prefixSource(where: Where, order: Order): Source {
     const runs: RunSource[] = [];
-    for (const c of this.prefixes) {
-      if (c.prefix >= 0) pushRuns(runs, this.segment.prefixPostings, order, c.prefix, where);
-      else if (c.prefix === NO_TITLE_TERMS) continue;
-      else for (let t = c.lo; t < c.hi; t++) pushRuns(runs, this.segment.titlePostings, order, t, where);
-    }
+    for (const c of this.prefixes) this.pushPrefixRuns(runs, c, where, order);
     return this.union(runs);
+  }
+
+  private pushPrefixRuns(runs: RunSource[], c: Candidate, where: Where, order: Order): void {
+    if (c.prefix >= 0) pushRuns(runs, this.segment.prefixPostings, order, c.prefix, where);
+    else if (c.prefix !== NO_TITLE_TERMS) {
+      for (let t = c.lo; t < c.hi; t++) pushRuns(runs, this.segment.titlePostings, order, t, where);
+    }
   }
 
   /** Documents with token i in data text only (scope=all), in weight order. */
   dataSource(i: number): Source {
     const { offsets, docs } = this.segment.dataPostings;
     const runs: RunSource[] = [];
-    for (const c of this.whole[i]!) {
+    for (const c of this.wholeOf(i)) {
       for (let t = c.lo; t < c.hi; t++)
         if (offsets[t + 1]! > offsets[t]!) runs.push(new RunSource(docs, offsets[t]!, offsets[t + 1]!));
     }
@@ -207,12 +267,23 @@ export class QueryTerms {
   }
 }
 
+/** Terms within `max` edits of a whole token, closest first (a lookup when no typo is allowed). */
+function wholeCandidates(segment: Segment, token: string, max: number): Candidate[] {
+  if (max === 0) {
+    const t = segment.terms.find(Buffer.from(token, "utf8"));
+    return t < 0 ? [] : [{ lo: t, hi: t + 1, distance: 0, prefix: -1 }];
+  }
+  return fuzzyTerms(segment.terms, token, max, false)
+    .map((r) => ({ lo: r.lo, hi: r.hi, distance: r.distance, prefix: -1 }))
+    .sort((a, b) => a.distance - b.distance);
+}
+
 /** term -> per-token distances, from each token's whole-word candidates. */
-function termDistances(whole: Candidate[][]): Map<number, Uint8Array> {
+function termDistances(whole: (Candidate[] | null)[]): Map<number, Uint8Array> {
   const n = whole.length;
   const map = new Map<number, Uint8Array>();
   whole.forEach((list, i) => {
-    for (const c of list) {
+    for (const c of list ?? []) {
       for (let t = c.lo; t < c.hi; t++) {
         let row = map.get(t);
         if (row === undefined) {

@@ -10,7 +10,7 @@
 import type { SearchRequest } from "../../../ports/engine.ts";
 import { AndSource, END, intersectionByBitmap, materialize } from "../postings/sources.ts";
 import type { Segment } from "../segment/segment.ts";
-import { BUCKETS } from "./lexical.ts";
+import { BUCKETS, FINE_PREFIX, typosOf } from "./lexical.ts";
 import type { Matcher } from "./matching.ts";
 import { NearestIterator } from "./nearest.ts";
 import type { Order, Stream } from "./planning.ts";
@@ -39,9 +39,18 @@ export class StreamReader {
   run(streams: Stream[]): SegmentHit[] {
     const { limit, weighted } = this.request;
     for (const stream of streams) {
-      const better = this.hits.reduce((c, h) => c + (h.bucket < stream.bound ? 1 : 0), 0);
+      // Hits of better buckets; for a prefix-only stream (purely lexical order) also the complete
+      // words of its own bucket, which rank above all of its documents.
+      const prefixOnly = stream.last === "prefix";
+      const better = this.hits.reduce(
+        (c, h) =>
+          c + (h.bucket < stream.bound || (prefixOnly && h.bucket === stream.bound && h.fine < FINE_PREFIX) ? 1 : 0),
+        0,
+      );
       const need = limit - better;
       if (need <= 0) break;
+      // Matches with typos are looked for only when there is no exact match (docs/ranking.md, Typos).
+      if (typosOf(stream.bound) > 0 && this.hits.some((h) => typosOf(h.bucket) === 0)) break;
       const counts = new Uint32Array(BUCKETS);
       if (weighted && this.point) this.readWeightedNearest(stream, need, counts);
       else if (weighted) this.readInOrder(stream, need, counts, "weight");
@@ -60,8 +69,14 @@ export class StreamReader {
   }
 
   /**
-   * Reads the stream in weight or length order (positions [lo, hi) of that order), keeping the first
-   * `need` hits of each bucket; the stream's best bucket full means nothing later can rank.
+   * Reads the stream in weight or length order (positions [lo, hi) of that order), keeping the
+   * first `need` hits of each bucket; the stream's best bucket full means nothing later can rank,
+   * once the ties of the last hit kept are read too:
+   *   weight order, a stream of every last-token match: the rest of the group of equal weight
+   *     (arriving by title length, where the fine order, last word complete first, comes first);
+   *   length order, a stream where titles may equal the query: the titles with as few tokens as
+   *     the query (a title equal to the query ranks first among its ties).
+   * `fine` reads only the documents whose last token is a complete word, or only a prefix.
    */
   private readInOrder(
     stream: Stream,
@@ -71,6 +86,7 @@ export class StreamReader {
     unlocatedOnly = false,
     lo = 0,
     hi = END,
+    fine: "complete" | "prefix" | null = null,
   ): void {
     const source = stream.source(order);
     if (source === null) {
@@ -81,7 +97,9 @@ export class StreamReader {
     const lat = this.segment.geo.lat;
     const weight = this.segment.weight;
     const n = matcher.queryTokens;
-    let tailWeight = -1;
+    const groupTail = order === "weight" && stream.last === "any";
+    const titleTail = order === "length" && stream.exactTitles;
+    let tail = -1;
     let it = source.open(lo, hi);
     let read = 0;
     for (let p = it.next(); p !== END; p = it.next()) {
@@ -97,22 +115,42 @@ export class StreamReader {
         }
       }
       const doc = this.docAt(order, p);
-      if (tailWeight >= 0 && (matcher.titleTokens(doc) > n || (order === "weight" && weight[doc] !== tailWeight)))
-        return;
+      if (tail >= 0 && (groupTail ? weight[doc] !== tail : matcher.titleTokens(doc) > n)) return;
       if (unlocatedOnly && !Number.isNaN(lat[doc]!)) continue;
       const bucket = matcher.accept(doc, stream);
       if (bucket < 0) continue;
-      if (counts[bucket]!++ < need || (tailWeight >= 0 && bucket === stream.bound)) {
+      if (fine !== null && (fine === "prefix") !== (matcher.fine === FINE_PREFIX)) continue;
+      if (counts[bucket]!++ < need || (tail >= 0 && bucket === stream.bound)) {
         this.hits.push({ doc, bucket, fine: matcher.fine, distance: Infinity });
       }
-      if (counts[stream.bound]! >= need && tailWeight < 0) {
-        if (!stream.exactTitles) return;
-        // Ties on everything before the fine order are read in (title length, id) order, yet a
-        // title equal to the query ranks first among them: the documents that tie with the last
-        // one kept and have as few tokens as the query (where such titles are) are read too.
-        tailWeight = weight[doc]!;
+      if (counts[stream.bound]! >= need && tail < 0) {
+        if (!groupTail && !titleTail) return;
+        tail = groupTail ? weight[doc]! : n;
       }
     }
+  }
+
+  /**
+   * Reads the stream's documents without coordinates (all at the same infinite distance, so the
+   * fine order decides among them) in an order: complete last words first, then prefixes only.
+   */
+  private readUnlocated(
+    stream: Stream,
+    need: number,
+    counts: Uint32Array,
+    order: "weight" | "length",
+    lo = 0,
+    hi = END,
+  ): void {
+    if (stream.last !== "any") {
+      this.readInOrder(stream, need, counts, order, true, lo, hi);
+      return;
+    }
+    const complete = counts.slice();
+    this.readInOrder(stream, need, complete, order, true, lo, hi, "complete");
+    const prefix = counts.slice();
+    this.readInOrder(stream, need, prefix, order, true, lo, hi, "prefix");
+    for (let b = 0; b < counts.length; b++) counts[b] = complete[b]! + prefix[b]! - counts[b]!;
   }
 
   /** Reads the whole stream in weight order and keeps its best `need` hits (streams stored in no other order). */
@@ -142,7 +180,7 @@ export class StreamReader {
       this.hits.length = mark;
       counts.fill(0);
       this.readWhole(stream, need, counts, false);
-    } else if (outcome === "exhausted") this.readInOrder(stream, need, counts, "length", true);
+    } else if (outcome === "exhausted") this.readUnlocated(stream, need, counts, "length");
   }
 
   /**
@@ -212,7 +250,7 @@ export class StreamReader {
             source.count(0, END),
           );
           // Within a group, weight order is length order: its unlocated documents come in that order.
-          if (outcome === "exhausted") this.readInOrder(stream, need, counts, "weight", true, doc, groupEnd);
+          if (outcome === "exhausted") this.readUnlocated(stream, need, counts, "weight", doc, groupEnd);
           readWhole = outcome === "over budget";
           if (readWhole) {
             this.hits.length = mark;
