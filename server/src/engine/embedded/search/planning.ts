@@ -4,10 +4,11 @@
 // its documents yields them best first and can stop after k.
 //
 // Streams come in two levels: exact (every token at distance 0), then with typos (only read when
-// the exact streams did not fill the page, since a typo never outranks an exact match). Within a
-// level, scope=title has four streams: {the first token at the title start, anywhere} x {the
-// last token as a complete word, only as a prefix}. The split by the last token keeps the fine
-// order (complete before prefix) inside each stream the same as the reading order.
+// nothing matched exactly: docs/ranking.md, Typos). With a purely lexical order, scope=title has
+// four streams per level: {the first token at the title start, anywhere} x {the last token as a
+// complete word, only as a prefix}, so that the fine order (complete before prefix) agrees with
+// each stream's reading order. With weight or distance, one stream per tier holds both kinds, and
+// the reader settles the fine order among equal weights and distances (reading-orders.ts).
 import { AndSource, EMPTY, ExceptSource, UnionSource, type Source } from "../postings/sources.ts";
 import type { Segment } from "../segment/segment.ts";
 import {
@@ -63,7 +64,7 @@ export function planStreams(segment: Segment, query: SegmentQuery, tuning: Searc
   const exact = QueryTerms.exact(segment, tokens, prefixLast, tuning);
   if (exact !== null) streams.push(...levelStreams(query, () => exact, false, split));
   if (query.request.typoTolerance !== false) {
-    // Resolved on first use: most queries fill their page with exact matches.
+    // Resolved on first use: most queries match something exactly and never read these.
     let typos: QueryTerms | null | undefined;
     const typoTerms = () => {
       if (typos === undefined) typos = QueryTerms.withTypos(segment, tokens, prefixLast, tuning);
