@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { fuzzyTerms } from "../../src/engine/embedded/termdict/fuzzy.ts";
+import { fuzzyPrefixesAndTerms, fuzzyTerms } from "../../src/engine/embedded/termdict/fuzzy.ts";
 import { SortedStrings, compareCodePoints } from "../../src/engine/embedded/termdict/sorted-strings.ts";
 import { editDistance, prefixEditDistance } from "../../src/engine/typos.ts";
 import { random } from "../support/random.ts";
@@ -84,6 +84,10 @@ describe("fuzzy walk over a sorted dictionary", () => {
             const got = expand(fuzzyTerms(dict, query, max, prefix));
             expect(got, `${query} max ${max} prefix ${prefix}`).toEqual(bruteForce(terms, query, max, prefix));
           }
+          // One walk for both answers gives each of them exactly.
+          const both = fuzzyPrefixesAndTerms(dict, query, max);
+          expect(expand(both.prefixes)).toEqual(bruteForce(terms, query, max, true));
+          expect(expand(both.whole)).toEqual(bruteForce(terms, query, max, false));
         }
       }
     }

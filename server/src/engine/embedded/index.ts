@@ -316,8 +316,16 @@ class EmbeddedEngine implements SearchEngine {
         doc: hit.doc,
       };
     });
+    // Typos count only where nothing matches exactly: with an exact hit in the segment, the
+    // version's changed records are matched exactly too (much cheaper than with edit distances).
+    const exactOnly = fromSegment.some((h) => typosOf(h.bucket) === 0);
     let hits =
-      overlay.upserts.size > 0 ? [...fromSegment, ...overlay.search(tokens, prefixLast, request)] : fromSegment;
+      overlay.upserts.size > 0
+        ? [
+            ...fromSegment,
+            ...overlay.search(tokens, prefixLast, exactOnly ? { ...request, typoTolerance: false } : request),
+          ]
+        : fromSegment;
     if (hits !== fromSegment) {
       // Matches with typos count only where the version has no exact match at all.
       if (hits.some((h) => typosOf(h.bucket) === 0)) hits = hits.filter((h) => typosOf(h.bucket) === 0);

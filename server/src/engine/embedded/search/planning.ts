@@ -67,7 +67,7 @@ export function planStreams(segment: Segment, query: SegmentQuery, tuning: Searc
     // Resolved on first use: most queries match something exactly and never read these.
     let typos: QueryTerms | null | undefined;
     const typoTerms = () => {
-      if (typos === undefined) typos = QueryTerms.withTypos(segment, tokens, prefixLast, tuning);
+      if (typos === undefined) typos = QueryTerms.withTypos(segment, tokens, prefixLast, tuning, split);
       return typos;
     };
     streams.push(...levelStreams(query, typoTerms, true, split));

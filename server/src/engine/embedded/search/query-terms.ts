@@ -7,7 +7,7 @@
 import { MAX_TYPOS_PER_TOKEN, allowedTypos, editDistance } from "../../typos.ts";
 import { EMPTY, ExceptSource, RunSource, UnionSource, mergeRuns, type Source } from "../postings/sources.ts";
 import type { Segment, SplitPostings } from "../segment/segment.ts";
-import { fuzzyTerms } from "../termdict/fuzzy.ts";
+import { type FuzzyRange, fuzzyPrefixesAndTerms, fuzzyTerms } from "../termdict/fuzzy.ts";
 import { NO_MATCH } from "./lexical.ts";
 import type { SearchTuning } from "./segment-search.ts";
 
@@ -119,6 +119,7 @@ export class QueryTerms {
     tokens: readonly string[],
     prefixLast: boolean,
     tuning: SearchTuning,
+    completeWords: boolean,
   ): QueryTerms | null {
     const allowed = tokens.map(allowedTypos);
     if (allowed.every((a) => a === 0)) return null;
@@ -130,7 +131,17 @@ export class QueryTerms {
     let prefixes: Candidate[] = [];
     if (prefixLast) {
       const last = tokens[n - 1]!;
-      prefixes = fuzzyTerms(dict, last, allowed[n - 1]!, true).map((r) => ({
+      // A purely lexical order reads the last token's complete words as postings: one walk finds
+      // them with its beginnings; otherwise only the distances of terms read are needed, later.
+      let walked: FuzzyRange[];
+      if (completeWords) {
+        const both = fuzzyPrefixesAndTerms(dict, last, allowed[n - 1]!);
+        walked = both.prefixes;
+        whole[n - 1] = candidatesOf(both.whole);
+      } else {
+        walked = fuzzyTerms(dict, last, allowed[n - 1]!, true);
+      }
+      prefixes = walked.map((r) => ({
         lo: r.lo,
         hi: r.hi,
         distance: r.distance,
@@ -273,7 +284,11 @@ function wholeCandidates(segment: Segment, token: string, max: number): Candidat
     const t = segment.terms.find(Buffer.from(token, "utf8"));
     return t < 0 ? [] : [{ lo: t, hi: t + 1, distance: 0, prefix: -1 }];
   }
-  return fuzzyTerms(segment.terms, token, max, false)
+  return candidatesOf(fuzzyTerms(segment.terms, token, max, false));
+}
+
+function candidatesOf(ranges: FuzzyRange[]): Candidate[] {
+  return ranges
     .map((r) => ({ lo: r.lo, hi: r.hi, distance: r.distance, prefix: -1 }))
     .sort((a, b) => a.distance - b.distance);
 }

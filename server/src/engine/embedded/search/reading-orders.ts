@@ -10,7 +10,7 @@
 import type { SearchRequest } from "../../../ports/engine.ts";
 import { AndSource, END, intersectionByBitmap, materialize } from "../postings/sources.ts";
 import type { Segment } from "../segment/segment.ts";
-import { BUCKETS, FINE_PREFIX, typosOf } from "./lexical.ts";
+import { BUCKETS, FINE_EXACT_TITLE, FINE_PREFIX, typosOf } from "./lexical.ts";
 import type { Matcher } from "./matching.ts";
 import { NearestIterator } from "./nearest.ts";
 import type { Order, Stream } from "./planning.ts";
@@ -95,11 +95,10 @@ export class StreamReader {
     }
     const matcher = this.matcher;
     const lat = this.segment.geo.lat;
-    const weight = this.segment.weight;
     const n = matcher.queryTokens;
-    const groupTail = order === "weight" && stream.last === "any";
     const titleTail = order === "length" && stream.exactTitles;
-    let tail = -1;
+    let tail = false;
+    const mark = this.hits.length;
     let it = source.open(lo, hi);
     let read = 0;
     for (let p = it.next(); p !== END; p = it.next()) {
@@ -115,17 +114,55 @@ export class StreamReader {
         }
       }
       const doc = this.docAt(order, p);
-      if (tail >= 0 && (groupTail ? weight[doc] !== tail : matcher.titleTokens(doc) > n)) return;
+      if (tail && matcher.titleTokens(doc) > n) return;
       if (unlocatedOnly && !Number.isNaN(lat[doc]!)) continue;
       const bucket = matcher.accept(doc, stream);
       if (bucket < 0) continue;
       if (fine !== null && (fine === "prefix") !== (matcher.fine === FINE_PREFIX)) continue;
-      if (counts[bucket]!++ < need || (tail >= 0 && bucket === stream.bound)) {
+      if (counts[bucket]!++ < need || (tail && bucket === stream.bound)) {
         this.hits.push({ doc, bucket, fine: matcher.fine, distance: Infinity });
       }
-      if (counts[stream.bound]! >= need && tail < 0) {
-        if (!groupTail && !titleTail) return;
-        tail = groupTail ? weight[doc]! : n;
+      if (counts[stream.bound]! >= need && !tail) {
+        if (order === "weight" && stream.last === "any" && fine !== "prefix") {
+          this.readGroupTail(stream, doc, Math.min(hi, this.weightGroupEnd(doc)), mark, unlocatedOnly);
+          return;
+        }
+        if (!titleTail) return;
+        tail = true;
+      }
+    }
+  }
+
+  /**
+   * The best bucket is full at `doc`, read in weight order, where equal weights arrive by title
+   * length: later documents of the same weight [doc + 1, end) can still rank above those kept by
+   * the fine order, but only with a better fine value than the worst kept of that weight. Those
+   * are few (complete last words, or titles as short as the query), and only they are read.
+   */
+  private readGroupTail(stream: Stream, doc: number, end: number, mark: number, unlocatedOnly: boolean): void {
+    if (end <= doc + 1) return;
+    const weight = this.segment.weight[doc]!;
+    let worst = 0;
+    for (let i = mark; i < this.hits.length; i++) {
+      const h = this.hits[i]!;
+      if (h.bucket === stream.bound && this.segment.weight[h.doc] === weight && h.fine > worst) worst = h.fine;
+    }
+    if (worst === FINE_EXACT_TITLE) return;
+    const matcher = this.matcher;
+    const terms = stream.terms();
+    const lat = this.segment.geo.lat;
+    // Better than "prefix only" means a complete last word: walk only the complete documents.
+    const source = terms.prefixLast
+      ? new AndSource([stream.source("weight")!, terms.completeSource("weight")])
+      : stream.source("weight")!;
+    const it = source.open(doc + 1, end);
+    for (let d = it.next(); d !== END; d = it.next()) {
+      // Without a prefix every match is complete; a better one has a title as short as the query.
+      if (!terms.prefixLast && matcher.titleTokens(d) > matcher.queryTokens) return;
+      if (unlocatedOnly && !Number.isNaN(lat[d]!)) continue;
+      const bucket = matcher.accept(d, stream);
+      if (bucket === stream.bound && matcher.fine < worst) {
+        this.hits.push({ doc: d, bucket, fine: matcher.fine, distance: Infinity });
       }
     }
   }

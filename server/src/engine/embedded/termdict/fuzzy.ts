@@ -5,7 +5,10 @@
 // edit-distance matrix per level (a Levenshtein automaton computed lazily, as Lucene's FuzzyQuery
 // and tantivy's fuzzy term query run one over their term FSTs), and abandons a branch as soon as
 // its row's smallest value exceeds the bound: rows never decrease downwards, so nothing below can
-// match. Distances are the restricted Damerau–Levenshtein of engine/typos.ts, over code points.
+// match. Once a row's smallest value is the bound, the walk stops descending: only the rest of the
+// query after a cell at the bound can follow (visitTight), and those few continuations are
+// searched for directly. Distances are the restricted Damerau–Levenshtein of engine/typos.ts,
+// over code points.
 import type { SortedStrings } from "./sorted-strings.ts";
 
 /** Terms [lo, hi) all within `distance` of the query (a single term when hi = lo + 1). */
@@ -26,77 +29,94 @@ export interface FuzzyRange {
  * distance of any prefix of its terms.
  */
 export function fuzzyTerms(dict: SortedStrings, query: string, max: number, prefix: boolean): FuzzyRange[] {
-  const walk = new FuzzyWalk(dict, query, max, prefix);
-  walk.visit(0, dict.count, 0, 0, Number.POSITIVE_INFINITY);
-  return walk.found;
+  const walk = new FuzzyWalk(dict, query, max, !prefix);
+  walk.visit(0, dict.count, 0, 0, Number.POSITIVE_INFINITY, prefix);
+  return prefix ? walk.prefixes : walk.whole;
 }
 
-/** Ranges of at most this many terms are stepped through child by child (visitMatchingChildren). */
-const SCAN_BELOW = 48;
+/** Both answers for one token in one walk: its terms by closest prefix, and its whole terms. */
+export function fuzzyPrefixesAndTerms(
+  dict: SortedStrings,
+  query: string,
+  max: number,
+): { prefixes: FuzzyRange[]; whole: FuzzyRange[] } {
+  const walk = new FuzzyWalk(dict, query, max, true);
+  walk.visit(0, dict.count, 0, 0, Number.POSITIVE_INFINITY, true);
+  return { prefixes: walk.prefixes, whole: walk.whole };
+}
 
 class FuzzyWalk {
-  readonly found: FuzzyRange[] = [];
+  /** Prefix mode's answer: subtrees and single terms by their closest beginning. */
+  readonly prefixes: FuzzyRange[] = [];
+  /** Whole mode's answer: terms within max edits. */
+  readonly whole: FuzzyRange[] = [];
   private readonly bytes: Buffer;
   private readonly offsets: Uint32Array;
   private readonly query: Int32Array;
   private readonly max: number;
-  private readonly prefix: boolean;
+  private readonly wantWhole: boolean;
   /** rows[d]: the matrix row of the trie node at depth d (code points). */
   private readonly rows: Int32Array[] = [];
   /** chars[d]: the code point that leads to depth d + 1. */
   private readonly chars: Int32Array;
-  /** Each query character as UTF-8. */
-  private readonly encoded = new Map<number, Uint8Array>();
-  /** Scratch per depth: the characters a tight node's children may have (visitMatchingChildren). */
-  private readonly candidates: Int32Array[] = [];
+  /** rest[j]: the query from character j on, as UTF-8 (the targets of a tight node). */
+  private readonly rest: Uint8Array[] = [];
+  /** swapped[j]: character j, then the query from character j + 2 on, as UTF-8. */
+  private readonly swapped: Uint8Array[] = [];
 
-  constructor(dict: SortedStrings, query: string, max: number, prefix: boolean) {
+  /** `wantWhole`: collect whole terms too (the prefix answer is asked for by visiting with prefixOn). */
+  constructor(dict: SortedStrings, query: string, max: number, wantWhole: boolean) {
     this.bytes = dict.bytes;
     this.offsets = dict.offsets;
     this.query = Int32Array.from(query, (ch) => ch.codePointAt(0)!);
     this.max = max;
-    this.prefix = prefix;
+    this.wantWhole = wantWhole;
     const m = this.query.length;
     // No node deeper than m + max can be within max edits: its row is at least depth - m.
     for (let d = 0; d <= m + max + 1; d++) this.rows.push(new Int32Array(m + 1));
     for (let j = 0; j <= m; j++) this.rows[0]![j] = j <= max ? j : max + 1;
     this.chars = new Int32Array(m + max + 2);
-    for (const c of this.query) this.encoded.set(c, Buffer.from(String.fromCodePoint(c), "utf8"));
-    for (let d = 0; d < this.rows.length; d++) this.candidates.push(new Int32Array(2 * m + 2));
+    for (let j = 0; j < m; j++) {
+      this.rest.push(Buffer.from(String.fromCodePoint(...this.query.subarray(j)), "utf8"));
+      this.swapped.push(Buffer.from(String.fromCodePoint(this.query[j]!, ...this.query.subarray(j + 2)), "utf8"));
+    }
   }
 
   /**
    * The trie node of terms [lo, hi), which share their first `bytes` bytes (`depth` code points),
    * whose row is rows[depth]; `best` is the smallest last-column value on the path above it.
+   * `prefixOn`: no ancestor's whole subtree was taken as prefix matches yet (below such a node,
+   * only whole matches are still looked for).
    */
-  visit(lo: number, hi: number, bytes: number, depth: number, best: number): void {
+  visit(lo: number, hi: number, bytes: number, depth: number, best: number, prefixOn: boolean): void {
     const m = this.query.length;
+    const max = this.max;
     const row = this.rows[depth]!;
     let rowMin = row[0]!;
     for (let j = 1; j <= m; j++) if (row[j]! < rowMin) rowMin = row[j]!;
     const here = row[m]!;
-    if (this.prefix) {
+    if (prefixOn) {
       const nodeBest = Math.min(best, here);
       // Nothing below can come closer than this row's minimum: the whole subtree is at nodeBest.
-      if (nodeBest <= this.max && rowMin >= nodeBest) {
-        this.found.push({ lo, hi, distance: nodeBest, depth, subtree: true });
-        return;
+      if (nodeBest <= max && rowMin >= nodeBest) {
+        this.prefixes.push({ lo, hi, distance: nodeBest, depth, subtree: true });
+        if (!this.wantWhole) return;
+        prefixOn = false;
+      } else {
+        best = nodeBest;
       }
-      if (rowMin > this.max) return;
-      best = nodeBest;
-    } else if (rowMin > this.max) {
-      return;
     }
+    if (rowMin > max) return;
     let i = lo;
     // The term equal to the node's prefix, if any, sorts first.
     if (this.offsets[i + 1]! - this.offsets[i]! === bytes) {
-      const distance = this.prefix ? best : here;
-      if (distance <= this.max) this.found.push({ lo: i, hi: i + 1, distance, depth, subtree: false });
+      if (prefixOn && best <= max) this.prefixes.push({ lo: i, hi: i + 1, distance: best, depth, subtree: false });
+      if (this.wantWhole && here <= max) this.whole.push({ lo: i, hi: i + 1, distance: here, depth, subtree: false });
       i++;
     }
     if (depth + 1 >= this.rows.length) return;
-    if (rowMin === this.max && !(this.prefix && best <= this.max)) {
-      this.visitMatchingChildren(i, hi, bytes, depth, best);
+    if (rowMin === max && !(prefixOn && best <= max)) {
+      this.visitTight(lo, hi, bytes, depth, prefixOn);
       return;
     }
     while (i < hi) {
@@ -107,80 +127,72 @@ class FuzzyWalk {
       this.chars[depth] = decode(this.bytes, at, width);
       // A child whose row is out of reach is not visited: nothing below it can match, though with
       // a prefix its whole subtree still matches at the distance reached above it.
-      if (this.nextRow(depth) <= this.max) this.visit(i, end, bytes + width, depth + 1, best);
-      else if (this.prefix && best <= this.max) {
-        this.found.push({ lo: i, hi: end, distance: best, depth: depth + 1, subtree: true });
+      if (this.nextRow(depth) <= max) this.visit(i, end, bytes + width, depth + 1, best, prefixOn);
+      else if (prefixOn && best <= max) {
+        this.prefixes.push({ lo: i, hi: end, distance: best, depth: depth + 1, subtree: true });
       }
       i = end;
     }
   }
 
   /**
-   * Every value of this node's row is at least max: a child stays within reach only by matching
-   * the query character after a cell at max (or by completing a swap), since any other character
-   * adds an edit everywhere. Those one to three children are visited alone, instead of computing
-   * a row for every child (all but a handful of the rows a walk with two typos would compute).
+   * Every value of this node's row is at max: from here a cell keeps its value only by following
+   * its diagonal with exact matches (or, at the first step, by completing a swap), every other
+   * step adds an edit. So the terms below within reach are those that continue with the rest of
+   * the query after such a cell, at exactly max edits: one search per diagonal instead of a walk
+   * down, level by level, through every child.
    */
-  private visitMatchingChildren(lo: number, hi: number, bytes: number, depth: number, best: number): void {
-    const count = this.tightCandidates(depth);
-    const candidates = this.candidates[depth]!;
-    // A short range is cheaper to step through child by child than to search once per character.
-    if (hi - lo <= SCAN_BELOW) {
-      for (let i = lo; i < hi; ) {
-        const at = this.offsets[i]! + bytes;
-        const lead = this.bytes[at]!;
-        const width = lead < 0x80 ? 1 : lead < 0xe0 ? 2 : lead < 0xf0 ? 3 : 4;
-        const end = this.childEnd(i, hi, bytes, bytes + width);
-        const char = decode(this.bytes, at, width);
-        for (let k = 0; k < count; k++) {
-          if (candidates[k] !== char) continue;
-          this.chars[depth] = char;
-          if (this.nextRow(depth) <= this.max) this.visit(i, end, bytes + width, depth + 1, best);
-          break;
-        }
-        i = end;
-      }
-      return;
-    }
-    for (let k = 0; k < count; k++) {
-      const char = candidates[k]!;
-      const encoded = this.encoded.get(char)!;
-      const [a, b] = this.childRange(lo, hi, bytes, encoded);
-      if (a === b) continue;
-      this.chars[depth] = char;
-      if (this.nextRow(depth) <= this.max) this.visit(a, b, bytes + encoded.length, depth + 1, best);
-    }
-  }
-
-  /**
-   * The characters a child of a tight node at `depth` may have, distinct and ascending (code point
-   * order is the dictionary's byte order, so ranges come out sorted), in `candidates[depth]`;
-   * returns how many. See nextRow: a cell stays at max only on the diagonal after a cell at max, or by a swap.
-   */
-  private tightCandidates(depth: number): number {
+  private visitTight(lo: number, hi: number, bytes: number, depth: number, prefixOn: boolean): void {
     const q = this.query;
     const m = q.length;
     const max = this.max;
     const row = this.rows[depth]!;
-    const candidates = this.candidates[depth]!;
-    let count = 0;
-    const add = (c: number) => {
-      let k = count;
-      for (let x = 0; x < count; x++) if (candidates[x] === c) return;
-      while (k > 0 && candidates[k - 1]! > c) {
-        candidates[k] = candidates[k - 1]!;
-        k--;
+    const swap = depth > 0;
+    const previousChar = swap ? this.chars[depth - 1]! : -1;
+    const twoAbove = swap ? this.rows[depth - 1]! : row;
+    let emitted = this.prefixes.length;
+    const wordsFrom = this.whole.length;
+    for (let j = 0; j < m; j++) {
+      if (row[j] === max) this.takeTarget(lo, hi, bytes, depth, m - j, this.rest[j]!, prefixOn);
+      // A swap of q[j] and q[j + 1] that completes at the first step below: q[j], then q[j + 2..].
+      if (swap && j + 2 <= m && q[j + 1] === previousChar && twoAbove[j]! + 1 <= max) {
+        this.takeTarget(lo, hi, bytes, depth, m - j - 1, this.swapped[j]!, prefixOn);
       }
-      candidates[k] = c;
-      count++;
-    };
-    for (let j = 0; j < m; j++) if (row[j]! <= max) add(q[j]!);
-    if (depth > 0) {
-      const previousChar = this.chars[depth - 1]!;
-      const twoAbove = this.rows[depth - 1]!;
-      for (let j = 2; j <= m; j++) if (q[j - 1] === previousChar && twoAbove[j - 2]! + 1 <= max) add(q[j - 2]!);
     }
-    return count;
+    // Targets can come out of order, and nest (a query repeating itself, "abab" then "ab").
+    if (this.prefixes.length - emitted > 1) {
+      const mine = this.prefixes.splice(emitted).sort((x, y) => x.lo - y.lo || y.hi - x.hi);
+      let end = -1;
+      for (const r of mine) {
+        if (r.lo >= end) {
+          this.prefixes.push(r);
+          end = r.hi;
+        }
+      }
+      emitted = this.prefixes.length;
+    }
+    if (this.whole.length - wordsFrom > 1) {
+      const mine = this.whole.splice(wordsFrom).sort((x, y) => x.lo - y.lo);
+      for (let k = 0; k < mine.length; k++) if (k === 0 || mine[k]!.lo !== mine[k - 1]!.lo) this.whole.push(mine[k]!);
+    }
+  }
+
+  /** The terms below a tight node that continue with `encoded` (`length` code points), at max. */
+  private takeTarget(
+    lo: number,
+    hi: number,
+    bytes: number,
+    depth: number,
+    length: number,
+    encoded: Uint8Array,
+    prefixOn: boolean,
+  ): void {
+    const [a, b] = this.childRange(lo, hi, bytes, encoded);
+    if (a === b) return;
+    if (prefixOn) this.prefixes.push({ lo: a, hi: b, distance: this.max, depth: depth + length, subtree: true });
+    if (this.wantWhole && this.offsets[a + 1]! - this.offsets[a]! === bytes + encoded.length) {
+      this.whole.push({ lo: a, hi: a + 1, distance: this.max, depth: depth + length, subtree: false });
+    }
   }
 
   /** The terms of [lo, hi) whose bytes from `bytes` on start with `encoded`. */
