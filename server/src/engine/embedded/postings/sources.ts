@@ -240,8 +240,8 @@ export class AndSource implements Source {
  * another stream are skipped here by a seek, without matching them (search/planning.ts).
  */
 export class ExceptSource implements Source {
-  private readonly include: Source;
-  private readonly exclude: Source;
+  readonly include: Source;
+  readonly exclude: Source;
 
   constructor(include: Source, exclude: Source) {
     this.include = include;

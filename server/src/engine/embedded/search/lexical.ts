@@ -52,11 +52,55 @@ export class MatchScratch {
   dist = new Uint8Array(256);
   whole = new Uint8Array(64);
   best = new Uint8Array(32);
+  /** Exact matching (exactTitleMatch): bit i of masks[j] set when title token j matches token i. */
+  masks = new Uint32Array(64);
 
   ensure(titleTokens: number, queryTokens: number): void {
     if (titleTokens * queryTokens > this.dist.length) this.dist = new Uint8Array(titleTokens * queryTokens * 2);
-    if (titleTokens > this.whole.length) this.whole = new Uint8Array(titleTokens * 2);
+    if (titleTokens > this.whole.length) {
+      this.whole = new Uint8Array(titleTokens * 2);
+      this.masks = new Uint32Array(titleTokens * 2);
+    }
   }
+}
+
+/**
+ * titleMatch for a match without typos, from bit masks (the common case, kept cheap): masks[j]
+ * has bit i set when title token j matches query token i (the last one by its beginning when the
+ * last token is a prefix); `wholeLast` has bit j (j < 32) set when title token j equals the last
+ * token, and `anyWholeLast` says whether any token does.
+ */
+export function exactTitleMatch(
+  masks: Uint32Array,
+  len: number,
+  n: number,
+  prefixLast: boolean,
+  wholeLastAtEnd: boolean,
+  anyWholeLast: boolean,
+): number {
+  let found = 0;
+  for (let j = 0; j < len; j++) found |= masks[j]!;
+  const full = n === 32 ? 0xffff_ffff : (1 << n) - 1;
+  if ((found & full) >>> 0 !== full >>> 0) return -1;
+  let tier = TIER_SCATTERED;
+  if (n <= len && phraseOfMasks(masks, 0, n)) tier = TIER_START;
+  else {
+    for (let j = 1; j + n <= len; j++) {
+      if (phraseOfMasks(masks, j, n)) {
+        tier = TIER_PHRASE;
+        break;
+      }
+    }
+  }
+  let fine = FINE_LAST_COMPLETE;
+  if (prefixLast && !anyWholeLast) fine = FINE_PREFIX;
+  if (len === n && tier === TIER_START && (!prefixLast || wholeLastAtEnd)) fine = FINE_EXACT_TITLE;
+  return tier * 4 + fine;
+}
+
+function phraseOfMasks(masks: Uint32Array, j: number, n: number): boolean {
+  for (let i = 0; i < n; i++) if (((masks[j + i]! >>> i) & 1) === 0) return false;
+  return true;
 }
 
 /**

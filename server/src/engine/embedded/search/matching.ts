@@ -4,7 +4,15 @@
 import { compileFilter, type DocPredicate } from "../columns/filter-columns.ts";
 import { haversineMeters } from "../columns/geo.ts";
 import type { Segment } from "../segment/segment.ts";
-import { FINE_LAST_COMPLETE, MatchScratch, NO_MATCH, TIER_DATA, bucketOf, titleMatch } from "./lexical.ts";
+import {
+  FINE_LAST_COMPLETE,
+  MatchScratch,
+  NO_MATCH,
+  TIER_DATA,
+  bucketOf,
+  exactTitleMatch,
+  titleMatch,
+} from "./lexical.ts";
 import { holdsFine, type Stream } from "./planning.ts";
 import type { QueryTerms } from "./query-terms.ts";
 import type { SegmentHit, SegmentQuery } from "./segment-search.ts";
@@ -83,18 +91,36 @@ export class Matcher {
     const prefixLast = terms.prefixLast;
     const wholeTokens = prefixLast ? n - 1 : n;
     if (!terms.typos) {
+      // Without typos every match is at distance 0: bit masks, not the distance matrix.
       const ids = terms.ids;
       const last = ids[n - 1]!;
+      const masks = this.scratch.masks;
+      let anyWholeLast = false;
+      let wholeLastAtEnd = false;
       for (let j = 0; j < len; j++) {
         const t = forwardTerms[from + j]!;
-        const row = j * n;
-        for (let i = 0; i < wholeTokens; i++) dist[row + i] = ids[i] === t ? 0 : NO_MATCH;
+        let mask = 0;
+        for (let i = 0; i < wholeTokens; i++) if (ids[i] === t) mask |= 1 << i;
         if (prefixLast) {
-          dist[row + n - 1] = t >= terms.lo && t < terms.hi ? 0 : NO_MATCH;
-          whole[j] = t === last ? 0 : NO_MATCH;
+          if (t >= terms.lo && t < terms.hi) mask |= 1 << (n - 1);
+          if (t === last) {
+            anyWholeLast = true;
+            if (j === n - 1) wholeLastAtEnd = true;
+          }
         }
+        masks[j] = mask;
       }
-    } else {
+      const exact = exactTitleMatch(masks, len, n, prefixLast, wholeLastAtEnd, anyWholeLast);
+      if (exact >= 0 || prefixLast) return exact;
+      // scope=all: the tokens missing from the title must all be in data.
+      let found = 0;
+      for (let j = 0; j < len; j++) found |= masks[j]!;
+      for (let i = 0; i < n; i++) {
+        if (((found >>> i) & 1) === 0 && terms.dataDistance(i, doc, 1) !== 0) return -1;
+      }
+      return bucketOf(0, TIER_DATA) * 4 + FINE_LAST_COMPLETE;
+    }
+    {
       const byTerm = terms.byTerm!;
       for (let j = 0; j < len; j++) {
         const t = forwardTerms[from + j]!;
@@ -113,7 +139,6 @@ export class Matcher {
     if (prefixLast) return title;
     // scope=all: a token may also match in data; the record takes its better route (a title
     // match at some typos, or a data match at the typos of each token's closest match anywhere).
-    if (title >= 0 && !terms.typos) return title;
     let typos = 0;
     for (let i = 0; i < n; i++) {
       let inTitle = NO_MATCH;

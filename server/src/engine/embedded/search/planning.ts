@@ -112,7 +112,10 @@ function levelStreams(
     const prefixed = (t: QueryTerms, where: Where, o: Order) => t.prefixSource(where, o);
     // Prefix-only streams skip, by a seek, the documents that have the last token as a complete
     // word anywhere (those are the complete streams'), instead of matching each of them.
-    const only = (source: Source, t: QueryTerms, o: Order): Source => new ExceptSource(source, t.completeSource(o));
+    const only = (source: Source, t: QueryTerms, o: Order): Source => {
+      const complete = t.completeSource(o);
+      return complete === EMPTY ? source : new ExceptSource(source, complete);
+    };
     if (!split) {
       if (n === 1) {
         return [

@@ -59,6 +59,7 @@ export class QueryTerms {
   private readonly tokens: readonly string[];
   private readonly lastAllowed: number;
   private readonly lastWholeMemo = new Map<number, number>();
+  private readonly sources = new Map<string, Source>();
 
   private constructor(
     segment: Segment,
@@ -213,6 +214,10 @@ export class QueryTerms {
 
   /** Documents with token i as a whole word in the title (for the last token with prefixLast: a complete word). */
   wholeSource(i: number, where: Where, order: Order): Source {
+    return this.memo(`w${i}:${where}:${order}`, () => this.buildWholeSource(i, where, order));
+  }
+
+  private buildWholeSource(i: number, where: Where, order: Order): Source {
     const runs: RunSource[] = [];
     for (const c of this.wholeOf(i)) {
       for (let t = c.lo; t < c.hi; t++) pushRuns(runs, this.segment.titlePostings, order, t, where);
@@ -227,6 +232,10 @@ export class QueryTerms {
    * title word begins with the token exactly, and so on for two.
    */
   completeSource(order: Order): Source {
+    return this.memo(`c:${order}`, () => this.buildCompleteSource(order));
+  }
+
+  private buildCompleteSource(order: Order): Source {
     if (!this.typos) return this.wholeSource(this.n - 1, "all", order);
     const parts: Source[] = [];
     const closer: RunSource[] = [];
@@ -247,9 +256,62 @@ export class QueryTerms {
 
   /** Documents with a title token the last token prefixes (within its typos at the typo level). */
   prefixSource(where: Where, order: Order): Source {
+    return this.memo(`p:${where}:${order}`, () => this.buildPrefixSource(where, order));
+  }
+
+  private buildPrefixSource(where: Where, order: Order): Source {
     const runs: RunSource[] = [];
-    for (const c of this.prefixes) this.pushPrefixRuns(runs, c, where, order);
+    for (const c of this.postingCover()) this.pushPrefixRuns(runs, c, where, order);
     return this.union(runs);
+  }
+
+  /**
+   * The last token's prefix candidates for reading postings: where consecutive candidates beyond
+   * the prefix index (deeper than maxPrefix) together hold every term of one indexed prefix,
+   * that prefix's single run replaces their term runs. A typo walk around "beaut" returns each
+   * child of "beau" as its own subtree (one at distance 0, the rest at 1): their union is "beau",
+   * one run instead of dozens to merge. Distances still come from the candidates themselves.
+   */
+  private postingCover(): Candidate[] {
+    const segment = this.segment;
+    const L = segment.meta.maxPrefix;
+    const { bytes, offsets } = segment.terms;
+    const out: Candidate[] = [];
+    const list = this.prefixes;
+    for (let i = 0; i < list.length; ) {
+      const c = list[i]!;
+      // The first L code points of term c.lo, when it has that many.
+      let at = offsets[c.lo]!;
+      let points = 0;
+      while (points < L && at < offsets[c.lo + 1]!) {
+        const lead = bytes[at]!;
+        at += lead < 0x80 ? 1 : lead < 0xe0 ? 2 : lead < 0xf0 ? 3 : 4;
+        points++;
+      }
+      if (c.prefix !== -1 || points < L) {
+        out.push(c);
+        i++;
+        continue;
+      }
+      const key = bytes.subarray(offsets[c.lo]!, at);
+      const [a, b] = segment.terms.prefixRange(key);
+      let j = i;
+      let next = a;
+      let distance = c.distance;
+      while (j < list.length && list[j]!.lo < b && list[j]!.lo === next) {
+        next = list[j]!.hi;
+        if (list[j]!.distance < distance) distance = list[j]!.distance;
+        j++;
+      }
+      if (next === b && j > i + 1) {
+        out.push({ lo: a, hi: b, distance, prefix: prefixOrNone(segment.prefixes.find(key)) });
+        i = j;
+      } else {
+        out.push(c);
+        i++;
+      }
+    }
+    return out;
   }
 
   private pushPrefixRuns(runs: RunSource[], c: Candidate, where: Where, order: Order): void {
@@ -261,6 +323,10 @@ export class QueryTerms {
 
   /** Documents with token i in data text only (scope=all), in weight order. */
   dataSource(i: number): Source {
+    return this.memo(`d${i}`, () => this.buildDataSource(i));
+  }
+
+  private buildDataSource(i: number): Source {
     const { offsets, docs } = this.segment.dataPostings;
     const runs: RunSource[] = [];
     for (const c of this.wholeOf(i)) {
@@ -270,10 +336,29 @@ export class QueryTerms {
     return this.union(runs);
   }
 
+  /**
+   * Sources are built once per query: several streams share them, and a union of many runs is
+   * merged into one (mergeRuns), which costs as much as the postings it copies.
+   */
+  private memo(key: string, build: () => Source): Source {
+    let source = this.sources.get(key);
+    if (source === undefined) {
+      source = build();
+      this.sources.set(key, source);
+    }
+    return source;
+  }
+
   private union(runs: RunSource[]): Source {
     if (runs.length === 0) return EMPTY;
     if (runs.length === 1) return runs[0]!;
     if (runs.length <= this.tuning.maxUnionTerms) return new UnionSource(runs);
+    // Merging copies every entry; a union of a few hundred runs is read lazily instead, unless it
+    // is small enough that copying costs little.
+    const entries = runs.reduce((sum, r) => sum + r.size, 0);
+    if (this.typos && runs.length <= 8 * this.tuning.maxUnionTerms && entries > 16 * runs.length) {
+      return new UnionSource(runs);
+    }
     return mergeRuns(runs);
   }
 }

@@ -8,7 +8,7 @@
 // Streams stored only in weight order (data postings, scope=all) are read whole when another
 // order is needed.
 import type { SearchRequest } from "../../../ports/engine.ts";
-import { AndSource, END, intersectionByBitmap, materialize } from "../postings/sources.ts";
+import { AndSource, END, ExceptSource, intersectionByBitmap, materialize } from "../postings/sources.ts";
 import type { Segment } from "../segment/segment.ts";
 import { BUCKETS, FINE_EXACT_TITLE, FINE_PREFIX, typosOf } from "./lexical.ts";
 import type { Matcher } from "./matching.ts";
@@ -99,16 +99,23 @@ export class StreamReader {
     const titleTail = order === "length" && stream.exactTitles;
     let tail = false;
     const mark = this.hits.length;
+    // An intersection, possibly behind the skipping of another stream's documents.
+    const intersection =
+      source instanceof AndSource
+        ? source
+        : source instanceof ExceptSource && source.include instanceof AndSource
+          ? source.include
+          : null;
     let it = source.open(lo, hi);
     let read = 0;
     for (let p = it.next(); p !== END; p = it.next()) {
       // Many matches and the best bucket still not full: the rest is likely read to the end. When
       // the inputs mostly miss each other (most leapfrog steps find nothing), an exact
       // intersection by bitmap costs less than leapfrogging through the rest.
-      if (++read === this.tuning.selectiveAfter && source instanceof AndSource && read * 4 < source.count(lo, p + 1)) {
-        const rest = intersectionByBitmap(source, p, hi);
+      if (++read === this.tuning.selectiveAfter && intersection !== null && read * 4 < intersection.count(lo, p + 1)) {
+        const rest = intersectionByBitmap(intersection, p, hi);
         if (rest !== null) {
-          it = rest.open();
+          it = source instanceof ExceptSource ? new ExceptSource(rest, source.exclude).open(p, hi) : rest.open();
           p = it.next();
           if (p === END) return;
         }
