@@ -41,7 +41,7 @@ describe("record writes", () => {
     expect(await ids("ams")).toEqual(["amsterdam"]);
     expect(await put("antwerp", { title: "Antwerp", weight: 500 })).toBe("0.2");
     expect(await active()).toBe("0.2");
-    expect(await ids("a")).toEqual(["amsterdam", "antwerp"]);
+    expect(await ids("a", "&weighted=true")).toEqual(["amsterdam", "antwerp"]);
   });
 
   test("PUT stores the record verbatim, the path id wins over a body id, and an update replaces it", async () => {
@@ -93,7 +93,7 @@ describe("versions", () => {
     expect(listed.at(-1)).toMatchObject({ version: "0", kind: "bulk", parent: null, records: 0 });
     const v01 = listed.find((v: { version: string }) => v.version === "0.1");
     expect(v01).toMatchObject({ kind: "change", parent: "0", state: "ready", records: 1 });
-    expect(await ids("a", "&version=0.2")).toEqual(["amsterdam", "antwerp"]);
+    expect(await ids("a", "&weighted=true&version=0.2")).toEqual(["amsterdam", "antwerp"]);
     expect(ok(await s.get(`/v1/indexes/${index}/records/antwerp?version=0.2`)).title).toBe("Antwerp");
     ok(await s.get(`/v1/search?query=a&indexName=${index}&serviceName=${service}&version=9.9`), 404);
   });
@@ -102,7 +102,7 @@ describe("versions", () => {
     const before = await active();
     ok(await s.post(`/v1/indexes/${index}/versions/0.2/activate`));
     expect(await active()).toBe("0.2");
-    expect(await ids("a")).toEqual(["amsterdam", "antwerp"]);
+    expect(await ids("a", "&weighted=true")).toEqual(["amsterdam", "antwerp"]);
     expect(ok(await s.get(`/v1/indexes/${index}/records/antwerp`)).title).toBe("Antwerp");
 
     const branched = await put("berlin", { title: "Berlin" });

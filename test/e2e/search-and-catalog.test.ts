@@ -52,15 +52,17 @@ async function search(params: Record<string, string | number | boolean>): Promis
 const ids = async (params: Record<string, string | number | boolean>) => (await search(params)).map((r) => r.id);
 
 describe("ranking", () => {
-  test("a whole-token match beats a prefix-only one; earlier matches win; then id", async () => {
-    // "York" whole at the start (1), whole later (2, 8), then prefixes (4 Yorktown, 3 Yorkshire).
-    expect(await ids({ query: "york" })).toEqual(["1", "2", "8", "3", "4"]);
+  test("a match at the title's start comes first; then the exact title, the shorter title", async () => {
+    // Starting the title: York (the whole title), then the prefixes by length (Yorktown is one
+    // word, Yorkshire Pudding two); "york" later in the title after them, shorter title first.
+    expect(await ids({ query: "york" })).toEqual(["1", "4", "3", "2", "8"]);
   });
 
-  test("weight breaks lexical ties, but never lifts a prefix match over a whole-token one", async () => {
-    // Yorkshire Pudding weighs 500 yet stays behind every whole-token "york"; New York (100) before Old York Road (10).
-    expect(await ids({ query: "york", weighted: true })).toEqual(["1", "2", "8", "3", "4"]);
-    // All prefix matches: at the title's start by weight (500, then 10 and 10 by id), then later in the title by weight.
+  test("weight orders matches that start alike; the exact title breaks what weight leaves tied", async () => {
+    // Yorkshire Pudding (500) leads the titles starting with "york"; York and Yorktown weigh 10
+    // each and York equals the query. New York (100) before Old York Road (10), both later.
+    expect(await ids({ query: "york", weighted: true })).toEqual(["3", "1", "4", "2", "8"]);
+    // Typing on: every match is a prefix, York is shorter than Yorktown.
     expect(await ids({ query: "yo", weighted: true })).toEqual(["3", "1", "4", "2", "8"]);
   });
 
