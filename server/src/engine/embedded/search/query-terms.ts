@@ -4,6 +4,8 @@
 //           over the dictionary (termdict/fuzzy.ts), with its distance
 // Each level gives the posting sources its streams read (planning.ts) and the distance of any
 // title term to each token, which the matcher needs to rank a document (matching.ts).
+// One file of some 420 lines on purpose: both levels share the candidate bookkeeping and the
+// memoized sources; split apart, those internals would become exports of their own.
 import { MAX_TYPOS_PER_TOKEN, allowedTypos, editDistance } from "../../typos.ts";
 import { EMPTY, ExceptSource, RunSource, UnionSource, mergeRuns, type Source } from "../postings/sources.ts";
 import type { Segment, SplitPostings } from "../segment/segment.ts";
