@@ -189,6 +189,19 @@ export function describeEngineConformance(name: string, open: OpenEngine): void 
         expect(ids(await search(key, "new yo", { weighted: true }))).toEqual(["c", "b", "a"]);
       });
 
+      it("finds a title starting with the query when its first word repeats or begins the next", async () => {
+        const key = await indexWith([
+          { id: "island", title: "Bora Island", weight: 9 },
+          { id: "boat", title: "Bora Boat Club", weight: 1 },
+          { id: "bora", title: "Bora Bora", weight: 5 },
+        ]);
+        // "bo" at the second word: Bora Bora and Bora Boat Club start with the query; Bora Island
+        // has "bo" only in its first word, so its words are scattered.
+        expect(ids(await search(key, "bora bo"))).toEqual(["bora", "boat", "island"]);
+        expect(ids(await search(key, "bora bo", { weighted: true }))).toEqual(["bora", "boat", "island"]);
+        expect(ids(await search(key, "bora bora"))).toEqual(["bora", "island", "boat"]);
+      });
+
       it("breaks remaining lexical ties: title equals the query, last word complete, shorter title", async () => {
         const key = await indexWith([
           { id: "long", title: "Springfield Park Avenue" },

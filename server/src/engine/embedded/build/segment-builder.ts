@@ -146,7 +146,7 @@ export class SegmentBuilder {
     if (orders.geoPosition !== null) release(orders.geoPosition);
 
     await this.terms.write(out, termOrder, pacer);
-    return { docCount: n, maxPrefix: this.maxPrefix, maxTitleTokens, filterPaths };
+    return { docCount: n, maxPrefix: this.maxPrefix, maxTitleTokens, filterPaths, laterRuns: true };
   }
 
   /** Closes and removes everything written. */

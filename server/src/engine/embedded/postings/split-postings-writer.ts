@@ -62,8 +62,10 @@ async function scanTitles(
 
 /**
  * Postings split into "at the first title token" and "elsewhere" runs (SplitPostingSections), built by
- * counting sort. `keysOf` emits each key of a document; duplicates within a document are dropped,
- * the first occurrence decides. One counting pass over the documents, then a window of whole keys
+ * counting sort. `keysOf` emits each key of a document; a key goes into the start run when the
+ * first title token has it, and into the later run when any later token has it, so a document can
+ * be in both ("Bora Bora"): a query token that must match a later token reads the later runs alone
+ * (search/planning.ts). Repeats at later tokens are dropped. One counting pass over the documents, then a window of whole keys
  * at a time: one pass in document order fills the window's runs in the weight order (documents
  * are numbered by weight), and the same runs in the length and geo orders are derived from it (each
  * document mapped to its position in that order, each run sorted), not filled by visiting the
@@ -87,8 +89,11 @@ async function writeSplitPostings(
   const otherGeo = new Uint32Array(keyCount);
   let located = false;
   const count: Emit = (key, atStart) => {
-    if (seen[key] === mark) return;
-    seen[key] = mark;
+    // Only the first token emits at the start, each key once: only later keys need the check.
+    if (!atStart) {
+      if (seen[key] === mark) return;
+      seen[key] = mark;
+    }
     (atStart ? startCount : otherCount)[key]!++;
     if (located) (atStart ? startGeo : otherGeo)[key]!++;
   };
@@ -138,8 +143,11 @@ async function writeSplitPostings(
     if (part.length === 0) continue;
     let doc = 0;
     const emit: Emit = (key, atStart) => {
-      if (key < low || key >= high || seen[key] === mark) return;
-      seen[key] = mark;
+      if (key < low || key >= high) return;
+      if (!atStart) {
+        if (seen[key] === mark) return;
+        seen[key] = mark;
+      }
       part[cursor[atStart ? 2 * key : 2 * key + 1]!++ - base] = doc;
     };
     await scanTitles(out, n, pacer, (d, tokens, from, to) => {

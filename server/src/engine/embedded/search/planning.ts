@@ -62,7 +62,10 @@ export function planStreams(segment: Segment, query: SegmentQuery, tuning: Searc
   const split = !request.weighted && !(request.geo && segment.geo.docs.length > 0);
   const streams: Stream[] = [];
   const exact = QueryTerms.exact(segment, tokens, prefixLast, tuning);
-  if (exact !== null) streams.push(...levelStreams(query, () => exact, false, split));
+  // Tokens after the first match later title tokens at the start tier: their later runs suffice
+  // where those hold every later occurrence (sections.ts); older segments read every run.
+  const later: Where = segment.meta.laterRuns ? "else" : "all";
+  if (exact !== null) streams.push(...levelStreams(query, () => exact, false, split, later));
   if (query.request.typoTolerance !== false) {
     // Resolved on first use: most queries match something exactly and never read these.
     let typos: QueryTerms | null | undefined;
@@ -70,7 +73,7 @@ export function planStreams(segment: Segment, query: SegmentQuery, tuning: Searc
       if (typos === undefined) typos = QueryTerms.withTypos(segment, tokens, prefixLast, tuning, split);
       return typos;
     };
-    streams.push(...levelStreams(query, typoTerms, true, split));
+    streams.push(...levelStreams(query, typoTerms, true, split, later));
   }
   return streams;
 }
@@ -80,6 +83,7 @@ function levelStreams(
   lazyTerms: () => QueryTerms | null,
   typos: boolean,
   split: boolean,
+  later: Where,
 ): Stream[] {
   const n = query.tokens.length;
   const terms = () => lazyTerms()!;
@@ -100,9 +104,9 @@ function levelStreams(
       return t === null ? EMPTY : source(t, o);
     },
   });
-  const rest = (t: QueryTerms, o: Order, from: number, to: number) => {
+  const rest = (t: QueryTerms, o: Order, from: number, to: number, where: Where = "all") => {
     const out: Source[] = [];
-    for (let i = from; i < to; i++) out.push(t.wholeSource(i, "all", o));
+    for (let i = from; i < to; i++) out.push(t.wholeSource(i, where, o));
     return out;
   };
   const and = (sources: Source[]): Source => (sources.length === 1 ? sources[0]! : new AndSource(sources));
@@ -125,7 +129,7 @@ function levelStreams(
       }
       return [
         make(TIER_START, [TIER_START], "any", true, (t, o) =>
-          and([t.wholeSource(0, "start", o), ...rest(t, o, 1, n - 1), prefixed(t, "all", o)]),
+          and([t.wholeSource(0, "start", o), ...rest(t, o, 1, n - 1, later), prefixed(t, later, o)]),
         ),
         make(TIER_PHRASE, [TIER_PHRASE, TIER_SCATTERED], "any", false, (t, o) =>
           and([...rest(t, o, 0, n - 1), prefixed(t, "all", o)]),
@@ -142,16 +146,16 @@ function levelStreams(
       ];
     }
     const first = (t: QueryTerms, where: Where, o: Order) => t.wholeSource(0, where, o);
-    const later = [TIER_PHRASE, TIER_SCATTERED];
+    const laterTiers = [TIER_PHRASE, TIER_SCATTERED];
     return [
       make(TIER_START, [TIER_START], "complete", true, (t, o) =>
-        and([first(t, "start", o), ...rest(t, o, 1, n - 1), t.completeSource(o)]),
+        and([first(t, "start", o), ...rest(t, o, 1, n - 1, later), t.completeSource(o)]),
       ),
       make(TIER_START, [TIER_START], "prefix", false, (t, o) =>
-        only(and([first(t, "start", o), ...rest(t, o, 1, n - 1), prefixed(t, "all", o)]), t, o),
+        only(and([first(t, "start", o), ...rest(t, o, 1, n - 1, later), prefixed(t, later, o)]), t, o),
       ),
-      make(TIER_PHRASE, later, "complete", false, (t, o) => and([...rest(t, o, 0, n - 1), t.completeSource(o)])),
-      make(TIER_PHRASE, later, "prefix", false, (t, o) =>
+      make(TIER_PHRASE, laterTiers, "complete", false, (t, o) => and([...rest(t, o, 0, n - 1), t.completeSource(o)])),
+      make(TIER_PHRASE, laterTiers, "prefix", false, (t, o) =>
         only(and([...rest(t, o, 0, n - 1), prefixed(t, "all", o)]), t, o),
       ),
     ];

@@ -14,4 +14,9 @@ export interface SegmentMeta {
   maxTitleTokens: number;
   /** The data path of each filter column, in column order. */
   filterPaths: string[][];
+  /**
+   * True when a split posting's later run holds every document with the key at a later title
+   * token, also those that have it first (sections.ts); absent in segments built before.
+   */
+  laterRuns?: boolean;
 }

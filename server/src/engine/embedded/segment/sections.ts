@@ -71,8 +71,10 @@ export const SECTIONS = {
 
 /**
  * Posting runs split by where the key occurs in the title: key k has a run of the documents whose
- * first title token has it and a run of those that have it only elsewhere, each stored in three
- * orders: weight, length and geo (the geo order holding only documents with coordinates).
+ * first title token has it and a run of those where a later token has it, each stored in three
+ * orders: weight, length and geo (the geo order holding only documents with coordinates). A
+ * document with the key at the start and later too is in both runs; in segments built before
+ * SegmentMeta.laterRuns it is in the start run only.
  */
 export interface SplitPostingSections {
   /** 2K+1 entries: key k's runs in docs and ranks are [offsets[2k], offsets[2k+1]) and [offsets[2k+1], offsets[2k+2]). */
