@@ -28,6 +28,8 @@ export function allowedTypos(token: string): number {
  * ever ask "within max?", and a bounded answer lets the rows stop early).
  */
 export function editDistance(a: string, b: string, max: number): number {
+  if (a === b) return 0;
+  if (max === 0 || missingMoreThan(a, b, max)) return max + 1;
   return distance(Array.from(a), Array.from(b), max, false);
 }
 
@@ -36,7 +38,21 @@ export function editDistance(a: string, b: string, max: number): number {
  * how a last query token, typed only in part, matches a title word with typos.
  */
 export function prefixEditDistance(query: string, term: string, max: number): number {
+  if (term.startsWith(query)) return 0;
+  if (max === 0 || missingMoreThan(query, term, max)) return max + 1;
   return distance(Array.from(query), Array.from(term), max, true);
+}
+
+/**
+ * Whether more than `max` characters of q occur nowhere in t: each of them needs an edit of its
+ * own (a substitution or a deletion; a swap only moves characters t has), so the distance exceeds
+ * max. Most words are ruled out this way without the matrix and its allocations: a version's
+ * changed records are compared with every query this way, a few hundred words each.
+ */
+function missingMoreThan(q: string, t: string, max: number): boolean {
+  let missing = 0;
+  for (const ch of q) if (!t.includes(ch) && ++missing > max) return true;
+  return false;
 }
 
 /**
