@@ -42,7 +42,10 @@ export interface TokenSpan {
 }
 
 const WORD_CHARACTER = /^[\p{L}\p{N}\p{Mc}]$/u;
-const ASCII_WORDS = /[A-Za-z0-9]+/g;
+
+/** A-Z, a-z, 0-9: the ASCII characters tokenize() keeps. */
+const isAsciiWordCode = (code: number): boolean =>
+  (code >= 97 && code <= 122) || (code >= 65 && code <= 90) || (code >= 48 && code <= 57);
 
 /**
  * tokenize(text) with where each token is in `text` (for highlighting). The text is folded one
@@ -53,11 +56,18 @@ const ASCII_WORDS = /[A-Za-z0-9]+/g;
 export function tokenSpans(text: string): TokenSpan[] {
   const spans: TokenSpan[] = [];
   if (ASCII_ONLY.test(text)) {
-    // Lowercasing ASCII keeps every offset.
-    for (const m of text.matchAll(ASCII_WORDS)) {
-      const end = m.index + m[0].length;
-      const ends = Array.from({ length: m[0].length }, (_, k) => m.index + k + 1);
-      spans.push({ token: m[0].toLowerCase(), start: m.index, end, ends });
+    // Lowercasing ASCII keeps every offset. A loop over char codes: highlighting runs this on
+    // every title it serves, and a regular expression's match objects cost more than the rest.
+    let start = -1;
+    for (let i = 0; i <= text.length; i++) {
+      if (i < text.length && isAsciiWordCode(text.charCodeAt(i))) {
+        if (start < 0) start = i;
+      } else if (start >= 0) {
+        const ends = new Array<number>(i - start);
+        for (let k = 0; k < ends.length; k++) ends[k] = start + k + 1;
+        spans.push({ token: text.slice(start, i).toLowerCase(), start, end: i, ends });
+        start = -1;
+      }
     }
     return spans;
   }
@@ -69,6 +79,18 @@ export function tokenSpans(text: string): TokenSpan[] {
   let at = 0;
   for (const c of text) {
     const next = at + c.length;
+    const code = c.charCodeAt(0);
+    if (code < 0x80) {
+      // ASCII inside a text that is not all ASCII (most of a place name's letters): lowercased
+      // here, without folding the character through NFKD and a regular expression.
+      if (isAsciiWordCode(code)) {
+        open ??= { token: "", start: at, ends: [] };
+        open.token += code >= 65 && code <= 90 ? String.fromCharCode(code + 32) : c;
+        open.ends.push(next);
+      } else close();
+      at = next;
+      continue;
+    }
     const folded = normalize(c);
     // A mark folded away ("u" + U+0308) is part of the letter before it.
     if (folded === "" && open) open.ends[open.ends.length - 1] = next;

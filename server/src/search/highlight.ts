@@ -44,6 +44,8 @@ interface Candidate {
   text: string;
   /** Per token of tokenize(text), in order: its matches (undefined when none). */
   matches: (WordMatch[] | undefined)[];
+  /** tokenSpans(text), when already known. */
+  spans?: TokenSpan[];
 }
 
 /** The embedded engine reads `data` this deep (docs/api.md, Record fields); text deeper never matched. */
@@ -113,8 +115,10 @@ export function highlighter(query: string, options: HighlightOptions): (record: 
   return (record) => {
     if (tokens.length === 0) return {};
     const candidates: Candidate[] = [];
-    const title = candidate(undefined, record.title);
-    if (title) candidates.push(title);
+    // A served title almost always matches: its spans are needed anyway, and give its tokens.
+    const spans = tokenSpans(record.title);
+    const matches = spans.map((span) => matchesOf(span.token));
+    if (matches.some((m) => m !== undefined)) candidates.push({ path: undefined, text: record.title, matches, spans });
     if (!prefixLast && record.data) {
       walkText(record.data, (path, text) => {
         const found = candidate(path, text);
@@ -143,7 +147,7 @@ export function highlighter(query: string, options: HighlightOptions): (record: 
 
 /** The sorted, non-overlapping ranges of the words of `c` that match some token at its best. */
 function rangesOf(c: Candidate, best: number[]): HighlightRange[] {
-  let spans: TokenSpan[] | undefined;
+  let spans = c.spans;
   const ranges: HighlightRange[] = [];
   c.matches.forEach((matches, w) => {
     // 0 marks the whole word, else the longest prefix any best match asks for.
