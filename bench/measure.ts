@@ -100,7 +100,13 @@ export interface EngineResult {
   /** Peers whose typo option is an index of its own (FlexSearch): building it, and its memory. */
   typoIndex?: { buildMs: number; memory: Memory };
   put?: { count: number; p50: number; p99: number };
-  searchOnMinor?: { changes: number; p50: number; p99: number };
+  searchOnMinor?: {
+    changes: number;
+    p50: number;
+    p99: number;
+    exact?: { p50: number; p99: number };
+    typo?: { p50: number; p99: number };
+  };
   reloadMs?: number;
   checkpointMs?: number;
 }

@@ -263,7 +263,7 @@ export function renderReport(runs: Run[], conditions: Conditions): string {
       );
     if (ours.searchOnMinor)
       out.push(
-        `- Search on the minor version after those ${ours.searchOnMinor.changes} changes: p50 ${ms(ours.searchOnMinor.p50)} ms, p99 ${ms(ours.searchOnMinor.p99)} ms.`,
+        `- Search on the minor version after those ${ours.searchOnMinor.changes} changes: p50 ${ms(ours.searchOnMinor.p50)} ms, p99 ${ms(ours.searchOnMinor.p99)} ms${minorSplit(ours.searchOnMinor)}.`,
       );
     if (ours.reloadMs !== undefined)
       out.push(`- Reopen after close, until the first search answered: ${ms(ours.reloadMs)} ms.`);
@@ -326,4 +326,11 @@ export function renderReport(runs: Run[], conditions: Conditions): string {
   }
   if (targets.length > 0) out.push("### Targets", "", "| target | measured | |", "|---|---|---|", ...targets, "");
   return out.join("\n");
+}
+
+/** The minor version's figures for exact and typo queries apart, when the run measured them. */
+function minorSplit(m: NonNullable<EngineResult["searchOnMinor"]>): string {
+  if (!m.exact || !m.typo) return "";
+  const pair = (f: { p50: number; p99: number }) => `${ms(f.p50)} / ${ms(f.p99)}`;
+  return ` (exact queries ${pair(m.exact)}, typo queries ${pair(m.typo)})`;
 }
