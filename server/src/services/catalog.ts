@@ -1,6 +1,7 @@
 // Services and indexes of a tenant. Lookups on the search path go through a small cache because
-// every query names an index; writes here invalidate it, and a short TTL bounds staleness when
-// several processes share one PostgreSQL.
+// every query names an index; writes here (creation included: misses are cached too) invalidate
+// it, so this process sees its own changes at once, and a short TTL bounds staleness when several
+// processes share one PostgreSQL.
 import { and, asc, count, eq } from "drizzle-orm";
 import type { components } from "../../../generated/types.ts";
 import { newId } from "../auth/secrets.ts";
@@ -32,6 +33,8 @@ const CACHE_TTL_MS = 5_000;
 
 export class CatalogService {
   private readonly cache = new Map<string, { ref: IndexRef | undefined; until: number }>();
+  /** Bumped by every invalidation, so a lookup that read the rows before it cannot cache what it read. */
+  private generation = 0;
 
   private readonly db: Db;
   private readonly engine: SearchEngine;
@@ -117,6 +120,16 @@ export class CatalogService {
     const service = await this.serviceRow(tenantId, input.serviceName);
     const id = newId("idx");
     const now = this.now();
+    const ref: IndexRef = {
+      id,
+      tenantId,
+      name: input.name,
+      serviceName: service.name,
+      regions: service.regions,
+      visibility: input.visibility ?? "PRIVATE",
+      activeVersion: "0",
+      createdAt: now,
+    };
     await this.engine.createIndex(id);
     try {
       const writer = await this.engine.bulkWriter(id, 0);
@@ -127,7 +140,7 @@ export class CatalogService {
           tenantId,
           serviceId: service.id,
           name: input.name,
-          visibility: input.visibility ?? "PRIVATE",
+          visibility: ref.visibility,
           activeVersion: "0",
           nextMajor: 1,
           createdAt: now,
@@ -152,11 +165,20 @@ export class CatalogService {
           error: dropError.message,
         }),
       );
-      if (isUniqueViolation(error))
+      if (isUniqueViolation(error)) {
+        // The name exists (maybe created by another process): drop a cached miss that says otherwise.
+        this.invalidate();
         throw new ConflictError(`an index named "${input.name}" already exists in this tenant`);
+      }
       throw error;
     }
-    return this.describe((await this.byName(tenantId, input.name))!);
+    // A lookup before the create may have cached a miss for this name (or a ref to an index of
+    // the same name deleted by another process): without this, reads and writes would not find
+    // the new index until the entry expired.
+    this.invalidate();
+    // Described from what was just written, not looked up again: the row is known, and a lookup
+    // here once met the stale miss and failed the create after it had succeeded.
+    return this.describe(ref);
   }
 
   async listIndexes(tenantId: string): Promise<SiftIndex[]> {
@@ -207,8 +229,9 @@ export class CatalogService {
     return this.refs(eq(indexes.id, id)).then((r) => r[0]);
   }
 
-  /** Called after a change to an index row (visibility, deletion). */
+  /** Called after a change to an index row (creation, visibility, deletion). */
   invalidate(): void {
+    this.generation++;
     this.cache.clear();
   }
 
@@ -223,8 +246,11 @@ export class CatalogService {
     const hit = this.cache.get(key);
     const now = this.now();
     if (hit && hit.until > now) return hit.ref;
+    const generation = this.generation;
     const ref = await load();
-    this.cache.set(key, { ref, until: now + CACHE_TTL_MS });
+    // An invalidation during the load may mean the rows changed after they were read: answer
+    // what was read, but do not keep it.
+    if (generation === this.generation) this.cache.set(key, { ref, until: now + CACHE_TTL_MS });
     return ref;
   }
 
