@@ -9,6 +9,7 @@ import type { Context, Hono } from "hono";
 import type { AppEnv } from "./env.ts";
 import type { operations } from "../../../generated/types.ts";
 import { InvalidArgumentError, PayloadTooLargeError, type FieldProblem } from "../domain/errors.ts";
+import { findUnstorable, unstorableReason } from "../domain/storable-text.ts";
 import { HttpProblem } from "./problem.ts";
 
 export type OperationId = keyof operations;
@@ -262,6 +263,18 @@ async function readLimited(stream: ReadableStream<Uint8Array>, maxBytes: number)
   return Buffer.concat(chunks).toString("utf8");
 }
 
+/**
+ * Text no store can hold is refused before any handler runs (domain/storable-text.ts): a NUL in
+ * a record id once committed in the engine and then failed in PostgreSQL.
+ */
+function refuseUnstorable(params: Record<string, string>, kind: string): void {
+  for (const [name, value] of Object.entries(params)) {
+    const reason = unstorableReason(value);
+    if (reason !== null)
+      throw new InvalidArgumentError(`invalid ${kind}: ${name} ${reason}`, [{ field: name, message: reason }]);
+  }
+}
+
 /** Validates path, query and JSON body of `op`; returns the typed, coerced input. */
 export async function validateRequest(
   c: Context<AppEnv>,
@@ -269,6 +282,7 @@ export async function validateRequest(
   maxBodyBytes: number,
 ): Promise<Input<OperationId>> {
   const path = c.req.param() as Record<string, string>;
+  refuseUnstorable(path, "path parameter");
   if (!op.validatePath(path)) {
     const problems = fieldProblems(op.validatePath.errors);
     throw new InvalidArgumentError(`invalid path parameter: ${describe(problems)}`, problems);
@@ -280,6 +294,7 @@ export async function validateRequest(
     const value = all[name];
     if (value !== undefined) rawQuery[name] = value;
   }
+  refuseUnstorable(rawQuery, "query parameter");
   const query = coerceParams(rawQuery, op);
   if (!op.validateQuery(query)) {
     const problems = fieldProblems(op.validateQuery.errors);
@@ -288,6 +303,13 @@ export async function validateRequest(
   let body: unknown;
   if (op.validateBody) {
     body = await readJsonBody(c, op, maxBodyBytes);
+    const unstorable = findUnstorable(body);
+    if (unstorable !== null) {
+      const field = unstorable.path || "body";
+      throw new InvalidArgumentError(`invalid request body: ${field} ${unstorable.message}`, [
+        { field, message: unstorable.message },
+      ]);
+    }
     if (body !== undefined && !op.validateBody(body)) {
       const problems = fieldProblems(op.validateBody.errors);
       throw new InvalidArgumentError(`invalid request body: ${describe(problems)}`, problems);

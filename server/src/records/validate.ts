@@ -1,5 +1,6 @@
 // One definition of a valid record, shared by the Records endpoint and bulk ingest, so a record
 // that PUT refuses is refused by an upload too (with the same field named).
+import { findUnstorable, unstorableReason } from "../domain/storable-text.ts";
 import type { SearchRecord } from "../ports/engine.ts";
 
 export const MAX_WEIGHT = 2_147_483_647;
@@ -47,8 +48,14 @@ export function checkRecord(
   if (!isPlainObject(input)) {
     return { ok: false, errors: [{ field: "", message: "a record must be a JSON object" }] };
   }
+  // Before anything else: such a record would be written to the engine and then fail in the
+  // store, or nest deep enough to exhaust a stack somewhere on its way.
+  const unstorable = findUnstorable(input);
+  if (unstorable !== null) return { ok: false, errors: [{ field: unstorable.path, message: unstorable.message }] };
 
   let id: string | undefined = options.idOverride;
+  const idReason = id === undefined ? null : unstorableReason(id);
+  if (idReason !== null) return { ok: false, errors: [{ field: "id", message: idReason }] };
   if (id === undefined) {
     const raw = input.id;
     if (raw === undefined || raw === null || raw === "") id = options.generateId?.();

@@ -4,6 +4,8 @@ import { handleMcpHttp, type JsonRecord, type SiftMcpBackend } from "@sift/mcp";
 import type { Hono } from "hono";
 import { authorize, authorizeIndex } from "../auth/authority.ts";
 import type { Principal } from "../auth/principal.ts";
+import { InvalidArgumentError } from "../domain/errors.ts";
+import { unstorableReason } from "../domain/storable-text.ts";
 import type { Handlers } from "../http/contract.ts";
 import type { AppEnv } from "../http/env.ts";
 import { HttpProblem, problemFor } from "../http/problem.ts";
@@ -29,8 +31,12 @@ function backendFor(
 ): SiftMcpBackend {
   authorize(p, "mcp");
   if (p.kind === "anonymous") throw new Error("unreachable: anonymous callers are denied MCP");
-  const index = async (indexName: string) =>
-    authorizeIndex(p, "mcp", await deps.catalog.byName(p.tenantId, indexName), `index "${indexName}"`);
+  const index = async (indexName: string) => {
+    // Refused here as in REST (http/contract.ts): the store cannot look such a name up.
+    const reason = unstorableReason(indexName);
+    if (reason !== null) throw InvalidArgumentError.field("indexName", reason);
+    return authorizeIndex(p, "mcp", await deps.catalog.byName(p.tenantId, indexName), `index "${indexName}"`);
+  };
   return {
     search: ({ indexName, phrase, latitude, longitude, typoTolerance }) =>
       asProblem(async () => {

@@ -1,0 +1,134 @@
+// Inputs a hostile or careless client sends that once broke an index or the server (issue 15):
+// text no store can hold and documents nested thousands deep are a 400 naming the field, before
+// anything is written, and the index stays writable. Straight to the server: this is about what
+// the server does, not about what the contract's mock would say.
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { createClient, SiftIngestFailedError, type SiftClient } from "../../sdk/src/index.ts";
+import { ok } from "../support/contract.ts";
+import { Http, type Reply } from "../support/http.ts";
+import { startWorld, type World } from "../support/world.ts";
+
+let world: World;
+let direct: Http;
+let sift: SiftClient;
+
+beforeAll(async () => {
+  world = await startWorld();
+  direct = new Http(world.server.url);
+  sift = createClient({ baseUrl: world.server.url, apiKey: world.a.keys.adm });
+});
+afterAll(() => world?.stop());
+
+function problem(reply: Reply, status: number) {
+  ok(reply, status);
+  expect(reply.headers.get("content-type")).toBe("application/problem+json");
+  return reply.body as { detail: string; errors?: { field: string; message: string; line?: number }[] };
+}
+
+let n = 0;
+async function freshIndex(): Promise<string> {
+  const name = `abuse-${++n}`;
+  await sift.indexes.create({ name, serviceName: world.a.service, visibility: "PRIVATE" });
+  return name;
+}
+const as = (key: string) => ({ key, headers: { "content-type": "application/json" } });
+const put = (index: string, id: string, record: unknown) =>
+  direct.request("PUT", `/v1/indexes/${index}/records/${id}`, {
+    ...as(world.a.keys.svc),
+    body: typeof record === "string" ? record : JSON.stringify(record),
+  });
+const version = async (index: string) => (await sift.indexes.get(index)).activeVersion;
+
+describe("text no store can hold", () => {
+  test("a record id with NUL is 400 naming id, by PUT and DELETE, and the index stays writable", async () => {
+    const index = await freshIndex();
+    ok(await put(index, "a", { title: "Before" }), 200);
+    const before = await version(index);
+    // NUL, and the noncharacter U+FFFE.
+    for (const id of ["a%00b", "a%EF%BF%BEb"]) {
+      const reply = await put(index, id, { title: "Never" });
+      expect(problem(reply, 400).errors).toEqual([{ field: "recordId", message: expect.stringMatching(/^contains/) }]);
+    }
+    const deleted = await direct.request("DELETE", `/v1/indexes/${index}/records/a%00b`, as(world.a.keys.svc));
+    expect(problem(deleted, 400).errors![0]!.field).toBe("recordId");
+    expect(await version(index)).toBe(before);
+    // The engine and the store still agree: the next writes succeed and are searchable.
+    ok(await put(index, "b", { title: "After" }), 200);
+    ok(await direct.request("DELETE", `/v1/indexes/${index}/records/a`, as(world.a.keys.svc)), 200);
+    const titles = (await sift.search({ query: "after", indexName: index, serviceName: world.a.service })).suggestions;
+    expect(titles.map((s) => s.title)).toEqual(["After"]);
+  });
+
+  test("NUL, noncharacters and unpaired surrogates in body strings and keys are 400 naming the path", async () => {
+    const index = await freshIndex();
+    const cases: [string, string][] = [
+      ['{"title":"x\\u0000y"}', "title"],
+      ['{"title":"ok","data":{"tags":["fine","bad\\uffff"]}}', "data.tags[1]"],
+      ['{"title":"ok","data":{"k\\u0000":1}}', "data"],
+      ['{"title":"ok","data":{"note":"\\ud800"}}', "data.note"],
+    ];
+    for (const [body, field] of cases) {
+      const reply = await direct.request("PUT", `/v1/indexes/${index}/records/r`, { ...as(world.a.keys.svc), body });
+      expect(problem(reply, 400).errors).toEqual([{ field, message: expect.stringMatching(/contains/) }]);
+    }
+    // Accounts, keys and names: the same refusal, never a 500.
+    const signup = await direct.request("POST", "/v1/auth/signup", {
+      body: JSON.stringify({ email: "nul\u0000@x.example", password: "correct horse battery staple" }),
+      headers: { "content-type": "application/json" },
+    });
+    expect(problem(signup, 400).errors![0]!.field).toBe("email");
+    const named = await direct.request("POST", "/v1/api-keys", {
+      ...as(world.a.keys.adm),
+      body: JSON.stringify({ type: "srh", name: "a\u0000b" }),
+    });
+    expect(problem(named, 400).errors![0]!.field).toBe("name");
+    const lookup = await direct.request("GET", "/v1/indexes/x%00y", as(world.a.keys.adm));
+    expect(problem(lookup, 400).errors![0]!.field).toBe("indexName");
+    const search = await direct.get(
+      `/v1/search?query=a%00&indexName=${world.a.publicIndex}&serviceName=${world.a.service}`,
+    );
+    expect(problem(search, 400).errors![0]!.field).toBe("query");
+    expect(await version(index)).toBe("0");
+  });
+
+  test("data nested 5,000 deep is 400; 200 deep is stored and read back", async () => {
+    const index = await freshIndex();
+    const nest = (depth: number) => {
+      let value: unknown = "bottom";
+      for (let i = 0; i < depth; i++) value = { d: value };
+      return value;
+    };
+    // Written as text: JSON.stringify of it would exhaust this test's own stack.
+    const deep = await put(index, "deep", `{"title":"Deep","data":${'{"d":'.repeat(5000)}"bottom"${"}".repeat(5000)}}`);
+    expect(problem(deep, 400).errors![0]!.message).toMatch(/nested more than 256 levels/);
+    ok(await put(index, "fine", { title: "Fine", data: nest(200) }), 200);
+    const record = ok(await direct.request("GET", `/v1/indexes/${index}/records/fine`, as(world.a.keys.svc)));
+    expect(JSON.stringify(record.data)).toBe(JSON.stringify(nest(200)));
+  });
+
+  test("a bulk file line with such an id fails with its line number; nothing of the file is written", async () => {
+    const index = await freshIndex();
+    const lines = ['{"id":"ok","title":"Fine"}', '{"id":"a\\u0000b","title":"Nul"}', '{"id":"c","title":"Also fine"}'];
+    const { indexVersion } = await sift.uploadFile(index, new TextEncoder().encode(lines.join("\n")));
+    const error = await sift.waitForIngest(index, indexVersion).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(SiftIngestFailedError);
+    const status = (error as SiftIngestFailedError).status;
+    expect(status.errors.map((e) => [e.line, e.field])).toEqual([[2, "id"]]);
+    expect(await version(index)).toBe("0");
+    ok(await put(index, "later", { title: "Later" }), 200);
+  });
+});
+
+describe("the index lookup cache", () => {
+  test("an index looked up while missing can be created at once, then read and written", async () => {
+    const name = `abuse-late-${process.pid}`;
+    problem(await direct.request("GET", `/v1/indexes/${name}`, as(world.a.keys.adm)), 404);
+    const created = await direct.request("POST", "/v1/indexes", {
+      ...as(world.a.keys.adm),
+      body: JSON.stringify({ name, serviceName: world.a.service, visibility: "PRIVATE" }),
+    });
+    expect(ok(created, 201).name).toBe(name);
+    expect(ok(await direct.request("GET", `/v1/indexes/${name}`, as(world.a.keys.adm))).activeVersion).toBe("0");
+    ok(await put(name, "first", { title: "First" }), 200);
+  });
+});
