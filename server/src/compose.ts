@@ -156,7 +156,7 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
       ...recordHandlers(records),
       ...versionHandlers(records, versions),
       ...uploadHandlers(uploads, config),
-      ...mcpHandlers({ catalog, search, engine }),
+      ...mcpHandlers({ catalog, search, engine, maxBodyBytes: config.maxBodyBytes }),
     },
     extraRoutes: (app) => {
       mcpMethodNotAllowed(app);

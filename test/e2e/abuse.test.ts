@@ -132,3 +132,40 @@ describe("the index lookup cache", () => {
     ok(await put(name, "first", { title: "First" }), 200);
   });
 });
+
+describe("bodies are bounded while they are read", () => {
+  const mcpCall = (body: BodyInit, headers: Record<string, string> = {}) =>
+    fetch(`${world.server.url}/mcp`, {
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${world.a.keys.srh}`,
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+        ...headers,
+      },
+      body,
+      duplex: "half",
+    } as RequestInit);
+
+  test("POST /mcp with a public search key: over the body limit is 413, by length or while streaming", async () => {
+    const big = `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"${"x".repeat(2 * 1024 * 1024)}"}}`;
+    const declared = await mcpCall(big);
+    expect(declared.status).toBe(413);
+    expect(declared.headers.get("content-type")).toBe("application/problem+json");
+    // No Content-Length: 64 chunks of 64 KiB, refused once the limit (1 MiB) is passed.
+    let sent = 0;
+    const stream = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (sent++ >= 64) controller.close();
+        else controller.enqueue(new Uint8Array(64 * 1024).fill(32));
+      },
+    });
+    const streamed = await mcpCall(stream);
+    expect(streamed.status).toBe(413);
+    expect(sent).toBeLessThan(64);
+    // A call within the limit still works.
+    const ping = await mcpCall('{"jsonrpc":"2.0","id":2,"method":"ping"}');
+    expect(ping.status).toBe(200);
+    expect(await ping.json()).toMatchObject({ jsonrpc: "2.0", id: 2, result: {} });
+  });
+});

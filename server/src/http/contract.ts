@@ -246,6 +246,16 @@ async function readJsonBody(c: Context, op: ContractOperation, maxBytes: number)
   }
 }
 
+/**
+ * A request body as text, refused with 413 once it passes `maxBytes` (by its Content-Length, or
+ * while reading): nothing larger is ever held in memory.
+ */
+export async function readBodyLimited(request: Request, maxBytes: number): Promise<string> {
+  const declared = Number(request.headers.get("content-length") ?? "NaN");
+  if (declared > maxBytes) throw new PayloadTooLargeError(`the request body is larger than ${maxBytes} bytes`);
+  return request.body ? await readLimited(request.body, maxBytes) : "";
+}
+
 async function readLimited(stream: ReadableStream<Uint8Array>, maxBytes: number): Promise<string> {
   const chunks: Uint8Array[] = [];
   let size = 0;

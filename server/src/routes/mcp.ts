@@ -6,7 +6,7 @@ import { authorize, authorizeIndex } from "../auth/authority.ts";
 import type { Principal } from "../auth/principal.ts";
 import { InvalidArgumentError } from "../domain/errors.ts";
 import { unstorableReason } from "../domain/storable-text.ts";
-import type { Handlers } from "../http/contract.ts";
+import { type Handlers, readBodyLimited } from "../http/contract.ts";
 import type { AppEnv } from "../http/env.ts";
 import { HttpProblem, problemFor } from "../http/problem.ts";
 import type { SearchEngine } from "../ports/engine.ts";
@@ -61,9 +61,21 @@ function backendFor(
   };
 }
 
-export function mcpHandlers(deps: { catalog: CatalogService; search: SearchService; engine: SearchEngine }): Handlers {
+export function mcpHandlers(deps: {
+  catalog: CatalogService;
+  search: SearchService;
+  engine: SearchEngine;
+  maxBodyBytes: number;
+}): Handlers {
   return {
-    Mcp_call: (c) => handleMcpHttp(c.req.raw, backendFor(c.get("principal"), deps)),
+    Mcp_call: async (c) => {
+      const backend = backendFor(c.get("principal"), deps);
+      // The MCP transport reads the whole body itself: it gets one already read within the limit
+      // of every JSON body (six concurrent 300 MB bodies once took the server to 4.4 GB).
+      const raw = c.req.raw;
+      const body = await readBodyLimited(raw, deps.maxBodyBytes);
+      return handleMcpHttp(new Request(raw.url, { method: raw.method, headers: raw.headers, body }), backend);
+    },
   };
 }
 

@@ -28,7 +28,7 @@ function app(failure: Error): Hono<AppEnv> {
   } as unknown as CatalogService;
   const search = { searchIndex: () => Promise.reject(failure) } as unknown as SearchService;
   const engine = {} as SearchEngine;
-  const handlers = mcpHandlers({ catalog, search, engine });
+  const handlers = mcpHandlers({ catalog, search, engine, maxBodyBytes: 64 * 1024 });
   const hono = new Hono<AppEnv>();
   hono.post("/mcp", (c) => {
     c.set("principal", principal);
@@ -64,6 +64,13 @@ describe("MCP tool failures", () => {
     expect(await callSearch(app(new Error("disk on fire")), "food")).toEqual({
       isError: true,
       text: "Sift failed to answer this call; try again shortly.",
+    });
+  });
+
+  test("an index name no store can hold is refused with the reason, before any lookup", async () => {
+    expect(await callSearch(app(new Error("unused")), "fo\u0000od")).toEqual({
+      isError: true,
+      text: "indexName: contains U+0000 (NUL) at offset 2",
     });
   });
 });
