@@ -43,6 +43,10 @@ export interface Config {
   signingSecret: string | undefined;
   oauthProviders: OAuthProviderConfig[];
   shutdownGraceMs: number;
+  /** The longest a whole request may take (an upload of many GB over a slow link included). */
+  requestTimeoutMs: number;
+  /** A connection with no bytes either way for this long is closed (a stalled upload included). */
+  idleTimeoutMs: number;
 }
 
 export class ConfigError extends Error {
@@ -182,6 +186,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     signingSecret: env.SIFT_SIGNING_SECRET || undefined,
     oauthProviders,
     shutdownGraceMs: int("SIFT_SHUTDOWN_GRACE_MS", 10_000, 0, 600_000),
+    // Node's default (300 s) cut off uploads slower than that; 12 h carries 20 GiB at 4 Mbit/s.
+    requestTimeoutMs: int("SIFT_REQUEST_TIMEOUT_SECONDS", 12 * 3600, 1, 7 * 86_400) * 1000,
+    // Longer than any silence of a legitimate request (a checkpoint answers when done).
+    idleTimeoutMs: int("SIFT_IDLE_TIMEOUT_SECONDS", 300, 1, 86_400) * 1000,
   };
   for (const origin of config.allowedOrigins) {
     if (!URL.canParse(origin))

@@ -1,9 +1,9 @@
 #!/usr/bin/env node
 // Starts Sift: configuration from the environment, the composition root, the HTTP server, and
 // a graceful shutdown on SIGTERM/SIGINT (stop accepting, finish in-flight requests, close).
-import { serve } from "@hono/node-server";
 import { ConfigError, loadConfig, type Config } from "./config.ts";
 import { composeSift } from "./compose.ts";
+import { listen } from "./http/listen.ts";
 import { createLogger } from "./log.ts";
 
 let config: Config;
@@ -23,7 +23,7 @@ const sift = await composeSift(config, log).catch((error: Error) => {
   process.exit(1);
 });
 
-const server = serve({ fetch: sift.app.fetch, hostname: config.host, port: config.port }, (info) => {
+const server = listen(sift.app, config, (info) => {
   const base =
     config.publicUrl ?? `http://${info.address.includes(":") ? `[${info.address}]` : info.address}:${info.port}`;
   log.info("listening", { url: base });

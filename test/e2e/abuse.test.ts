@@ -2,6 +2,7 @@
 // text no store can hold and documents nested thousands deep are a 400 naming the field, before
 // anything is written, and the index stays writable. Straight to the server: this is about what
 // the server does, not about what the contract's mock would say.
+import { request as httpRequest } from "node:http";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createClient, SiftIngestFailedError, type SiftClient } from "../../sdk/src/index.ts";
 import { ok } from "../support/contract.ts";
@@ -168,4 +169,50 @@ describe("bodies are bounded while they are read", () => {
     expect(ping.status).toBe(200);
     expect(await ping.json()).toMatchObject({ jsonrpc: "2.0", id: 2, result: {} });
   });
+});
+
+describe("slow and stalled requests", () => {
+  let slow: World;
+  beforeAll(async () => {
+    slow = await startWorld({ SIFT_IDLE_TIMEOUT_SECONDS: "1" });
+  });
+  afterAll(() => slow?.stop());
+  const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+  const line = (i: number) => new TextEncoder().encode(`{"id":"${i}","title":"Slow ${i}"}\n`);
+
+  test("an upload that keeps sending is not cut; one that stalls is closed after the idle timeout", async () => {
+    const client = createClient({ baseUrl: slow.server.url, apiKey: slow.a.keys.adm });
+    const name = "slow-upload";
+    await client.indexes.create({ name, serviceName: slow.a.service, visibility: "PRIVATE" });
+    // 12 lines, one every 300 ms: 3.6 s in all, longer than the idle timeout (1 s) but never idle that long.
+    const first = await client.uploads.start(name);
+    let sent = 0;
+    const trickle = new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        if (sent === 12) return controller.close();
+        await pause(300);
+        controller.enqueue(line(sent++));
+      },
+    });
+    const put = await fetch(first.uploadUrl, { method: "PUT", body: trickle, duplex: "half" } as RequestInit);
+    expect(put.status).toBe(200);
+    await client.uploads.complete({ indexName: name, indexVersion: first.indexVersion });
+    await client.waitForIngest(name, first.indexVersion);
+    expect(
+      (await client.search({ query: "slow", indexName: name, serviceName: slow.a.service })).suggestions,
+    ).toHaveLength(10);
+    // One line of a declared megabyte, then nothing: the server closes the connection instead of
+    // holding it for minutes. (node:http: fetch never settles while its body stream is pending.)
+    const second = await client.uploads.start(name);
+    const started = Date.now();
+    const outcome = await new Promise<string>((resolve) => {
+      const request = httpRequest(second.uploadUrl, { method: "PUT", headers: { "content-length": "1048576" } });
+      request.on("response", (response) => resolve(`answered ${response.statusCode}`));
+      request.on("error", () => resolve("closed"));
+      request.on("close", () => resolve("closed"));
+      request.write(line(99));
+    });
+    expect(outcome).toBe("closed");
+    expect(Date.now() - started).toBeLessThan(8_000);
+  }, 30_000);
 });

@@ -3,9 +3,10 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { serve, type ServerType } from "@hono/node-server";
+import type { ServerType } from "@hono/node-server";
 import { loadConfig } from "../../server/src/config.ts";
 import { composeSift, type Sift } from "../../server/src/compose.ts";
+import { listen } from "../../server/src/http/listen.ts";
 import { createLogger } from "../../server/src/log.ts";
 import { createTempDatabase } from "../../server/test/support/store.ts";
 
@@ -29,7 +30,7 @@ export async function startSift(env: Record<string, string> = {}): Promise<Runni
   });
   const sift = await composeSift(config, createLogger(config.logLevel));
   const server: ServerType = await new Promise((resolve) => {
-    const s = serve({ fetch: sift.app.fetch, hostname: "127.0.0.1", port: 0 }, () => resolve(s));
+    const s = listen(sift.app, { ...config, host: "127.0.0.1", port: 0 }, () => resolve(s));
   });
   const { port } = server.address() as { port: number };
   return {
