@@ -18,6 +18,9 @@ const MAX_REPORTED_ERRORS = 100;
 const MAX_ATTEMPTS = 3;
 const PROGRESS_EVERY_MS = 500;
 const IDLE_POLL_MS = 2_000;
+const FAILURE_PAUSE_MS = 1_000;
+const SERVER_SIDE_FAILURE =
+  "the ingest failed on the server's side; upload the file again, and quote this version if it recurs";
 
 export class IngestRunner {
   private readonly db: Db;
@@ -99,7 +102,19 @@ export class IngestRunner {
         return undefined;
       });
       if (row) {
-        await this.ingest(row);
+        try {
+          await this.ingest(row);
+        } catch (error) {
+          // What ingest() does not handle itself (its first queries, or failing the upload): the
+          // upload fails if the store lets it, and the loop goes on. Unhandled, this rejection
+          // ended the whole process.
+          this.log.error("ingest could not run", { upload: row.id, error: (error as Error).message });
+          await this.fail(row, SERVER_SIDE_FAILURE).catch((failError: Error) =>
+            this.log.error("could not mark the upload failed", { upload: row.id, error: failError.message }),
+          );
+          // A store that is down fails every query at once: do not spin on it.
+          await new Promise((resolve) => setTimeout(resolve, FAILURE_PAUSE_MS));
+        }
         continue;
       }
       await new Promise<void>((resolve) => {
@@ -222,12 +237,7 @@ export class IngestRunner {
         log.info("ingest failed: unreadable file", { line: error.line, error: error.message });
       } else {
         log.error("ingest crashed", { error: (error as Error).message, stack: (error as Error).stack });
-        await this.fail(
-          row,
-          "the ingest failed on the server's side; upload the file again, and quote this version if it recurs",
-          progress,
-          errors,
-        );
+        await this.fail(row, SERVER_SIDE_FAILURE, progress, errors);
       }
     }
   }
