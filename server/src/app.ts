@@ -48,11 +48,9 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   app.use(
     "/v1/*",
     csrfOriginCheck({
-      allowedOrigins: [
-        ...deps.config.allowedOrigins,
-        ...(deps.config.publicUrl ? [new URL(deps.config.publicUrl).origin] : []),
-      ],
+      allowedOrigins: deps.config.allowedOrigins,
       cookieSetters: ["/v1/auth/signup", "/v1/auth/login"],
+      ownOrigin: deps.config.publicUrl ? new URL(deps.config.publicUrl).origin : undefined,
     }),
   );
 

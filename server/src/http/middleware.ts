@@ -89,13 +89,18 @@ export function csrfOriginCheck(options: {
   allowedOrigins: string[];
   /** Paths that set the cookie, checked even without a session (login CSRF). */
   cookieSetters: string[];
+  /**
+   * This server's origin as browsers reach it (SIFT_PUBLIC_URL). Without it the origin is taken
+   * from the request's Host, which whoever sends the request (or a proxy) chooses.
+   */
+  ownOrigin?: string | undefined;
 }): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     if (SAFE_METHODS.has(c.req.method)) return next();
     const usesCookie = c.get("principal").kind === "session" || options.cookieSetters.includes(c.req.path);
     if (!usesCookie) return next();
     const origin = c.req.header("origin");
-    const own = new URL(c.req.url).origin;
+    const own = options.ownOrigin ?? new URL(c.req.url).origin;
     if (origin !== undefined) {
       if (origin === own || options.allowedOrigins.includes(origin)) return next();
       throw new ForbiddenError(`cross-site request refused: origin ${origin} may not use a dashboard session here`);
