@@ -68,9 +68,10 @@ export class VersionService {
           active: r.version === active,
           createdAt: r.createdAt,
         };
-        // `records` is optional in a listing: one count the engine cannot give must not fail the list.
+        // Stored with each version; versions recorded before counts were stored are counted by the
+        // engine. `records` is optional in a listing: a count the engine cannot give must not fail it.
         const records =
-          r.state === "ready"
+          r.state === "ready" && (r.records === null || r.records === undefined)
             ? await engine.count(ref.id, r.version).catch((error: Error) => {
                 log.warn("could not count the records of a version", {
                   index: ref.id,

@@ -39,6 +39,7 @@ export function finishBulk(
         parent: base,
         kind: "change",
         state: "ready",
+        records: await ctx.engine.count(ref.id, live),
         createdAt: ctx.now(),
       });
     }

@@ -38,6 +38,9 @@ export async function applyRecordChange(
     const deletes = [...(change.deletes ?? []), ...(await tombstonesToCarry(ctx, ref.id, parent, upserts))];
 
     await ctx.engine.applyChange(ref.id, { version, parent, upserts, deletes });
+    // Counted once now, while the version is fresh in the engine: a listing of thousands of
+    // versions then reads the counts instead of rebuilding every version to count it.
+    const records = await ctx.engine.count(ref.id, version);
     const now = ctx.now();
     await ctx.db.transaction(async (tx) => {
       await tx.insert(versions).values({
@@ -48,6 +51,7 @@ export async function applyRecordChange(
         parent,
         kind: "change",
         state: "ready",
+        records,
         createdAt: now,
       });
       await tx.update(indexes).set({ activeVersion: version }).where(eq(indexes.id, ref.id));
