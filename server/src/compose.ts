@@ -133,6 +133,15 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
     ).unref(),
     setInterval(
       () =>
+        void uploads
+          .sweepAbandoned(config.requestTimeoutMs)
+          .catch((error: Error) =>
+            log.warn("could not sweep abandoned uploads; the next run tries again", { error: error.message }),
+          ),
+      config.retentionEveryMs,
+    ).unref(),
+    setInterval(
+      () =>
         void versions
           .applyRetentionEverywhere()
           .catch((error: Error) => log.error("retention could not list the indexes", { error: error.message })),

@@ -1,6 +1,6 @@
 // Bulk upload (docs/uploads.md, The flow): start assigns the next version and a signed URL; the PUT streams
 // the bytes into the blob store; complete queues the ingest and returns at once.
-import { and, eq } from "drizzle-orm";
+import { and, eq, lt, or } from "drizzle-orm";
 import type { components } from "../../../generated/types.ts";
 import type { Principal } from "../auth/principal.ts";
 import { authorizeIndex, tenantOf } from "../auth/authority.ts";
@@ -23,6 +23,10 @@ type IngestStatus = components["schemas"]["IngestStatus"];
 type UploadRow = typeof uploads.$inferSelect;
 
 export const UPLOAD_URL_TTL_MS = 15 * 60_000;
+/** How long an uploaded file waits for `complete` after its URL expired, before it is deleted. */
+export const UNCOMPLETED_GRACE_MS = 60 * 60_000;
+const ABANDONED =
+  "the upload was never completed: its file was deleted after the upload URL expired; start a new upload";
 
 export class UploadService {
   private readonly db: Db;
@@ -178,6 +182,39 @@ export class UploadService {
   async status(p: Principal, indexName: string, version: string): Promise<IngestStatus> {
     const ref = await this.index(p, indexName, "404");
     return toStatus(ref.name, await this.row(ref, version), this.now());
+  }
+
+  /**
+   * Deletes the files of uploads never completed and fails their versions: a file PUT but never
+   * completed, an hour after its URL expired; a URL never used (or a PUT cut off), once no
+   * request started before the expiry can still be running (`requestTimeoutMs` later).
+   * Returns how many were swept.
+   */
+  async sweepAbandoned(requestTimeoutMs: number): Promise<number> {
+    const now = this.now();
+    const rows = await this.db
+      .select()
+      .from(uploads)
+      .where(
+        or(
+          and(eq(uploads.state, "uploaded"), lt(uploads.expiresAt, now - UNCOMPLETED_GRACE_MS)),
+          and(eq(uploads.state, "awaiting_upload"), lt(uploads.expiresAt, now - requestTimeoutMs)),
+        ),
+      );
+    let swept = 0;
+    for (const row of rows) {
+      if (this.receiving.has(row.id)) continue;
+      const [failed] = await this.db
+        .update(uploads)
+        .set({ state: "failed", failureReason: ABANDONED, finishedAt: now })
+        .where(and(eq(uploads.id, row.id), eq(uploads.state, row.state)))
+        .returning({ id: uploads.id });
+      if (!failed) continue; // completed (or swept) meanwhile
+      await this.versions.failBulk(row.indexId, Number(row.version));
+      await this.blobs.delete(uploadBlobKey(row));
+      swept++;
+    }
+    return swept;
   }
 
   private async row(ref: IndexRef, version: string): Promise<UploadRow> {
