@@ -1518,6 +1518,17 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Too many attempts (failed log-ins, for now): wait `Retry-After` seconds, then try again. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before the next attempt. */
+                    "retry-after": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The server failed; the body never carries a stack trace, only the request id to quote. */
             500: {
                 headers: {

@@ -216,3 +216,26 @@ describe("slow and stalled requests", () => {
     expect(Date.now() - started).toBeLessThan(8_000);
   }, 30_000);
 });
+
+describe("password guessing", () => {
+  test("after 5 wrong passwords an account's log-ins wait, 429 with Retry-After, the password unchecked", async () => {
+    const email = `guess-${process.pid}@x.example`;
+    const password = "correct horse battery staple";
+    ok(await world.http.fresh().post("/v1/auth/signup", { email, password }), 201);
+    const login = (pw: string) => world.http.fresh().post("/v1/auth/login", { email, password: pw });
+    for (let i = 0; i < 5; i++) problem(await login(`wrong ${i}`), 401);
+    // The sixth wrong one still counts, and from then on even the right password must wait.
+    problem(await login("wrong again"), 401);
+    const held = await login(password);
+    const body = problem(held, 429) as { resultCode?: string };
+    expect(body.resultCode).toBe("RATE_LIMITED");
+    const retryAfter = Number(held.headers.get("retry-after"));
+    expect(retryAfter).toBeGreaterThanOrEqual(1);
+    expect(retryAfter).toBeLessThanOrEqual(2);
+    await new Promise((resolve) => setTimeout(resolve, retryAfter * 1000));
+    ok(await login(password), 200);
+    // A success clears the account's count: one wrong password is a plain 401 again.
+    problem(await login("wrong after"), 401);
+    ok(await login(password), 200);
+  });
+});

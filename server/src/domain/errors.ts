@@ -19,6 +19,7 @@ export type DomainErrorKind =
   | "not-found"
   | "conflict"
   | "payload-too-large"
+  | "rate-limited"
   | "unavailable";
 
 export abstract class DomainError extends Error {
@@ -77,4 +78,16 @@ export class PayloadTooLargeError extends DomainError {
 export class UnavailableError extends DomainError {
   readonly kind = "unavailable";
   override name = "UnavailableError";
+}
+
+/** Too many attempts: the caller may try again after `retryAfterSeconds`. */
+export class RateLimitedError extends DomainError {
+  readonly kind = "rate-limited";
+  override name = "RateLimitedError";
+  readonly retryAfterSeconds: number;
+
+  constructor(message: string, retryAfterSeconds: number) {
+    super(message);
+    this.retryAfterSeconds = retryAfterSeconds;
+  }
 }

@@ -6,6 +6,7 @@ import type { components } from "../../../generated/types.ts";
 import {
   DomainError,
   InvalidArgumentError,
+  RateLimitedError,
   type FieldProblem as DomainFieldProblem,
   type DomainErrorKind,
 } from "../domain/errors.ts";
@@ -22,6 +23,7 @@ const kinds = {
   409: { code: "CONFLICT", title: "Conflict", slug: "conflict" },
   413: { code: "PAYLOAD_TOO_LARGE", title: "Payload too large", slug: "payload-too-large" },
   415: { code: "UNSUPPORTED_MEDIA_TYPE", title: "Unsupported media type", slug: "unsupported-media-type" },
+  429: { code: "RATE_LIMITED", title: "Too many requests", slug: "rate-limited" },
   500: { code: "INTERNAL", title: "Internal error", slug: "internal" },
   501: { code: "NOT_IMPLEMENTED", title: "Not implemented", slug: "not-implemented" },
   503: { code: "UNAVAILABLE", title: "Service unavailable", slug: "unavailable" },
@@ -69,6 +71,7 @@ export const STATUS_OF: Record<DomainErrorKind, ProblemStatus> = {
   "not-found": 404,
   conflict: 409,
   "payload-too-large": 413,
+  "rate-limited": 429,
   unavailable: 503,
 };
 
@@ -90,7 +93,11 @@ export function problemFor(error: unknown): HttpProblem | undefined {
       STATUS_OF[error.kind],
       error.message,
       fields,
-      error.kind === "unauthenticated" ? CHALLENGE : {},
+      error.kind === "unauthenticated"
+        ? CHALLENGE
+        : error instanceof RateLimitedError
+          ? { "retry-after": String(error.retryAfterSeconds) }
+          : {},
     );
   }
   if (error instanceof HTTPException && error.status < 500) {

@@ -3,9 +3,10 @@
 import { and, eq, gt, lt } from "drizzle-orm";
 import type { components } from "../../../generated/types.ts";
 import type { SessionAuthenticator } from "../auth/credentials.ts";
+import { LoginThrottle } from "../auth/login-throttle.ts";
 import type { SessionPrincipal } from "../auth/principal.ts";
 import { hashPassword, newId, newSessionToken, sha256, verifyPassword } from "../auth/secrets.ts";
-import { ConflictError, UnauthenticatedError } from "../domain/errors.ts";
+import { ConflictError, RateLimitedError, UnauthenticatedError } from "../domain/errors.ts";
 import { isUniqueViolation } from "../store/errors.ts";
 import type { Db } from "../store/open.ts";
 import { oauthIdentities, sessions, tenants, users } from "../store/schema.ts";
@@ -23,11 +24,13 @@ export class AccountService implements SessionAuthenticator {
   private readonly db: Db;
   private readonly sessionTtlMs: number;
   private readonly now: () => number;
+  private readonly throttle: LoginThrottle;
 
   constructor(db: Db, sessionTtlMs: number, now: () => number = Date.now) {
     this.db = db;
     this.sessionTtlMs = sessionTtlMs;
     this.now = now;
+    this.throttle = new LoginThrottle(now);
   }
 
   async signup(input: { email: string; password: string; tenantName?: string }): Promise<SignedIn> {
@@ -37,11 +40,21 @@ export class AccountService implements SessionAuthenticator {
     return this.startSession(userId);
   }
 
-  async login(input: { email: string; password: string }): Promise<SignedIn> {
+  /** `address`: the client's, for the per-address part of the throttle (auth/login-throttle.ts). */
+  async login(input: { email: string; password: string }, address?: string): Promise<SignedIn> {
     const email = input.email.trim().toLowerCase();
+    const wait = this.throttle.waitMs(email, address);
+    if (wait > 0) {
+      const seconds = Math.ceil(wait / 1000);
+      throw new RateLimitedError(`too many failed log-ins: try again in ${seconds} s`, seconds);
+    }
     const [user] = await this.db.select().from(users).where(eq(users.email, email)).limit(1);
     const ok = await verifyPassword(input.password, user?.passwordHash ?? null);
-    if (!user || !ok) throw new UnauthenticatedError("the e-mail or the password is not right");
+    if (!user || !ok) {
+      this.throttle.failed(email, address);
+      throw new UnauthenticatedError("the e-mail or the password is not right");
+    }
+    this.throttle.succeeded(email);
     return this.startSession(user.id);
   }
 
