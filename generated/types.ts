@@ -869,7 +869,7 @@ export type components = {
             status: number;
             /** @description What happened in this case. */
             detail?: string;
-            /** @description Machine-readable outcome; `INVALID_ARGUMENT`, `UNAUTHORIZED`, `FORBIDDEN`, `NOT_FOUND`, `CONFLICT`, `PAYLOAD_TOO_LARGE`, `RATE_LIMITED`, `NOT_IMPLEMENTED`, `UNAVAILABLE` or `INTERNAL`. */
+            /** @description Machine-readable outcome; `INVALID_ARGUMENT`, `UNAUTHORIZED`, `FORBIDDEN`, `NOT_FOUND`, `CONFLICT`, `PAYLOAD_TOO_LARGE`, `QUOTA_EXCEEDED`, `RATE_LIMITED`, `NOT_IMPLEMENTED`, `UNAVAILABLE` or `INTERNAL`. */
             resultCode?: string;
             /** @description Each invalid field or line. */
             errors?: components["schemas"]["FieldProblem"][];

@@ -97,7 +97,7 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
 
   const accounts = new AccountService(store.db, config.sessionTtlMs);
   const apiKeys = new ApiKeyService(store.db, log);
-  const catalog = new CatalogService(store.db, engine, log);
+  const catalog = new CatalogService(store.db, engine, log, Date.now, { indexes: config.quotaIndexes });
   const versions = new VersionService({
     db: store.db,
     engine,

@@ -47,6 +47,8 @@ export interface Config {
   requestTimeoutMs: number;
   /** A connection with no bytes either way for this long is closed (a stalled upload included). */
   idleTimeoutMs: number;
+  /** Indexes one tenant may have. */
+  quotaIndexes: number;
 }
 
 export class ConfigError extends Error {
@@ -190,6 +192,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     requestTimeoutMs: int("SIFT_REQUEST_TIMEOUT_SECONDS", 12 * 3600, 1, 7 * 86_400) * 1000,
     // Longer than any silence of a legitimate request (a checkpoint answers when done).
     idleTimeoutMs: int("SIFT_IDLE_TIMEOUT_SECONDS", 300, 1, 86_400) * 1000,
+    quotaIndexes: int("SIFT_QUOTA_INDEXES", 1_000, 1, 1_000_000),
   };
   for (const origin of config.allowedOrigins) {
     if (!URL.canParse(origin))

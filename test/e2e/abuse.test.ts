@@ -239,3 +239,26 @@ describe("password guessing", () => {
     ok(await login(password), 200);
   });
 });
+
+describe("tenant quotas", () => {
+  let small: World;
+  beforeAll(async () => {
+    small = await startWorld({ SIFT_QUOTA_INDEXES: "3" });
+  });
+  afterAll(() => small?.stop());
+
+  test("an index beyond the quota is 403 QUOTA_EXCEEDED naming it; deleting one makes room", async () => {
+    const s = small.a.session;
+    // Each tenant of the world starts with two indexes.
+    const create = (name: string) => s.post("/v1/indexes", { name, serviceName: small.a.service });
+    ok(await create("third"), 201);
+    const refused = await create("fourth");
+    const body = problem(refused, 403) as { resultCode?: string; errors?: { field: string; message: string }[] };
+    expect(body.resultCode).toBe("QUOTA_EXCEEDED");
+    expect(body.errors).toEqual([{ field: "quota.indexes", message: "at most 3" }]);
+    // The other tenant has a quota of its own.
+    ok(await small.b.session.post("/v1/indexes", { name: "third", serviceName: small.b.service }), 201);
+    ok(await s.delete("/v1/indexes/third"), 204);
+    ok(await create("fourth"), 201);
+  });
+});

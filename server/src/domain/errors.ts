@@ -20,6 +20,7 @@ export type DomainErrorKind =
   | "conflict"
   | "payload-too-large"
   | "rate-limited"
+  | "quota-exceeded"
   | "unavailable";
 
 export abstract class DomainError extends Error {
@@ -89,5 +90,19 @@ export class RateLimitedError extends DomainError {
   constructor(message: string, retryAfterSeconds: number) {
     super(message);
     this.retryAfterSeconds = retryAfterSeconds;
+  }
+}
+
+/** A tenant quota (docs/api.md, Limits) would be exceeded: `quota` names it, `limit` is its value. */
+export class QuotaExceededError extends DomainError {
+  readonly kind = "quota-exceeded";
+  override name = "QuotaExceededError";
+  readonly quota: string;
+  readonly limit: number;
+
+  constructor(quota: string, limit: number, message: string) {
+    super(message);
+    this.quota = quota;
+    this.limit = limit;
   }
 }

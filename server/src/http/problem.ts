@@ -6,6 +6,7 @@ import type { components } from "../../../generated/types.ts";
 import {
   DomainError,
   InvalidArgumentError,
+  QuotaExceededError,
   RateLimitedError,
   type FieldProblem as DomainFieldProblem,
   type DomainErrorKind,
@@ -40,12 +41,21 @@ export class HttpProblem extends Error {
   readonly status: ProblemStatus;
   readonly errors: FieldProblem[] | undefined;
   readonly headers: Record<string, string>;
+  /** A resultCode more precise than the status's own (QUOTA_EXCEEDED is a 403). */
+  readonly code: string | undefined;
 
-  constructor(status: ProblemStatus, detail: string, errors?: FieldProblem[], headers: Record<string, string> = {}) {
+  constructor(
+    status: ProblemStatus,
+    detail: string,
+    errors?: FieldProblem[],
+    headers: Record<string, string> = {},
+    code?: string,
+  ) {
     super(detail);
     this.status = status;
     this.errors = errors;
     this.headers = headers;
+    this.code = code;
   }
 
   toProblem(requestId?: string): Problem {
@@ -55,7 +65,7 @@ export class HttpProblem extends Error {
       title: kind.title,
       status: this.status,
       detail: this.message,
-      resultCode: kind.code,
+      resultCode: this.code ?? kind.code,
     };
     if (this.errors?.length) problem.errors = this.errors;
     if (requestId) problem.requestId = requestId;
@@ -72,6 +82,7 @@ export const STATUS_OF: Record<DomainErrorKind, ProblemStatus> = {
   conflict: 409,
   "payload-too-large": 413,
   "rate-limited": 429,
+  "quota-exceeded": 403,
   unavailable: 503,
 };
 
@@ -87,6 +98,10 @@ void ((p: DomainFieldProblem): FieldProblem => p);
  */
 export function problemFor(error: unknown): HttpProblem | undefined {
   if (error instanceof HttpProblem) return error;
+  if (error instanceof QuotaExceededError) {
+    const fields = [{ field: `quota.${error.quota}`, message: `at most ${error.limit}` }];
+    return new HttpProblem(STATUS_OF[error.kind], error.message, fields, {}, "QUOTA_EXCEEDED");
+  }
   if (error instanceof DomainError) {
     const fields = error instanceof InvalidArgumentError && error.fields.length ? error.fields : undefined;
     return new HttpProblem(

@@ -5,7 +5,7 @@
 import { and, asc, count, eq } from "drizzle-orm";
 import type { components } from "../../../generated/types.ts";
 import { newId } from "../auth/secrets.ts";
-import { ConflictError, InvalidArgumentError, NotFoundError } from "../domain/errors.ts";
+import { ConflictError, InvalidArgumentError, NotFoundError, QuotaExceededError } from "../domain/errors.ts";
 import type { Logger } from "../log.ts";
 import type { SearchEngine } from "../ports/engine.ts";
 import { REGION_IDS, isRegionId } from "../regions.ts";
@@ -31,6 +31,12 @@ export interface IndexRef {
 
 const CACHE_TTL_MS = 5_000;
 
+/** Per-tenant limits of the catalog (docs/api.md, Limits). */
+export interface CatalogQuotas {
+  indexes: number;
+}
+export const DEFAULT_CATALOG_QUOTAS: CatalogQuotas = { indexes: 1_000 };
+
 export class CatalogService {
   private readonly cache = new Map<string, { ref: IndexRef | undefined; until: number }>();
   /** Bumped by every invalidation, so a lookup that read the rows before it cannot cache what it read. */
@@ -40,12 +46,20 @@ export class CatalogService {
   private readonly engine: SearchEngine;
   private readonly log: Logger;
   private readonly now: () => number;
+  private readonly quotas: CatalogQuotas;
 
-  constructor(db: Db, engine: SearchEngine, log: Logger, now: () => number = Date.now) {
+  constructor(
+    db: Db,
+    engine: SearchEngine,
+    log: Logger,
+    now: () => number = Date.now,
+    quotas: CatalogQuotas = DEFAULT_CATALOG_QUOTAS,
+  ) {
     this.db = db;
     this.engine = engine;
     this.log = log;
     this.now = now;
+    this.quotas = quotas;
   }
 
   // ---- services ----
@@ -118,6 +132,16 @@ export class CatalogService {
     input: { name: string; serviceName: string; visibility?: Visibility },
   ): Promise<SiftIndex> {
     const service = await this.serviceRow(tenantId, input.serviceName);
+    // Checked before the write, so two creates at once may both pass at the limit: the quota
+    // bounds what one tenant can pile up (every index costs the retention pass), not to the unit.
+    const [owned] = await this.db.select({ n: count() }).from(indexes).where(eq(indexes.tenantId, tenantId));
+    if ((owned?.n ?? 0) >= this.quotas.indexes) {
+      throw new QuotaExceededError(
+        "indexes",
+        this.quotas.indexes,
+        `the tenant already has ${owned!.n} indexes, its quota: delete one to create another`,
+      );
+    }
     const id = newId("idx");
     const now = this.now();
     const ref: IndexRef = {
