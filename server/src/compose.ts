@@ -108,7 +108,16 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
   const records = new RecordService({ catalog, versions, engine });
   const search = new SearchService({ catalog, versions, engine, region: config.region });
   const blobs = createFsBlobStore(join(config.dataDir, "blobs"));
-  const ingest = new IngestRunner({ db: store.db, engine, blobs, catalog, versions, log });
+  const ingest = new IngestRunner({
+    db: store.db,
+    engine,
+    blobs,
+    catalog,
+    versions,
+    log,
+    // A compressed file may expand to what an uncompressed one may hold.
+    limits: { expandedBytes: config.maxUploadBytes, records: config.maxUploadRecords },
+  });
   const uploads = new UploadService({
     db: store.db,
     catalog,

@@ -49,6 +49,8 @@ export interface Config {
   idleTimeoutMs: number;
   /** Indexes one tenant may have. */
   quotaIndexes: number;
+  /** Records (and invalid lines) one upload may hold. */
+  maxUploadRecords: number;
 }
 
 export class ConfigError extends Error {
@@ -193,6 +195,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     // Longer than any silence of a legitimate request (a checkpoint answers when done).
     idleTimeoutMs: int("SIFT_IDLE_TIMEOUT_SECONDS", 300, 1, 86_400) * 1000,
     quotaIndexes: int("SIFT_QUOTA_INDEXES", 1_000, 1, 1_000_000),
+    // 25M small records build within about 1 GB; a 5 MB gzip once expanded to 119M.
+    maxUploadRecords: int("SIFT_MAX_UPLOAD_RECORDS", 25_000_000, 1, 1_000_000_000),
   };
   for (const origin of config.allowedOrigins) {
     if (!URL.canParse(origin))

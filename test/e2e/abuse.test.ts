@@ -3,6 +3,7 @@
 // anything is written, and the index stays writable. Straight to the server: this is about what
 // the server does, not about what the contract's mock would say.
 import { request as httpRequest } from "node:http";
+import { gzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createClient, SiftIngestFailedError, type SiftClient } from "../../sdk/src/index.ts";
 import { ok } from "../support/contract.ts";
@@ -260,5 +261,37 @@ describe("tenant quotas", () => {
     ok(await small.b.session.post("/v1/indexes", { name: "third", serviceName: small.b.service }), 201);
     ok(await s.delete("/v1/indexes/third"), 204);
     ok(await create("fourth"), 201);
+  });
+});
+
+describe("upload limits", () => {
+  let limited: World;
+  let client: SiftClient;
+  beforeAll(async () => {
+    limited = await startWorld({ SIFT_MAX_UPLOAD_RECORDS: "100", SIFT_MAX_UPLOAD_BYTES: String(64 * 1024) });
+    client = createClient({ baseUrl: limited.server.url, apiKey: limited.a.keys.adm });
+  });
+  afterAll(() => limited?.stop());
+
+  const lines = (count: number) =>
+    Array.from({ length: count }, (_, i) => `{"id":"${i}","title":"Record ${i}"}`).join("\n");
+  const ingest = async (index: string, bytes: Uint8Array) => {
+    const { indexVersion } = await client.uploadFile(index, bytes);
+    return client.waitForIngest(index, indexVersion).then(
+      () => "succeeded",
+      (error: unknown) => (error instanceof SiftIngestFailedError ? error.status.failureReason : String(error)),
+    );
+  };
+
+  test("a gzip that expands past the upload limit, or a file past the record limit, fails saying which", async () => {
+    await client.indexes.create({ name: "limits", serviceName: limited.a.service, visibility: "PRIVATE" });
+    const bomb = gzipSync(Buffer.from(`${'{"id":"x","title":"Padding"}\n'.repeat(40_000)}`));
+    expect(bomb.byteLength).toBeLessThan(64 * 1024);
+    expect(await ingest("limits", bomb)).toMatch(/expands to more than 65536 bytes once decompressed/);
+    expect(await ingest("limits", new TextEncoder().encode(lines(150)))).toMatch(
+      /holds more than 100 records.*SIFT_MAX_UPLOAD_RECORDS/,
+    );
+    expect(await ingest("limits", new TextEncoder().encode(lines(100)))).toBe("succeeded");
+    expect((await client.indexes.get("limits")).records).toBe(100);
   });
 });

@@ -10,7 +10,7 @@ import type { CatalogService } from "../services/catalog.ts";
 import type { VersionService } from "../services/versions.ts";
 import type { Db } from "../store/open.ts";
 import { tombstones, uploads } from "../store/schema.ts";
-import { openUpload, UploadParseError, type RecordError } from "./parse/index.ts";
+import { openUpload, UploadLimitError, UploadParseError, type RecordError } from "./parse/index.ts";
 
 type UploadRow = typeof uploads.$inferSelect;
 
@@ -22,6 +22,15 @@ const FAILURE_PAUSE_MS = 1_000;
 const SERVER_SIDE_FAILURE =
   "the ingest failed on the server's side; upload the file again, and quote this version if it recurs";
 
+/** What one upload may hold (docs/api.md, Limits). */
+export interface UploadLimits {
+  /** Bytes once decompressed. */
+  expandedBytes: number;
+  /** Records and invalid lines together. */
+  records: number;
+}
+export const DEFAULT_UPLOAD_LIMITS: UploadLimits = { expandedBytes: 20 * 1024 ** 3, records: 25_000_000 };
+
 export class IngestRunner {
   private readonly db: Db;
   private readonly engine: SearchEngine;
@@ -30,6 +39,7 @@ export class IngestRunner {
   private readonly versions: VersionService;
   private readonly log: Logger;
   private readonly now: () => number;
+  private readonly limits: UploadLimits;
   private running = false;
   private wake: (() => void) | undefined;
   private loop: Promise<void> | undefined;
@@ -43,7 +53,9 @@ export class IngestRunner {
     versions: VersionService;
     log: Logger;
     now?: () => number;
+    limits?: Partial<UploadLimits>;
   }) {
+    this.limits = { ...DEFAULT_UPLOAD_LIMITS, ...deps.limits };
     this.db = deps.db;
     this.engine = deps.engine;
     this.blobs = deps.blobs;
@@ -175,13 +187,21 @@ export class IngestRunner {
         generateId: randomUUID,
         onProgress: (bytes) => (progress.bytesRead = bytes),
         signal: this.abort.signal,
+        maxExpandedBytes: this.limits.expandedBytes,
       });
       await this.db
         .update(uploads)
         .set({ format: upload.format, gzip: upload.gzip ? 1 : 0 })
         .where(eq(uploads.id, row.id));
       writer = await this.engine.bulkWriter(ref.id, major);
+      let seen = 0;
       for await (const batch of upload.batches) {
+        seen += batch.records.length + batch.errors.length;
+        if (seen > this.limits.records) {
+          throw new UploadLimitError(
+            `the file holds more than ${this.limits.records} records, the limit of one upload (SIFT_MAX_UPLOAD_RECORDS): split it`,
+          );
+        }
         if (batch.errors.length) {
           progress.recordsInvalid += batch.errors.length;
           progress.errorCount += batch.errors.length;
@@ -230,7 +250,10 @@ export class IngestRunner {
         ?.abort()
         .catch((abortError: Error) => log.warn("could not abort the bulk writer", { error: abortError.message }));
       if (this.abort.signal.aborted) return; // shutting down: recoverInterrupted() resumes it next start
-      if (error instanceof UploadParseError) {
+      if (error instanceof UploadLimitError) {
+        await this.fail(row, error.message, progress, errors);
+        log.info("ingest failed: over a limit", { error: error.message });
+      } else if (error instanceof UploadParseError) {
         errors.push({ line: error.line, message: error.message });
         progress.errorCount += 1;
         await this.fail(row, `the file cannot be read past line ${error.line}: ${error.message}`, progress, errors);

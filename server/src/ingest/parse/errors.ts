@@ -20,3 +20,11 @@ export class UploadParseError extends Error {
     this.line = line;
   }
 }
+
+/** The upload passes a limit of the whole file (its expanded size, its record count). */
+export class UploadLimitError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "UploadLimitError";
+  }
+}

@@ -24,7 +24,7 @@
 import { BatchCollector, type ParsedBatch } from "./batches.ts";
 import { CsvParser } from "./csv.ts";
 import { detectInput, isZlibError, type DetectedInput, type UploadFormat } from "./detect.ts";
-import { UploadParseError } from "./errors.ts";
+import { UploadLimitError, UploadParseError } from "./errors.ts";
 import type { FormatOptions, FormatParser, RecordSink } from "./format-parser.ts";
 import { JsonArrayParser } from "./json-array.ts";
 import { JsonLinesParser } from "./json-lines.ts";
@@ -32,7 +32,7 @@ import { readSource } from "./source.ts";
 
 export type { ParsedBatch } from "./batches.ts";
 export type { UploadFormat } from "./detect.ts";
-export { UploadParseError, type RecordError } from "./errors.ts";
+export { UploadLimitError, UploadParseError, type RecordError } from "./errors.ts";
 
 export const DEFAULT_BATCH_SIZE = 1000;
 export const DEFAULT_MAX_RECORD_BYTES = 1024 * 1024;
@@ -48,6 +48,8 @@ export interface ParseOptions {
   onProgress?: (bytesRead: number) => void;
   /** Checked between chunks. */
   signal?: AbortSignal;
+  /** Bytes the file may expand to once decompressed (a gzip bomb stops here). */
+  maxExpandedBytes?: number;
 }
 
 export interface Upload {
@@ -73,7 +75,11 @@ export async function openUpload(source: AsyncIterable<Uint8Array>, options: Par
   const input = await detectInput(readSource(source, options.onProgress));
   const collector = new BatchCollector(options.generateId, batchSize);
   const parser = new PARSERS[input.format](collector, { firstLine: input.firstLine, maxRecordBytes });
-  return { format: input.format, gzip: input.gzip, batches: parseBatches(input, parser, collector, options.signal) };
+  return {
+    format: input.format,
+    gzip: input.gzip,
+    batches: parseBatches(input, parser, collector, options.signal, options.maxExpandedBytes ?? Infinity),
+  };
 }
 
 async function* parseBatches(
@@ -81,12 +87,20 @@ async function* parseBatches(
   parser: FormatParser,
   collector: BatchCollector,
   signal: AbortSignal | undefined,
+  maxExpandedBytes: number,
 ): AsyncGenerator<ParsedBatch, void, undefined> {
   let failure: UploadParseError;
+  let expanded = 0;
   try {
     for await (const chunk of input.chunks) {
       // Checked per decompressed chunk: gunzip may have read the whole source ahead.
       signal?.throwIfAborted();
+      expanded += chunk.byteLength;
+      if (expanded > maxExpandedBytes) {
+        throw new UploadLimitError(
+          `the file expands to more than ${maxExpandedBytes} bytes once decompressed, the upload limit`,
+        );
+      }
       await parser.write(chunk);
       yield* collector.takeFull();
     }
