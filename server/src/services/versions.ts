@@ -35,7 +35,7 @@ export class VersionService {
     log: Logger;
     now?: () => number;
   }) {
-    this.ctx = { ...deps, now: deps.now ?? Date.now, locks: new IndexLocks() };
+    this.ctx = { ...deps, now: deps.now ?? Date.now, locks: new IndexLocks(), autoCoalescing: new Set() };
   }
 
   /** The version a read should use: the one asked for (if retained and ready) or the active one. */

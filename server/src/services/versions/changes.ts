@@ -69,10 +69,13 @@ export async function applyRecordChange(
     ctx.catalog.setActive(ref.id, version);
     return version;
   });
-  if (minorOf(version) >= ctx.policy.coalesceAfter) {
-    void coalesce(ctx, ref).catch((error: Error) =>
-      ctx.log.error("automatic coalesce failed", { index: ref.id, error: error.message }),
-    );
+  // One automatic checkpoint queued per index at a time, however many writes cross the
+  // threshold while it waits for the lock (each used to queue a full rebuild of its own).
+  if (minorOf(version) >= ctx.policy.coalesceAfter && !ctx.autoCoalescing.has(ref.id)) {
+    ctx.autoCoalescing.add(ref.id);
+    void coalesce(ctx, ref, { minChain: ctx.policy.coalesceAfter })
+      .catch((error: Error) => ctx.log.error("automatic coalesce failed", { index: ref.id, error: error.message }))
+      .finally(() => ctx.autoCoalescing.delete(ref.id));
   }
   return version;
 }

@@ -1,6 +1,6 @@
 // Coalesce (docs/versions.md): the active version written out as a self-contained checkpoint with
 // the next major id, so reads stop walking a long chain of changes.
-import { formatVersion, isMajorVersion, type VersionId } from "../../domain/version-id.ts";
+import { formatVersion, isMajorVersion, minorOf, type VersionId } from "../../domain/version-id.ts";
 import { versions } from "../../store/schema.ts";
 import type { IndexRef } from "../catalog.ts";
 import { setActive, type VersionContext } from "./context.ts";
@@ -10,10 +10,13 @@ import { activeVersionOf, takeMajor, updateVersion } from "./rows.ts";
  * Writes the active version as a checkpoint and makes it active. With nothing accumulated (the
  * active version is already a major) it changes nothing.
  */
-export function coalesce(ctx: VersionContext, ref: IndexRef): Promise<VersionId> {
+export function coalesce(ctx: VersionContext, ref: IndexRef, options: { minChain?: number } = {}): Promise<VersionId> {
   return ctx.locks.run(ref.id, async () => {
     const from = await activeVersionOf(ctx.db, ref.id);
     if (isMajorVersion(from)) return from;
+    // Automatic: decided when a write crossed the threshold, but other writes (and maybe another
+    // checkpoint) may have run since; a chain shorter than the threshold is left alone.
+    if (options.minChain !== undefined && minorOf(from) < options.minChain) return from;
     const major = await takeMajor(ctx.db, ref.id);
     const version = formatVersion(major);
     await ctx.db.insert(versions).values({

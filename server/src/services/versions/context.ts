@@ -25,6 +25,8 @@ export interface VersionContext {
   log: Logger;
   now: () => number;
   locks: IndexLocks;
+  /** Indexes with an automatic checkpoint queued or running (versions/changes.ts). */
+  autoCoalescing: Set<string>;
 }
 
 /** Makes `version` the one reads use: in the store, in the engine, and in the catalog's cache. */
