@@ -216,9 +216,7 @@ const describe = (problems: FieldProblem[]) =>
   problems.map((p) => `${p.field ? `${p.field} ` : ""}${p.message}`).join("; ");
 
 async function readJsonBody(c: Context, op: ContractOperation, maxBytes: number): Promise<unknown> {
-  const declared = Number(c.req.header("content-length") ?? "NaN");
-  if (declared > maxBytes) throw new PayloadTooLargeError(`the request body is larger than ${maxBytes} bytes`);
-  const raw = c.req.raw.body ? await readLimited(c.req.raw.body, maxBytes) : "";
+  const raw = await readBodyLimited(c.req.raw, maxBytes);
   if (raw.trim() === "") {
     if (op.jsonBody?.required)
       throw new InvalidArgumentError("a JSON request body is required", [{ field: "body", message: "is required" }]);

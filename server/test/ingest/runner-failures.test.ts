@@ -1,26 +1,20 @@
 // The ingest runner must survive a failure outside the ingest proper (issue 15, finding 11): a
 // rejected first query of an ingest used to escape the runner's loop as an unhandled rejection,
 // which ends a Node process. Now the upload fails and the loop goes on to the next one.
-import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createFsBlobStore } from "../../src/blobs/fs-blobs.ts";
-import { createEmbeddedEngine } from "../../src/engine/embedded/index.ts";
 import { IngestRunner } from "../../src/ingest/runner.ts";
-import { createLogger } from "../../src/log.ts";
-import type { SearchEngine } from "../../src/ports/engine.ts";
-import { CatalogService } from "../../src/services/catalog.ts";
-import { VersionService } from "../../src/services/versions.ts";
+import type { CatalogService } from "../../src/services/catalog.ts";
 import type { Store } from "../../src/store/open.ts";
-import { tenants, uploads, versions as versionRows } from "../../src/store/schema.ts";
+import { uploads, versions as versionRows } from "../../src/store/schema.ts";
+import { openServices, type TestServices } from "../support/services.ts";
 import { storeTargets } from "../support/store.ts";
 
 describe.each(storeTargets())("ingest runner on $name", (target) => {
+  let services: TestServices;
   let store: Store;
-  let engine: SearchEngine;
-  let dir: string;
   let runner: IngestRunner;
   let indexId: string;
   const rejections: unknown[] = [];
@@ -28,34 +22,27 @@ describe.each(storeTargets())("ingest runner on $name", (target) => {
 
   beforeAll(async () => {
     process.on("unhandledRejection", onRejection);
-    store = await target.open();
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), "sift-runner-"));
-    engine = createEmbeddedEngine({ dataDir: path.join(dir, "engine") });
-    await engine.open();
-    const log = createLogger("silent", {}, () => {});
-    const catalog = new CatalogService(store.db, engine, log);
-    const versions = new VersionService({
-      db: store.db,
-      engine,
-      catalog,
-      log,
-      policy: { coalesceAfter: 1_000, retainVersions: 10 },
-    });
-    await store.db.insert(tenants).values({ id: "ten_r", name: "r", createdAt: 0 });
-    await catalog.createService("ten_r", { name: "runner-shop", regions: ["frankfurt"] });
-    await catalog.createIndex("ten_r", { name: "runner", serviceName: "runner-shop" });
+    services = await openServices(target, { tenantId: "ten_r" });
+    const { catalog, versions, engine, log, dir } = services;
+    store = services.store;
+    await catalog.createIndex("ten_r", { name: "runner", serviceName: "ten_r-shop" });
     indexId = (await catalog.byName("ten_r", "runner"))!.id;
     // The first query of every ingest fails, as it would with the store gone for a moment.
     const failing = Object.create(catalog) as CatalogService;
     failing.byId = () => Promise.reject(new Error("connection reset"));
-    runner = new IngestRunner({ db: store.db, engine, blobs: createFsBlobStore(dir), catalog: failing, versions, log });
+    runner = new IngestRunner({
+      db: store.db,
+      engine,
+      blobs: createFsBlobStore(path.join(dir, "blobs")),
+      catalog: failing,
+      versions,
+      log,
+    });
   });
   afterAll(async () => {
     process.off("unhandledRejection", onRejection);
     await runner?.stop();
-    await engine?.close();
-    await store?.close();
-    if (dir) fs.rmSync(dir, { recursive: true, force: true });
+    await services?.close();
   });
 
   const queue = async (version: number) => {

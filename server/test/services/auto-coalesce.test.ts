@@ -2,60 +2,31 @@
 // their own: 8 rebuilds of a 500k-record index for 1,020 writes (issue 15, finding 6). Now one is
 // queued per index at a time, and one that finds the chain short again when its turn comes
 // leaves it alone.
-import fs from "node:fs";
-import os from "node:os";
-import path from "node:path";
 import { and, eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import type { Principal } from "../../src/auth/principal.ts";
 import { minorOf } from "../../src/domain/version-id.ts";
-import { createEmbeddedEngine } from "../../src/engine/embedded/index.ts";
-import { createLogger } from "../../src/log.ts";
-import type { SearchEngine } from "../../src/ports/engine.ts";
-import { CatalogService } from "../../src/services/catalog.ts";
-import { RecordService } from "../../src/services/records.ts";
-import { VersionService } from "../../src/services/versions.ts";
-import type { Store } from "../../src/store/open.ts";
-import { tenants, versions as versionRows } from "../../src/store/schema.ts";
+import { versions as versionRows } from "../../src/store/schema.ts";
+import { openServices, type TestServices } from "../support/services.ts";
 import { storeTargets } from "../support/store.ts";
 
 const admin: Principal = { kind: "key", keyId: "key_k", tenantId: "ten_k", type: "adm", userId: null };
 const THRESHOLD = 5;
 
 describe.each(storeTargets())("automatic checkpoints on $name", (target) => {
-  let store: Store;
-  let engine: SearchEngine;
-  let dir: string;
-  let catalog: CatalogService;
-  let versions: VersionService;
-  let records: RecordService;
+  let services: TestServices;
 
   beforeAll(async () => {
-    store = await target.open();
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), "sift-auto-coalesce-"));
-    engine = createEmbeddedEngine({ dataDir: dir });
-    await engine.open();
-    const log = createLogger("silent", {}, () => {});
-    catalog = new CatalogService(store.db, engine, log);
-    versions = new VersionService({
-      db: store.db,
-      engine,
-      catalog,
-      log,
+    services = await openServices(target, {
+      tenantId: "ten_k",
       policy: { coalesceAfter: THRESHOLD, retainVersions: 1_000 },
     });
-    records = new RecordService({ catalog, versions, engine });
-    await store.db.insert(tenants).values({ id: "ten_k", name: "k", createdAt: 0 });
-    await catalog.createService("ten_k", { name: "k-shop", regions: ["frankfurt"] });
-    await catalog.createIndex("ten_k", { name: "busy", serviceName: "k-shop" });
+    await services.catalog.createIndex("ten_k", { name: "busy", serviceName: "ten_k-shop" });
   });
-  afterAll(async () => {
-    await engine?.close();
-    await store?.close();
-    if (dir) fs.rmSync(dir, { recursive: true, force: true });
-  });
+  afterAll(() => services?.close());
 
   test("8 writers writing at once make checkpoints only of chains as long as the threshold", async () => {
+    const { store, engine, catalog, versions, records } = services;
     // Each writer writes on as soon as its last write answered, so checkpoints queue between writes.
     await Promise.all(
       Array.from({ length: 8 }, async (_, w) => {

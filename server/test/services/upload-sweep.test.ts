@@ -1,66 +1,40 @@
 // Files of uploads never completed used to stay on disk forever (issue 15, finding 12): they are
 // deleted, and their versions failed, once their URL has expired and nothing can complete them.
 import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import type { Principal } from "../../src/auth/principal.ts";
 import { createFsBlobStore } from "../../src/blobs/fs-blobs.ts";
-import { createEmbeddedEngine } from "../../src/engine/embedded/index.ts";
-import { createLogger } from "../../src/log.ts";
-import type { SearchEngine } from "../../src/ports/engine.ts";
-import { CatalogService } from "../../src/services/catalog.ts";
 import { UNCOMPLETED_GRACE_MS, UPLOAD_URL_TTL_MS, UploadService } from "../../src/services/uploads.ts";
-import { VersionService } from "../../src/services/versions.ts";
-import type { Store } from "../../src/store/open.ts";
-import { tenants } from "../../src/store/schema.ts";
+import { openServices, type TestServices } from "../support/services.ts";
 import { storeTargets } from "../support/store.ts";
 
 const admin: Principal = { kind: "key", keyId: "key_u", tenantId: "ten_u", type: "adm", userId: null };
 const REQUEST_TIMEOUT_MS = 12 * 3_600_000;
 
 describe.each(storeTargets())("abandoned uploads on $name", (target) => {
-  let store: Store;
-  let engine: SearchEngine;
+  let services: TestServices;
   let dir: string;
   let uploads: UploadService;
   let clock = 1_000_000;
 
   beforeAll(async () => {
-    store = await target.open();
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), "sift-upload-sweep-"));
-    engine = createEmbeddedEngine({ dataDir: path.join(dir, "engine") });
-    await engine.open();
-    const log = createLogger("silent", {}, () => {});
     const now = () => clock;
-    const catalog = new CatalogService(store.db, engine, log, now);
-    const versions = new VersionService({
-      db: store.db,
-      engine,
-      catalog,
-      log,
-      now,
-      policy: { coalesceAfter: 1_000, retainVersions: 10 },
-    });
+    services = await openServices(target, { tenantId: "ten_u", now });
+    dir = services.dir;
     uploads = new UploadService({
-      db: store.db,
-      catalog,
-      versions,
+      db: services.store.db,
+      catalog: services.catalog,
+      versions: services.versions,
       blobs: createFsBlobStore(path.join(dir, "blobs")),
       secret: Buffer.alloc(32, 7),
       maxUploadBytes: 1 << 20,
       onQueued: () => {},
       now,
     });
-    await store.db.insert(tenants).values({ id: "ten_u", name: "u", createdAt: 0 });
-    await catalog.createService("ten_u", { name: "sweep-shop", regions: ["frankfurt"] });
-    await catalog.createIndex("ten_u", { name: "sweep", serviceName: "sweep-shop" });
+    await services.catalog.createIndex("ten_u", { name: "sweep", serviceName: "ten_u-shop" });
   });
-  afterAll(async () => {
-    await engine?.close();
-    await store?.close();
-    if (dir) fs.rmSync(dir, { recursive: true, force: true });
-  });
+  afterAll(() => services?.close());
 
   const blobCount = () =>
     fs

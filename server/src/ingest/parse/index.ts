@@ -98,7 +98,7 @@ async function* parseBatches(
       expanded += chunk.byteLength;
       if (expanded > maxExpandedBytes) {
         throw new UploadLimitError(
-          `the file expands to more than ${maxExpandedBytes} bytes once decompressed, the upload limit`,
+          `the file expands to more than ${maxExpandedBytes} bytes once decompressed, the upload limit (SIFT_MAX_UPLOAD_BYTES)`,
         );
       }
       await parser.write(chunk);

@@ -37,7 +37,7 @@ export class StringMatcher {
       if (prefixLast) {
         const last = tokens[n - 1]!;
         const max = allowed[n - 1]!;
-        dist[j * n + n - 1] = word.startsWith(last) ? 0 : within(prefixEditDistance(last, word, max), max);
+        dist[j * n + n - 1] = within(prefixEditDistance(last, word, max), max);
         whole[j] = wordDistance(last, word, max);
       }
     }
@@ -60,9 +60,9 @@ export class StringMatcher {
   }
 }
 
+// editDistance and prefixEditDistance answer equal words, beginnings and max 0 without the matrix.
 function wordDistance(token: string, word: string, max: number): number {
-  if (token === word) return 0;
-  return max === 0 ? NO_MATCH : within(editDistance(token, word, max), max);
+  return within(editDistance(token, word, max), max);
 }
 
 const within = (d: number, max: number): number => (d <= max ? d : NO_MATCH);
