@@ -1226,6 +1226,24 @@ export interface operations {
                     "application/json": components["schemas"]["JsonRpcResponse"];
                 };
             };
+            /**
+             * @description Too many requests (the caller's rate limit is spent), too many failed log-ins, or a quota that
+             *     frees up by itself: wait `Retry-After` seconds, then try again.
+             */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before the next attempt. */
+                    "retry-after": number;
+                    /** @description The caller's rate policies, e.g. `"srh";q=50;w=1, "srh-burst";q=250;w=10` (absent for log-in throttling). */
+                    "ratelimit-policy"?: string;
+                    /** @description Where the caller stands, e.g. `"srh-burst";r=0;t=1`: requests left and seconds until more. */
+                    ratelimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The server failed; the body never carries a stack trace, only the request id to quote. */
             500: {
                 headers: {
@@ -1302,6 +1320,24 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /**
+             * @description Too many requests (the caller's rate limit is spent), too many failed log-ins, or a quota that
+             *     frees up by itself: wait `Retry-After` seconds, then try again.
+             */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before the next attempt. */
+                    "retry-after": number;
+                    /** @description The caller's rate policies, e.g. `"srh";q=50;w=1, "srh-burst";q=250;w=10` (absent for log-in throttling). */
+                    "ratelimit-policy"?: string;
+                    /** @description Where the caller stands, e.g. `"srh-burst";r=0;t=1`: requests left and seconds until more. */
+                    ratelimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The server failed; the body never carries a stack trace, only the request id to quote. */
             500: {
                 headers: {
@@ -1365,6 +1401,24 @@ export interface operations {
             /** @description The credential is valid but may not do this (for example a cross-site cookie write), or a signed URL is invalid or expired. */
             403: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description Too many requests (the caller's rate limit is spent), too many failed log-ins, or a quota that
+             *     frees up by itself: wait `Retry-After` seconds, then try again.
+             */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before the next attempt. */
+                    "retry-after": number;
+                    /** @description The caller's rate policies, e.g. `"srh";q=50;w=1, "srh-burst";q=250;w=10` (absent for log-in throttling). */
+                    "ratelimit-policy"?: string;
+                    /** @description Where the caller stands, e.g. `"srh-burst";r=0;t=1`: requests left and seconds until more. */
+                    ratelimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1447,6 +1501,24 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /**
+             * @description Too many requests (the caller's rate limit is spent), too many failed log-ins, or a quota that
+             *     frees up by itself: wait `Retry-After` seconds, then try again.
+             */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before the next attempt. */
+                    "retry-after": number;
+                    /** @description The caller's rate policies, e.g. `"srh";q=50;w=1, "srh-burst";q=250;w=10` (absent for log-in throttling). */
+                    "ratelimit-policy"?: string;
+                    /** @description Where the caller stands, e.g. `"srh-burst";r=0;t=1`: requests left and seconds until more. */
+                    ratelimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The server failed; the body never carries a stack trace, only the request id to quote. */
             500: {
                 headers: {
@@ -1518,11 +1590,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many attempts (failed log-ins, for now): wait `Retry-After` seconds, then try again. */
+            /**
+             * @description Too many requests (the caller's rate limit is spent), too many failed log-ins, or a quota that
+             *     frees up by itself: wait `Retry-After` seconds, then try again.
+             */
             429: {
                 headers: {
                     /** @description Seconds to wait before the next attempt. */
                     "retry-after": number;
+                    /** @description The caller's rate policies, e.g. `"srh";q=50;w=1, "srh-burst";q=250;w=10` (absent for log-in throttling). */
+                    "ratelimit-policy"?: string;
+                    /** @description Where the caller stands, e.g. `"srh-burst";r=0;t=1`: requests left and seconds until more. */
+                    ratelimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1594,6 +1673,24 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /**
+             * @description Too many requests (the caller's rate limit is spent), too many failed log-ins, or a quota that
+             *     frees up by itself: wait `Retry-After` seconds, then try again.
+             */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before the next attempt. */
+                    "retry-after": number;
+                    /** @description The caller's rate policies, e.g. `"srh";q=50;w=1, "srh-burst";q=250;w=10` (absent for log-in throttling). */
+                    "ratelimit-policy"?: string;
+                    /** @description Where the caller stands, e.g. `"srh-burst";r=0;t=1`: requests left and seconds until more. */
+                    ratelimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The server failed; the body never carries a stack trace, only the request id to quote. */
             500: {
                 headers: {
@@ -1644,6 +1741,24 @@ export interface operations {
             /** @description No credential was given where one is required, or the credential is invalid or revoked. */
             401: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description Too many requests (the caller's rate limit is spent), too many failed log-ins, or a quota that
+             *     frees up by itself: wait `Retry-After` seconds, then try again.
+             */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before the next attempt. */
+                    "retry-after": number;
+                    /** @description The caller's rate policies, e.g. `"srh";q=50;w=1, "srh-burst";q=250;w=10` (absent for log-in throttling). */
+                    "ratelimit-policy"?: string;
+                    /** @description Where the caller stands, e.g. `"srh-burst";r=0;t=1`: requests left and seconds until more. */
+                    ratelimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1706,6 +1821,24 @@ export interface operations {
             /** @description The resource does not exist, or belongs to another tenant. */
             404: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description Too many requests (the caller's rate limit is spent), too many failed log-ins, or a quota that
+             *     frees up by itself: wait `Retry-After` seconds, then try again.
+             */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before the next attempt. */
+                    "retry-after": number;
+                    /** @description The caller's rate policies, e.g. `"srh";q=50;w=1, "srh-burst";q=250;w=10` (absent for log-in throttling). */
+                    "ratelimit-policy"?: string;
+                    /** @description Where the caller stands, e.g. `"srh-burst";r=0;t=1`: requests left and seconds until more. */
+                    ratelimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1775,6 +1908,24 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /**
+             * @description Too many requests (the caller's rate limit is spent), too many failed log-ins, or a quota that
+             *     frees up by itself: wait `Retry-After` seconds, then try again.
+             */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before the next attempt. */
+                    "retry-after": number;
+                    /** @description The caller's rate policies, e.g. `"srh";q=50;w=1, "srh-burst";q=250;w=10` (absent for log-in throttling). */
+                    "ratelimit-policy"?: string;
+                    /** @description Where the caller stands, e.g. `"srh-burst";r=0;t=1`: requests left and seconds until more. */
+                    ratelimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The server failed; the body never carries a stack trace, only the request id to quote. */
             500: {
                 headers: {
@@ -1811,6 +1962,24 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["OAuthProviderList"];
+                };
+            };
+            /**
+             * @description Too many requests (the caller's rate limit is spent), too many failed log-ins, or a quota that
+             *     frees up by itself: wait `Retry-After` seconds, then try again.
+             */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before the next attempt. */
+                    "retry-after": number;
+                    /** @description The caller's rate policies, e.g. `"srh";q=50;w=1, "srh-burst";q=250;w=10` (absent for log-in throttling). */
+                    "ratelimit-policy"?: string;
+                    /** @description Where the caller stands, e.g. `"srh-burst";r=0;t=1`: requests left and seconds until more. */
+                    ratelimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description The server failed; the body never carries a stack trace, only the request id to quote. */
@@ -1869,6 +2038,24 @@ export interface operations {
             /** @description The resource is in a state that does not allow this operation. */
             409: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description Too many requests (the caller's rate limit is spent), too many failed log-ins, or a quota that
+             *     frees up by itself: wait `Retry-After` seconds, then try again.
+             */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before the next attempt. */
+                    "retry-after": number;
+                    /** @description The caller's rate policies, e.g. `"srh";q=50;w=1, "srh-burst";q=250;w=10` (absent for log-in throttling). */
+                    "ratelimit-policy"?: string;
+                    /** @description Where the caller stands, e.g. `"srh-burst";r=0;t=1`: requests left and seconds until more. */
+                    ratelimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1958,6 +2145,24 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /**
+             * @description Too many requests (the caller's rate limit is spent), too many failed log-ins, or a quota that
+             *     frees up by itself: wait `Retry-After` seconds, then try again.
+             */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before the next attempt. */
+                    "retry-after": number;
+                    /** @description The caller's rate policies, e.g. `"srh";q=50;w=1, "srh-burst";q=250;w=10` (absent for log-in throttling). */
+                    "ratelimit-policy"?: string;
+                    /** @description Where the caller stands, e.g. `"srh-burst";r=0;t=1`: requests left and seconds until more. */
+                    ratelimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The server failed; the body never carries a stack trace, only the request id to quote. */
             500: {
                 headers: {
@@ -2008,6 +2213,24 @@ export interface operations {
             /** @description No credential was given where one is required, or the credential is invalid or revoked. */
             401: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description Too many requests (the caller's rate limit is spent), too many failed log-ins, or a quota that
+             *     frees up by itself: wait `Retry-After` seconds, then try again.
+             */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before the next attempt. */
+                    "retry-after": number;
+                    /** @description The caller's rate policies, e.g. `"srh";q=50;w=1, "srh-burst";q=250;w=10` (absent for log-in throttling). */
+                    "ratelimit-policy"?: string;
+                    /** @description Where the caller stands, e.g. `"srh-burst";r=0;t=1`: requests left and seconds until more. */
+                    ratelimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2101,6 +2324,24 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /**
+             * @description Too many requests (the caller's rate limit is spent), too many failed log-ins, or a quota that
+             *     frees up by itself: wait `Retry-After` seconds, then try again.
+             */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before the next attempt. */
+                    "retry-after": number;
+                    /** @description The caller's rate policies, e.g. `"srh";q=50;w=1, "srh-burst";q=250;w=10` (absent for log-in throttling). */
+                    "ratelimit-policy"?: string;
+                    /** @description Where the caller stands, e.g. `"srh-burst";r=0;t=1`: requests left and seconds until more. */
+                    ratelimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The server failed; the body never carries a stack trace, only the request id to quote. */
             500: {
                 headers: {
@@ -2162,6 +2403,24 @@ export interface operations {
             /** @description The resource does not exist, or belongs to another tenant. */
             404: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description Too many requests (the caller's rate limit is spent), too many failed log-ins, or a quota that
+             *     frees up by itself: wait `Retry-After` seconds, then try again.
+             */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before the next attempt. */
+                    "retry-after": number;
+                    /** @description The caller's rate policies, e.g. `"srh";q=50;w=1, "srh-burst";q=250;w=10` (absent for log-in throttling). */
+                    "ratelimit-policy"?: string;
+                    /** @description Where the caller stands, e.g. `"srh-burst";r=0;t=1`: requests left and seconds until more. */
+                    ratelimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2236,6 +2495,24 @@ export interface operations {
             /** @description The resource does not exist, or belongs to another tenant. */
             404: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description Too many requests (the caller's rate limit is spent), too many failed log-ins, or a quota that
+             *     frees up by itself: wait `Retry-After` seconds, then try again.
+             */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before the next attempt. */
+                    "retry-after": number;
+                    /** @description The caller's rate policies, e.g. `"srh";q=50;w=1, "srh-burst";q=250;w=10` (absent for log-in throttling). */
+                    "ratelimit-policy"?: string;
+                    /** @description Where the caller stands, e.g. `"srh-burst";r=0;t=1`: requests left and seconds until more. */
+                    ratelimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2322,6 +2599,24 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /**
+             * @description Too many requests (the caller's rate limit is spent), too many failed log-ins, or a quota that
+             *     frees up by itself: wait `Retry-After` seconds, then try again.
+             */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before the next attempt. */
+                    "retry-after": number;
+                    /** @description The caller's rate policies, e.g. `"srh";q=50;w=1, "srh-burst";q=250;w=10` (absent for log-in throttling). */
+                    "ratelimit-policy"?: string;
+                    /** @description Where the caller stands, e.g. `"srh-burst";r=0;t=1`: requests left and seconds until more. */
+                    ratelimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The server failed; the body never carries a stack trace, only the request id to quote. */
             500: {
                 headers: {
@@ -2398,6 +2693,24 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /**
+             * @description Too many requests (the caller's rate limit is spent), too many failed log-ins, or a quota that
+             *     frees up by itself: wait `Retry-After` seconds, then try again.
+             */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before the next attempt. */
+                    "retry-after": number;
+                    /** @description The caller's rate policies, e.g. `"srh";q=50;w=1, "srh-burst";q=250;w=10` (absent for log-in throttling). */
+                    "ratelimit-policy"?: string;
+                    /** @description Where the caller stands, e.g. `"srh-burst";r=0;t=1`: requests left and seconds until more. */
+                    ratelimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The server failed; the body never carries a stack trace, only the request id to quote. */
             500: {
                 headers: {
@@ -2463,6 +2776,24 @@ export interface operations {
             /** @description The resource does not exist, or belongs to another tenant. */
             404: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description Too many requests (the caller's rate limit is spent), too many failed log-ins, or a quota that
+             *     frees up by itself: wait `Retry-After` seconds, then try again.
+             */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before the next attempt. */
+                    "retry-after": number;
+                    /** @description The caller's rate policies, e.g. `"srh";q=50;w=1, "srh-burst";q=250;w=10` (absent for log-in throttling). */
+                    "ratelimit-policy"?: string;
+                    /** @description Where the caller stands, e.g. `"srh-burst";r=0;t=1`: requests left and seconds until more. */
+                    ratelimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2559,6 +2890,24 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /**
+             * @description Too many requests (the caller's rate limit is spent), too many failed log-ins, or a quota that
+             *     frees up by itself: wait `Retry-After` seconds, then try again.
+             */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before the next attempt. */
+                    "retry-after": number;
+                    /** @description The caller's rate policies, e.g. `"srh";q=50;w=1, "srh-burst";q=250;w=10` (absent for log-in throttling). */
+                    "ratelimit-policy"?: string;
+                    /** @description Where the caller stands, e.g. `"srh-burst";r=0;t=1`: requests left and seconds until more. */
+                    ratelimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The server failed; the body never carries a stack trace, only the request id to quote. */
             500: {
                 headers: {
@@ -2627,6 +2976,24 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /**
+             * @description Too many requests (the caller's rate limit is spent), too many failed log-ins, or a quota that
+             *     frees up by itself: wait `Retry-After` seconds, then try again.
+             */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before the next attempt. */
+                    "retry-after": number;
+                    /** @description The caller's rate policies, e.g. `"srh";q=50;w=1, "srh-burst";q=250;w=10` (absent for log-in throttling). */
+                    "ratelimit-policy"?: string;
+                    /** @description Where the caller stands, e.g. `"srh-burst";r=0;t=1`: requests left and seconds until more. */
+                    ratelimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The server failed; the body never carries a stack trace, only the request id to quote. */
             500: {
                 headers: {
@@ -2688,6 +3055,24 @@ export interface operations {
             /** @description The resource does not exist, or belongs to another tenant. */
             404: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description Too many requests (the caller's rate limit is spent), too many failed log-ins, or a quota that
+             *     frees up by itself: wait `Retry-After` seconds, then try again.
+             */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before the next attempt. */
+                    "retry-after": number;
+                    /** @description The caller's rate policies, e.g. `"srh";q=50;w=1, "srh-burst";q=250;w=10` (absent for log-in throttling). */
+                    "ratelimit-policy"?: string;
+                    /** @description Where the caller stands, e.g. `"srh-burst";r=0;t=1`: requests left and seconds until more. */
+                    ratelimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2771,6 +3156,24 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /**
+             * @description Too many requests (the caller's rate limit is spent), too many failed log-ins, or a quota that
+             *     frees up by itself: wait `Retry-After` seconds, then try again.
+             */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before the next attempt. */
+                    "retry-after": number;
+                    /** @description The caller's rate policies, e.g. `"srh";q=50;w=1, "srh-burst";q=250;w=10` (absent for log-in throttling). */
+                    "ratelimit-policy"?: string;
+                    /** @description Where the caller stands, e.g. `"srh-burst";r=0;t=1`: requests left and seconds until more. */
+                    ratelimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The server failed; the body never carries a stack trace, only the request id to quote. */
             500: {
                 headers: {
@@ -2807,6 +3210,24 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["RegionList"];
+                };
+            };
+            /**
+             * @description Too many requests (the caller's rate limit is spent), too many failed log-ins, or a quota that
+             *     frees up by itself: wait `Retry-After` seconds, then try again.
+             */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before the next attempt. */
+                    "retry-after": number;
+                    /** @description The caller's rate policies, e.g. `"srh";q=50;w=1, "srh-burst";q=250;w=10` (absent for log-in throttling). */
+                    "ratelimit-policy"?: string;
+                    /** @description Where the caller stands, e.g. `"srh-burst";r=0;t=1`: requests left and seconds until more. */
+                    ratelimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -2905,6 +3326,24 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /**
+             * @description Too many requests (the caller's rate limit is spent), too many failed log-ins, or a quota that
+             *     frees up by itself: wait `Retry-After` seconds, then try again.
+             */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before the next attempt. */
+                    "retry-after": number;
+                    /** @description The caller's rate policies, e.g. `"srh";q=50;w=1, "srh-burst";q=250;w=10` (absent for log-in throttling). */
+                    "ratelimit-policy"?: string;
+                    /** @description Where the caller stands, e.g. `"srh-burst";r=0;t=1`: requests left and seconds until more. */
+                    ratelimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The server failed; the body never carries a stack trace, only the request id to quote. */
             500: {
                 headers: {
@@ -2955,6 +3394,24 @@ export interface operations {
             /** @description No credential was given where one is required, or the credential is invalid or revoked. */
             401: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description Too many requests (the caller's rate limit is spent), too many failed log-ins, or a quota that
+             *     frees up by itself: wait `Retry-After` seconds, then try again.
+             */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before the next attempt. */
+                    "retry-after": number;
+                    /** @description The caller's rate policies, e.g. `"srh";q=50;w=1, "srh-burst";q=250;w=10` (absent for log-in throttling). */
+                    "ratelimit-policy"?: string;
+                    /** @description Where the caller stands, e.g. `"srh-burst";r=0;t=1`: requests left and seconds until more. */
+                    ratelimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3039,6 +3496,24 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /**
+             * @description Too many requests (the caller's rate limit is spent), too many failed log-ins, or a quota that
+             *     frees up by itself: wait `Retry-After` seconds, then try again.
+             */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before the next attempt. */
+                    "retry-after": number;
+                    /** @description The caller's rate policies, e.g. `"srh";q=50;w=1, "srh-burst";q=250;w=10` (absent for log-in throttling). */
+                    "ratelimit-policy"?: string;
+                    /** @description Where the caller stands, e.g. `"srh-burst";r=0;t=1`: requests left and seconds until more. */
+                    ratelimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The server failed; the body never carries a stack trace, only the request id to quote. */
             500: {
                 headers: {
@@ -3100,6 +3575,24 @@ export interface operations {
             /** @description The resource does not exist, or belongs to another tenant. */
             404: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description Too many requests (the caller's rate limit is spent), too many failed log-ins, or a quota that
+             *     frees up by itself: wait `Retry-After` seconds, then try again.
+             */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before the next attempt. */
+                    "retry-after": number;
+                    /** @description The caller's rate policies, e.g. `"srh";q=50;w=1, "srh-burst";q=250;w=10` (absent for log-in throttling). */
+                    "ratelimit-policy"?: string;
+                    /** @description Where the caller stands, e.g. `"srh-burst";r=0;t=1`: requests left and seconds until more. */
+                    ratelimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3189,6 +3682,24 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /**
+             * @description Too many requests (the caller's rate limit is spent), too many failed log-ins, or a quota that
+             *     frees up by itself: wait `Retry-After` seconds, then try again.
+             */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before the next attempt. */
+                    "retry-after": number;
+                    /** @description The caller's rate policies, e.g. `"srh";q=50;w=1, "srh-burst";q=250;w=10` (absent for log-in throttling). */
+                    "ratelimit-policy"?: string;
+                    /** @description Where the caller stands, e.g. `"srh-burst";r=0;t=1`: requests left and seconds until more. */
+                    ratelimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The server failed; the body never carries a stack trace, only the request id to quote. */
             500: {
                 headers: {
@@ -3267,6 +3778,24 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /**
+             * @description Too many requests (the caller's rate limit is spent), too many failed log-ins, or a quota that
+             *     frees up by itself: wait `Retry-After` seconds, then try again.
+             */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before the next attempt. */
+                    "retry-after": number;
+                    /** @description The caller's rate policies, e.g. `"srh";q=50;w=1, "srh-burst";q=250;w=10` (absent for log-in throttling). */
+                    "ratelimit-policy"?: string;
+                    /** @description Where the caller stands, e.g. `"srh-burst";r=0;t=1`: requests left and seconds until more. */
+                    ratelimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The server failed; the body never carries a stack trace, only the request id to quote. */
             500: {
                 headers: {
@@ -3321,6 +3850,24 @@ export interface operations {
             /** @description No credential was given where one is required, or the credential is invalid or revoked. */
             401: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description Too many requests (the caller's rate limit is spent), too many failed log-ins, or a quota that
+             *     frees up by itself: wait `Retry-After` seconds, then try again.
+             */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before the next attempt. */
+                    "retry-after": number;
+                    /** @description The caller's rate policies, e.g. `"srh";q=50;w=1, "srh-burst";q=250;w=10` (absent for log-in throttling). */
+                    "ratelimit-policy"?: string;
+                    /** @description Where the caller stands, e.g. `"srh-burst";r=0;t=1`: requests left and seconds until more. */
+                    ratelimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3389,6 +3936,24 @@ export interface operations {
             /** @description The resource does not exist, or belongs to another tenant. */
             404: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description Too many requests (the caller's rate limit is spent), too many failed log-ins, or a quota that
+             *     frees up by itself: wait `Retry-After` seconds, then try again.
+             */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before the next attempt. */
+                    "retry-after": number;
+                    /** @description The caller's rate policies, e.g. `"srh";q=50;w=1, "srh-burst";q=250;w=10` (absent for log-in throttling). */
+                    "ratelimit-policy"?: string;
+                    /** @description Where the caller stands, e.g. `"srh-burst";r=0;t=1`: requests left and seconds until more. */
+                    ratelimit?: string;
                     [name: string]: unknown;
                 };
                 content: {

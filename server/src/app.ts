@@ -8,6 +8,8 @@ import { mountContract, type Contract, type Handlers } from "./http/contract.ts"
 import type { AppEnv } from "./http/env.ts";
 import { authenticate, csrfOriginCheck, openReadCors, requestContext } from "./http/middleware.ts";
 import { HttpProblem, problemFor, problemResponse } from "./http/problem.ts";
+import { rateLimit } from "./http/rate-limit.ts";
+import type { RateLimits } from "./limits/rate-limits.ts";
 import type { Logger } from "./log.ts";
 
 export interface AppDeps {
@@ -18,6 +20,7 @@ export interface AppDeps {
   apiKeys: ApiKeyAuthenticator;
   /** Resolves session cookies (the account service). */
   sessions: SessionAuthenticator;
+  rateLimits: RateLimits;
   handlers: Handlers;
   /** Extra non-contract routes (the demo page, widget assets, the MCP GET/DELETE answers). */
   extraRoutes?: (app: Hono<AppEnv>) => void;
@@ -40,11 +43,17 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
 
   // Browsers on customers' sites search with a public key: search and the region probes are
   // open to any origin, without cookies (credentials stay off, so a session never crosses sites).
-  const openRead = openReadCors({ exposeHeaders: ["x-sift-region", "x-request-id"], maxAgeSeconds: 86_400 });
+  const openRead = openReadCors({
+    exposeHeaders: ["x-sift-region", "x-request-id", "ratelimit", "ratelimit-policy", "retry-after"],
+    maxAgeSeconds: 86_400,
+  });
   for (const path of ["/v1/search", "/v1/regions", "/healthz"]) app.use(path, openRead);
 
   app.use("/v1/*", authenticate(deps.apiKeys, deps.sessions));
   app.use("/mcp", authenticate(deps.apiKeys, deps.sessions));
+  const limited = rateLimit(deps.rateLimits, deps.config.trustedProxyHops);
+  app.use("/v1/*", limited);
+  app.use("/mcp", limited);
   app.use(
     "/v1/*",
     csrfOriginCheck({

@@ -10,6 +10,7 @@ import { demoHint, seedDemo } from "./demo/seed.ts";
 import { IngestRunner } from "./ingest/runner.ts";
 import type { Config } from "./config.ts";
 import { loadContract, type Contract } from "./http/contract.ts";
+import { RateLimits, type RateStore } from "./limits/rate-limits.ts";
 import type { AppEnv } from "./http/env.ts";
 import type { Logger } from "./log.ts";
 import type { SearchEngine } from "./ports/engine.ts";
@@ -94,6 +95,8 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
     throw error;
   }
   const secret = signingSecret(config);
+  const rateStore = await openRateStore(config, log);
+  const rateLimits = new RateLimits(config.rateLimits, rateStore);
 
   const accounts = new AccountService(store.db, config.sessionTtlMs);
   const apiKeys = new ApiKeyService(store.db, log);
@@ -164,9 +167,10 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
     contract,
     apiKeys,
     sessions: accounts,
+    rateLimits,
     handlers: {
       ...healthHandlers({ config, store, engine }),
-      ...authHandlers(accounts),
+      ...authHandlers(accounts, config),
       ...oauthHandlers({ config, accounts, secret }),
       ...apiKeyHandlers(apiKeys),
       ...catalogHandlers(catalog),
@@ -202,6 +206,17 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
       await ingest.stop();
       await engine.close();
       await store.close();
+      if (rateStore.kind === "redis") rateStore.client.disconnect();
     },
   };
+}
+
+/** Rate-limit counters: in this process, or in Redis when processes share limits (SIFT_REDIS_URL). */
+async function openRateStore(config: Config, log: Logger): Promise<RateStore> {
+  if (!config.redis) return { kind: "memory" };
+  const { Redis } = await import("ioredis");
+  // Commands fail fast while Redis is away (the limiter then counts in memory) instead of queuing.
+  const client = new Redis(config.redis.url, { enableOfflineQueue: false, maxRetriesPerRequest: 1 });
+  client.on("error", (error: Error) => log.warn("redis for rate limits", { error: error.message }));
+  return { kind: "redis", client, prefix: config.redis.prefix };
 }

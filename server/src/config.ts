@@ -1,6 +1,8 @@
 // Configuration from the environment. Every problem is collected and reported at once, in
 // words that name the variable, so a bad deployment fails at start-up and not at first use.
 import { resolve } from "node:path";
+import type { Caller } from "./auth/authority.ts";
+import { parseRatePolicy, type RatePolicies, type RatePolicy } from "./limits/rate-limits.ts";
 import type { LogLevel } from "./log.ts";
 import { REGIONS, isRegionId, type RegionId } from "./regions.ts";
 
@@ -51,7 +53,26 @@ export interface Config {
   quotaIndexes: number;
   /** Records (and invalid lines) one upload may hold. */
   maxUploadRecords: number;
+  /** Request rate per caller kind (docs/api.md, Rate limits). */
+  rateLimits: RatePolicies;
+  /** Shared counters for rate limits across processes; in memory when unset. */
+  redis: { url: string; prefix: string } | undefined;
+  /** Proxies in front of the server whose X-Forwarded-For entries are believed (0: none). */
+  trustedProxyHops: number;
+  /** Open connections the server accepts in all, and from one client address. */
+  maxConnections: number;
+  maxConnectionsPerClient: number;
 }
+
+/** Default request rates (a second, and the burst over ten seconds) per caller kind. */
+export const DEFAULT_RATE_LIMITS: Record<Caller, RatePolicy> = {
+  anonymous: { rate: 50, burst: 250 },
+  srh: { rate: 50, burst: 250 },
+  session: { rate: 50, burst: 250 },
+  svc: { rate: 500, burst: 2500 },
+  pat: { rate: 500, burst: 2500 },
+  adm: { rate: 500, burst: 2500 },
+};
 
 export class ConfigError extends Error {
   readonly problems: string[];
@@ -166,6 +187,21 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     oauthProviders.push(provider as OAuthProviderConfig);
   }
 
+  const rateLimits = {} as RatePolicies;
+  for (const caller of Object.keys(DEFAULT_RATE_LIMITS) as Caller[]) {
+    const name = `SIFT_RATE_LIMIT_${caller.toUpperCase()}`;
+    const raw = env[name];
+    if (raw === undefined || raw === "") {
+      rateLimits[caller] = DEFAULT_RATE_LIMITS[caller];
+      continue;
+    }
+    const parsed = parseRatePolicy(raw);
+    if (typeof parsed === "string") problems.push(`${name} ${parsed} (got "${raw}")`);
+    rateLimits[caller] = typeof parsed === "string" ? DEFAULT_RATE_LIMITS[caller] : parsed;
+  }
+  const redisUrl = url("SIFT_REDIS_URL");
+  if (redisUrl && !/^rediss?:\/\//.test(redisUrl)) problems.push(`SIFT_REDIS_URL must be a redis:// URL`);
+
   const config: Config = {
     host: env.HOST || "127.0.0.1",
     port: int("PORT", 7700, 0, 65535),
@@ -197,6 +233,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     quotaIndexes: int("SIFT_QUOTA_INDEXES", 1_000, 1, 1_000_000),
     // 25M small records build within about 1 GB; a 5 MB gzip once expanded to 119M.
     maxUploadRecords: int("SIFT_MAX_UPLOAD_RECORDS", 25_000_000, 1, 1_000_000_000),
+    rateLimits,
+    redis: redisUrl ? { url: redisUrl, prefix: env.SIFT_REDIS_PREFIX || "sift" } : undefined,
+    trustedProxyHops: int("SIFT_TRUSTED_PROXY_HOPS", 0, 0, 10),
+    // Two clients once held 20,000 sockets (the fd limit) and everyone else was reset.
+    maxConnections: int("SIFT_MAX_CONNECTIONS", 10_000, 1, 1_000_000),
+    maxConnectionsPerClient: int("SIFT_MAX_CONNECTIONS_PER_CLIENT", 256, 1, 1_000_000),
   };
   for (const origin of config.allowedOrigins) {
     if (!URL.canParse(origin))

@@ -1,12 +1,11 @@
 import { authorize } from "../auth/authority.ts";
-import { getConnInfo } from "@hono/node-server/conninfo";
-import type { Context } from "hono";
+import type { Config } from "../config.ts";
+import { clientAddress } from "../http/client-address.ts";
 import type { Handlers, ResponseBody } from "../http/contract.ts";
-import type { AppEnv } from "../http/env.ts";
 import type { AccountService } from "../services/accounts.ts";
 import { clearSessionCookie, setSessionCookie } from "./session-cookie.ts";
 
-export function authHandlers(accounts: AccountService): Handlers {
+export function authHandlers(accounts: AccountService, config: Pick<Config, "trustedProxyHops">): Handlers {
   return {
     Auth_signup: async (c, { body }) => {
       const signedIn = await accounts.signup(body);
@@ -14,7 +13,7 @@ export function authHandlers(accounts: AccountService): Handlers {
       return c.json(signedIn.me satisfies ResponseBody<"Auth_signup", 201>, 201);
     },
     Auth_login: async (c, { body }) => {
-      const signedIn = await accounts.login(body, clientAddress(c));
+      const signedIn = await accounts.login(body, clientAddress(c, config.trustedProxyHops));
       setSessionCookie(c, signedIn.token, signedIn.expiresAt);
       return c.json(signedIn.me satisfies ResponseBody<"Auth_login", 200>);
     },
@@ -32,14 +31,4 @@ export function authHandlers(accounts: AccountService): Handlers {
       return c.json((await accounts.me(p.userId)) satisfies ResponseBody<"Auth_me", 200>);
     },
   };
-}
-
-/** The peer's address (not a forwarded header, which the client writes); undefined off Node's server. */
-function clientAddress(c: Context<AppEnv>): string | undefined {
-  try {
-    return getConnInfo(c).remote.address;
-  } catch {
-    // Not served by @hono/node-server (a test calling the app directly): no address to count by.
-    return undefined;
-  }
 }
