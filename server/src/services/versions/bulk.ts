@@ -4,6 +4,7 @@ import { and, eq, gt } from "drizzle-orm";
 import { formatVersion, type VersionId } from "../../domain/version-id.ts";
 import { tombstones, versions } from "../../store/schema.ts";
 import type { IndexRef } from "../catalog.ts";
+import { undoOnFailure } from "./changes.ts";
 import { setActive, type VersionContext } from "./context.ts";
 import { updateVersion } from "./rows.ts";
 
@@ -31,16 +32,18 @@ export function finishBulk(
     if (deletes.length) {
       live = formatVersion(major, 1);
       await ctx.engine.applyChange(ref.id, { version: live, parent: base, upserts: [], deletes });
-      await ctx.db.insert(versions).values({
-        indexId: ref.id,
-        version: live,
-        major,
-        minor: 1,
-        parent: base,
-        kind: "change",
-        state: "ready",
-        records: await ctx.engine.count(ref.id, live),
-        createdAt: ctx.now(),
+      await undoOnFailure(ctx, ref.id, live, async () => {
+        await ctx.db.insert(versions).values({
+          indexId: ref.id,
+          version: live,
+          major,
+          minor: 1,
+          parent: base,
+          kind: "change",
+          state: "ready",
+          records: await ctx.engine.count(ref.id, live),
+          createdAt: ctx.now(),
+        });
       });
     }
     if (options.activate) await setActive(ctx, ref.id, live);

@@ -38,33 +38,40 @@ export async function applyRecordChange(
     const deletes = [...(change.deletes ?? []), ...(await tombstonesToCarry(ctx, ref.id, parent, upserts))];
 
     await ctx.engine.applyChange(ref.id, { version, parent, upserts, deletes });
-    // Counted once now, while the version is fresh in the engine: a listing of thousands of
-    // versions then reads the counts instead of rebuilding every version to count it.
-    const records = await ctx.engine.count(ref.id, version);
-    const now = ctx.now();
-    await ctx.db.transaction(async (tx) => {
-      await tx.insert(versions).values({
-        indexId: ref.id,
-        version,
-        major,
-        minor: minorOf(version),
-        parent,
-        kind: "change",
-        state: "ready",
-        records,
-        createdAt: now,
+    await undoOnFailure(ctx, ref.id, version, async () => {
+      // Counted once now, while the version is fresh in the engine: a listing of thousands of
+      // versions then reads the counts instead of rebuilding every version to count it.
+      const records = await ctx.engine.count(ref.id, version);
+      const now = ctx.now();
+      await ctx.db.transaction(async (tx) => {
+        await tx.insert(versions).values({
+          indexId: ref.id,
+          version,
+          major,
+          minor: minorOf(version),
+          parent,
+          kind: "change",
+          state: "ready",
+          records,
+          createdAt: now,
+        });
+        await tx.update(indexes).set({ activeVersion: version }).where(eq(indexes.id, ref.id));
+        const rewritten = upserts.map((r) => r.id);
+        if (rewritten.length) {
+          await tx
+            .delete(tombstones)
+            .where(and(eq(tombstones.indexId, ref.id), inArray(tombstones.recordId, rewritten)));
+        }
+        for (const recordId of change.deletes ?? []) {
+          await tx
+            .insert(tombstones)
+            .values({ indexId: ref.id, recordId, version, createdAt: now })
+            .onConflictDoUpdate({
+              target: [tombstones.indexId, tombstones.recordId],
+              set: { version, createdAt: now },
+            });
+        }
       });
-      await tx.update(indexes).set({ activeVersion: version }).where(eq(indexes.id, ref.id));
-      const rewritten = upserts.map((r) => r.id);
-      if (rewritten.length) {
-        await tx.delete(tombstones).where(and(eq(tombstones.indexId, ref.id), inArray(tombstones.recordId, rewritten)));
-      }
-      for (const recordId of change.deletes ?? []) {
-        await tx
-          .insert(tombstones)
-          .values({ indexId: ref.id, recordId, version, createdAt: now })
-          .onConflictDoUpdate({ target: [tombstones.indexId, tombstones.recordId], set: { version, createdAt: now } });
-      }
     });
     ctx.catalog.setActive(ref.id, version);
     return version;
@@ -78,6 +85,33 @@ export async function applyRecordChange(
       .finally(() => ctx.autoCoalescing.delete(ref.id));
   }
   return version;
+}
+
+/**
+ * Runs the steps after the engine wrote `version`; when one fails, the engine's version is
+ * withdrawn before the error goes on, so engine and store both stay at the previous version and
+ * the id is free for the next write. Before, the engine stayed one version ahead and every later
+ * write to the index failed until a restart (issue 15, finding 1).
+ */
+export async function undoOnFailure(
+  ctx: VersionContext,
+  indexId: string,
+  version: VersionId,
+  steps: () => Promise<void>,
+): Promise<void> {
+  try {
+    await steps();
+  } catch (error) {
+    await ctx.engine.dropVersion(indexId, version).catch((dropError: Error) =>
+      // Start-up reconciliation records what stays behind, so the id is never reused.
+      ctx.log.error("could not withdraw a version the store did not record", {
+        index: indexId,
+        version,
+        error: dropError.message,
+      }),
+    );
+    throw error;
+  }
 }
 
 /**
