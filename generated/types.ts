@@ -568,11 +568,23 @@ export type components = {
             lastUsedAt: components["schemas"]["EpochMillis"] | null;
             /** @description When the key was revoked; null while active. */
             revokedAt: components["schemas"]["EpochMillis"] | null;
+            /** @description When the key stops working; null when it never expires. */
+            expiresAt: components["schemas"]["EpochMillis"] | null;
+            /** @description The index names (with `*` wildcards) the key is limited to; null when it reaches every index. */
+            indexes: string[] | null;
+            /** @description The origins an `srh` key is limited to; null when any origin may use it. */
+            referrers: string[] | null;
         };
         ApiKeyCreateRequest: {
             type: components["schemas"]["ApiKeyType"];
             /** @description A label of your choosing. */
             name: string;
+            /** @description When the key stops working (epoch ms, in the future). Absent: it never expires. */
+            expiresAt?: components["schemas"]["EpochMillis"];
+            /** @description The only indexes of the tenant the key may reach, by name; `*` matches any run of characters (`dev_*`). Absent: every index. */
+            indexes?: components["schemas"]["IndexPattern"][];
+            /** @description `srh` keys only: the web origins allowed to use the key, such as `https://shop.example.com` or `https://*.example.com`. Requests must then carry a matching `Origin` (or `Referer`). Absent: any origin. */
+            referrers?: components["schemas"]["OriginPattern"][];
         };
         /**
          * @description A newly created key. `key` is the plaintext: shown exactly once, never stored by Sift.
@@ -582,7 +594,13 @@ export type components = {
          *       "name": "backend",
          *       "key": "sk-sift-svc-4Yq1b7Vx0c9LmT2aZpRk8sWe3NdHj6Uf",
          *       "displayPrefix": "sk-sift-svc-4Yq1",
-         *       "createdAt": 1795000000000
+         *       "createdAt": 1795000000000,
+         *       "expiresAt": null,
+         *       "indexes": [
+         *         "products",
+         *         "dev_*"
+         *       ],
+         *       "referrers": null
          *     }
          */
         ApiKeyCreated: {
@@ -594,6 +612,12 @@ export type components = {
             /** @description First 16 characters, for display. */
             displayPrefix: string;
             createdAt: components["schemas"]["EpochMillis"];
+            /** @description When the key stops working; null when it never expires. */
+            expiresAt: components["schemas"]["EpochMillis"] | null;
+            /** @description The index names (with `*` wildcards) the key is limited to; null when it reaches every index. */
+            indexes: string[] | null;
+            /** @description The origins an `srh` key is limited to; null when any origin may use it. */
+            referrers: string[] | null;
         };
         /**
          * @description `pat` (personal, acts as its user), `svc` (service), `adm` (admin): secret, full authority over the tenant. `srh`: public, search of PUBLIC indexes only.
@@ -640,6 +664,8 @@ export type components = {
         };
         /** @description An index name: unique within a tenant. */
         IndexName: string;
+        /** @description An index name, in which `*` matches any run of characters. */
+        IndexPattern: string;
         /**
          * @description A stored record.
          * @example {
@@ -841,6 +867,8 @@ export type components = {
         OAuthProviderList: {
             providers: components["schemas"]["OAuthProvider"][];
         };
+        /** @description A web origin (`scheme://host[:port]`, no path), whose host may start with `*.` to match any subdomain. */
+        OriginPattern: string;
         /**
          * @description An RFC 9457 problem document.
          * @example {
@@ -1217,6 +1245,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Client error */
             415: {
                 headers: {
@@ -1302,6 +1339,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The server failed; the body never carries a stack trace, only the request id to quote. */
             500: {
                 headers: {
@@ -1362,7 +1408,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The credential is valid but may not do this (for example a cross-site cookie write), or a signed URL is invalid or expired. */
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1429,7 +1475,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The credential is valid but may not do this (for example a cross-site cookie write), or a signed URL is invalid or expired. */
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1509,7 +1555,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The credential is valid but may not do this (for example a cross-site cookie write), or a signed URL is invalid or expired. */
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1585,7 +1631,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The credential is valid but may not do this (for example a cross-site cookie write), or a signed URL is invalid or expired. */
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1643,6 +1689,15 @@ export interface operations {
             };
             /** @description No credential was given where one is required, or the credential is invalid or revoked. */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1857,7 +1912,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The credential is valid but may not do this (for example a cross-site cookie write), or a signed URL is invalid or expired. */
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1931,7 +1986,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The credential is valid but may not do this (for example a cross-site cookie write), or a signed URL is invalid or expired. */
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2014,6 +2069,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The server failed; the body never carries a stack trace, only the request id to quote. */
             500: {
                 headers: {
@@ -2074,7 +2138,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The credential is valid but may not do this (for example a cross-site cookie write), or a signed URL is invalid or expired. */
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2159,6 +2223,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The resource does not exist, or belongs to another tenant. */
             404: {
                 headers: {
@@ -2224,7 +2297,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The credential is valid but may not do this (for example a cross-site cookie write), or a signed URL is invalid or expired. */
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2304,7 +2377,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The credential is valid but may not do this (for example a cross-site cookie write), or a signed URL is invalid or expired. */
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2373,6 +2446,15 @@ export interface operations {
             };
             /** @description No credential was given where one is required, or the credential is invalid or revoked. */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2460,6 +2542,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The resource does not exist, or belongs to another tenant. */
             404: {
                 headers: {
@@ -2525,6 +2616,15 @@ export interface operations {
             };
             /** @description No credential was given where one is required, or the credential is invalid or revoked. */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2618,6 +2718,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The resource does not exist, or belongs to another tenant. */
             404: {
                 headers: {
@@ -2678,6 +2787,15 @@ export interface operations {
             };
             /** @description No credential was given where one is required, or the credential is invalid or revoked. */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2746,6 +2864,15 @@ export interface operations {
             };
             /** @description No credential was given where one is required, or the credential is invalid or revoked. */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2896,6 +3023,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The resource does not exist, or belongs to another tenant. */
             404: {
                 headers: {
@@ -2954,6 +3090,15 @@ export interface operations {
             };
             /** @description No credential was given where one is required, or the credential is invalid or revoked. */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3021,7 +3166,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The credential is valid but may not do this (for example a cross-site cookie write), or a signed URL is invalid or expired. */
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3097,6 +3242,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The resource does not exist, or belongs to another tenant. */
             404: {
                 headers: {
@@ -3162,7 +3316,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The credential is valid but may not do this (for example a cross-site cookie write), or a signed URL is invalid or expired. */
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3249,6 +3403,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The resource does not exist, or belongs to another tenant. */
             404: {
                 headers: {
@@ -3327,6 +3490,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The server failed; the body never carries a stack trace, only the request id to quote. */
             500: {
                 headers: {
@@ -3379,6 +3551,15 @@ export interface operations {
             };
             /** @description No credential was given where one is required, or the credential is invalid or revoked. */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
