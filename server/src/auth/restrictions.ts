@@ -7,8 +7,19 @@ import type { Principal } from "./principal.ts";
 /** `*` matches any run of characters (none included); everything else literally, case-sensitive like index names. */
 export function indexPatternMatches(pattern: string, name: string): boolean {
   if (!pattern.includes("*")) return pattern === name;
-  const parts = pattern.split("*").map((part) => part.replace(/[.*+?^${}()|[\]\\-]/g, "\\$&"));
-  return new RegExp(`^${parts.join(".*")}$`).test(name);
+  // First part at the start, last at the end, the others in order between (no regex per search).
+  const parts = pattern.split("*");
+  const first = parts[0]!;
+  const last = parts[parts.length - 1]!;
+  if (name.length < first.length + last.length || !name.startsWith(first) || !name.endsWith(last)) return false;
+  let at = first.length;
+  const end = name.length - last.length;
+  for (const part of parts.slice(1, -1)) {
+    const found = name.indexOf(part, at);
+    if (found < 0 || found + part.length > end) return false;
+    at = found + part.length;
+  }
+  return true;
 }
 
 /** True when the caller may reach an index of this name: always, unless its key carries an index list. */

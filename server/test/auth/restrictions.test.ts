@@ -17,6 +17,12 @@ describe("index patterns", () => {
     ["dev_*", "prod_dev_x", false],
     ["*_products", "eu_products", true],
     ["eu*products", "eu-shop-products", true],
+    ["eu*products", "euproducts", true],
+    ["ab*ba", "aba", false],
+    ["a*b*c", "a-c-b-c", true],
+    ["a*b*c", "a-c-c", false],
+    ["*b*", "abc", true],
+    ["**", "", true],
     ["*", "anything", true],
     // Only `*` is special: a dot is a dot.
     ["a.b", "aXb", false],
