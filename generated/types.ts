@@ -568,11 +568,23 @@ export type components = {
             lastUsedAt: components["schemas"]["EpochMillis"] | null;
             /** @description When the key was revoked; null while active. */
             revokedAt: components["schemas"]["EpochMillis"] | null;
+            /** @description When the key stops working; null when it never expires. */
+            expiresAt: components["schemas"]["EpochMillis"] | null;
+            /** @description The index names (with `*` wildcards) the key is limited to; null when it reaches every index. */
+            indexes: string[] | null;
+            /** @description The origins an `srh` key is limited to; null when any origin may use it. */
+            referrers: string[] | null;
         };
         ApiKeyCreateRequest: {
             type: components["schemas"]["ApiKeyType"];
             /** @description A label of your choosing. */
             name: string;
+            /** @description When the key stops working (epoch ms, in the future). Absent: it never expires. */
+            expiresAt?: components["schemas"]["EpochMillis"];
+            /** @description The only indexes of the tenant the key may reach, by name; `*` matches any run of characters (`dev_*`). Absent: every index. */
+            indexes?: components["schemas"]["IndexPattern"][];
+            /** @description `srh` keys only: the web origins allowed to use the key, such as `https://shop.example.com` or `https://*.example.com`. Requests must then carry a matching `Origin` (or `Referer`). Absent: any origin. */
+            referrers?: components["schemas"]["OriginPattern"][];
         };
         /**
          * @description A newly created key. `key` is the plaintext: shown exactly once, never stored by Sift.
@@ -582,7 +594,13 @@ export type components = {
          *       "name": "backend",
          *       "key": "sk-sift-svc-4Yq1b7Vx0c9LmT2aZpRk8sWe3NdHj6Uf",
          *       "displayPrefix": "sk-sift-svc-4Yq1",
-         *       "createdAt": 1795000000000
+         *       "createdAt": 1795000000000,
+         *       "expiresAt": null,
+         *       "indexes": [
+         *         "products",
+         *         "dev_*"
+         *       ],
+         *       "referrers": null
          *     }
          */
         ApiKeyCreated: {
@@ -594,6 +612,12 @@ export type components = {
             /** @description First 16 characters, for display. */
             displayPrefix: string;
             createdAt: components["schemas"]["EpochMillis"];
+            /** @description When the key stops working; null when it never expires. */
+            expiresAt: components["schemas"]["EpochMillis"] | null;
+            /** @description The index names (with `*` wildcards) the key is limited to; null when it reaches every index. */
+            indexes: string[] | null;
+            /** @description The origins an `srh` key is limited to; null when any origin may use it. */
+            referrers: string[] | null;
         };
         /**
          * @description `pat` (personal, acts as its user), `svc` (service), `adm` (admin): secret, full authority over the tenant. `srh`: public, search of PUBLIC indexes only.
@@ -640,6 +664,8 @@ export type components = {
         };
         /** @description An index name: unique within a tenant. */
         IndexName: string;
+        /** @description An index name, in which `*` matches any run of characters. */
+        IndexPattern: string;
         /**
          * @description A stored record.
          * @example {
@@ -841,6 +867,8 @@ export type components = {
         OAuthProviderList: {
             providers: components["schemas"]["OAuthProvider"][];
         };
+        /** @description A web origin (`scheme://host[:port]`, no path), whose host may start with `*.` to match any subdomain. */
+        OriginPattern: string;
         /**
          * @description An RFC 9457 problem document.
          * @example {
@@ -1217,6 +1245,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Client error */
             415: {
                 headers: {
@@ -1320,6 +1357,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /**
              * @description Too many requests (the caller's rate limit is spent), too many failed log-ins, or a quota that
              *     frees up by itself: wait `Retry-After` seconds, then try again.
@@ -1398,7 +1444,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The credential is valid but may not do this (for example a cross-site cookie write), or a signed URL is invalid or expired. */
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1483,7 +1529,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The credential is valid but may not do this (for example a cross-site cookie write), or a signed URL is invalid or expired. */
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1581,7 +1627,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The credential is valid but may not do this (for example a cross-site cookie write), or a signed URL is invalid or expired. */
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1664,7 +1710,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The credential is valid but may not do this (for example a cross-site cookie write), or a signed URL is invalid or expired. */
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1740,6 +1786,15 @@ export interface operations {
             };
             /** @description No credential was given where one is required, or the credential is invalid or revoked. */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2026,7 +2081,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The credential is valid but may not do this (for example a cross-site cookie write), or a signed URL is invalid or expired. */
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2118,7 +2173,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The credential is valid but may not do this (for example a cross-site cookie write), or a signed URL is invalid or expired. */
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2219,6 +2274,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /**
              * @description Too many requests (the caller's rate limit is spent), too many failed log-ins, or a quota that
              *     frees up by itself: wait `Retry-After` seconds, then try again.
@@ -2297,7 +2361,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The credential is valid but may not do this (for example a cross-site cookie write), or a signed URL is invalid or expired. */
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2400,6 +2464,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The resource does not exist, or belongs to another tenant. */
             404: {
                 headers: {
@@ -2483,7 +2556,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The credential is valid but may not do this (for example a cross-site cookie write), or a signed URL is invalid or expired. */
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2581,7 +2654,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The credential is valid but may not do this (for example a cross-site cookie write), or a signed URL is invalid or expired. */
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2668,6 +2741,15 @@ export interface operations {
             };
             /** @description No credential was given where one is required, or the credential is invalid or revoked. */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2773,6 +2855,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The resource does not exist, or belongs to another tenant. */
             404: {
                 headers: {
@@ -2856,6 +2947,15 @@ export interface operations {
             };
             /** @description No credential was given where one is required, or the credential is invalid or revoked. */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2967,6 +3067,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The resource does not exist, or belongs to another tenant. */
             404: {
                 headers: {
@@ -3045,6 +3154,15 @@ export interface operations {
             };
             /** @description No credential was given where one is required, or the credential is invalid or revoked. */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3131,6 +3249,15 @@ export interface operations {
             };
             /** @description No credential was given where one is required, or the credential is invalid or revoked. */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3317,6 +3444,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The resource does not exist, or belongs to another tenant. */
             404: {
                 headers: {
@@ -3393,6 +3529,15 @@ export interface operations {
             };
             /** @description No credential was given where one is required, or the credential is invalid or revoked. */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3478,7 +3623,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The credential is valid but may not do this (for example a cross-site cookie write), or a signed URL is invalid or expired. */
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3572,6 +3717,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The resource does not exist, or belongs to another tenant. */
             404: {
                 headers: {
@@ -3655,7 +3809,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The credential is valid but may not do this (for example a cross-site cookie write), or a signed URL is invalid or expired. */
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3760,6 +3914,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The resource does not exist, or belongs to another tenant. */
             404: {
                 headers: {
@@ -3856,6 +4019,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /**
              * @description Too many requests (the caller's rate limit is spent), too many failed log-ins, or a quota that
              *     frees up by itself: wait `Retry-After` seconds, then try again.
@@ -3926,6 +4098,15 @@ export interface operations {
             };
             /** @description No credential was given where one is required, or the credential is invalid or revoked. */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

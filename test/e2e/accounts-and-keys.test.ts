@@ -103,7 +103,17 @@ describe("API keys", () => {
     for (const type of ["pat", "svc", "adm", "srh"]) {
       const reply = await owner.post("/v1/api-keys", { type, name: `${type} key` });
       ok(reply, 200);
-      expect(Object.keys(reply.body).sort()).toEqual(["createdAt", "displayPrefix", "id", "key", "name", "type"]);
+      expect(Object.keys(reply.body).sort()).toEqual([
+        "createdAt",
+        "displayPrefix",
+        "expiresAt",
+        "id",
+        "indexes",
+        "key",
+        "name",
+        "referrers",
+        "type",
+      ]);
       made[type] = reply.body;
     }
     expect(made.pat!.key).toMatch(/^sk-sift-pat-[0-9A-Za-z]{40}$/);
@@ -119,9 +129,12 @@ describe("API keys", () => {
       expect(Object.keys(k).sort()).toEqual([
         "createdAt",
         "displayPrefix",
+        "expiresAt",
         "id",
+        "indexes",
         "lastUsedAt",
         "name",
+        "referrers",
         "revokedAt",
         "type",
       ]);

@@ -3,6 +3,7 @@
 // answers exactly as a missing one would.
 import { ForbiddenError, NotFoundError, UnauthenticatedError } from "../domain/errors.ts";
 import type { Principal } from "./principal.ts";
+import { requireIndexAllowed } from "./restrictions.ts";
 
 export type Action =
   | "search"
@@ -90,16 +91,28 @@ export interface IndexAccess {
   visibility: "PUBLIC" | "PRIVATE";
 }
 
-/** Checks the caller against a resolved (or missing) index. `what` names the index in errors. */
+/**
+ * Checks the caller against a resolved (or missing) index named `name`; `what` names it in errors.
+ * A key's index list is checked before the index is looked at, so its 403 tells nothing about
+ * whether the index exists.
+ */
 export function authorizeIndex<T extends IndexAccess>(
   p: Principal,
   action: Action,
   index: T | undefined,
-  what: string,
+  name: string,
+  what = `index "${name}"`,
 ): T {
   const cell = authorize(p, action);
+  requireIndexAllowed(p, name);
   if (cell === "public") {
-    if (index?.visibility === "PUBLIC") return index;
+    if (index?.visibility === "PUBLIC") {
+      // A listed name confines a key to its own tenant's indexes (docs/api-keys.md, Restrictions).
+      if (p.kind === "key" && p.indexes && index.tenantId !== p.tenantId) {
+        throw new ForbiddenError(`this API key is restricted to indexes of its own tenant: ${what} is another's`);
+      }
+      return index;
+    }
     throw new UnauthenticatedError(`${what} is not a PUBLIC index: send an API key of the tenant that owns it`);
   }
   if (!index || index.tenantId !== tenantOf(p)) throw new NotFoundError(`${what} does not exist`);

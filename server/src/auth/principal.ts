@@ -3,7 +3,17 @@ import type { KeyType } from "./secrets.ts";
 
 export type Principal =
   | { kind: "anonymous" }
-  | { kind: "key"; keyId: string; tenantId: string; type: KeyType; userId: string | null }
+  | {
+      kind: "key";
+      keyId: string;
+      tenantId: string;
+      type: KeyType;
+      userId: string | null;
+      /** Restrictions of the key (auth/restrictions.ts); absent or null where it has none. */
+      expiresAt?: number | null;
+      indexes?: readonly string[] | null;
+      referrers?: readonly string[] | null;
+    }
   | { kind: "session"; tenantId: string; userId: string; tokenHash: string };
 
 export type KeyPrincipal = Extract<Principal, { kind: "key" }>;

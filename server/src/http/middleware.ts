@@ -4,6 +4,7 @@ import type { MiddlewareHandler } from "hono";
 import { getCookie } from "hono/cookie";
 import type { ApiKeyAuthenticator, SessionAuthenticator } from "../auth/credentials.ts";
 import { ANONYMOUS } from "../auth/principal.ts";
+import { requireReferrerAllowed } from "../auth/restrictions.ts";
 import { ForbiddenError, UnauthenticatedError } from "../domain/errors.ts";
 import type { Logger } from "../log.ts";
 import type { AppEnv } from "./env.ts";
@@ -61,14 +62,19 @@ export function requestContext(log: Logger): MiddlewareHandler<AppEnv> {
   };
 }
 
-/** Resolves the caller: a Bearer API key wins over the session cookie; an invalid key is 401. */
+/**
+ * Resolves the caller: a Bearer API key wins over the session cookie; an invalid key is 401, and
+ * an srh key restricted to some web origins is 403 from any other (for every route, MCP included).
+ */
 export function authenticate(apiKeys: ApiKeyAuthenticator, sessions: SessionAuthenticator): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     const header = c.req.header("authorization");
     if (header !== undefined) {
       const bearer = /^Bearer\s+(\S+)\s*$/i.exec(header);
       if (!bearer) throw new UnauthenticatedError("send the API key as Authorization: Bearer <key>");
-      c.set("principal", await apiKeys.authenticate(bearer[1]!));
+      const principal = await apiKeys.authenticate(bearer[1]!);
+      requireReferrerAllowed(principal, { origin: c.req.header("origin"), referer: c.req.header("referer") });
+      c.set("principal", principal);
     } else {
       // An expired or unknown cookie is simply no session: public searches keep working.
       const token = getCookie(c, SESSION_COOKIE);

@@ -35,7 +35,7 @@ function backendFor(
     // Refused here as in REST (http/contract.ts): the store cannot look such a name up.
     const reason = unstorableReason(indexName);
     if (reason !== null) throw InvalidArgumentError.field("indexName", reason);
-    return authorizeIndex(p, "mcp", await deps.catalog.byName(p.tenantId, indexName), `index "${indexName}"`);
+    return authorizeIndex(p, "mcp", await deps.catalog.byName(p.tenantId, indexName), indexName);
   };
   return {
     search: ({ indexName, phrase, latitude, longitude, typoTolerance }) =>

@@ -1,10 +1,12 @@
 // API key lifecycle (docs/api-keys.md): plaintext returned once, only a hash stored,
 // revocation irreversible. Verified keys are cached briefly because every search may carry one;
-// revocation evicts at once, and lastUsedAt is written at most once a minute per key.
+// revocation evicts at once, expiry is checked on every use (cached or not), and lastUsedAt is
+// written at most once a minute per key.
 import { and, desc, eq, isNull } from "drizzle-orm";
 import type { components } from "../../../generated/types.ts";
 import type { ApiKeyAuthenticator } from "../auth/credentials.ts";
 import type { KeyPrincipal } from "../auth/principal.ts";
+import { checkRestrictions } from "../auth/restrictions.ts";
 import {
   constantTimeEqual,
   DISPLAY_PREFIX_LENGTH,
@@ -34,6 +36,9 @@ const toMetadata = (row: KeyRow): ApiKey => ({
   createdAt: row.createdAt,
   lastUsedAt: row.lastUsedAt,
   revokedAt: row.revokedAt,
+  expiresAt: row.expiresAt,
+  indexes: row.indexes,
+  referrers: row.referrers,
 });
 
 export class ApiKeyService implements ApiKeyAuthenticator {
@@ -50,7 +55,12 @@ export class ApiKeyService implements ApiKeyAuthenticator {
     this.now = now;
   }
 
-  async create(tenantId: string, userId: string, input: { type: KeyType; name: string }): Promise<ApiKeyCreated> {
+  async create(
+    tenantId: string,
+    userId: string,
+    input: { type: KeyType; name: string; expiresAt?: number; indexes?: string[]; referrers?: string[] },
+  ): Promise<ApiKeyCreated> {
+    const restrictions = checkRestrictions(input, this.now());
     const key = generateApiKey(input.type);
     const row = {
       id: newId("key"),
@@ -61,6 +71,7 @@ export class ApiKeyService implements ApiKeyAuthenticator {
       keyHash: sha256(key),
       displayPrefix: key.slice(0, DISPLAY_PREFIX_LENGTH),
       createdAt: this.now(),
+      ...restrictions,
     };
     await this.db.insert(apiKeys).values(row);
     return {
@@ -70,6 +81,7 @@ export class ApiKeyService implements ApiKeyAuthenticator {
       key,
       displayPrefix: row.displayPrefix,
       createdAt: row.createdAt,
+      ...restrictions,
     };
   }
 
@@ -103,6 +115,11 @@ export class ApiKeyService implements ApiKeyAuthenticator {
     const now = this.now();
     const cached = this.cache.get(hash);
     if (cached && cached.until > now) {
+      // Checked on each use: a cached verification must not outlive the key.
+      if (isExpired(cached.principal, now)) {
+        this.cache.delete(hash);
+        throw expired(cached.principal);
+      }
       await this.touch(cached.principal.keyId, now);
       return cached.principal;
     }
@@ -124,7 +141,11 @@ export class ApiKeyService implements ApiKeyAuthenticator {
       tenantId: found.key.tenantId,
       type: found.key.type,
       userId: found.key.userId,
+      expiresAt: found.key.expiresAt,
+      indexes: found.key.indexes,
+      referrers: found.key.referrers,
     };
+    if (isExpired(principal, now)) throw expired(principal);
     this.cache.set(hash, { principal, until: now + CACHE_TTL_MS });
     await this.touch(principal.keyId, now);
     return principal;
@@ -141,3 +162,11 @@ export class ApiKeyService implements ApiKeyAuthenticator {
     }
   }
 }
+
+const isExpired = (p: KeyPrincipal, now: number): boolean =>
+  p.expiresAt !== null && p.expiresAt !== undefined && p.expiresAt <= now;
+
+const expired = (p: KeyPrincipal): UnauthenticatedError =>
+  new UnauthenticatedError(
+    `the API key expired at ${new Date(p.expiresAt!).toISOString()}: create a new key in the dashboard`,
+  );

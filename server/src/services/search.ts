@@ -62,6 +62,7 @@ export class SearchService {
       p,
       "search",
       await this.catalog.byServiceAndName(params.serviceName, params.indexName),
+      params.indexName,
       `index "${params.indexName}" of service "${params.serviceName}"`,
     );
     const region = this.regionFor(ref, params.regionId);

@@ -64,7 +64,7 @@ export class UploadService {
     const tenantId = tenantOf(p);
     const ref = tenantId ? await this.catalog.byName(tenantId, indexName) : undefined;
     try {
-      return authorizeIndex(p, "index.write", ref, `index "${indexName}"`);
+      return authorizeIndex(p, "index.write", ref, indexName);
     } catch (error) {
       // docs/uploads.md, Start: starting an upload for an index that does not exist is a 400.
       if (missing === "400" && error instanceof NotFoundError) {

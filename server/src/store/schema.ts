@@ -72,6 +72,12 @@ export const apiKeys = pgTable(
     createdAt: epochMs("created_at").notNull(),
     lastUsedAt: epochMs("last_used_at"),
     revokedAt: epochMs("revoked_at"),
+    /** Restrictions (docs/api-keys.md, Restrictions); null where the key has none. */
+    expiresAt: epochMs("expires_at"),
+    /** Index names, `*` matching any run of characters. */
+    indexes: jsonb("indexes").$type<string[]>(),
+    /** `srh` keys only: allowed web origins, the host may start with `*.`. */
+    referrers: jsonb("referrers").$type<string[]>(),
   },
   (t) => [
     uniqueIndex("api_keys_hash_key").on(t.keyHash),

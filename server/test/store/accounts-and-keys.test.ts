@@ -130,6 +130,27 @@ describe.each(storeTargets())("store on $name", (target) => {
     await expect(answered(keys.revoke(tenant, "key_doesnotexist0000"))).rejects.toMatchObject({ status: 404 });
   });
 
+  test("restrictions are stored and listed; past expiresAt the key is 401, cached or not", async () => {
+    const { me } = await accounts.login({ email: "ada@example.com", password: "correct horse battery" });
+    const expiresAt = clock + 60_000;
+    const made = await keys.create(me.tenant.id, me.user.id, {
+      type: "srh",
+      name: "shop widget",
+      expiresAt,
+      indexes: ["products", "dev_*"],
+      referrers: ["https://shop.example.com"],
+    });
+    const restrictions = { expiresAt, indexes: ["products", "dev_*"], referrers: ["https://shop.example.com"] };
+    expect(made).toMatchObject(restrictions);
+    expect((await keys.list(me.tenant.id)).find((k) => k.id === made.id)).toMatchObject(restrictions);
+    expect(await keys.authenticate(made.key)).toMatchObject(restrictions);
+
+    clock = expiresAt;
+    const expired = { status: 401, message: expect.stringMatching(/^the API key expired at /) };
+    await expect(answered(keys.authenticate(made.key))).rejects.toMatchObject(expired);
+    await expect(answered(new ApiKeyService(store.db, log, now).authenticate(made.key))).rejects.toMatchObject(expired);
+  });
+
   test("keys are tenant-scoped: another tenant can neither list nor revoke them", async () => {
     const ada = await accounts.login({ email: "ada@example.com", password: "correct horse battery" });
     const eve = await accounts.signup({ email: "eve@evil.test", password: "correct horse battery" });
