@@ -367,6 +367,31 @@ export type paths = {
         patch?: never;
         trace?: never;
     };
+    "/v1/indexes/{indexName}/records/{recordId}/purge": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Purge a record from every version
+         * @description Erases the record from every retained version of the index, older versions and branches
+         *     included: afterwards no search or read with any `version` returns it, each version's record
+         *     count no longer includes it, and its data is removed from the engine's storage. Creates a new
+         *     active version of kind `purge`, which the version list shows as the audit (the id, who, when;
+         *     never the content). The id stays deleted like after a DELETE, and uploads not yet ingested
+         *     skip it. A record that no retained version holds answers 404.
+         */
+        post: operations["Records_purge"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/indexes/{indexName}/versions": {
         parameters: {
             query?: never;
@@ -713,10 +738,10 @@ export type components = {
             /** @description The version this one was written on top of; null for bulk uploads. */
             parent: components["schemas"]["VersionId"] | null;
             /**
-             * @description `bulk` upload, record `change`, or coalesce `checkpoint`.
+             * @description `bulk` upload, record `change`, coalesce `checkpoint`, or record `purge` (see `purge`).
              * @enum {string}
              */
-            kind: "bulk" | "change" | "checkpoint";
+            kind: "bulk" | "change" | "checkpoint" | "purge";
             /**
              * @description `pending` until a bulk ingest finishes; `failed` ingests never become queryable.
              * @enum {string}
@@ -729,6 +754,8 @@ export type components = {
              */
             records?: number;
             createdAt: components["schemas"]["EpochMillis"];
+            /** @description For a `purge` version, the audit of the erasure: what was erased and by whom (`createdAt` says when). */
+            purge?: components["schemas"]["PurgeAudit"];
         };
         /** @description One problem in an uploaded file. */
         IngestError: {
@@ -903,6 +930,13 @@ export type components = {
             errors?: components["schemas"]["FieldProblem"][];
             /** @description The id of the request, as in the `x-request-id` response header and the server log. */
             requestId?: string;
+        };
+        /** @description What a purge erased and who asked for it. The record's content is never kept. */
+        PurgeAudit: {
+            /** @description The id erased from every retained version. */
+            recordId: string;
+            /** @description Who purged it: `key:<API key id>` or `user:<user id>` (a dashboard session). */
+            by: string;
         };
         /**
          * @description Outcome of a write that creates no version itself (upload complete: the ingest is queued).
@@ -3029,6 +3063,101 @@ export interface operations {
         };
     };
     Records_delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                indexName: components["schemas"]["IndexName"];
+                recordId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The request has succeeded. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WriteResult"];
+                };
+            };
+            /** @description The request is malformed: a parameter or body field is missing or invalid, or the JSON does not parse. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No credential was given where one is required, or the credential is invalid or revoked. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The resource does not exist, or belongs to another tenant. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description Too many requests (the caller's rate limit is spent), too many failed log-ins, or a quota that
+             *     frees up by itself: wait `Retry-After` seconds, then try again.
+             */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before the next attempt. */
+                    "retry-after": number;
+                    /** @description The caller's rate policies, e.g. `"srh";q=50;w=1, "srh-burst";q=250;w=10` (absent for log-in throttling). */
+                    "ratelimit-policy"?: string;
+                    /** @description Where the caller stands, e.g. `"srh-burst";r=0;t=1`: requests left and seconds until more. */
+                    ratelimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the body never carries a stack trace, only the request id to quote. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A dependency (store or engine) is unavailable; retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    Records_purge: {
         parameters: {
             query?: never;
             header?: never;

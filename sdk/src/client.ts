@@ -41,6 +41,9 @@ export function createClient(options: ClientOptions) {
         unwrap(api.PUT("/v1/indexes/{indexName}/records/{recordId}", { params: record(indexName, recordId), body })),
       delete: (indexName: string, recordId: string) =>
         unwrap(api.DELETE("/v1/indexes/{indexName}/records/{recordId}", { params: record(indexName, recordId) })),
+      /** Erases the record from every retained version (docs/versions.md, Erasure). */
+      purge: (indexName: string, recordId: string) =>
+        unwrap(api.POST("/v1/indexes/{indexName}/records/{recordId}/purge", { params: record(indexName, recordId) })),
     },
     indexes: {
       list: () => unwrap(api.GET("/v1/indexes")),

@@ -77,6 +77,14 @@ export interface EngineVersionInfo {
   records: number;
 }
 
+/** What a purge found and changed (SearchEngine.purge). */
+export interface PurgeResult {
+  /** Whether any version the engine holds had the record. */
+  found: boolean;
+  /** The versions that held it, with their record counts now. */
+  changed: { version: VersionId; records: number }[];
+}
+
 export interface SearchEngine {
   readonly name: string;
   /** Opens or creates storage; reloads persisted indexes. */
@@ -99,6 +107,13 @@ export interface SearchEngine {
   activate(indexKey: string, version: VersionId): Promise<void>;
   /** Drops a version's storage; the service never drops the active version or an ancestor of a kept one. */
   dropVersion(indexKey: string, version: VersionId): Promise<void>;
+  /**
+   * Erases a record from every version the engine holds (docs/versions.md, Erasure): afterwards
+   * no version returns it and its stored data is gone from the engine's storage, not merely
+   * hidden. Idempotent. Versions being written (a bulk build in progress) are not reached: the
+   * service purges a new major again when it commits.
+   */
+  purge(indexKey: string, id: string): Promise<PurgeResult>;
   /** Versions the engine holds, for reconciliation at start-up. */
   versions(indexKey: string): Promise<EngineVersionInfo[]>;
 

@@ -15,5 +15,7 @@ export function recordHandlers(records: RecordService): Handlers {
       c.json(written(await records.put(c.get("principal"), path.indexName, path.recordId, body))),
     Records_delete: async (c, { path }) =>
       c.json(written(await records.delete(c.get("principal"), path.indexName, path.recordId))),
+    Records_purge: async (c, { path }) =>
+      c.json(written(await records.purge(c.get("principal"), path.indexName, path.recordId))),
   };
 }

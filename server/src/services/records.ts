@@ -8,6 +8,9 @@ import { checkRecord } from "../records/validate.ts";
 import type { CatalogService, IndexRef } from "./catalog.ts";
 import type { VersionService } from "./versions.ts";
 
+/** The user behind a session (the only other principal index.write admits besides keys). */
+const userOf = (p: Principal): string => (p.kind === "session" ? p.userId : "anonymous");
+
 export class RecordService {
   private readonly catalog: CatalogService;
   private readonly versions: VersionService;
@@ -45,6 +48,12 @@ export class RecordService {
       );
     }
     return this.versions.applyRecordChange(ref, { upserts: [checked.record] });
+  }
+
+  /** Erases the record from every retained version (docs/versions.md, Erasure). */
+  async purge(p: Principal, indexName: string, recordId: string): Promise<string> {
+    const ref = await this.index(p, "index.write", indexName);
+    return this.versions.purge(ref, recordId, p.kind === "key" ? `key:${p.keyId}` : `user:${userOf(p)}`);
   }
 
   async delete(p: Principal, indexName: string, recordId: string): Promise<string> {

@@ -16,6 +16,7 @@ import { applyRecordChange } from "./versions/changes.ts";
 import { coalesce } from "./versions/coalesce.ts";
 import { setActive, type VersionContext, type VersionPolicy } from "./versions/context.ts";
 import { IndexLocks } from "./versions/lock.ts";
+import { purgeRecord } from "./versions/purge.ts";
 import { reconcile } from "./versions/reconcile.ts";
 import { applyRetention, applyRetentionEverywhere } from "./versions/retention.ts";
 import { activeVersionOf, takeMajor, versionRow } from "./versions/rows.ts";
@@ -68,6 +69,9 @@ export class VersionService {
           active: r.version === active,
           createdAt: r.createdAt,
         };
+        if (r.kind === "purge" && r.purgedRecordId !== null && r.purgedBy !== null) {
+          v.purge = { recordId: r.purgedRecordId, by: r.purgedBy };
+        }
         // Stored with each version; versions recorded before counts were stored are counted by the
         // engine. `records` is optional in a listing: a count the engine cannot give must not fail it.
         const records =
@@ -103,6 +107,11 @@ export class VersionService {
   /** A record change on top of the active version, made active (versions/changes.ts). */
   applyRecordChange(ref: IndexRef, change: { upserts?: SearchRecord[]; deletes?: string[] }): Promise<VersionId> {
     return applyRecordChange(this.ctx, ref, change);
+  }
+
+  /** Erases a record from every retained version, audited as a `purge` version (versions/purge.ts). */
+  purge(ref: IndexRef, recordId: string, by: string): Promise<VersionId> {
+    return purgeRecord(this.ctx, ref, recordId, by);
   }
 
   /** Checkpoints the active version into the next major (versions/coalesce.ts). */

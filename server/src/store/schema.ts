@@ -132,11 +132,15 @@ export const versions = pgTable(
     major: integer("major").notNull(),
     minor: integer("minor").notNull(),
     parent: text("parent"),
-    kind: text("kind").$type<"bulk" | "change" | "checkpoint">().notNull(),
+    kind: text("kind").$type<"bulk" | "change" | "checkpoint" | "purge">().notNull(),
     /** `dropped` rows are kept so that ids stay unique and monotonic after retention. */
     state: text("state").$type<"pending" | "ready" | "failed" | "dropped">().notNull(),
     records: bigint("records", { mode: "number" }),
     createdAt: epochMs("created_at").notNull(),
+    /** For a `purge` version: the id erased from every retained version, never its content. */
+    purgedRecordId: text("purged_record_id"),
+    /** For a `purge` version: who asked for it, `key:<key id>` or `user:<user id>`. */
+    purgedBy: text("purged_by"),
   },
   (t) => [
     primaryKey({ columns: [t.indexId, t.version] }),

@@ -10,7 +10,12 @@ import { tokenize } from "../../src/engine/tokenize.ts";
 import { random } from "../support/random.ts";
 import { referenceTitleRank } from "./reference.ts";
 
-export type OpenEngine = () => Promise<{ engine: SearchEngine; cleanup: () => Promise<void> }>;
+export type OpenEngine = () => Promise<{
+  engine: SearchEngine;
+  cleanup: () => Promise<void>;
+  /** Whether any file the engine keeps holds `text` (engines whose storage the test can read). */
+  storageHolds?: (text: string) => boolean;
+}>;
 
 const ids = (hits: SearchHit[]) => hits.map((h) => h.record.id);
 
@@ -30,9 +35,10 @@ export function describeEngineConformance(name: string, open: OpenEngine): void 
   describe(`search engine conformance: ${name}`, () => {
     let engine: SearchEngine;
     let cleanup: () => Promise<void>;
+    let storageHolds: ((text: string) => boolean) | undefined;
 
     beforeAll(async () => {
-      ({ engine, cleanup } = await open());
+      ({ engine, cleanup, storageHolds } = await open());
     });
     afterAll(async () => {
       await cleanup();
@@ -518,6 +524,85 @@ export function describeEngineConformance(name: string, open: OpenEngine): void 
         const [, ...results] = await Promise.all([writes, ...reads]);
         for (const r of results) expect(r).toEqual(baseline);
         expect(ids(await search(key, "station", { weighted: true }, "1.15"))[0]).toBe("new15");
+      });
+    });
+
+    describe("erasure", () => {
+      it("purges a record from every version that held it: majors, changes, branches, counts", async () => {
+        const secret = (title: string): SearchRecord => ({ id: "s", title, data: { note: "Purgemarkerqx" } });
+        const key = await indexWith([
+          { id: "a", title: "Alpha" },
+          secret("Secret Original"),
+          { id: "b", title: "Beta" },
+        ]);
+        await engine.applyChange(key, { version: "1.1", parent: "1", upserts: [secret("Secret Edited")], deletes: [] });
+        await engine.applyChange(key, { version: "1.2", parent: "1.1", upserts: [], deletes: ["b"] });
+        // A branch from the major that never touched the record, and a checkpoint of the chain.
+        await engine.applyChange(key, {
+          version: "1.3",
+          parent: "1",
+          upserts: [{ id: "c", title: "Gamma" }],
+          deletes: [],
+        });
+        expect(await engine.checkpoint(key, "1.2", 2)).toEqual({ records: 2 });
+        await engine.applyChange(key, { version: "2.1", parent: "2", upserts: [secret("Secret Again")], deletes: [] });
+        await engine.applyChange(key, { version: "2.2", parent: "2", upserts: [], deletes: ["s"] });
+        const all = ["1", "1.1", "1.2", "1.3", "2", "2.1", "2.2"];
+        if (storageHolds) expect(storageHolds("Purgemarkerqx")).toBe(true);
+
+        const result = await engine.purge(key, "s");
+
+        expect(result.found).toBe(true);
+        expect(result.changed).toEqual([
+          { version: "1", records: 2 },
+          { version: "1.1", records: 2 },
+          { version: "1.2", records: 1 },
+          { version: "1.3", records: 3 },
+          { version: "2", records: 1 },
+          { version: "2.1", records: 1 },
+        ]);
+        for (const version of all) {
+          expect(await engine.get(key, version, "s")).toBeNull();
+          expect(ids(await search(key, "secret", {}, version))).toEqual([]);
+          expect(ids(await search(key, "purgemarkerqx", { scope: "all" }, version))).toEqual([]);
+        }
+        expect((await engine.versions(key)).map((v) => [v.version, v.records])).toEqual([
+          ["1", 2],
+          ["1.1", 2],
+          ["1.2", 1],
+          ["1.3", 3],
+          ["2", 1],
+          ["2.1", 1],
+          ["2.2", 1],
+        ]);
+        for (const version of all) {
+          expect(await engine.count(key, version)).toBe(
+            (await engine.versions(key)).find((v) => v.version === version)!.records,
+          );
+        }
+        // The rest of every version is untouched and still searchable.
+        expect(ids(await search(key, "alp", {}, "2.1"))).toEqual(["a"]);
+        expect(ids(await search(key, "gam", {}, "1.3"))).toEqual(["c"]);
+        expect(await engine.get(key, "1.1", "b")).toEqual({ id: "b", title: "Beta" });
+        if (storageHolds) expect(storageHolds("Purgemarkerqx")).toBe(false);
+
+        // Writing on top of a purged version still works, and the id can be written anew.
+        await engine.applyChange(key, { version: "2.3", parent: "2.1", upserts: [secret("Secret New")], deletes: [] });
+        expect(ids(await search(key, "secret", {}, "2.3"))).toEqual(["s"]);
+        expect(await engine.count(key, "2.3")).toBe(2);
+      });
+
+      it("reports a record no version holds, and changes nothing", async () => {
+        const key = await indexWith([{ id: "a", title: "Alpha" }]);
+        await engine.applyChange(key, { version: "1.1", parent: "1", upserts: [], deletes: ["a"] });
+        expect(await engine.purge(key, "nobody")).toEqual({ found: false, changed: [] });
+        expect((await engine.purge(key, "a")).found).toBe(true);
+        // Idempotent: a second purge finds nothing left.
+        expect(await engine.purge(key, "a")).toEqual({ found: false, changed: [] });
+        expect((await engine.versions(key)).map((v) => [v.version, v.records])).toEqual([
+          ["1", 0],
+          ["1.1", 0],
+        ]);
       });
     });
 

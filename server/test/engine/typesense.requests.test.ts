@@ -941,6 +941,67 @@ describe("typesense adapter: versions", () => {
   });
 });
 
+describe("typesense adapter: erasure", () => {
+  it("deletes a record's documents from every major and lowers the counts of the versions that saw one", async () => {
+    serveTree([
+      entry("7", 7, 3),
+      entry("7.1", 7, 4, "7"),
+      entry("7.2", 7, 4, "7.1"),
+      entry("7.3", 7, 5, "7.1"),
+      entry("8", 8, 2),
+    ]);
+    // "s" as the major wrote it, replaced by 7.1, whose document 7.2 deleted.
+    fake.on("GET", "/collections/t_idx__v7/documents/search", {
+      json: searchAnswer([
+        { document: { id: `${idKey("s")}-0`, writer: "0", superseded_by: ["1"] }, text_match: 100 },
+        { document: { id: `${idKey("s")}-1`, writer: "1", superseded_by: ["2"] }, text_match: 100 },
+      ]),
+    });
+    fake.on("GET", "/collections/t_idx__v8/documents/search", { json: searchAnswer([]) });
+    fake.on("DELETE", "/collections/t_idx__v7/documents", { json: { num_deleted: 2 } });
+    fake.on("POST", "/collections/t_idx__versions/documents", (r) => ({ status: 201, json: JSON.parse(r.body) }));
+
+    expect(await engine.purge("idx", "s")).toEqual({
+      found: true,
+      changed: [
+        { version: "7", records: 2 },
+        { version: "7.1", records: 3 },
+        { version: "7.3", records: 4 },
+      ],
+    });
+    expect(calls()).toEqual([
+      "GET /collections/t_idx__versions/documents/export",
+      "GET /collections/t_idx__v7/documents/search",
+      "DELETE /collections/t_idx__v7/documents",
+      "POST /collections/t_idx__versions/documents",
+      "POST /collections/t_idx__versions/documents",
+      "POST /collections/t_idx__versions/documents",
+      "GET /collections/t_idx__v8/documents/search",
+    ]);
+    const [, find, erase, ...rest] = fake.requests;
+    expect(find!.query).toMatchObject({
+      q: "*",
+      filter_by: `rid_key:=${idKey("s")}`,
+      per_page: "250",
+      include_fields: "id,writer,superseded_by",
+    });
+    expect(erase!.query).toEqual({ filter_by: `rid_key:=${idKey("s")}` });
+    expect(rest.slice(0, 3).map((r) => JSON.parse(r.body))).toEqual([
+      { id: "7", major: 7, records: 2, state: "ready", layout: 2 },
+      { id: "7.1", major: 7, parent: "7", records: 3, state: "ready" },
+      { id: "7.3", major: 7, parent: "7.1", records: 4, state: "ready" },
+    ]);
+    expect(rest[3]!.query.filter_by).toBe(`rid_key:=${idKey("s")}`);
+  });
+
+  it("reports a record no collection holds, deleting nothing", async () => {
+    serveTree([entry("7", 7, 3)]);
+    fake.on("GET", "/collections/t_idx__v7/documents/search", { json: searchAnswer([]) });
+    expect(await engine.purge("idx", "nobody")).toEqual({ found: false, changed: [] });
+    expect(fake.requests.every((r) => r.method === "GET")).toBe(true);
+  });
+});
+
 describe("typesense adapter: failures", () => {
   it("retries 503 and 429 with backoff, then succeeds", async () => {
     const patient = createTypesenseEngine({

@@ -27,6 +27,7 @@ function recordingEngine(dropped: string[]): SearchEngine {
     checkpoint: unused("checkpoint"),
     activate: unused("activate"),
     dropVersion: async (_indexKey, version) => void dropped.push(version),
+    purge: unused("purge"),
     versions: unused("versions"),
     search: unused("search"),
     get: unused("get"),

@@ -29,6 +29,7 @@ import { randomUUID } from "node:crypto";
 import type {
   BulkWriter,
   EngineVersionInfo,
+  PurgeResult,
   RecordChange,
   SearchEngine,
   SearchHit,
@@ -36,7 +37,8 @@ import type {
   SearchRequest,
   VersionId,
 } from "../../ports/engine.ts";
-import { compareVersions, parseVersion } from "../../domain/version-id.ts";
+import { compareVersions, isMajorVersion, parseVersion } from "../../domain/version-id.ts";
+import type { ChangeRow, MajorRow } from "./catalog/catalog.ts";
 import { tokenize } from "../tokenize.ts";
 import { titleLengthKey } from "./columns/title-length.ts";
 import { Catalog } from "./catalog/catalog.ts";
@@ -281,6 +283,114 @@ class EmbeddedEngine implements SearchEngine {
     versions.forget([...versions.changes.values()].filter((c) => c.major === major).map((c) => c.row.version));
     node.close();
     await fs.promises.rm(node.dir, { recursive: true, force: true });
+  }
+
+  /**
+   * Erasure (docs/versions.md): every major whose segment holds the record is rebuilt without it
+   * (segments are immutable, and the id and the record's terms are in the index as well as in
+   * records.bin), every change that upserted it is rewritten without it, and the counts of the
+   * versions that held it drop by one, all in one catalog transaction. The old segment folders
+   * are then removed, after the record's bytes in records.bin were overwritten with zeros.
+   * Costs a rebuild of each affected major, like a checkpoint: erasure is rare.
+   */
+  async purge(indexKey: string, id: string): Promise<PurgeResult> {
+    const versions = this.index(indexKey);
+    const docs = new Map<number, { node: MajorVersion; segment: Segment; doc: number }>();
+    for (const [major, node] of versions.majors) {
+      const segment = await node.load();
+      docs.set(major, { node, segment, doc: segment.findDoc(id) });
+    }
+    // Whether each version holds the record: a change decides for itself when it touches the id
+    // (a delete wins over an upsert, as in Overlay.extend), otherwise its parent does.
+    const holds = new Map<VersionId, boolean>();
+    const held = (version: VersionId): boolean => {
+      const path: VersionId[] = [];
+      let answer: boolean | undefined;
+      for (let v = version; answer === undefined; ) {
+        const known = holds.get(v);
+        if (known !== undefined) answer = known;
+        else if (isMajorVersion(v)) answer = (docs.get(parseVersion(v).major)?.doc ?? -1) >= 0;
+        else {
+          const { change } = versions.changes.get(v)!.content;
+          if (change.deletes.includes(id)) answer = false;
+          else if (change.upserts.some((r) => r.id === id)) answer = true;
+          else {
+            path.push(v);
+            v = change.parent;
+            continue;
+          }
+        }
+        path.push(v);
+      }
+      for (const v of path) holds.set(v, answer);
+      return answer;
+    };
+
+    const changed: PurgeResult["changed"] = [];
+    const majors: { row: MajorRow; old: MajorVersion; doc: number; built: Segment }[] = [];
+    const changes: ChangeRow[] = [];
+    try {
+      for (const [major, { node, segment, doc }] of docs) {
+        if (doc < 0) continue;
+        const name = `${major}-${randomUUID().slice(0, 8)}`;
+        const built = await this.rebuildWithout(path.join(this.indexDir(indexKey), name), segment, doc);
+        majors.push({ row: { ...node.row, dir: name, records: built.docCount }, old: node, doc, built });
+        changed.push({ version: String(major), records: built.docCount });
+      }
+      for (const node of versions.changes.values()) {
+        if (!held(node.row.version) && !node.content.change.upserts.some((r) => r.id === id)) continue;
+        const { change } = node.content;
+        const body = JSON.stringify({ upserts: change.upserts.filter((r) => r.id !== id), deletes: change.deletes });
+        const records = held(node.row.version) ? node.row.records - 1 : node.row.records;
+        changes.push({ ...node.row, body, records });
+        if (records !== node.row.records) changed.push({ version: node.row.version, records });
+      }
+    } catch (error) {
+      for (const m of majors) {
+        m.built.close();
+        await fs.promises.rm(m.built.dir, { recursive: true, force: true });
+      }
+      throw error;
+    }
+    if (majors.length === 0 && changes.length === 0) return { found: false, changed: [] };
+
+    // The durable point: the catalog now names the rebuilt segments and the rewritten changes.
+    this.db().purge(
+      indexKey,
+      majors.map((m) => m.row),
+      changes,
+    );
+    for (const m of majors) {
+      versions.majors.set(m.row.major, new MajorVersion(m.row, m.built.dir, this.map, m.built));
+    }
+    for (const row of changes) {
+      versions.changes.set(row.version, new ChangeVersion(row, parseVersion(row.version).major));
+    }
+    versions.clearOverlays();
+    for (const m of majors) {
+      const { segment } = docs.get(m.row.major)!;
+      await segment.records.erase(m.doc);
+      m.old.close();
+      await fs.promises.rm(m.old.dir, { recursive: true, force: true });
+    }
+    changed.sort((a, b) => compareVersions(a.version, b.version));
+    return { found: true, changed };
+  }
+
+  /** Writes `segment` again into `dir`, without document `skip` (purge). */
+  private async rebuildWithout(dir: string, segment: Segment, skip: number): Promise<Segment> {
+    const builder = await OffThreadBuilder.create(dir, this.maxPrefix, this.map);
+    const pacer = new Pacer();
+    try {
+      for (let doc = 0; doc < segment.docCount; doc++) {
+        if ((doc & CHECK_EVERY) === 0 && pacer.due()) await pacer.pause();
+        if (doc !== skip) await builder.add(segment.records.read(doc));
+      }
+      return await builder.finish();
+    } catch (error) {
+      await builder.abort();
+      throw error;
+    }
   }
 
   async versions(indexKey: string): Promise<EngineVersionInfo[]> {

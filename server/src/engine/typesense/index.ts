@@ -10,6 +10,7 @@ import { dropCollection } from "./collections.ts";
 import type { Context, VersionTree } from "./context.ts";
 import { createCaller, createClient, DEFAULT_RETRY, tolerating, type RetryPolicy } from "./http.ts";
 import { indexNames } from "./names.ts";
+import { purgeRecord } from "./purge.ts";
 import { countRecords, getRecord, searchVersion } from "./reads.ts";
 import { loadTree, resolve, versionsSchema } from "./versions.ts";
 
@@ -102,6 +103,7 @@ export function createTypesenseEngine(options: TypesenseEngineOptions): SearchEn
       );
     },
     dropVersion: (indexKey: string, version: VersionId) => dropVersion(ctx, indexKey, version),
+    purge: (indexKey: string, id: string) => purgeRecord(ctx, indexKey, id),
     async versions(indexKey: string) {
       // An index without a tree collection (never created, or dropped) holds no versions.
       const tree: VersionTree = (await tolerating(404, loadTree(ctx, indexKey))) ?? new Map();

@@ -6,10 +6,12 @@ import { tombstones, versions } from "../../store/schema.ts";
 import type { IndexRef } from "../catalog.ts";
 import { undoOnFailure } from "./changes.ts";
 import { setActive, type VersionContext } from "./context.ts";
+import { erasePurgedSince } from "./purge.ts";
 import { updateVersion } from "./rows.ts";
 
 /**
- * Makes a committed bulk version ready and (unless told not to) active. Ids deleted while the
+ * Makes a committed bulk version ready and (unless told not to) active. Ids purged while the
+ * ingest ran are erased from it (versions/purge.ts). Ids deleted while the
  * ingest ran were not suppressed by it, so they are deleted in a follow-up change `<major>.1`,
  * which then becomes the version that goes live.
  */
@@ -22,6 +24,7 @@ export function finishBulk(
   return ctx.locks.run(ref.id, async () => {
     const base = formatVersion(major);
     await updateVersion(ctx.db, ref.id, base, { state: "ready", records: options.records });
+    await erasePurgedSince(ctx, ref.id, options.startedAt);
     const late = await ctx.db
       .select({ recordId: tombstones.recordId })
       .from(tombstones)

@@ -27,6 +27,9 @@ export class Catalog {
     this.db.exec(`
       PRAGMA journal_mode = WAL;
       PRAGMA synchronous = FULL;
+      -- Freed space is zeroed, so a purged record's bytes do not linger in free pages
+      -- (docs/versions.md, Erasure).
+      PRAGMA secure_delete = ON;
       CREATE TABLE IF NOT EXISTS indexes (index_key TEXT PRIMARY KEY);
       CREATE TABLE IF NOT EXISTS majors (
         index_key TEXT NOT NULL, major INTEGER NOT NULL, parent TEXT, records INTEGER NOT NULL, dir TEXT NOT NULL,
@@ -52,6 +55,8 @@ export class Catalog {
         "INSERT INTO changes (index_key, version, major, parent, records, body) VALUES (?, ?, ?, ?, ?, ?)",
       ),
       removeChange: prepare("DELETE FROM changes WHERE index_key = ? AND version = ?"),
+      setMajor: prepare("UPDATE majors SET dir = ?, records = ? WHERE index_key = ? AND major = ?"),
+      setChange: prepare("UPDATE changes SET body = ?, records = ? WHERE index_key = ? AND version = ?"),
     };
   }
 
@@ -109,6 +114,19 @@ export class Catalog {
     this.transaction(() => {
       for (const v of versions) this.statements.removeChange!.run(key, v);
     });
+  }
+
+  /**
+   * Commits a purge in one transaction: majors moved to segments rebuilt without the record,
+   * changes rewritten without it, new counts. Then the log is checkpointed and truncated, so the
+   * old row images leave the write-ahead log as well as the database file.
+   */
+  purge(key: string, majors: readonly MajorRow[], changes: readonly ChangeRow[]): void {
+    this.transaction(() => {
+      for (const m of majors) this.statements.setMajor!.run(m.dir, m.records, key, m.major);
+      for (const c of changes) this.statements.setChange!.run(c.body, c.records, key, c.version);
+    });
+    this.db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
   }
 
   close(): void {

@@ -74,6 +74,25 @@ export class RecordStore {
     return this.readBuffer.toString("utf8", 0, length);
   }
 
+  /**
+   * Overwrites a document's JSON in records.bin with zeros and makes that durable (purge: the
+   * segment is about to be deleted, and this keeps its bytes from lingering in freed blocks).
+   */
+  async erase(doc: number): Promise<void> {
+    const entry = this.hot.get(doc);
+    if (entry !== undefined) {
+      this.hot.delete(doc);
+      this.hotUnits -= entry.units;
+    }
+    const file = await fs.promises.open(path.join(this.dir, RECORDS_FILE), "r+");
+    try {
+      await file.write(Buffer.alloc(this.lengths[doc]!), 0, this.lengths[doc]!, this.offsets[doc]!);
+      await file.sync();
+    } finally {
+      await file.close();
+    }
+  }
+
   close(): void {
     if (this.fd >= 0) fs.closeSync(this.fd);
     this.fd = -1;

@@ -129,6 +129,11 @@ export class IndexVersions {
     return out;
   }
 
+  /** Forgets every cached overlay (after a purge rewrote the changes and segments they were made of). */
+  clearOverlays(): void {
+    this.overlays.clear();
+  }
+
   forget(versions: readonly VersionId[]): void {
     for (const v of versions) {
       this.changes.delete(v);
