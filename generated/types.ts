@@ -258,7 +258,9 @@ export type paths = {
          * Upload file bytes
          * @description The target of an `uploadUrl`: the raw file bytes (CSV with a header row, JSON Lines or a
          *     JSON array, optionally gzip-compressed). The signature authorises the request; no other
-         *     credential is needed.
+         *     credential is needed. A file that would take the tenant's uploads not yet ingested past its
+         *     quota of bytes is refused with 403 `QUOTA_EXCEEDED` naming `quota.uploadBytes`, judged by
+         *     `Content-Length` and while the bytes arrive.
          */
         put: operations["Uploads_putBlob"];
         post?: never;
@@ -353,6 +355,8 @@ export type paths = {
          * Upsert a record
          * @description Inserts the record when the id is new, replaces it when it exists. Creates a new version
          *     `<major>.<minor>` that is active, durable and visible to the next search when this returns.
+         *     A new id in an index that holds its quota of records is refused with 403 `QUOTA_EXCEEDED`
+         *     naming `quota.recordsPerIndex`; replacing a record is always allowed.
          */
         put: operations["Records_upsert"];
         post?: never;
@@ -525,6 +529,9 @@ export type paths = {
         /**
          * Start an upload
          * @description Assigns the next version of the index and returns a signed upload URL (15 minutes, one use).
+         *     A tenant with its quota of uploads in progress gets 429 `QUOTA_EXCEEDED` naming
+         *     `quota.concurrentUploads`, with `Retry-After`; one whose uploads not yet ingested already hold
+         *     its quota of bytes gets 403 `QUOTA_EXCEEDED` naming `quota.uploadBytes`.
          */
         post: operations["Uploads_start"];
         delete?: never;
@@ -1362,7 +1369,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The credential is valid but may not do this (for example a cross-site cookie write), or a signed URL is invalid or expired. */
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write), a signed URL is invalid or expired, or a tenant quota would be exceeded (`QUOTA_EXCEEDED`, `errors` naming the quota). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1429,7 +1436,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The credential is valid but may not do this (for example a cross-site cookie write), or a signed URL is invalid or expired. */
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write), a signed URL is invalid or expired, or a tenant quota would be exceeded (`QUOTA_EXCEEDED`, `errors` naming the quota). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1509,7 +1516,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The credential is valid but may not do this (for example a cross-site cookie write), or a signed URL is invalid or expired. */
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write), a signed URL is invalid or expired, or a tenant quota would be exceeded (`QUOTA_EXCEEDED`, `errors` naming the quota). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1518,7 +1525,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many attempts (failed log-ins, for now): wait `Retry-After` seconds, then try again. */
+            /** @description Too many failed log-ins (`RATE_LIMITED`), or a quota on work in progress used up (`QUOTA_EXCEEDED`, `errors` naming the quota): wait `Retry-After` seconds, then try again. */
             429: {
                 headers: {
                     /** @description Seconds to wait before the next attempt. */
@@ -1585,7 +1592,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The credential is valid but may not do this (for example a cross-site cookie write), or a signed URL is invalid or expired. */
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write), a signed URL is invalid or expired, or a tenant quota would be exceeded (`QUOTA_EXCEEDED`, `errors` naming the quota). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1857,7 +1864,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The credential is valid but may not do this (for example a cross-site cookie write), or a signed URL is invalid or expired. */
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write), a signed URL is invalid or expired, or a tenant quota would be exceeded (`QUOTA_EXCEEDED`, `errors` naming the quota). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1931,7 +1938,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The credential is valid but may not do this (for example a cross-site cookie write), or a signed URL is invalid or expired. */
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write), a signed URL is invalid or expired, or a tenant quota would be exceeded (`QUOTA_EXCEEDED`, `errors` naming the quota). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2074,7 +2081,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The credential is valid but may not do this (for example a cross-site cookie write), or a signed URL is invalid or expired. */
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write), a signed URL is invalid or expired, or a tenant quota would be exceeded (`QUOTA_EXCEEDED`, `errors` naming the quota). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2224,7 +2231,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The credential is valid but may not do this (for example a cross-site cookie write), or a signed URL is invalid or expired. */
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write), a signed URL is invalid or expired, or a tenant quota would be exceeded (`QUOTA_EXCEEDED`, `errors` naming the quota). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2304,7 +2311,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The credential is valid but may not do this (for example a cross-site cookie write), or a signed URL is invalid or expired. */
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write), a signed URL is invalid or expired, or a tenant quota would be exceeded (`QUOTA_EXCEEDED`, `errors` naming the quota). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2525,6 +2532,15 @@ export interface operations {
             };
             /** @description No credential was given where one is required, or the credential is invalid or revoked. */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write), a signed URL is invalid or expired, or a tenant quota would be exceeded (`QUOTA_EXCEEDED`, `errors` naming the quota). */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3021,7 +3037,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The credential is valid but may not do this (for example a cross-site cookie write), or a signed URL is invalid or expired. */
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write), a signed URL is invalid or expired, or a tenant quota would be exceeded (`QUOTA_EXCEEDED`, `errors` naming the quota). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3162,7 +3178,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The credential is valid but may not do this (for example a cross-site cookie write), or a signed URL is invalid or expired. */
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write), a signed URL is invalid or expired, or a tenant quota would be exceeded (`QUOTA_EXCEEDED`, `errors` naming the quota). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3321,6 +3337,26 @@ export interface operations {
             /** @description No credential was given where one is required, or the credential is invalid or revoked. */
             401: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write), a signed URL is invalid or expired, or a tenant quota would be exceeded (`QUOTA_EXCEEDED`, `errors` naming the quota). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many failed log-ins (`RATE_LIMITED`), or a quota on work in progress used up (`QUOTA_EXCEEDED`, `errors` naming the quota): wait `Retry-After` seconds, then try again. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before the next attempt. */
+                    "retry-after": number;
                     [name: string]: unknown;
                 };
                 content: {

@@ -103,7 +103,11 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
     engine,
     catalog,
     log,
-    policy: { coalesceAfter: config.coalesceAfter, retainVersions: config.retainVersions },
+    policy: {
+      coalesceAfter: config.coalesceAfter,
+      retainVersions: config.retainVersions,
+      recordsPerIndex: config.quotaRecordsPerIndex,
+    },
   });
   const records = new RecordService({ catalog, versions, engine });
   const search = new SearchService({ catalog, versions, engine, region: config.region });
@@ -116,7 +120,11 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
     versions,
     log,
     // A compressed file may expand to what an uncompressed one may hold.
-    limits: { expandedBytes: config.maxUploadBytes, records: config.maxUploadRecords },
+    limits: {
+      expandedBytes: config.maxUploadBytes,
+      records: config.maxUploadRecords,
+      recordsPerIndex: config.quotaRecordsPerIndex,
+    },
   });
   const uploads = new UploadService({
     db: store.db,
@@ -125,6 +133,7 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
     blobs,
     secret,
     maxUploadBytes: config.maxUploadBytes,
+    quotas: { uploadBytes: config.quotaUploadBytes, concurrentUploads: config.quotaConcurrentUploads },
     onQueued: () => ingest.notify(),
   });
   await versions.reconcile();

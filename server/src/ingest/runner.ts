@@ -28,8 +28,14 @@ export interface UploadLimits {
   expandedBytes: number;
   /** Records and invalid lines together. */
   records: number;
+  /** Records written to the version (the tenant quota SIFT_QUOTA_RECORDS_PER_INDEX). */
+  recordsPerIndex: number;
 }
-export const DEFAULT_UPLOAD_LIMITS: UploadLimits = { expandedBytes: 20 * 1024 ** 3, records: 25_000_000 };
+export const DEFAULT_UPLOAD_LIMITS: UploadLimits = {
+  expandedBytes: 20 * 1024 ** 3,
+  records: 25_000_000,
+  recordsPerIndex: 25_000_000,
+};
 
 export class IngestRunner {
   private readonly db: Db;
@@ -230,8 +236,14 @@ export class IngestRunner {
         if (writer) {
           const kept = deleted.size ? batch.records.filter((r) => !deleted.has(r.id)) : batch.records;
           progress.recordsSuppressed += batch.records.length - kept.length;
-          if (kept.length) await writer.add(kept);
           progress.recordsIngested += kept.length;
+          // Counted as written, so an id repeated in the file counts each time it occurs.
+          if (progress.recordsIngested > this.limits.recordsPerIndex) {
+            throw new UploadLimitError(
+              `the file holds more than ${this.limits.recordsPerIndex} records, the quota of records per index (quota.recordsPerIndex, SIFT_QUOTA_RECORDS_PER_INDEX)`,
+            );
+          }
+          if (kept.length) await writer.add(kept);
         }
         if (!writer && errors.length >= MAX_REPORTED_ERRORS) {
           await upload.batches.return();
