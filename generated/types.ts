@@ -258,7 +258,9 @@ export type paths = {
          * Upload file bytes
          * @description The target of an `uploadUrl`: the raw file bytes (CSV with a header row, JSON Lines or a
          *     JSON array, optionally gzip-compressed). The signature authorises the request; no other
-         *     credential is needed.
+         *     credential is needed. A file that would take the tenant's uploads not yet ingested past its
+         *     quota of bytes is refused with 403 `QUOTA_EXCEEDED` naming `quota.uploadBytes`, judged by
+         *     `Content-Length` and while the bytes arrive.
          */
         put: operations["Uploads_putBlob"];
         post?: never;
@@ -353,6 +355,8 @@ export type paths = {
          * Upsert a record
          * @description Inserts the record when the id is new, replaces it when it exists. Creates a new version
          *     `<major>.<minor>` that is active, durable and visible to the next search when this returns.
+         *     A new id in an index that holds its quota of records is refused with 403 `QUOTA_EXCEEDED`
+         *     naming `quota.recordsPerIndex`; replacing a record is always allowed.
          */
         put: operations["Records_upsert"];
         post?: never;
@@ -550,6 +554,9 @@ export type paths = {
         /**
          * Start an upload
          * @description Assigns the next version of the index and returns a signed upload URL (15 minutes, one use).
+         *     A tenant with its quota of uploads in progress gets 429 `QUOTA_EXCEEDED` naming
+         *     `quota.concurrentUploads`, with `Retry-After`; one whose uploads not yet ingested already hold
+         *     its quota of bytes gets 403 `QUOTA_EXCEEDED` naming `quota.uploadBytes`.
          */
         post: operations["Uploads_start"];
         delete?: never;
@@ -1279,7 +1286,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), a signed URL is invalid or expired, or a tenant quota would be exceeded (`QUOTA_EXCEEDED`, `errors` naming the quota). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1298,8 +1305,9 @@ export interface operations {
                 };
             };
             /**
-             * @description Too many requests (the caller's rate limit is spent), too many failed log-ins, or a quota that
-             *     frees up by itself: wait `Retry-After` seconds, then try again.
+             * @description Too many requests (`RATE_LIMITED`: the caller's rate limit is spent, or too many failed log-ins),
+             *     or a quota on work in progress used up (`QUOTA_EXCEEDED`, `errors` naming the quota): wait
+             *     `Retry-After` seconds, then try again.
              */
             429: {
                 headers: {
@@ -1391,7 +1399,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), a signed URL is invalid or expired, or a tenant quota would be exceeded (`QUOTA_EXCEEDED`, `errors` naming the quota). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1401,8 +1409,9 @@ export interface operations {
                 };
             };
             /**
-             * @description Too many requests (the caller's rate limit is spent), too many failed log-ins, or a quota that
-             *     frees up by itself: wait `Retry-After` seconds, then try again.
+             * @description Too many requests (`RATE_LIMITED`: the caller's rate limit is spent, or too many failed log-ins),
+             *     or a quota on work in progress used up (`QUOTA_EXCEEDED`, `errors` naming the quota): wait
+             *     `Retry-After` seconds, then try again.
              */
             429: {
                 headers: {
@@ -1478,7 +1487,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), a signed URL is invalid or expired, or a tenant quota would be exceeded (`QUOTA_EXCEEDED`, `errors` naming the quota). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1488,8 +1497,9 @@ export interface operations {
                 };
             };
             /**
-             * @description Too many requests (the caller's rate limit is spent), too many failed log-ins, or a quota that
-             *     frees up by itself: wait `Retry-After` seconds, then try again.
+             * @description Too many requests (`RATE_LIMITED`: the caller's rate limit is spent, or too many failed log-ins),
+             *     or a quota on work in progress used up (`QUOTA_EXCEEDED`, `errors` naming the quota): wait
+             *     `Retry-After` seconds, then try again.
              */
             429: {
                 headers: {
@@ -1563,7 +1573,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), a signed URL is invalid or expired, or a tenant quota would be exceeded (`QUOTA_EXCEEDED`, `errors` naming the quota). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1582,8 +1592,9 @@ export interface operations {
                 };
             };
             /**
-             * @description Too many requests (the caller's rate limit is spent), too many failed log-ins, or a quota that
-             *     frees up by itself: wait `Retry-After` seconds, then try again.
+             * @description Too many requests (`RATE_LIMITED`: the caller's rate limit is spent, or too many failed log-ins),
+             *     or a quota on work in progress used up (`QUOTA_EXCEEDED`, `errors` naming the quota): wait
+             *     `Retry-After` seconds, then try again.
              */
             429: {
                 headers: {
@@ -1661,7 +1672,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), a signed URL is invalid or expired, or a tenant quota would be exceeded (`QUOTA_EXCEEDED`, `errors` naming the quota). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1671,8 +1682,9 @@ export interface operations {
                 };
             };
             /**
-             * @description Too many requests (the caller's rate limit is spent), too many failed log-ins, or a quota that
-             *     frees up by itself: wait `Retry-After` seconds, then try again.
+             * @description Too many requests (`RATE_LIMITED`: the caller's rate limit is spent, or too many failed log-ins),
+             *     or a quota on work in progress used up (`QUOTA_EXCEEDED`, `errors` naming the quota): wait
+             *     `Retry-After` seconds, then try again.
              */
             429: {
                 headers: {
@@ -1744,7 +1756,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), a signed URL is invalid or expired, or a tenant quota would be exceeded (`QUOTA_EXCEEDED`, `errors` naming the quota). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1754,8 +1766,9 @@ export interface operations {
                 };
             };
             /**
-             * @description Too many requests (the caller's rate limit is spent), too many failed log-ins, or a quota that
-             *     frees up by itself: wait `Retry-After` seconds, then try again.
+             * @description Too many requests (`RATE_LIMITED`: the caller's rate limit is spent, or too many failed log-ins),
+             *     or a quota on work in progress used up (`QUOTA_EXCEEDED`, `errors` naming the quota): wait
+             *     `Retry-After` seconds, then try again.
              */
             429: {
                 headers: {
@@ -1827,7 +1840,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), a signed URL is invalid or expired, or a tenant quota would be exceeded (`QUOTA_EXCEEDED`, `errors` naming the quota). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1837,8 +1850,9 @@ export interface operations {
                 };
             };
             /**
-             * @description Too many requests (the caller's rate limit is spent), too many failed log-ins, or a quota that
-             *     frees up by itself: wait `Retry-After` seconds, then try again.
+             * @description Too many requests (`RATE_LIMITED`: the caller's rate limit is spent, or too many failed log-ins),
+             *     or a quota on work in progress used up (`QUOTA_EXCEEDED`, `errors` naming the quota): wait
+             *     `Retry-After` seconds, then try again.
              */
             429: {
                 headers: {
@@ -1917,8 +1931,9 @@ export interface operations {
                 };
             };
             /**
-             * @description Too many requests (the caller's rate limit is spent), too many failed log-ins, or a quota that
-             *     frees up by itself: wait `Retry-After` seconds, then try again.
+             * @description Too many requests (`RATE_LIMITED`: the caller's rate limit is spent, or too many failed log-ins),
+             *     or a quota on work in progress used up (`QUOTA_EXCEEDED`, `errors` naming the quota): wait
+             *     `Retry-After` seconds, then try again.
              */
             429: {
                 headers: {
@@ -1998,8 +2013,9 @@ export interface operations {
                 };
             };
             /**
-             * @description Too many requests (the caller's rate limit is spent), too many failed log-ins, or a quota that
-             *     frees up by itself: wait `Retry-After` seconds, then try again.
+             * @description Too many requests (`RATE_LIMITED`: the caller's rate limit is spent, or too many failed log-ins),
+             *     or a quota on work in progress used up (`QUOTA_EXCEEDED`, `errors` naming the quota): wait
+             *     `Retry-After` seconds, then try again.
              */
             429: {
                 headers: {
@@ -2054,8 +2070,9 @@ export interface operations {
                 };
             };
             /**
-             * @description Too many requests (the caller's rate limit is spent), too many failed log-ins, or a quota that
-             *     frees up by itself: wait `Retry-After` seconds, then try again.
+             * @description Too many requests (`RATE_LIMITED`: the caller's rate limit is spent, or too many failed log-ins),
+             *     or a quota on work in progress used up (`QUOTA_EXCEEDED`, `errors` naming the quota): wait
+             *     `Retry-After` seconds, then try again.
              */
             429: {
                 headers: {
@@ -2115,7 +2132,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), a signed URL is invalid or expired, or a tenant quota would be exceeded (`QUOTA_EXCEEDED`, `errors` naming the quota). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2134,8 +2151,9 @@ export interface operations {
                 };
             };
             /**
-             * @description Too many requests (the caller's rate limit is spent), too many failed log-ins, or a quota that
-             *     frees up by itself: wait `Retry-After` seconds, then try again.
+             * @description Too many requests (`RATE_LIMITED`: the caller's rate limit is spent, or too many failed log-ins),
+             *     or a quota on work in progress used up (`QUOTA_EXCEEDED`, `errors` naming the quota): wait
+             *     `Retry-After` seconds, then try again.
              */
             429: {
                 headers: {
@@ -2207,7 +2225,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), a signed URL is invalid or expired, or a tenant quota would be exceeded (`QUOTA_EXCEEDED`, `errors` naming the quota). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2235,8 +2253,9 @@ export interface operations {
                 };
             };
             /**
-             * @description Too many requests (the caller's rate limit is spent), too many failed log-ins, or a quota that
-             *     frees up by itself: wait `Retry-After` seconds, then try again.
+             * @description Too many requests (`RATE_LIMITED`: the caller's rate limit is spent, or too many failed log-ins),
+             *     or a quota on work in progress used up (`QUOTA_EXCEEDED`, `errors` naming the quota): wait
+             *     `Retry-After` seconds, then try again.
              */
             429: {
                 headers: {
@@ -2308,7 +2327,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), a signed URL is invalid or expired, or a tenant quota would be exceeded (`QUOTA_EXCEEDED`, `errors` naming the quota). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2318,8 +2337,9 @@ export interface operations {
                 };
             };
             /**
-             * @description Too many requests (the caller's rate limit is spent), too many failed log-ins, or a quota that
-             *     frees up by itself: wait `Retry-After` seconds, then try again.
+             * @description Too many requests (`RATE_LIMITED`: the caller's rate limit is spent, or too many failed log-ins),
+             *     or a quota on work in progress used up (`QUOTA_EXCEEDED`, `errors` naming the quota): wait
+             *     `Retry-After` seconds, then try again.
              */
             429: {
                 headers: {
@@ -2395,7 +2415,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), a signed URL is invalid or expired, or a tenant quota would be exceeded (`QUOTA_EXCEEDED`, `errors` naming the quota). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2423,8 +2443,9 @@ export interface operations {
                 };
             };
             /**
-             * @description Too many requests (the caller's rate limit is spent), too many failed log-ins, or a quota that
-             *     frees up by itself: wait `Retry-After` seconds, then try again.
+             * @description Too many requests (`RATE_LIMITED`: the caller's rate limit is spent, or too many failed log-ins),
+             *     or a quota on work in progress used up (`QUOTA_EXCEEDED`, `errors` naming the quota): wait
+             *     `Retry-After` seconds, then try again.
              */
             429: {
                 headers: {
@@ -2498,7 +2519,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), a signed URL is invalid or expired, or a tenant quota would be exceeded (`QUOTA_EXCEEDED`, `errors` naming the quota). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2517,8 +2538,9 @@ export interface operations {
                 };
             };
             /**
-             * @description Too many requests (the caller's rate limit is spent), too many failed log-ins, or a quota that
-             *     frees up by itself: wait `Retry-After` seconds, then try again.
+             * @description Too many requests (`RATE_LIMITED`: the caller's rate limit is spent, or too many failed log-ins),
+             *     or a quota on work in progress used up (`QUOTA_EXCEEDED`, `errors` naming the quota): wait
+             *     `Retry-After` seconds, then try again.
              */
             429: {
                 headers: {
@@ -2590,7 +2612,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), a signed URL is invalid or expired, or a tenant quota would be exceeded (`QUOTA_EXCEEDED`, `errors` naming the quota). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2609,8 +2631,9 @@ export interface operations {
                 };
             };
             /**
-             * @description Too many requests (the caller's rate limit is spent), too many failed log-ins, or a quota that
-             *     frees up by itself: wait `Retry-After` seconds, then try again.
+             * @description Too many requests (`RATE_LIMITED`: the caller's rate limit is spent, or too many failed log-ins),
+             *     or a quota on work in progress used up (`QUOTA_EXCEEDED`, `errors` naming the quota): wait
+             *     `Retry-After` seconds, then try again.
              */
             429: {
                 headers: {
@@ -2688,7 +2711,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), a signed URL is invalid or expired, or a tenant quota would be exceeded (`QUOTA_EXCEEDED`, `errors` naming the quota). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2707,8 +2730,9 @@ export interface operations {
                 };
             };
             /**
-             * @description Too many requests (the caller's rate limit is spent), too many failed log-ins, or a quota that
-             *     frees up by itself: wait `Retry-After` seconds, then try again.
+             * @description Too many requests (`RATE_LIMITED`: the caller's rate limit is spent, or too many failed log-ins),
+             *     or a quota on work in progress used up (`QUOTA_EXCEEDED`, `errors` naming the quota): wait
+             *     `Retry-After` seconds, then try again.
              */
             429: {
                 headers: {
@@ -2782,7 +2806,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), a signed URL is invalid or expired, or a tenant quota would be exceeded (`QUOTA_EXCEEDED`, `errors` naming the quota). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2810,8 +2834,9 @@ export interface operations {
                 };
             };
             /**
-             * @description Too many requests (the caller's rate limit is spent), too many failed log-ins, or a quota that
-             *     frees up by itself: wait `Retry-After` seconds, then try again.
+             * @description Too many requests (`RATE_LIMITED`: the caller's rate limit is spent, or too many failed log-ins),
+             *     or a quota on work in progress used up (`QUOTA_EXCEEDED`, `errors` naming the quota): wait
+             *     `Retry-After` seconds, then try again.
              */
             429: {
                 headers: {
@@ -2889,7 +2914,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), a signed URL is invalid or expired, or a tenant quota would be exceeded (`QUOTA_EXCEEDED`, `errors` naming the quota). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2908,8 +2933,9 @@ export interface operations {
                 };
             };
             /**
-             * @description Too many requests (the caller's rate limit is spent), too many failed log-ins, or a quota that
-             *     frees up by itself: wait `Retry-After` seconds, then try again.
+             * @description Too many requests (`RATE_LIMITED`: the caller's rate limit is spent, or too many failed log-ins),
+             *     or a quota on work in progress used up (`QUOTA_EXCEEDED`, `errors` naming the quota): wait
+             *     `Retry-After` seconds, then try again.
              */
             429: {
                 headers: {
@@ -2988,13 +3014,13 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), a signed URL is invalid or expired, or a tenant quota would be exceeded (`QUOTA_EXCEEDED`, `errors` naming the quota). */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] | components["schemas"]["Problem"];
                 };
             };
             /** @description The resource does not exist, or belongs to another tenant. */
@@ -3025,8 +3051,9 @@ export interface operations {
                 };
             };
             /**
-             * @description Too many requests (the caller's rate limit is spent), too many failed log-ins, or a quota that
-             *     frees up by itself: wait `Retry-After` seconds, then try again.
+             * @description Too many requests (`RATE_LIMITED`: the caller's rate limit is spent, or too many failed log-ins),
+             *     or a quota on work in progress used up (`QUOTA_EXCEEDED`, `errors` naming the quota): wait
+             *     `Retry-After` seconds, then try again.
              */
             429: {
                 headers: {
@@ -3101,7 +3128,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), a signed URL is invalid or expired, or a tenant quota would be exceeded (`QUOTA_EXCEEDED`, `errors` naming the quota). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3120,8 +3147,9 @@ export interface operations {
                 };
             };
             /**
-             * @description Too many requests (the caller's rate limit is spent), too many failed log-ins, or a quota that
-             *     frees up by itself: wait `Retry-After` seconds, then try again.
+             * @description Too many requests (`RATE_LIMITED`: the caller's rate limit is spent, or too many failed log-ins),
+             *     or a quota on work in progress used up (`QUOTA_EXCEEDED`, `errors` naming the quota): wait
+             *     `Retry-After` seconds, then try again.
              */
             429: {
                 headers: {
@@ -3196,7 +3224,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), a signed URL is invalid or expired, or a tenant quota would be exceeded (`QUOTA_EXCEEDED`, `errors` naming the quota). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3215,8 +3243,9 @@ export interface operations {
                 };
             };
             /**
-             * @description Too many requests (the caller's rate limit is spent), too many failed log-ins, or a quota that
-             *     frees up by itself: wait `Retry-After` seconds, then try again.
+             * @description Too many requests (`RATE_LIMITED`: the caller's rate limit is spent, or too many failed log-ins),
+             *     or a quota on work in progress used up (`QUOTA_EXCEEDED`, `errors` naming the quota): wait
+             *     `Retry-After` seconds, then try again.
              */
             429: {
                 headers: {
@@ -3290,7 +3319,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), a signed URL is invalid or expired, or a tenant quota would be exceeded (`QUOTA_EXCEEDED`, `errors` naming the quota). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3309,8 +3338,9 @@ export interface operations {
                 };
             };
             /**
-             * @description Too many requests (the caller's rate limit is spent), too many failed log-ins, or a quota that
-             *     frees up by itself: wait `Retry-After` seconds, then try again.
+             * @description Too many requests (`RATE_LIMITED`: the caller's rate limit is spent, or too many failed log-ins),
+             *     or a quota on work in progress used up (`QUOTA_EXCEEDED`, `errors` naming the quota): wait
+             *     `Retry-After` seconds, then try again.
              */
             429: {
                 headers: {
@@ -3385,7 +3415,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), a signed URL is invalid or expired, or a tenant quota would be exceeded (`QUOTA_EXCEEDED`, `errors` naming the quota). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3413,8 +3443,9 @@ export interface operations {
                 };
             };
             /**
-             * @description Too many requests (the caller's rate limit is spent), too many failed log-ins, or a quota that
-             *     frees up by itself: wait `Retry-After` seconds, then try again.
+             * @description Too many requests (`RATE_LIMITED`: the caller's rate limit is spent, or too many failed log-ins),
+             *     or a quota on work in progress used up (`QUOTA_EXCEEDED`, `errors` naming the quota): wait
+             *     `Retry-After` seconds, then try again.
              */
             429: {
                 headers: {
@@ -3469,8 +3500,9 @@ export interface operations {
                 };
             };
             /**
-             * @description Too many requests (the caller's rate limit is spent), too many failed log-ins, or a quota that
-             *     frees up by itself: wait `Retry-After` seconds, then try again.
+             * @description Too many requests (`RATE_LIMITED`: the caller's rate limit is spent, or too many failed log-ins),
+             *     or a quota on work in progress used up (`QUOTA_EXCEEDED`, `errors` naming the quota): wait
+             *     `Retry-After` seconds, then try again.
              */
             429: {
                 headers: {
@@ -3573,7 +3605,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), a signed URL is invalid or expired, or a tenant quota would be exceeded (`QUOTA_EXCEEDED`, `errors` naming the quota). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3592,8 +3624,9 @@ export interface operations {
                 };
             };
             /**
-             * @description Too many requests (the caller's rate limit is spent), too many failed log-ins, or a quota that
-             *     frees up by itself: wait `Retry-After` seconds, then try again.
+             * @description Too many requests (`RATE_LIMITED`: the caller's rate limit is spent, or too many failed log-ins),
+             *     or a quota on work in progress used up (`QUOTA_EXCEEDED`, `errors` naming the quota): wait
+             *     `Retry-After` seconds, then try again.
              */
             429: {
                 headers: {
@@ -3665,7 +3698,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), a signed URL is invalid or expired, or a tenant quota would be exceeded (`QUOTA_EXCEEDED`, `errors` naming the quota). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3675,8 +3708,9 @@ export interface operations {
                 };
             };
             /**
-             * @description Too many requests (the caller's rate limit is spent), too many failed log-ins, or a quota that
-             *     frees up by itself: wait `Retry-After` seconds, then try again.
+             * @description Too many requests (`RATE_LIMITED`: the caller's rate limit is spent, or too many failed log-ins),
+             *     or a quota on work in progress used up (`QUOTA_EXCEEDED`, `errors` naming the quota): wait
+             *     `Retry-After` seconds, then try again.
              */
             429: {
                 headers: {
@@ -3752,7 +3786,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), a signed URL is invalid or expired, or a tenant quota would be exceeded (`QUOTA_EXCEEDED`, `errors` naming the quota). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3771,8 +3805,9 @@ export interface operations {
                 };
             };
             /**
-             * @description Too many requests (the caller's rate limit is spent), too many failed log-ins, or a quota that
-             *     frees up by itself: wait `Retry-After` seconds, then try again.
+             * @description Too many requests (`RATE_LIMITED`: the caller's rate limit is spent, or too many failed log-ins),
+             *     or a quota on work in progress used up (`QUOTA_EXCEEDED`, `errors` naming the quota): wait
+             *     `Retry-After` seconds, then try again.
              */
             429: {
                 headers: {
@@ -3846,7 +3881,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), a signed URL is invalid or expired, or a tenant quota would be exceeded (`QUOTA_EXCEEDED`, `errors` naming the quota). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3865,8 +3900,9 @@ export interface operations {
                 };
             };
             /**
-             * @description Too many requests (the caller's rate limit is spent), too many failed log-ins, or a quota that
-             *     frees up by itself: wait `Retry-After` seconds, then try again.
+             * @description Too many requests (`RATE_LIMITED`: the caller's rate limit is spent, or too many failed log-ins),
+             *     or a quota on work in progress used up (`QUOTA_EXCEEDED`, `errors` naming the quota): wait
+             *     `Retry-After` seconds, then try again.
              */
             429: {
                 headers: {
@@ -3938,7 +3974,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), a signed URL is invalid or expired, or a tenant quota would be exceeded (`QUOTA_EXCEEDED`, `errors` naming the quota). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3966,8 +4002,9 @@ export interface operations {
                 };
             };
             /**
-             * @description Too many requests (the caller's rate limit is spent), too many failed log-ins, or a quota that
-             *     frees up by itself: wait `Retry-After` seconds, then try again.
+             * @description Too many requests (`RATE_LIMITED`: the caller's rate limit is spent, or too many failed log-ins),
+             *     or a quota on work in progress used up (`QUOTA_EXCEEDED`, `errors` naming the quota): wait
+             *     `Retry-After` seconds, then try again.
              */
             429: {
                 headers: {
@@ -4043,7 +4080,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), a signed URL is invalid or expired, or a tenant quota would be exceeded (`QUOTA_EXCEEDED`, `errors` naming the quota). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4071,8 +4108,9 @@ export interface operations {
                 };
             };
             /**
-             * @description Too many requests (the caller's rate limit is spent), too many failed log-ins, or a quota that
-             *     frees up by itself: wait `Retry-After` seconds, then try again.
+             * @description Too many requests (`RATE_LIMITED`: the caller's rate limit is spent, or too many failed log-ins),
+             *     or a quota on work in progress used up (`QUOTA_EXCEEDED`, `errors` naming the quota): wait
+             *     `Retry-After` seconds, then try again.
              */
             429: {
                 headers: {
@@ -4148,18 +4186,19 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), a signed URL is invalid or expired, or a tenant quota would be exceeded (`QUOTA_EXCEEDED`, `errors` naming the quota). */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] | components["schemas"]["Problem"];
                 };
             };
             /**
-             * @description Too many requests (the caller's rate limit is spent), too many failed log-ins, or a quota that
-             *     frees up by itself: wait `Retry-After` seconds, then try again.
+             * @description Too many requests (`RATE_LIMITED`: the caller's rate limit is spent, or too many failed log-ins),
+             *     or a quota on work in progress used up (`QUOTA_EXCEEDED`, `errors` naming the quota): wait
+             *     `Retry-After` seconds, then try again.
              */
             429: {
                 headers: {
@@ -4172,7 +4211,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] | components["schemas"]["Problem"];
                 };
             };
             /** @description The server failed; the body never carries a stack trace, only the request id to quote. */
@@ -4234,7 +4273,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), or a signed URL is invalid or expired. */
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), a signed URL is invalid or expired, or a tenant quota would be exceeded (`QUOTA_EXCEEDED`, `errors` naming the quota). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4253,8 +4292,9 @@ export interface operations {
                 };
             };
             /**
-             * @description Too many requests (the caller's rate limit is spent), too many failed log-ins, or a quota that
-             *     frees up by itself: wait `Retry-After` seconds, then try again.
+             * @description Too many requests (`RATE_LIMITED`: the caller's rate limit is spent, or too many failed log-ins),
+             *     or a quota on work in progress used up (`QUOTA_EXCEEDED`, `errors` naming the quota): wait
+             *     `Retry-After` seconds, then try again.
              */
             429: {
                 headers: {

@@ -106,7 +106,11 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
     engine,
     catalog,
     log,
-    policy: { coalesceAfter: config.coalesceAfter, retainVersions: config.retainVersions },
+    policy: {
+      coalesceAfter: config.coalesceAfter,
+      retainVersions: config.retainVersions,
+      recordsPerIndex: config.quotaRecordsPerIndex,
+    },
   });
   const records = new RecordService({ catalog, versions, engine });
   const search = new SearchService({ catalog, versions, engine, region: config.region });
@@ -119,7 +123,11 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
     versions,
     log,
     // A compressed file may expand to what an uncompressed one may hold.
-    limits: { expandedBytes: config.maxUploadBytes, records: config.maxUploadRecords },
+    limits: {
+      expandedBytes: config.maxUploadBytes,
+      records: config.maxUploadRecords,
+      recordsPerIndex: config.quotaRecordsPerIndex,
+    },
   });
   const uploads = new UploadService({
     db: store.db,
@@ -128,6 +136,7 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
     blobs,
     secret,
     maxUploadBytes: config.maxUploadBytes,
+    quotas: { uploadBytes: config.quotaUploadBytes, concurrentUploads: config.quotaConcurrentUploads },
     onQueued: () => ingest.notify(),
   });
   await versions.reconcile();

@@ -51,6 +51,12 @@ export interface Config {
   idleTimeoutMs: number;
   /** Indexes one tenant may have. */
   quotaIndexes: number;
+  /** Records one index may hold, in any version. */
+  quotaRecordsPerIndex: number;
+  /** Bytes of a tenant's uploads stored or arriving and not yet ingested. */
+  quotaUploadBytes: number;
+  /** Uploads of one tenant started and not finished ingesting. */
+  quotaConcurrentUploads: number;
   /** Records (and invalid lines) one upload may hold. */
   maxUploadRecords: number;
   /** Request rate per caller kind (docs/api.md, Rate limits). */
@@ -231,6 +237,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     // Longer than any silence of a legitimate request (a checkpoint answers when done).
     idleTimeoutMs: int("SIFT_IDLE_TIMEOUT_SECONDS", 300, 1, 86_400) * 1000,
     quotaIndexes: int("SIFT_QUOTA_INDEXES", 1_000, 1, 1_000_000),
+    // As many as one upload may hold: a bulk upload replaces the index.
+    quotaRecordsPerIndex: int("SIFT_QUOTA_RECORDS_PER_INDEX", 25_000_000, 1, 1_000_000_000),
+    // Two uploads of the largest size at once.
+    quotaUploadBytes: int("SIFT_QUOTA_UPLOAD_BYTES", 40 * 1024 ** 3, 1, Number.MAX_SAFE_INTEGER),
+    quotaConcurrentUploads: int("SIFT_QUOTA_CONCURRENT_UPLOADS", 10, 1, 10_000),
     // 25M small records build within about 1 GB; a 5 MB gzip once expanded to 119M.
     maxUploadRecords: int("SIFT_MAX_UPLOAD_RECORDS", 25_000_000, 1, 1_000_000_000),
     rateLimits,

@@ -21,6 +21,7 @@ export type DomainErrorKind =
   | "payload-too-large"
   | "rate-limited"
   | "quota-exceeded"
+  | "quota-in-use"
   | "unavailable";
 
 export abstract class DomainError extends Error {
@@ -104,5 +105,25 @@ export class QuotaExceededError extends DomainError {
     super(message);
     this.quota = quota;
     this.limit = limit;
+  }
+}
+
+/**
+ * A quota on what a tenant has in progress (concurrent uploads) is used up: unlike
+ * QuotaExceededError it frees itself as the work ends, so the caller may retry after
+ * `retryAfterSeconds`.
+ */
+export class QuotaInUseError extends DomainError {
+  readonly kind = "quota-in-use";
+  override name = "QuotaInUseError";
+  readonly quota: string;
+  readonly limit: number;
+  readonly retryAfterSeconds: number;
+
+  constructor(quota: string, limit: number, message: string, retryAfterSeconds: number) {
+    super(message);
+    this.quota = quota;
+    this.limit = limit;
+    this.retryAfterSeconds = retryAfterSeconds;
   }
 }

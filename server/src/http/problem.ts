@@ -7,6 +7,7 @@ import {
   DomainError,
   InvalidArgumentError,
   QuotaExceededError,
+  QuotaInUseError,
   RateLimitedError,
   type FieldProblem as DomainFieldProblem,
   type DomainErrorKind,
@@ -83,6 +84,7 @@ export const STATUS_OF: Record<DomainErrorKind, ProblemStatus> = {
   "payload-too-large": 413,
   "rate-limited": 429,
   "quota-exceeded": 403,
+  "quota-in-use": 429,
   unavailable: 503,
 };
 
@@ -98,9 +100,12 @@ void ((p: DomainFieldProblem): FieldProblem => p);
  */
 export function problemFor(error: unknown): HttpProblem | undefined {
   if (error instanceof HttpProblem) return error;
-  if (error instanceof QuotaExceededError) {
+  if (error instanceof QuotaExceededError || error instanceof QuotaInUseError) {
+    // 403 when only deleting something helps, 429 with Retry-After when the quota frees itself.
     const fields = [{ field: `quota.${error.quota}`, message: `at most ${error.limit}` }];
-    return new HttpProblem(STATUS_OF[error.kind], error.message, fields, {}, "QUOTA_EXCEEDED");
+    const headers: Record<string, string> =
+      error instanceof QuotaInUseError ? { "retry-after": String(error.retryAfterSeconds) } : {};
+    return new HttpProblem(STATUS_OF[error.kind], error.message, fields, headers, "QUOTA_EXCEEDED");
   }
   if (error instanceof DomainError) {
     const fields = error instanceof InvalidArgumentError && error.fields.length ? error.fields : undefined;

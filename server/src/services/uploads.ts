@@ -1,6 +1,6 @@
 // Bulk upload (docs/uploads.md, The flow): start assigns the next version and a signed URL; the PUT streams
 // the bytes into the blob store; complete queues the ingest and returns at once.
-import { and, eq, lt, or } from "drizzle-orm";
+import { and, eq, inArray, lt, or, sum } from "drizzle-orm";
 import type { components } from "../../../generated/types.ts";
 import type { Principal } from "../auth/principal.ts";
 import { authorizeIndex, tenantOf } from "../auth/authority.ts";
@@ -12,10 +12,12 @@ import {
   InvalidArgumentError,
   NotFoundError,
   PayloadTooLargeError,
+  QuotaExceededError,
+  QuotaInUseError,
 } from "../domain/errors.ts";
 import { BlobTooLargeError, uploadBlobKey, type BlobStore } from "../ports/blobs.ts";
 import type { Db } from "../store/open.ts";
-import { uploads, versions } from "../store/schema.ts";
+import { indexes, uploads, versions } from "../store/schema.ts";
 import type { CatalogService, IndexRef } from "./catalog.ts";
 import type { VersionService } from "./versions.ts";
 
@@ -25,6 +27,16 @@ type UploadRow = typeof uploads.$inferSelect;
 export const UPLOAD_URL_TTL_MS = 15 * 60_000;
 /** How long an uploaded file waits for `complete` after its URL expired, before it is deleted. */
 export const UNCOMPLETED_GRACE_MS = 60 * 60_000;
+/** Per-tenant limits of uploads (docs/api.md, Limits). */
+export interface UploadQuotas {
+  /** Bytes of uploads stored or arriving and not yet ingested. */
+  uploadBytes: number;
+  /** Uploads started and not finished ingesting. */
+  concurrentUploads: number;
+}
+export const DEFAULT_UPLOAD_QUOTAS: UploadQuotas = { uploadBytes: 40 * 1024 ** 3, concurrentUploads: 10 };
+/** A hint, not a promise: an upload slot frees when an ingest ends or an unused URL expires. */
+const CONCURRENT_RETRY_AFTER_SECONDS = 30;
 const ABANDONED =
   "the upload was never completed: its file was deleted after the upload URL expired; start a new upload";
 
@@ -35,10 +47,14 @@ export class UploadService {
   private readonly blobs: BlobStore;
   private readonly secret: Buffer;
   private readonly maxUploadBytes: number;
+  private readonly quotas: UploadQuotas;
   private readonly onQueued: () => void;
   private readonly now: () => number;
-  /** Upload ids whose bytes are arriving right now: a second PUT must not interleave. */
-  private readonly receiving = new Set<string>();
+  /**
+   * Uploads whose bytes are arriving right now (a second PUT must not interleave), with their
+   * tenant and the bytes so far, which count against the tenant's quota of upload bytes.
+   */
+  private readonly receiving = new Map<string, { tenantId: string; bytes: number }>();
 
   constructor(deps: {
     db: Db;
@@ -47,6 +63,7 @@ export class UploadService {
     blobs: BlobStore;
     secret: Buffer;
     maxUploadBytes: number;
+    quotas?: Partial<UploadQuotas>;
     onQueued: () => void;
     now?: () => number;
   }) {
@@ -56,6 +73,7 @@ export class UploadService {
     this.blobs = deps.blobs;
     this.secret = deps.secret;
     this.maxUploadBytes = deps.maxUploadBytes;
+    this.quotas = { ...DEFAULT_UPLOAD_QUOTAS, ...deps.quotas };
     this.onQueued = deps.onQueued;
     this.now = deps.now ?? Date.now;
   }
@@ -78,6 +96,19 @@ export class UploadService {
 
   async start(p: Principal, indexName: string, baseUrl: string): Promise<{ uploadUrl: string; indexVersion: string }> {
     const ref = await this.index(p, indexName, "400");
+    // Read before the write, so starts at the same moment may pass the quotas by a few (as the
+    // index quota may): they bound what a tenant piles up, not to the unit.
+    const inProgress = await this.inProgress(ref.tenantId);
+    if (inProgress >= this.quotas.concurrentUploads) {
+      throw new QuotaInUseError(
+        "concurrentUploads",
+        this.quotas.concurrentUploads,
+        `the tenant has ${inProgress} uploads started and not finished ingesting, its quota: complete or wait for one`,
+        CONCURRENT_RETRY_AFTER_SECONDS,
+      );
+    }
+    const held = await this.heldBytes(ref.tenantId);
+    if (held >= this.quotas.uploadBytes) throw this.bytesQuotaError(held);
     const major = await this.versions.takeMajor(ref.id);
     const version = String(major);
     const now = this.now();
@@ -139,9 +170,19 @@ export class UploadService {
       throw new InvalidArgumentError("the upload has no body: PUT the file's bytes", [
         { field: "body", message: "is required" },
       ]);
-    this.receiving.add(row.id);
+    const tenantId = (await this.catalog.byId(row.indexId))?.tenantId ?? "";
+    const held = await this.heldBytes(tenantId);
+    if (held + (declaredLength ?? 0) > this.quotas.uploadBytes || held >= this.quotas.uploadBytes) {
+      throw this.bytesQuotaError(held);
+    }
+    if (this.receiving.has(row.id)) {
+      throw new ConflictError("this upload URL has already been used: start a new upload to send another file");
+    }
+    const arriving = { tenantId, bytes: 0 };
+    this.receiving.set(row.id, arriving);
     try {
-      const { bytes } = await this.blobs.write(uploadBlobKey(row), body, { maxBytes: this.maxUploadBytes });
+      const counted = this.countArriving(body, arriving, held - this.arrivingBytes(tenantId));
+      const { bytes } = await this.blobs.write(uploadBlobKey(row), counted, { maxBytes: this.maxUploadBytes });
       await this.db.update(uploads).set({ state: "uploaded", bytesReceived: bytes }).where(eq(uploads.id, row.id));
       return { bytes };
     } catch (error) {
@@ -150,6 +191,66 @@ export class UploadService {
     } finally {
       this.receiving.delete(row.id);
     }
+  }
+
+  /** Bytes of the tenant's uploads stored and not yet ingested, plus those arriving right now. */
+  private async heldBytes(tenantId: string): Promise<number> {
+    const [stored] = await this.db
+      .select({ bytes: sum(uploads.bytesReceived) })
+      .from(uploads)
+      .innerJoin(indexes, eq(indexes.id, uploads.indexId))
+      .where(and(eq(indexes.tenantId, tenantId), inArray(uploads.state, ["uploaded", "queued", "running"])));
+    return Number(stored?.bytes ?? 0) + this.arrivingBytes(tenantId);
+  }
+
+  private arrivingBytes(tenantId: string): number {
+    let bytes = 0;
+    for (const arriving of this.receiving.values()) if (arriving.tenantId === tenantId) bytes += arriving.bytes;
+    return bytes;
+  }
+
+  /**
+   * Passes the body on, counting its bytes as arriving for the tenant, and stops it once the
+   * tenant's stored bytes (read when the PUT began) and all its arriving bytes pass the quota.
+   */
+  private async *countArriving(
+    body: AsyncIterable<Uint8Array>,
+    arriving: { tenantId: string; bytes: number },
+    stored: number,
+  ): AsyncGenerator<Uint8Array> {
+    for await (const chunk of body) {
+      arriving.bytes += chunk.byteLength;
+      const held = stored + this.arrivingBytes(arriving.tenantId);
+      if (held > this.quotas.uploadBytes) throw this.bytesQuotaError(held);
+      yield chunk;
+    }
+  }
+
+  private bytesQuotaError(held: number): QuotaExceededError {
+    return new QuotaExceededError(
+      "uploadBytes",
+      this.quotas.uploadBytes,
+      `the tenant's uploads not yet ingested would hold more than ${this.quotas.uploadBytes} bytes, its quota (${held} held now): complete or wait for an ingest, or send a smaller file`,
+    );
+  }
+
+  /**
+   * Uploads of the tenant started and not finished ingesting: URLs still valid or in use, files
+   * stored and not completed, and ingests queued or running. An expired URL no longer counts.
+   */
+  private async inProgress(tenantId: string): Promise<number> {
+    const now = this.now();
+    const rows = await this.db
+      .select({ id: uploads.id, state: uploads.state, expiresAt: uploads.expiresAt })
+      .from(uploads)
+      .innerJoin(indexes, eq(indexes.id, uploads.indexId))
+      .where(
+        and(
+          eq(indexes.tenantId, tenantId),
+          inArray(uploads.state, ["awaiting_upload", "uploaded", "queued", "running"]),
+        ),
+      );
+    return rows.filter((r) => r.state !== "awaiting_upload" || r.expiresAt >= now || this.receiving.has(r.id)).length;
   }
 
   async complete(

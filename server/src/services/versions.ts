@@ -18,7 +18,7 @@ import { setActive, type VersionContext, type VersionPolicy } from "./versions/c
 import { IndexLocks } from "./versions/lock.ts";
 import { purgeRecord } from "./versions/purge.ts";
 import { reconcile } from "./versions/reconcile.ts";
-import { applyRetention, applyRetentionEverywhere } from "./versions/retention.ts";
+import { applyRetention, applyRetentionEverywhere, retainAfterNewMajor } from "./versions/retention.ts";
 import { activeVersionOf, takeMajor, versionRow } from "./versions/rows.ts";
 
 export type { VersionPolicy } from "./versions/context.ts";
@@ -115,8 +115,10 @@ export class VersionService {
   }
 
   /** Checkpoints the active version into the next major (versions/coalesce.ts). */
-  coalesce(ref: IndexRef): Promise<VersionId> {
-    return coalesce(this.ctx, ref);
+  async coalesce(ref: IndexRef): Promise<VersionId> {
+    const version = await coalesce(this.ctx, ref);
+    await retainAfterNewMajor(this.ctx, ref.id);
+    return version;
   }
 
   /** Draws the next major id: sequential per index, shared by bulk uploads and checkpoints. */
@@ -125,12 +127,14 @@ export class VersionService {
   }
 
   /** Makes a committed bulk version ready and maybe active (versions/bulk.ts). */
-  finishBulk(
+  async finishBulk(
     ref: IndexRef,
     major: number,
     options: { records: number; activate: boolean; startedAt: number },
   ): Promise<VersionId> {
-    return finishBulk(this.ctx, ref, major, options);
+    const live = await finishBulk(this.ctx, ref, major, options);
+    await retainAfterNewMajor(this.ctx, ref.id);
+    return live;
   }
 
   failBulk(indexId: string, major: number): Promise<void> {

@@ -2,13 +2,14 @@
 // active in the same step, so the next search sees it. A major with enough changes on top is
 // checkpointed in the background.
 import { and, eq, gt, inArray, max } from "drizzle-orm";
-import { NotFoundError } from "../../domain/errors.ts";
+import { NotFoundError, QuotaExceededError } from "../../domain/errors.ts";
 import { formatVersion, majorOf, minorOf, type VersionId } from "../../domain/version-id.ts";
 import type { SearchRecord } from "../../ports/engine.ts";
 import { indexes, tombstones, versions } from "../../store/schema.ts";
 import type { IndexRef } from "../catalog.ts";
 import { coalesce } from "./coalesce.ts";
 import type { VersionContext } from "./context.ts";
+import { retainAfterNewMajor } from "./retention.ts";
 import { activeVersionOf, versionRow } from "./rows.ts";
 
 /**
@@ -26,6 +27,7 @@ export async function applyRecordChange(
   if (minorOf(version) >= ctx.policy.coalesceAfter && !ctx.autoCoalescing.has(ref.id)) {
     ctx.autoCoalescing.add(ref.id);
     void coalesce(ctx, ref, { minChain: ctx.policy.coalesceAfter })
+      .then(() => retainAfterNewMajor(ctx, ref.id))
       .catch((error: Error) => ctx.log.error("automatic coalesce failed", { index: ref.id, error: error.message }))
       .finally(() => ctx.autoCoalescing.delete(ref.id));
   }
@@ -56,6 +58,7 @@ export async function writeChange(
     .where(and(eq(versions.indexId, ref.id), eq(versions.major, major)));
   const version = formatVersion(major, (last?.minor ?? 0) + 1);
   const upserts = change.upserts ?? [];
+  await checkRecordQuota(ctx, ref, parent, upserts);
   const deletes = [...(change.deletes ?? []), ...(await tombstonesToCarry(ctx, ref.id, parent, upserts))];
 
   await ctx.engine.applyChange(ref.id, { version, parent, upserts, deletes });
@@ -119,6 +122,31 @@ export async function undoOnFailure(
       }),
     );
     throw error;
+  }
+}
+
+/**
+ * Refuses upserts that would take the index past its quota of records. Only ids new to the parent
+ * count, so replacing a record is always allowed; they are looked up only near the quota.
+ */
+async function checkRecordQuota(
+  ctx: VersionContext,
+  ref: IndexRef,
+  parent: VersionId,
+  upserts: SearchRecord[],
+): Promise<void> {
+  const quota = ctx.policy.recordsPerIndex;
+  if (quota === undefined || !upserts.length) return;
+  const held = (await versionRow(ctx.db, ref.id, parent))?.records ?? (await ctx.engine.count(ref.id, parent));
+  if (held + upserts.length <= quota) return;
+  let added = 0;
+  for (const r of upserts) if (!(await ctx.engine.get(ref.id, parent, r.id))) added++;
+  if (held + added > quota) {
+    throw new QuotaExceededError(
+      "recordsPerIndex",
+      quota,
+      `index "${ref.name}" holds ${held} records, its quota: delete records to add others, or replace existing ones`,
+    );
   }
 }
 

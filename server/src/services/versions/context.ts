@@ -14,6 +14,8 @@ export interface VersionPolicy {
   coalesceAfter: number;
   /** Newest versions kept besides the active one and what it is built on. */
   retainVersions: number;
+  /** Records a record change may take a version to (SIFT_QUOTA_RECORDS_PER_INDEX); no limit when absent. */
+  recordsPerIndex?: number;
 }
 
 export interface VersionContext {

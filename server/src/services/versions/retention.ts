@@ -59,3 +59,14 @@ export async function applyRetentionEverywhere(ctx: VersionContext): Promise<voi
     );
   }
 }
+
+/**
+ * Retention for one index right after it gained a major (an upload or a checkpoint), so the
+ * quota of retained versions holds as versions are made, not only at the next periodic pass. A
+ * failure is logged: the version was made, and the periodic pass tries again.
+ */
+export async function retainAfterNewMajor(ctx: VersionContext, indexId: string): Promise<void> {
+  await applyRetention(ctx, indexId).catch((error: Error) =>
+    ctx.log.error("retention failed", { index: indexId, error: error.message }),
+  );
+}
