@@ -110,6 +110,7 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
       coalesceAfter: config.coalesceAfter,
       retainVersions: config.retainVersions,
       recordsPerIndex: config.quotaRecordsPerIndex,
+      writesPerTenant: config.writesPerTenant,
     },
   });
   const records = new RecordService({ catalog, versions, engine });

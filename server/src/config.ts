@@ -65,6 +65,8 @@ export interface Config {
   redis: { url: string; prefix: string } | undefined;
   /** Proxies in front of the server whose X-Forwarded-For entries are believed (0: none). */
   trustedProxyHops: number;
+  /** Record writes one tenant may have in progress at a time. */
+  writesPerTenant: number;
   /** Open connections the server accepts in all, and from one client address. */
   maxConnections: number;
   maxConnectionsPerClient: number;
@@ -247,6 +249,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     rateLimits,
     redis: redisUrl ? { url: redisUrl, prefix: env.SIFT_REDIS_PREFIX || "sift" } : undefined,
     trustedProxyHops: int("SIFT_TRUSTED_PROXY_HOPS", 0, 0, 10),
+    // More in flight only queues more work ahead of other tenants' searches (D-147).
+    writesPerTenant: int("SIFT_WRITES_PER_TENANT", 4, 1, 1_000),
     // Two clients once held 20,000 sockets (the fd limit) and everyone else was reset.
     maxConnections: int("SIFT_MAX_CONNECTIONS", 10_000, 1, 1_000_000),
     maxConnectionsPerClient: int("SIFT_MAX_CONNECTIONS_PER_CLIENT", 256, 1, 1_000_000),

@@ -20,6 +20,7 @@ import { purgeRecord } from "./versions/purge.ts";
 import { reconcile } from "./versions/reconcile.ts";
 import { applyRetention, applyRetentionEverywhere, retainAfterNewMajor } from "./versions/retention.ts";
 import { activeVersionOf, takeMajor, versionRow } from "./versions/rows.ts";
+import { WriteGate } from "./versions/write-gate.ts";
 
 export type { VersionPolicy } from "./versions/context.ts";
 
@@ -27,6 +28,7 @@ type IndexVersion = components["schemas"]["IndexVersion"];
 
 export class VersionService {
   private readonly ctx: VersionContext;
+  private readonly gate: WriteGate | undefined;
 
   constructor(deps: {
     db: Db;
@@ -37,6 +39,8 @@ export class VersionService {
     now?: () => number;
   }) {
     this.ctx = { ...deps, now: deps.now ?? Date.now, locks: new IndexLocks(), autoCoalescing: new Set() };
+    const perTenant = deps.policy.writesPerTenant;
+    this.gate = perTenant === undefined ? undefined : new WriteGate(perTenant);
   }
 
   /** The version a read should use: the one asked for (if retained and ready) or the active one. */
@@ -106,12 +110,14 @@ export class VersionService {
 
   /** A record change on top of the active version, made active (versions/changes.ts). */
   applyRecordChange(ref: IndexRef, change: { upserts?: SearchRecord[]; deletes?: string[] }): Promise<VersionId> {
-    return applyRecordChange(this.ctx, ref, change);
+    const write = () => applyRecordChange(this.ctx, ref, change);
+    return this.gate ? this.gate.run(ref.tenantId, write) : write();
   }
 
   /** Erases a record from every retained version, audited as a `purge` version (versions/purge.ts). */
   purge(ref: IndexRef, recordId: string, by: string): Promise<VersionId> {
-    return purgeRecord(this.ctx, ref, recordId, by);
+    const purge = () => purgeRecord(this.ctx, ref, recordId, by);
+    return this.gate ? this.gate.run(ref.tenantId, purge) : purge();
   }
 
   /** Checkpoints the active version into the next major (versions/coalesce.ts). */

@@ -16,6 +16,8 @@ export interface VersionPolicy {
   retainVersions: number;
   /** Records a record change may take a version to (SIFT_QUOTA_RECORDS_PER_INDEX); no limit when absent. */
   recordsPerIndex?: number;
+  /** Record writes one tenant may have in progress at a time (versions/write-gate.ts); no bound when absent. */
+  writesPerTenant?: number;
 }
 
 export interface VersionContext {
