@@ -9,7 +9,7 @@ import { indexes, tombstones, versions } from "../../store/schema.ts";
 import type { IndexRef } from "../catalog.ts";
 import { coalesce } from "./coalesce.ts";
 import type { VersionContext } from "./context.ts";
-import { activeVersionOf, versionRow } from "./rows.ts";
+import { activeVersionOf, rethrowUnlessDeleted, versionRow } from "./rows.ts";
 
 /**
  * Applies one record change on top of the active version and makes the result active.
@@ -20,55 +20,62 @@ export async function applyRecordChange(
   ref: IndexRef,
   change: { upserts?: SearchRecord[]; deletes?: string[] },
 ): Promise<VersionId> {
-  const version = await ctx.locks.run(ref.id, async () => {
-    const parent = await activeVersionOf(ctx.db, ref.id);
-    // Checked under the lock: two concurrent deletes of one record must not both succeed.
-    for (const id of change.deletes ?? []) {
-      if (!(await ctx.engine.get(ref.id, parent, id))) {
-        throw new NotFoundError(`record "${id}" does not exist in the active version of index "${ref.name}"`);
+  const version = await ctx.locks
+    .run(ref.id, async () => {
+      const parent = await activeVersionOf(ctx.db, ref.id);
+      // Checked under the lock: two concurrent deletes of one record must not both succeed.
+      for (const id of change.deletes ?? []) {
+        if (!(await ctx.engine.get(ref.id, parent, id))) {
+          throw new NotFoundError(`record "${id}" does not exist in the active version of index "${ref.name}"`);
+        }
       }
-    }
-    const major = majorOf(parent);
-    const [last] = await ctx.db
-      .select({ minor: max(versions.minor) })
-      .from(versions)
-      .where(and(eq(versions.indexId, ref.id), eq(versions.major, major)));
-    const version = formatVersion(major, (last?.minor ?? 0) + 1);
-    const upserts = change.upserts ?? [];
-    const deletes = [...(change.deletes ?? []), ...(await tombstonesToCarry(ctx, ref.id, parent, upserts))];
+      const major = majorOf(parent);
+      const [last] = await ctx.db
+        .select({ minor: max(versions.minor) })
+        .from(versions)
+        .where(and(eq(versions.indexId, ref.id), eq(versions.major, major)));
+      const version = formatVersion(major, (last?.minor ?? 0) + 1);
+      const upserts = change.upserts ?? [];
+      const deletes = [...(change.deletes ?? []), ...(await tombstonesToCarry(ctx, ref.id, parent, upserts))];
 
-    await ctx.engine.applyChange(ref.id, { version, parent, upserts, deletes });
-    // Counted once now, while the version is fresh in the engine: a listing of thousands of
-    // versions then reads the counts instead of rebuilding every version to count it.
-    const records = await ctx.engine.count(ref.id, version);
-    const now = ctx.now();
-    await ctx.db.transaction(async (tx) => {
-      await tx.insert(versions).values({
-        indexId: ref.id,
-        version,
-        major,
-        minor: minorOf(version),
-        parent,
-        kind: "change",
-        state: "ready",
-        records,
-        createdAt: now,
+      await ctx.engine.applyChange(ref.id, { version, parent, upserts, deletes });
+      // Counted once now, while the version is fresh in the engine: a listing of thousands of
+      // versions then reads the counts instead of rebuilding every version to count it.
+      const records = await ctx.engine.count(ref.id, version);
+      const now = ctx.now();
+      await ctx.db.transaction(async (tx) => {
+        await tx.insert(versions).values({
+          indexId: ref.id,
+          version,
+          major,
+          minor: minorOf(version),
+          parent,
+          kind: "change",
+          state: "ready",
+          records,
+          createdAt: now,
+        });
+        await tx.update(indexes).set({ activeVersion: version }).where(eq(indexes.id, ref.id));
+        const rewritten = upserts.map((r) => r.id);
+        if (rewritten.length) {
+          await tx
+            .delete(tombstones)
+            .where(and(eq(tombstones.indexId, ref.id), inArray(tombstones.recordId, rewritten)));
+        }
+        for (const recordId of change.deletes ?? []) {
+          await tx
+            .insert(tombstones)
+            .values({ indexId: ref.id, recordId, version, createdAt: now })
+            .onConflictDoUpdate({
+              target: [tombstones.indexId, tombstones.recordId],
+              set: { version, createdAt: now },
+            });
+        }
       });
-      await tx.update(indexes).set({ activeVersion: version }).where(eq(indexes.id, ref.id));
-      const rewritten = upserts.map((r) => r.id);
-      if (rewritten.length) {
-        await tx.delete(tombstones).where(and(eq(tombstones.indexId, ref.id), inArray(tombstones.recordId, rewritten)));
-      }
-      for (const recordId of change.deletes ?? []) {
-        await tx
-          .insert(tombstones)
-          .values({ indexId: ref.id, recordId, version, createdAt: now })
-          .onConflictDoUpdate({ target: [tombstones.indexId, tombstones.recordId], set: { version, createdAt: now } });
-      }
-    });
-    ctx.catalog.setActive(ref.id, version);
-    return version;
-  });
+      ctx.catalog.setActive(ref.id, version);
+      return version;
+    })
+    .catch((error: unknown) => rethrowUnlessDeleted(ctx.db, ref.id, error));
   // One automatic checkpoint queued per index at a time, however many writes cross the
   // threshold while it waits for the lock (each used to queue a full rebuild of its own).
   if (minorOf(version) >= ctx.policy.coalesceAfter && !ctx.autoCoalescing.has(ref.id)) {
