@@ -98,6 +98,9 @@ async function worker(): Promise<void> {
 await Promise.all(Array.from({ length: concurrency }, worker));
 const seconds = (performance.now() - started) / 1000;
 fuzzer.close();
+// A server that died (a crash, the OOM killer) says how here; its requests were "no answer".
+const exit = await Promise.race([server.exited(), new Promise((r) => setTimeout(() => r("running"), 100))]);
+if (exit !== "running") console.log(`the server process had exited: ${exit}`);
 const serverOutput = server.output();
 await server.destroy();
 
@@ -109,7 +112,7 @@ const others = (["stack trace", "no answer", "2xx not as the contract says"] as 
   (k) => [k, count(k)] as const,
 );
 console.log({ requests: total, seconds: Math.round(seconds), fiveXx, nonProblem, ...Object.fromEntries(others) });
-if (serverOutput.trim()) console.log(`\nserver output (errors):\n${serverOutput.slice(-4000)}`);
+if (serverOutput.trim()) console.log(`\nserver output (errors):\n${serverOutput.slice(-20_000)}`);
 
 if (write) {
   const commit = execFileSync("git", ["rev-parse", "--short", "HEAD"], { encoding: "utf8" }).trim();
