@@ -16,7 +16,23 @@ function acceptingJson(request: Request, body: string): Request {
   return new Request(request.url, { method: request.method, headers, body });
 }
 
+/**
+ * A JSON-RPC batch (an array): MCP dropped batching in 2025-06-18 and the contract answers one
+ * JsonRpcResponse object, but the SDK still answers a batch with an array. Refused here instead.
+ */
+function isBatch(body: string): boolean {
+  return /^\s*\[/.test(body);
+}
+
 export async function handleMcpHttp(request: Request, backend: SiftMcpBackend): Promise<Response> {
+  const body = await request.text();
+  if (isBatch(body)) {
+    const error = {
+      code: -32600,
+      message: "Invalid Request: batches are not supported; send one JSON-RPC request per POST",
+    };
+    return Response.json({ jsonrpc: "2.0", id: null, error }, { status: 400 });
+  }
   const server = createSiftMcpServer(backend);
   const transport = new WebStandardStreamableHTTPServerTransport({
     sessionIdGenerator: undefined,
@@ -24,7 +40,7 @@ export async function handleMcpHttp(request: Request, backend: SiftMcpBackend): 
   });
   await server.connect(transport);
   try {
-    return await transport.handleRequest(acceptingJson(request, await request.text()));
+    return await transport.handleRequest(acceptingJson(request, body));
   } finally {
     await server.close();
   }

@@ -22,10 +22,13 @@ const kinds = {
   403: { code: "FORBIDDEN", title: "Forbidden", slug: "forbidden" },
   404: { code: "NOT_FOUND", title: "Not found", slug: "not-found" },
   405: { code: "METHOD_NOT_ALLOWED", title: "Method not allowed", slug: "method-not-allowed" },
+  // Answered by the HTTP server for a request the app never received (http/listen.ts).
+  408: { code: "INVALID_ARGUMENT", title: "Request timeout", slug: "request-timeout" },
   409: { code: "CONFLICT", title: "Conflict", slug: "conflict" },
   413: { code: "PAYLOAD_TOO_LARGE", title: "Payload too large", slug: "payload-too-large" },
   415: { code: "UNSUPPORTED_MEDIA_TYPE", title: "Unsupported media type", slug: "unsupported-media-type" },
   429: { code: "RATE_LIMITED", title: "Too many requests", slug: "rate-limited" },
+  431: { code: "INVALID_ARGUMENT", title: "Request header fields too large", slug: "headers-too-large" },
   500: { code: "INTERNAL", title: "Internal error", slug: "internal" },
   501: { code: "NOT_IMPLEMENTED", title: "Not implemented", slug: "not-implemented" },
   503: { code: "UNAVAILABLE", title: "Service unavailable", slug: "unavailable" },

@@ -353,6 +353,30 @@ describe("embedded engine persistence", () => {
     expect(fs.readdirSync(path.join(dataDir, "segments"))).toEqual([]);
   });
 
+  it("drops an index while a build still writes files into its directory (ENOTEMPTY was a 500)", async () => {
+    // Found by the contract fuzzer (issue 15): DELETE of an index while its checkpoint was
+    // being written failed with ENOTEMPTY when a file appeared between rm's readdir and rmdir.
+    const dataDir = tempDir();
+    const engine = await openEngine({ dataDir });
+    await engine.createIndex("k");
+    await bulk(engine, "k", 1, makeRecords(random(3), 50));
+    const [indexDir] = fs.readdirSync(path.join(dataDir, "segments"));
+    const building = path.join(dataDir, "segments", indexDir!, "2-building");
+    // A build's files arriving for a while, as a worker thread writes them.
+    let writing = true;
+    const writer = (async () => {
+      for (let i = 0; writing; i++) {
+        fs.mkdirSync(building, { recursive: true });
+        fs.writeFileSync(path.join(building, `part-${i}`), "x");
+        await new Promise((r) => setImmediate(r));
+      }
+    })();
+    setTimeout(() => (writing = false), 50);
+    await engine.dropIndex("k");
+    writing = false;
+    await writer;
+  });
+
   it("serves searches of the live version while a checkpoint is written", async () => {
     const engine = await openEngine({ dataDir: tempDir() });
     await engine.createIndex("k");

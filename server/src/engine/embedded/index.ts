@@ -150,7 +150,9 @@ class EmbeddedEngine implements SearchEngine {
     this.db().removeIndex(indexKey);
     this.indexes.delete(indexKey);
     if (versions) for (const major of versions.majors.values()) major.close();
-    await fs.promises.rm(this.indexDir(indexKey), { recursive: true, force: true });
+    // A build still writing into the directory (a checkpoint of this index) can add a file between
+    // rm reading a directory and removing it (ENOTEMPTY): retried, as rm does for exactly that.
+    await fs.promises.rm(this.indexDir(indexKey), { recursive: true, force: true, maxRetries: 5 });
   }
 
   async bulkWriter(indexKey: string, major: number): Promise<BulkWriter> {

@@ -10,7 +10,7 @@ import type { IndexRef } from "../catalog.ts";
 import { coalesce } from "./coalesce.ts";
 import type { VersionContext } from "./context.ts";
 import { retainAfterNewMajor } from "./retention.ts";
-import { activeVersionOf, versionRow } from "./rows.ts";
+import { activeVersionOf, rethrowUnlessDeleted, versionRow } from "./rows.ts";
 
 /**
  * Applies one record change on top of the active version and makes the result active.
@@ -21,7 +21,10 @@ export async function applyRecordChange(
   ref: IndexRef,
   change: { upserts?: SearchRecord[]; deletes?: string[] },
 ): Promise<VersionId> {
-  const version = await ctx.locks.run(ref.id, () => writeChange(ctx, ref, change));
+  const version = await ctx.locks
+    .run(ref.id, () => writeChange(ctx, ref, change))
+    // An index deleted while the write waited or ran is a 404, not a failure of the server.
+    .catch((error: unknown) => rethrowUnlessDeleted(ctx.db, ref.id, error));
   // One automatic checkpoint queued per index at a time, however many writes cross the
   // threshold while it waits for the lock (each used to queue a full rebuild of its own).
   if (minorOf(version) >= ctx.policy.coalesceAfter && !ctx.autoCoalescing.has(ref.id)) {

@@ -4,7 +4,7 @@ import { formatVersion, isMajorVersion, minorOf, type VersionId } from "../../do
 import { versions } from "../../store/schema.ts";
 import type { IndexRef } from "../catalog.ts";
 import { setActive, type VersionContext } from "./context.ts";
-import { activeVersionOf, takeMajor, updateVersion } from "./rows.ts";
+import { activeVersionOf, rethrowUnlessDeleted, takeMajor, updateVersion } from "./rows.ts";
 
 /**
  * Writes the active version as a checkpoint and makes it active. With nothing accumulated (the
@@ -34,7 +34,7 @@ export function coalesce(ctx: VersionContext, ref: IndexRef, options: { minChain
       await updateVersion(ctx.db, ref.id, version, { state: "ready", records });
     } catch (error) {
       await updateVersion(ctx.db, ref.id, version, { state: "failed" });
-      throw error;
+      return rethrowUnlessDeleted(ctx.db, ref.id, error);
     }
     await setActive(ctx, ref.id, version);
     ctx.log.info("coalesced", { index: ref.id, from, version });

@@ -1,7 +1,7 @@
 // The version graph as the store holds it: the `versions` rows of an index and the index's active
 // version and next major id. Queries only; what they mean is up to the callers.
 import { and, eq, sql } from "drizzle-orm";
-import { NotFoundError } from "../../domain/errors.ts";
+import { DomainError, NotFoundError } from "../../domain/errors.ts";
 import type { VersionId } from "../../domain/version-id.ts";
 import type { Db } from "../../store/open.ts";
 import { indexes, versions } from "../../store/schema.ts";
@@ -41,4 +41,17 @@ export async function takeMajor(db: Db, indexId: string): Promise<number> {
     .returning({ major: sql<number>`${indexes.nextMajor} - 1` });
   if (!row) throw new NotFoundError("the index no longer exists");
   return Number(row.major);
+}
+
+/**
+ * Rethrows an engine failure, as NotFound when the index was deleted while the engine worked on
+ * it: deleting an index takes no write lock, so a write or a checkpoint in flight then finds the
+ * engine's index (or its files) gone, which is the deletion's doing, not a server fault.
+ */
+export async function rethrowUnlessDeleted(db: Db, indexId: string, error: unknown): Promise<never> {
+  if (!(error instanceof DomainError)) {
+    const [row] = await db.select({ id: indexes.id }).from(indexes).where(eq(indexes.id, indexId));
+    if (!row) throw new NotFoundError("the index was deleted while this request ran");
+  }
+  throw error;
 }
