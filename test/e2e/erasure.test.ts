@@ -4,6 +4,7 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import type { IndexVersion } from "../../sdk/src/index.ts";
 import { ok } from "../support/contract.ts";
 import type { Http } from "../support/http.ts";
 import { startWorld, type World } from "../support/world.ts";
@@ -36,8 +37,8 @@ const search = async (index: string, query: string, version: string) =>
       `/v1/search?query=${encodeURIComponent(query)}&indexName=${index}&serviceName=${service}&scope=all&limit=100&version=${version}`,
     ),
   ).suggestions.map((r: { id: string }) => r.id) as string[];
-type Listed = { version: string; kind: string; state: string; active: boolean; records?: number; purge?: object };
-const listVersions = async (index: string) => ok(await s.get(`/v1/indexes/${index}/versions`)).versions as Listed[];
+const listVersions = async (index: string) =>
+  ok(await s.get(`/v1/indexes/${index}/versions`)).versions as IndexVersion[];
 
 /** Every file under the server's data directory that holds `text`. */
 function filesHolding(text: string): string[] {
@@ -100,7 +101,7 @@ describe("purge", () => {
     const entry = listed.find((v) => v.version === version)!;
     expect(entry).toMatchObject({ kind: "purge", state: "ready", active: true, records: 0 });
     expect(entry.purge).toEqual({ recordId: "p1", by: expect.stringMatching(/^key:/) });
-    expect((entry as { createdAt: number }).createdAt).toBeGreaterThanOrEqual(t0);
+    expect(entry.createdAt).toBeGreaterThanOrEqual(t0);
     expect(listed[0]!.version).toBe(version);
     // The content appears nowhere in the list.
     expect(JSON.stringify(listed)).not.toMatch(/Private Matter|Qzmarkeraudit/);

@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { gzipSync } from "node:zlib";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { afterAll, beforeAll, assert, describe, expect, test } from "vitest";
 import { createClient, SiftError, SiftIngestFailedError, type SiftClient } from "../../sdk/src/index.ts";
 import { createFsBlobStore } from "../../server/src/blobs/fs-blobs.ts";
 import { problemFor } from "../../server/src/http/problem.ts";
@@ -155,7 +155,9 @@ describe("bad files", () => {
       index,
       new TextEncoder().encode('[\n{"id":"1","title":"One"},\n{"id":"2","title":'),
     );
-    const status = (await sift.waitForIngest(index, indexVersion).catch((e: SiftIngestFailedError) => e)).status;
+    const failure = await sift.waitForIngest(index, indexVersion).catch((e: unknown) => e);
+    assert.instanceOf(failure, SiftIngestFailedError);
+    const { status } = failure;
     expect(status.state).toBe("failed");
     expect(status.failureReason).toMatch(/line 3/);
   });
@@ -234,7 +236,9 @@ describe("the upload URL", () => {
         Number(url.searchParams.get("expires")),
         url.searchParams.get("signature")!,
         4,
-        [new TextEncoder().encode("a,b\n")],
+        (async function* () {
+          yield new TextEncoder().encode("a,b\n");
+        })(),
       );
     clock += 15 * 60_000 + 1;
     // The service throws a domain error; the status is what the API maps it to.

@@ -7,7 +7,8 @@ import { promisify } from "node:util";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import type { CallToolResult, CompatibilityCallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { afterAll, beforeAll, assert, describe, expect, test } from "vitest";
 import { expectContract } from "../support/contract.ts";
 import { startWorld, type World } from "../support/world.ts";
 
@@ -75,8 +76,21 @@ const restIds = async (phrase: string, geo?: { latitude: string; longitude: stri
   return reply.body.suggestions.map((s: { id: string }) => s.id) as string[];
 };
 
-const parseText = (result: { content: unknown }) =>
-  JSON.parse((result.content as { type: string; text: string }[])[0]!.text);
+/**
+ * callTool's type also admits the legacy `{ toolResult }` shape (protocol 2024-10-07), which Sift
+ * never answers with; `"content" in` cannot narrow it away (both shapes have index signatures).
+ */
+const hasContent = (result: CompatibilityCallToolResult): result is CallToolResult => Array.isArray(result.content);
+
+/** The text of a tool result's first content block: Sift's tools answer with text. */
+function firstText(result: CompatibilityCallToolResult): string {
+  assert(hasContent(result), `a tool result without content: ${JSON.stringify(result)}`);
+  const first = result.content[0];
+  assert(first?.type === "text", `the first content block is not text: ${JSON.stringify(first)}`);
+  return first.text;
+}
+
+const parseText = (result: CompatibilityCallToolResult) => JSON.parse(firstText(result));
 
 async function rpc(body: unknown, options: { key?: string; headers?: Record<string, string> } = {}) {
   const reply = await world.http.request("POST", "/mcp", {
@@ -175,7 +189,7 @@ describe("the SDK's Client over Streamable HTTP", () => {
       arguments: { indexName: index, phrase: "spring", typoTolerance: "maybe" },
     });
     expect(refused.isError).toBe(true);
-    expect((refused.content as { text: string }[])[0]!.text).toMatch(/typoTolerance must be true or false/);
+    expect(firstText(refused)).toMatch(/typoTolerance must be true or false/);
   });
 
   test("search always reads the active version", async () => {
@@ -190,13 +204,12 @@ describe("the SDK's Client over Streamable HTTP", () => {
     const found = await client.callTool({ name: "lookupById", arguments: { indexName: index, id: "boston" } });
     expect(found.isError).toBe(false);
     expect(parseText(found).record).toEqual({
-      id: "boston",
       ...places.find((p) => p.id === "boston")!,
       weight: 650000,
     });
     const missing = await client.callTool({ name: "lookupById", arguments: { indexName: index, id: "atlantis" } });
     expect(missing.isError).toBe(true);
-    expect((missing.content as { text: string }[])[0]!.text).toMatch(/No record with id "atlantis"/);
+    expect(firstText(missing)).toMatch(/No record with id "atlantis"/);
   });
 
   test("bad arguments come back as isError, not as protocol errors", async () => {
@@ -207,9 +220,9 @@ describe("the SDK's Client over Streamable HTTP", () => {
       arguments: { indexName: index, phrase: "a", latitude: "north", longitude: "1" },
     });
     expect(badLat.isError).toBe(true);
-    expect((badLat.content as { text: string }[])[0]!.text).toMatch(/latitude must be a decimal number/);
+    expect(firstText(badLat)).toMatch(/latitude must be a decimal number/);
     const half = await client.callTool({ name: "search", arguments: { indexName: index, phrase: "a", latitude: "1" } });
-    expect((half.content as { text: string }[])[0]!.text).toBe("Give both latitude and longitude, or neither.");
+    expect(firstText(half)).toBe("Give both latitude and longitude, or neither.");
   });
 
   test("another tenant's index is indistinguishable from a missing one", async () => {
@@ -219,8 +232,7 @@ describe("the SDK's Client over Streamable HTTP", () => {
     });
     const missing = await client.callTool({ name: "search", arguments: { indexName: "no-such-index", phrase: "a" } });
     expect(other.isError && missing.isError).toBe(true);
-    const text = (r: typeof other) => (r.content as { text: string }[])[0]!.text;
-    expect(text(other).replace(world.b.privateIndex, "X")).toBe(text(missing).replace("no-such-index", "X"));
+    expect(firstText(other).replace(world.b.privateIndex, "X")).toBe(firstText(missing).replace("no-such-index", "X"));
   });
 });
 

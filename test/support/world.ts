@@ -33,7 +33,7 @@ export async function signUp(http: Http, email: string): Promise<Http> {
   return session;
 }
 
-export async function createKey(session: Http, type: KeyType, name = type): Promise<string> {
+export async function createKey(session: Http, type: KeyType, name: string = type): Promise<string> {
   const reply = await session.post("/v1/api-keys", { type, name });
   if (reply.status !== 200) throw new Error(`key creation failed: ${reply.status} ${reply.text}`);
   return reply.body.key;
