@@ -29,6 +29,13 @@ type IndexVersion = components["schemas"]["IndexVersion"];
 export class VersionService {
   private readonly ctx: VersionContext;
   private readonly gate: WriteGate | undefined;
+  /**
+   * Indexes whose versions changed since the periodic retention pass last visited them; undefined
+   * until the first pass has visited every index. An idle pass then reads nothing: with 10,000
+   * indexes each pass used to read every index's versions (issue 15, finding 4).
+   */
+  private retentionDue: Set<string> | undefined;
+  private retentionPass: Promise<number> | undefined;
 
   constructor(deps: {
     db: Db;
@@ -96,6 +103,7 @@ export class VersionService {
   }
 
   activate(ref: IndexRef, version: VersionId): Promise<VersionId> {
+    this.retentionDue?.add(ref.id);
     return this.ctx.locks.run(ref.id, async () => {
       const row = await versionRow(this.ctx.db, ref.id, version);
       if (!row || row.state === "dropped") {
@@ -110,12 +118,14 @@ export class VersionService {
 
   /** A record change on top of the active version, made active (versions/changes.ts). */
   applyRecordChange(ref: IndexRef, change: { upserts?: SearchRecord[]; deletes?: string[] }): Promise<VersionId> {
+    this.retentionDue?.add(ref.id);
     const write = () => applyRecordChange(this.ctx, ref, change);
     return this.gate ? this.gate.run(ref.tenantId, write) : write();
   }
 
   /** Erases a record from every retained version, audited as a `purge` version (versions/purge.ts). */
   purge(ref: IndexRef, recordId: string, by: string): Promise<VersionId> {
+    this.retentionDue?.add(ref.id);
     const purge = () => purgeRecord(this.ctx, ref, recordId, by);
     return this.gate ? this.gate.run(ref.tenantId, purge) : purge();
   }
@@ -144,6 +154,7 @@ export class VersionService {
   }
 
   failBulk(indexId: string, major: number): Promise<void> {
+    this.retentionDue?.add(indexId);
     return failBulk(this.ctx, indexId, major);
   }
 
@@ -152,8 +163,34 @@ export class VersionService {
     return applyRetention(this.ctx, indexId);
   }
 
-  applyRetentionEverywhere(): Promise<void> {
-    return applyRetentionEverywhere(this.ctx);
+  /**
+   * The periodic pass: every index the first time, then only indexes whose versions changed
+   * since (a new major is retained at once, see finishBulk). A pass still running when the next
+   * is due is not doubled. Resolves with the number of indexes visited.
+   */
+  applyRetentionEverywhere(): Promise<number> {
+    this.retentionPass ??= this.retentionDuePass().finally(() => {
+      this.retentionPass = undefined;
+    });
+    return this.retentionPass;
+  }
+
+  private async retentionDuePass(): Promise<number> {
+    if (this.retentionDue === undefined) {
+      // Changes made while this first pass runs are recorded for the next one.
+      this.retentionDue = new Set();
+      return applyRetentionEverywhere(this.ctx);
+    }
+    const due = [...this.retentionDue];
+    this.retentionDue.clear();
+    for (const id of due) {
+      await applyRetention(this.ctx, id).catch((error: Error) => {
+        this.ctx.log.error("retention failed", { index: id, error: error.message });
+        // Tried again next time, unless the index is gone.
+        if (!(error instanceof NotFoundError)) this.retentionDue?.add(id);
+      });
+    }
+    return due.length;
   }
 
   /** Records changes the engine kept but the store missed before a crash (versions/reconcile.ts). */

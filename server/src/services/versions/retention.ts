@@ -51,13 +51,18 @@ export function applyRetention(ctx: VersionContext, indexId: string): Promise<Ve
   });
 }
 
-/** Runs retention over every index; a failure on one index is logged and does not stop the rest. */
-export async function applyRetentionEverywhere(ctx: VersionContext): Promise<void> {
-  for (const { id } of await ctx.db.select({ id: indexes.id }).from(indexes)) {
+/**
+ * Runs retention over every index; a failure on one index is logged and does not stop the rest.
+ * Returns the number of indexes visited.
+ */
+export async function applyRetentionEverywhere(ctx: VersionContext): Promise<number> {
+  const all = await ctx.db.select({ id: indexes.id }).from(indexes);
+  for (const { id } of all) {
     await applyRetention(ctx, id).catch((error: Error) =>
       ctx.log.error("retention failed", { index: id, error: error.message }),
     );
   }
+  return all.length;
 }
 
 /**
