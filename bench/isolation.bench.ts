@@ -10,6 +10,8 @@
 //   npm run bench:isolation                     every scenario
 //   npm run bench:isolation -- --only=writers   one (writers, versions, indexes)
 //   npm run bench:isolation -- --seconds=10     shorter load phases
+// To see where a stall comes from: BENCH_NODE_OPTIONS="--cpu-prof --cpu-prof-dir=/tmp/prof" gives
+// the server a CPU profile, BENCH_SERVER_LOG=file keeps its output (both stop it with SIGTERM).
 import { execSync } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
@@ -168,13 +170,23 @@ interface Phase {
 }
 
 async function withServer<T>(env: Record<string, string>, run: (s: SiftProcess, http: Http) => Promise<T>) {
-  const server = await siftProcess({ SIFT_LOG_LEVEL: "warn", ...NO_LIMITS, ...env });
+  const server = await siftProcess({
+    SIFT_LOG_LEVEL: "warn",
+    ...NO_LIMITS,
+    ...env,
+    ...(process.env.BENCH_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_NODE_OPTIONS } : {}),
+  });
   await server.start();
   try {
     return await run(server, new Http(server.url));
   } catch (error) {
     throw new Error(`${(error as Error).message}\n--- server output ---\n${server.output().slice(-3000)}`);
   } finally {
+    if (process.env.BENCH_SERVER_LOG) {
+      await server.kill("SIGTERM");
+      await sleep(3000);
+      (await import("node:fs")).writeFileSync(process.env.BENCH_SERVER_LOG, server.output());
+    }
     await server.destroy();
   }
 }

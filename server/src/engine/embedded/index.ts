@@ -130,8 +130,9 @@ class EmbeddedEngine implements SearchEngine {
   async close(): Promise<void> {
     for (const versions of this.indexes.values()) for (const major of versions.majors.values()) major.close();
     this.indexes.clear();
-    this.catalog?.close();
+    const catalog = this.catalog;
     this.catalog = null;
+    await catalog?.close();
   }
 
   async ping(): Promise<boolean> {
@@ -231,7 +232,9 @@ class EmbeddedEngine implements SearchEngine {
     const next = overlay.extend(own, upserted, segment);
     const node = ChangeVersion.fromChange(own, upserted, next.count(segment), target.major);
     // The durable point: once this row is committed the change survives a crash.
-    this.db().addChange(indexKey, target.major, node.row);
+    await this.db().addChange(indexKey, target.major, node.row);
+    // Checked again after the wait: the index may have been dropped meanwhile.
+    if (this.indexes.get(indexKey) !== versions) throw new Error(`index ${indexKey} was dropped during the change`);
     versions.changes.set(change.version, node);
     versions.remember(change.version, next);
   }

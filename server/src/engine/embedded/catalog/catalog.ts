@@ -3,6 +3,7 @@
 // committed here is the acknowledgement: it survives kill -9 and power loss, and a segment
 // directory without a row is debris from an interrupted build.
 import { DatabaseSync, type StatementSync } from "node:sqlite";
+import { ChangeLogWriter } from "./change-log-writer.ts";
 
 export interface MajorRow {
   major: number;
@@ -21,6 +22,8 @@ export interface ChangeRow {
 export class Catalog {
   private readonly db: DatabaseSync;
   private readonly statements: Record<string, StatementSync>;
+  /** Record changes are appended from a worker thread: their commit's fsync stays off the event loop. */
+  private readonly changeLog: ChangeLogWriter;
 
   constructor(file: string) {
     this.db = new DatabaseSync(file);
@@ -30,6 +33,8 @@ export class Catalog {
       -- Freed space is zeroed, so a purged record's bytes do not linger in free pages
       -- (docs/versions.md, Erasure).
       PRAGMA secure_delete = ON;
+      -- The change log's thread writes on a connection of its own.
+      PRAGMA busy_timeout = 10000;
       CREATE TABLE IF NOT EXISTS indexes (index_key TEXT PRIMARY KEY);
       CREATE TABLE IF NOT EXISTS majors (
         index_key TEXT NOT NULL, major INTEGER NOT NULL, parent TEXT, records INTEGER NOT NULL, dir TEXT NOT NULL,
@@ -39,6 +44,8 @@ export class Catalog {
         records INTEGER NOT NULL, body TEXT NOT NULL,
         PRIMARY KEY (index_key, version));
     `);
+    // Started once the tables exist.
+    this.changeLog = new ChangeLogWriter(file);
     const prepare = (sql: string) => this.db.prepare(sql);
     this.statements = {
       indexes: prepare("SELECT index_key FROM indexes"),
@@ -51,9 +58,6 @@ export class Catalog {
       removeMajor: prepare("DELETE FROM majors WHERE index_key = ? AND major = ?"),
       removeMajorChanges: prepare("DELETE FROM changes WHERE index_key = ? AND major = ?"),
       changes: prepare("SELECT version, parent, records, body FROM changes WHERE index_key = ?"),
-      addChange: prepare(
-        "INSERT INTO changes (index_key, version, major, parent, records, body) VALUES (?, ?, ?, ?, ?, ?)",
-      ),
       removeChange: prepare("DELETE FROM changes WHERE index_key = ? AND version = ?"),
       setMajor: prepare("UPDATE majors SET dir = ?, records = ? WHERE index_key = ? AND major = ?"),
       setChange: prepare("UPDATE changes SET body = ?, records = ? WHERE index_key = ? AND version = ?"),
@@ -106,8 +110,9 @@ export class Catalog {
     }));
   }
 
-  addChange(key: string, major: number, row: ChangeRow): void {
-    this.statements.addChange!.run(key, row.version, major, row.parent, row.records, row.body);
+  /** Resolves once the row is durable. */
+  addChange(key: string, major: number, row: ChangeRow): Promise<void> {
+    return this.changeLog.append(key, major, row);
   }
 
   removeChanges(key: string, versions: readonly string[]): void {
@@ -129,7 +134,8 @@ export class Catalog {
     this.db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
   }
 
-  close(): void {
+  async close(): Promise<void> {
+    await this.changeLog.close();
     this.db.close();
   }
 
