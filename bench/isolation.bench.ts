@@ -13,8 +13,19 @@
 // To see where a stall comes from: BENCH_NODE_OPTIONS="--cpu-prof --cpu-prof-dir=/tmp/prof" gives
 // the server a CPU profile, BENCH_SERVER_LOG=file keeps its output (both stop it with SIGTERM).
 import { execSync } from "node:child_process";
-import { readFileSync, writeFileSync } from "node:fs";
+import {
+  closeSync,
+  createReadStream,
+  existsSync,
+  openSync,
+  readFileSync,
+  statSync,
+  writeFileSync,
+  writeSync,
+} from "node:fs";
 import os from "node:os";
+import { monitorEventLoopDelay } from "node:perf_hooks";
+import { Readable } from "node:stream";
 import path from "node:path";
 import { Http } from "../test/support/http.ts";
 import { siftProcess, type SiftProcess } from "../test/support/process.ts";
@@ -78,23 +89,33 @@ async function call(http: Http, method: string, url: string, key: string, json?:
   return reply.body;
 }
 
-/** Uploads `count` generated records as JSON Lines and waits until the version is ready. */
-async function upload(http: Http, t: Tenant, index: string, count: number, first = 0): Promise<void> {
-  const start = await call(http, "POST", "/v1/uploads/start", t.key, { indexName: index });
-  const lines = function* () {
-    for (let i = first; i < first + count; i += 10_000) {
-      let chunk = "";
-      for (let j = i; j < Math.min(i + 10_000, first + count); j++) {
-        chunk += `${JSON.stringify({ id: `r${j}`, title: title(j), weight: (j % 1000) + 1 })}\n`;
-      }
-      yield Buffer.from(chunk);
+/**
+ * A file of `count` generated records as JSON Lines, written before any phase is timed: made
+ * while the phase ran, it stalled this process (the load generator) for up to 900 ms, and every
+ * search in flight was timed across the stall.
+ */
+function recordsFile(count: number): string {
+  const file = path.join(os.tmpdir(), `sift-isolation-${count}.jsonl`);
+  if (existsSync(file)) return file;
+  const fd = openSync(file, "w");
+  for (let i = 0; i < count; i += 10_000) {
+    let chunk = "";
+    for (let j = i; j < Math.min(i + 10_000, count); j++) {
+      chunk += `${JSON.stringify({ id: `r${j}`, title: title(j), weight: (j % 1000) + 1 })}\n`;
     }
-  };
-  const { Readable } = await import("node:stream");
+    writeSync(fd, chunk);
+  }
+  closeSync(fd);
+  return file;
+}
+
+/** Uploads a file made by recordsFile and waits until the version is ready. */
+async function upload(http: Http, t: Tenant, index: string, file: string): Promise<void> {
+  const start = await call(http, "POST", "/v1/uploads/start", t.key, { indexName: index });
   const put = await fetch(start.uploadUrl, {
     method: "PUT",
-    headers: { "content-type": "application/octet-stream" },
-    body: Readable.toWeb(Readable.from(lines())) as ReadableStream,
+    headers: { "content-type": "application/octet-stream", "content-length": String(statSync(file).size) },
+    body: Readable.toWeb(createReadStream(file, { highWaterMark: 1 << 20 })) as ReadableStream,
     duplex: "half",
   } as RequestInit);
   if (put.status !== 200) throw new Error(`upload: ${put.status} ${await put.text()}`);
@@ -166,6 +187,8 @@ interface Phase {
   writeP99?: number;
   worstHealthMs: number;
   peakAboveIdleMb: number;
+  /** The load generator's own longest event-loop delay: a search timed across it waited on us. */
+  generatorStallMs?: number;
   note?: string;
 }
 
@@ -201,7 +224,8 @@ async function writersScenario(): Promise<Phase[]> {
     }
     await call(http, "POST", "/v1/indexes", a.key, { name: "bulk", serviceName: a.service, visibility: "PRIVATE" });
     await call(http, "POST", "/v1/indexes", b.key, { name: "catalog", serviceName: b.service, visibility: "PRIVATE" });
-    await upload(http, b, "catalog", 50_000);
+    await upload(http, b, "catalog", recordsFile(50_000));
+    const bulkFile = recordsFile(INGEST_RECORDS);
     const prefixes = WORDS.flatMap((w) => [
       w.slice(0, 2),
       w.slice(0, 4),
@@ -233,10 +257,12 @@ async function writersScenario(): Promise<Phase[]> {
       let ingestDone = !ingest;
       let ingestNote: string | undefined;
       const started = performance.now();
+      const generator = monitorEventLoopDelay({ resolution: 10 });
+      generator.enable();
       const ingestRun = ingest
         ? (async () => {
             const t0 = performance.now();
-            await upload(http, a, "bulk", INGEST_RECORDS);
+            await upload(http, a, "bulk", bulkFile);
             ingestNote = `ingest of ${INGEST_RECORDS.toLocaleString("en")} records took ${((performance.now() - t0) / 1000).toFixed(1)} s`;
             ingestDone = true;
           })()
@@ -252,6 +278,7 @@ async function writersScenario(): Promise<Phase[]> {
       ]);
       stop = true;
       const elapsed = (performance.now() - started) / 1000;
+      generator.disable();
       const row: Phase = {
         scenario: "writers",
         phase,
@@ -263,6 +290,7 @@ async function writersScenario(): Promise<Phase[]> {
         ...(withWriters ? { writesPerS: written / elapsed, writeP99: percentile(writes.latencies, 0.99) } : {}),
         worstHealthMs: probe.take(),
         peakAboveIdleMb: rssMb(pid, "VmHWM") - idle,
+        generatorStallMs: generator.max / 1e6,
         ...(ingestNote ? { note: ingestNote } : {}),
       };
       if (searches.errors || writes.errors) {
@@ -316,9 +344,23 @@ async function versionsScenario(): Promise<Phase[]> {
         peakAboveIdleMb: rssMb(pid, "VmHWM") - idle,
         note: `one listing ${Math.max(...times).toFixed(0)} ms at most`,
       };
-      await probe.stop();
       console.log(row);
-      return [row];
+      // A checkpoint of the 5,000-change chain: built in a thread, then opened here.
+      resetPeak(pid);
+      probe.take();
+      const c0 = performance.now();
+      const coalesced = (await call(http, "POST", "/v1/indexes/many/coalesce", a.key)).indexVersion;
+      const checkpoint: Phase = {
+        scenario: "versions",
+        phase: "coalesce the 5,000-change chain",
+        seconds: (performance.now() - c0) / 1000,
+        worstHealthMs: probe.take(),
+        peakAboveIdleMb: rssMb(pid, "VmHWM") - idle,
+        note: `checkpoint ${coalesced}`,
+      };
+      console.log(checkpoint);
+      await probe.stop();
+      return [row, checkpoint];
     },
   );
 }
@@ -384,6 +426,14 @@ const f = (v: number | undefined, digits = 0) => (v === undefined ? "" : v.toFix
 const commit = execSync("git rev-parse --short HEAD").toString().trim();
 const cpu = os.cpus()[0]?.model ?? "unknown CPU";
 const store = process.env.DATABASE_URL ? "PostgreSQL" : "PGlite";
+const resultsPath = path.join(import.meta.dirname, "RESULTS.md");
+const current = readFileSync(resultsPath, "utf8");
+// Rows of scenarios not run this time are kept from the last run (they say so in their note).
+const ran = new Set(rows.map((r) => r.scenario));
+const kept = (/<!-- isolation:start -->[\s\S]*<!-- isolation:end -->/.exec(current)?.[0] ?? "")
+  .split("\n")
+  .filter((l) => /^\| (writers|versions|indexes) \|/.test(l) && !ran.has(l.split("|")[1]!.trim()))
+  .map((l) => (l.includes("earlier run") ? l : l.replace(/ \|$/, " (earlier run) |")));
 const section = `<!-- isolation:start -->
 ## Isolation and stalls (issue 15)
 
@@ -393,17 +443,16 @@ Node ${process.version}, embedded engine on ${store}, rate limits off; load gene
 /healthz is asked every 50 ms throughout. Targets: other tenants' search p99 ≤ 20 ms during 32
 writers and an ingest; worst /healthz ≤ 100 ms in every scenario; memory ≤ 1 GB above idle.
 
-| scenario | phase | s | searches/s | search p50 ms | p99 ms | max ms | writes/s | write p99 ms | worst /healthz ms | peak above idle MB | note |
-| -------- | ----- | - | ---------- | ------------- | ------ | ------ | -------- | ------------ | ----------------- | ------------------ | ---- |
+| scenario | phase | s | searches/s | search p50 ms | p99 ms | max ms | writes/s | write p99 ms | worst /healthz ms | peak above idle MB | generator stall ms | note |
+| -------- | ----- | - | ---------- | ------------- | ------ | ------ | -------- | ------------ | ----------------- | ------------------ | ------------------ | ---- |
 ${rows
   .map(
     (r) =>
-      `| ${r.scenario} | ${r.phase} | ${f(r.seconds, 1)} | ${f(r.searchesPerS)} | ${f(r.searchP50, 1)} | ${f(r.searchP99, 1)} | ${f(r.searchMax)} | ${f(r.writesPerS)} | ${f(r.writeP99)} | ${f(r.worstHealthMs)} | ${f(r.peakAboveIdleMb)} | ${r.note ?? ""} |`,
+      `| ${r.scenario} | ${r.phase} | ${f(r.seconds, 1)} | ${f(r.searchesPerS)} | ${f(r.searchP50, 1)} | ${f(r.searchP99, 1)} | ${f(r.searchMax)} | ${f(r.writesPerS)} | ${f(r.writeP99)} | ${f(r.worstHealthMs)} | ${f(r.peakAboveIdleMb)} | ${f(r.generatorStallMs)} | ${r.note ?? ""} |`,
   )
+  .concat(kept)
   .join("\n")}
 <!-- isolation:end -->`;
-const resultsPath = path.join(import.meta.dirname, "RESULTS.md");
-const current = readFileSync(resultsPath, "utf8");
 if (args.has("no-write")) console.log(section);
 else {
   writeFileSync(
