@@ -14,6 +14,13 @@ export const FUZZ_SERVER_ENV: Record<string, string> = {
   SIFT_OAUTH_GITHUB_USERINFO_URL: "http://127.0.0.1:9/user",
   // Valid index creations succeed now and then; 100,000 requests must not run into the quota.
   SIFT_QUOTA_INDEXES: "1000000",
+  // Every repair starts an upload; uploads left unfinished would soon meet the quota.
+  SIFT_QUOTA_CONCURRENT_UPLOADS: "10000",
+  // Hundreds of requests a second from one address would mostly be 429s and reach nothing deeper
+  // (the limits have tests of their own, test/e2e/limits.test.ts).
+  ...Object.fromEntries(
+    ["ANONYMOUS", "SRH", "SVC", "PAT", "ADM", "SESSION"].map((k) => [`SIFT_RATE_LIMIT_${k}`, "off"]),
+  ),
 };
 
 const PASSWORD = "correct horse battery staple";
