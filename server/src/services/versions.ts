@@ -185,9 +185,10 @@ export class VersionService {
     this.retentionDue.clear();
     for (const id of due) {
       await applyRetention(this.ctx, id).catch((error: Error) => {
+        // An index deleted since it was written has nothing left to retain.
+        if (error instanceof NotFoundError) return;
         this.ctx.log.error("retention failed", { index: id, error: error.message });
-        // Tried again next time, unless the index is gone.
-        if (!(error instanceof NotFoundError)) this.retentionDue?.add(id);
+        this.retentionDue?.add(id);
       });
     }
     return due.length;

@@ -11,7 +11,7 @@ import { storeTargets } from "../support/store.ts";
 const admin: Principal = { kind: "key", keyId: "key_d", tenantId: "ten_d", type: "adm", userId: null };
 
 /** Holds the engine's `method` until the test lets it go, so a deletion can happen meanwhile. */
-function gated(method: "applyChange" | "checkpoint") {
+function gated(method: "applyChange" | "checkpoint" | "purge") {
   let release!: () => void;
   let entered!: () => void;
   const gate = new Promise<void>((r) => (release = r));
@@ -60,5 +60,18 @@ describe.each(storeTargets())("an index deleted midway, on $name", (target) => {
     await catalog.deleteIndex("ten_d", "doomed");
     g.release();
     await expect(checkpoint).rejects.toBeInstanceOf(NotFoundError);
+  });
+
+  test("a purge whose index is deleted while the engine erases the record is NotFound", async () => {
+    const g = gated("purge");
+    services = await openServices(target, { tenantId: "ten_d", engine: g.wrap });
+    const { catalog, records } = services;
+    await catalog.createIndex("ten_d", { name: "doomed", serviceName: "ten_d-shop" });
+    await records.put(admin, "doomed", "r1", { title: "Record" });
+    const purge = records.purge(admin, "doomed", "r1");
+    await g.inside;
+    await catalog.deleteIndex("ten_d", "doomed");
+    g.release();
+    await expect(purge).rejects.toBeInstanceOf(NotFoundError);
   });
 });

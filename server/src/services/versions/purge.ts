@@ -8,7 +8,7 @@ import { versions } from "../../store/schema.ts";
 import type { IndexRef } from "../catalog.ts";
 import { writeChange } from "./changes.ts";
 import type { VersionContext } from "./context.ts";
-import { updateVersion } from "./rows.ts";
+import { updateVersion, rethrowUnlessDeleted } from "./rows.ts";
 
 /** Erases `recordId` from every version the engine holds and records the counts that changed. */
 async function erase(ctx: VersionContext, indexId: string, recordId: string): Promise<boolean> {
@@ -19,14 +19,19 @@ async function erase(ctx: VersionContext, indexId: string, recordId: string): Pr
 
 /** Purges a record from every retained version; returns the audit version, now active. */
 export function purgeRecord(ctx: VersionContext, ref: IndexRef, recordId: string, by: string): Promise<VersionId> {
-  return ctx.locks.run(ref.id, async () => {
-    if (!(await erase(ctx, ref.id, recordId))) {
-      throw new NotFoundError(`record "${recordId}" does not exist in any retained version of index "${ref.name}"`);
-    }
-    const version = await writeChange(ctx, ref, { purge: { recordId, by } });
-    ctx.log.info("purged a record", { index: ref.id, version, by });
-    return version;
-  });
+  return (
+    ctx.locks
+      .run(ref.id, async () => {
+        if (!(await erase(ctx, ref.id, recordId))) {
+          throw new NotFoundError(`record "${recordId}" does not exist in any retained version of index "${ref.name}"`);
+        }
+        const version = await writeChange(ctx, ref, { purge: { recordId, by } });
+        ctx.log.info("purged a record", { index: ref.id, version, by });
+        return version;
+      })
+      // An index deleted while its segments were rebuilt is a 404, not a failure of the server.
+      .catch((error: unknown) => rethrowUnlessDeleted(ctx.db, ref.id, error))
+  );
 }
 
 /**
