@@ -13,6 +13,7 @@ import path from "node:path";
 import { once } from "node:events";
 import { createClient } from "../sdk/src/index.ts";
 import { cityRecords } from "./datasets.ts";
+import { processMb, resetHighWaterMark } from "./measure.ts";
 import { Http } from "../test/support/http.ts";
 import { siftProcess, type SiftProcess } from "../test/support/process.ts";
 import { createKey, signUp } from "../test/support/world.ts";
@@ -76,27 +77,7 @@ async function generate(
   return { file, records: i, bytes };
 }
 
-/** Linux resets a process's VmHWM when "5" is written to its clear_refs; false where that is refused. */
-function resetHighWaterMark(pid: number): boolean {
-  try {
-    writeFileSync(`/proc/${pid}/clear_refs`, "5");
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** Resident memory of `pid` in MB, or 0 once the process is gone. */
-const rssMb = (pid: number, field: "VmRSS" | "VmHWM") => {
-  try {
-    const line = readFileSync(`/proc/${pid}/status`, "utf8")
-      .split("\n")
-      .find((l) => l.startsWith(field));
-    return line ? Number(line.split(/\s+/)[1]) / 1024 : 0;
-  } catch {
-    return 0;
-  }
-};
+const rssMb = processMb;
 
 interface Row {
   label: string;

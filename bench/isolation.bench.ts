@@ -28,9 +28,10 @@ import { monitorEventLoopDelay } from "node:perf_hooks";
 import { Readable } from "node:stream";
 import path from "node:path";
 import { Http } from "../test/support/http.ts";
+import { RATE_LIMITS_OFF } from "../test/support/limits.ts";
 import { siftProcess, type SiftProcess } from "../test/support/process.ts";
 import { createKey, signUp } from "../test/support/world.ts";
-import { percentile } from "./measure.ts";
+import { percentile, processMb, resetHighWaterMark } from "./measure.ts";
 
 const args = new Map(process.argv.slice(2).map((a) => a.replace(/^--/, "").split("=") as [string, string]));
 const only = args.get("only")?.split(",");
@@ -38,10 +39,6 @@ const SECONDS = Number(args.get("seconds") ?? 20);
 const WRITERS = 32;
 const SEARCHERS = 4;
 const INGEST_RECORDS = Number(args.get("ingest-records") ?? 1_000_000);
-
-const NO_LIMITS = Object.fromEntries(
-  ["ANONYMOUS", "SRH", "SVC", "PAT", "ADM", "SESSION"].map((k) => [`SIFT_RATE_LIMIT_${k}`, "off"]),
-);
 
 const WORDS =
   "amber birch cedar delta ember fjord grove harbor island jasper kestrel lumen meadow nectar orchid prairie quartz river summit tundra umber violet willow xenon yarrow zephyr".split(
@@ -51,23 +48,10 @@ const title = (i: number) =>
   `${WORDS[(i * 7) % 26]} ${WORDS[(i * 13 + 5) % 26]} ${WORDS[(i * 17 + 11) % 26]} ${i % 9973}`;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-const rssMb = (pid: number, field: "VmRSS" | "VmHWM") => {
-  try {
-    const line = readFileSync(`/proc/${pid}/status`, "utf8")
-      .split("\n")
-      .find((l) => l.startsWith(field));
-    return line ? Number(line.split(/\s+/)[1]) / 1024 : 0;
-  } catch {
-    return 0;
-  }
-};
-/** Resets the process's high-water mark, so the peak read later is the phase's, not start-up's. */
+const rssMb = processMb;
+/** The peak read later is then the phase's, not start-up's. */
 const resetPeak = (pid: number) => {
-  try {
-    writeFileSync(`/proc/${pid}/clear_refs`, "5");
-  } catch (error) {
-    console.warn(`the peak includes start-up: ${(error as Error).message}`);
-  }
+  if (!resetHighWaterMark(pid)) console.warn("the peak includes start-up: /proc/PID/clear_refs refused");
 };
 
 interface Tenant {
@@ -195,7 +179,7 @@ interface Phase {
 async function withServer<T>(env: Record<string, string>, run: (s: SiftProcess, http: Http) => Promise<T>) {
   const server = await siftProcess({
     SIFT_LOG_LEVEL: "warn",
-    ...NO_LIMITS,
+    ...RATE_LIMITS_OFF,
     ...env,
     ...(process.env.BENCH_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_NODE_OPTIONS } : {}),
   });

@@ -110,3 +110,29 @@ export interface EngineResult {
   reloadMs?: number;
   checkpointMs?: number;
 }
+
+/** Resident memory of `pid` in MB (`VmHWM`: its high-water mark), or 0 once the process is gone. */
+export function processMb(pid: number, field: "VmRSS" | "VmHWM"): number {
+  try {
+    const line = fs
+      .readFileSync(`/proc/${pid}/status`, "utf8")
+      .split("\n")
+      .find((l) => l.startsWith(field));
+    return line ? Number(line.split(/\s+/)[1]) / 1024 : 0;
+  } catch {
+    return 0;
+  }
+}
+
+/**
+ * Resets `pid`'s high-water mark (Linux: "5" written to its clear_refs), so a peak read later is
+ * of what came after, not of start-up; false where that is refused.
+ */
+export function resetHighWaterMark(pid: number): boolean {
+  try {
+    fs.writeFileSync(`/proc/${pid}/clear_refs`, "5");
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -1,6 +1,7 @@
 // The tenant the fuzzer attacks, set up over HTTP like a customer would: so that generated names
 // hit real indexes, records, versions, keys and uploads, and requests reach deep code paths.
 // Requests the fuzzer sends may delete or revoke parts of it; `repair` puts them back.
+import { RATE_LIMITS_OFF } from "../support/limits.ts";
 import { sendJson, sender } from "./send.ts";
 
 export type KeyRole = "srh" | "svc" | "pat" | "adm" | "b-adm";
@@ -18,9 +19,7 @@ export const FUZZ_SERVER_ENV: Record<string, string> = {
   SIFT_QUOTA_CONCURRENT_UPLOADS: "10000",
   // Hundreds of requests a second from one address would mostly be 429s and reach nothing deeper
   // (the limits have tests of their own, test/e2e/limits.test.ts).
-  ...Object.fromEntries(
-    ["ANONYMOUS", "SRH", "SVC", "PAT", "ADM", "SESSION"].map((k) => [`SIFT_RATE_LIMIT_${k}`, "off"]),
-  ),
+  ...RATE_LIMITS_OFF,
 };
 
 const PASSWORD = "correct horse battery staple";

@@ -9,6 +9,7 @@ import { composeSift, type Sift } from "../../server/src/compose.ts";
 import { listen } from "../../server/src/http/listen.ts";
 import { createLogger } from "../../server/src/log.ts";
 import { createTempDatabase } from "../../server/test/support/store.ts";
+import { RATE_LIMITS_OFF } from "./limits.ts";
 
 export interface RunningSift {
   url: string;
@@ -25,11 +26,7 @@ export async function startSift(env: Record<string, string> = {}): Promise<Runni
     SIFT_DEMO: "false",
     SIFT_LOG_LEVEL: "silent",
     PORT: "0",
-    // Rate limits would make functional tests depend on how fast the machine sends requests;
-    // the tests of limits turn them on with their own values.
-    ...Object.fromEntries(
-      ["ANONYMOUS", "SRH", "SVC", "PAT", "ADM", "SESSION"].map((k) => [`SIFT_RATE_LIMIT_${k}`, "off"]),
-    ),
+    ...RATE_LIMITS_OFF,
     ...(database ? { DATABASE_URL: database.url } : {}),
     ...env,
   });

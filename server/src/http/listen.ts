@@ -7,7 +7,7 @@ import { getRequestListener, type ServerType } from "@hono/node-server";
 import type { Hono } from "hono";
 import type { Config } from "../config.ts";
 import type { AppEnv } from "./env.ts";
-import { HttpProblem, type ProblemStatus } from "./problem.ts";
+import { HttpProblem, type ProblemStatus, problemResponse } from "./problem.ts";
 
 type ListenConfig = Pick<
   Config,
@@ -29,7 +29,8 @@ export function listen(
     hostname: config.host,
     // The adapter could not make a web Request of it (a Host header that makes no URL): the app
     // never ran. Its own answer is a 400 with no body. Errors inside the app are app.onError's.
-    errorHandler: () => problemResponse(400, "the request's Host header or target does not make a URL"),
+    errorHandler: () =>
+      problemResponse(new HttpProblem(400, "the request's Host header or target does not make a URL")),
   });
   // Node's default (300 s) cut off uploads slower than that.
   const server = createServer({ requestTimeout: config.requestTimeoutMs }, listener);
@@ -44,18 +45,32 @@ export function listen(
   return server;
 }
 
-function problemResponse(status: ProblemStatus, detail: string): Response {
-  return new Response(JSON.stringify(new HttpProblem(status, detail).toProblem()), {
-    status,
-    headers: { "content-type": "application/problem+json" },
-  });
-}
-
 const REASONS: Partial<Record<ProblemStatus, string>> = {
   400: "Bad Request",
   408: "Request Timeout",
+  429: "Too Many Requests",
   431: "Request Header Fields Too Large",
+  503: "Service Unavailable",
 };
+
+/**
+ * A problem written straight to a socket, for answers given before (or instead of) parsing a
+ * request, then the connection closes. An answer to HEAD has no body: a client reading one would
+ * take it for the next response.
+ */
+function writeProblem(
+  socket: Socket,
+  status: ProblemStatus,
+  detail: string,
+  options: { head?: boolean; retryAfter?: number } = {},
+): void {
+  const body = JSON.stringify(new HttpProblem(status, detail).toProblem());
+  socket.end(
+    `HTTP/1.1 ${status} ${REASONS[status]}\r\ncontent-type: application/problem+json\r\n` +
+      (options.retryAfter === undefined ? "" : `retry-after: ${options.retryAfter}\r\n`) +
+      `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${options.head ? "" : body}`,
+  );
+}
 
 /**
  * What Node's parser refuses (a malformed request line, headers past its size limit, a request
@@ -71,14 +86,9 @@ function onClientError(error: NodeJS.ErrnoException, socket: Socket): void {
         : error.code === "ERR_HTTP_REQUEST_TIMEOUT"
           ? [408, "the request was not received in time"]
           : [400, "this is not a valid HTTP request"];
-    const body = JSON.stringify(new HttpProblem(status, detail).toProblem());
-    // An answer to HEAD has no body: a client reading one would take it for the next response.
     const head =
       (error as NodeJS.ErrnoException & { rawPacket?: Buffer }).rawPacket?.subarray(0, 5).toString() === "HEAD ";
-    socket.end(
-      `HTTP/1.1 ${status} ${REASONS[status]}\r\nContent-Type: application/problem+json\r\n` +
-        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${head ? "" : body}`,
-    );
+    writeProblem(socket, status, detail, { head });
   }
   socket.destroy(error);
 }
@@ -97,18 +107,12 @@ function limitConnections(server: ServerType, config: ListenConfig): void {
     const address = socket.remoteAddress ?? "unknown";
     const mine = perAddress.get(address) ?? 0;
     if (open >= config.maxConnections) {
-      return refuse(
-        socket,
-        503,
-        "Service Unavailable",
-        `the server holds its limit of ${config.maxConnections} connections`,
-      );
+      return refuse(socket, 503, `the server holds its limit of ${config.maxConnections} connections`);
     }
     if (perClient && mine >= config.maxConnectionsPerClient) {
       return refuse(
         socket,
         429,
-        "Too Many Requests",
         `this address holds its limit of ${config.maxConnectionsPerClient} open connections; reuse or close some`,
       );
     }
@@ -123,14 +127,10 @@ function limitConnections(server: ServerType, config: ListenConfig): void {
   });
 }
 
-function refuse(socket: Socket, status: 429 | 503, reason: string, detail: string): void {
-  const body = JSON.stringify(new HttpProblem(status, detail).toProblem());
+function refuse(socket: Socket, status: 429 | 503, detail: string): void {
   // The request is never parsed: the answer goes out at once, then whatever the client still
   // sends is read and dropped (closing with unread bytes would reset the answer away).
-  socket.end(
-    `HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/problem+json\r\nretry-after: 1\r\n` +
-      `connection: close\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
-  );
+  writeProblem(socket, status, detail, { retryAfter: 1 });
   socket.on("data", () => {});
   socket.on("error", () => {});
   setTimeout(() => socket.destroy(), 1_000).unref();
