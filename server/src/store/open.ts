@@ -26,15 +26,22 @@ export async function openStore(options: { databaseUrl?: string; dataDir: string
 }
 
 async function openPglite(path: string): Promise<Store> {
-  const [{ PGlite }, { drizzle }, { migrate }] = await Promise.all([
-    import("@electric-sql/pglite"),
+  const [{ PgliteThread }, { drizzle }, { migrate }] = await Promise.all([
+    import("./pglite-thread.ts"),
     import("drizzle-orm/pglite"),
     import("drizzle-orm/pglite/migrator"),
   ]);
   mkdirSync(path, { recursive: true });
-  const client = await PGlite.create(path);
-  const db = drizzle({ client, schema });
-  await migrate(db, { migrationsFolder });
+  // PGlite runs in a worker thread: its queries execute synchronously in WebAssembly, and on the
+  // server's thread they stalled every request while one tenant wrote (D-190).
+  const client = await PgliteThread.start(path);
+  const db = drizzle({ client: client as never, schema });
+  try {
+    await migrate(db, { migrationsFolder });
+  } catch (error) {
+    await client.close();
+    throw error;
+  }
   return {
     db: db as unknown as Db,
     kind: "pglite",
