@@ -11,7 +11,7 @@ import { createReadStream } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { once } from "node:events";
-import { createClient } from "../sdk/src/index.ts";
+import { createClient, putToUploadUrl } from "@sift/sdk";
 import { cityRecords } from "./datasets.ts";
 import { processMb, resetHighWaterMark } from "./measure.ts";
 import { Http } from "../test/support/http.ts";
@@ -118,7 +118,7 @@ async function ingest(label: string, file: string, expected: number): Promise<Ro
     const bytes = statSync(file).size;
     const uploadStarted = performance.now();
     const { uploadUrl, indexVersion } = await sift.uploads.start("items");
-    const { putToUploadUrl } = await import("../sdk/src/uploads.ts");
+
     await putToUploadUrl(uploadUrl, createReadStream(file, { highWaterMark: 1 << 20 }), { size: bytes });
     const uploadS = (performance.now() - uploadStarted) / 1000;
 

@@ -1,6 +1,6 @@
 // The full client: every operation typed from the contract through `api` (openapi-fetch), plus
 // helpers that return data or throw SiftError.
-import type { components, paths } from "../../generated/types.ts";
+import type { components, paths } from "@sift/contract";
 import { createApi, unwrap, type ClientOptions, type SearchParams } from "./search-client.ts";
 import { uploadFile, waitForIngest, type UploadOptions, type UploadSource } from "./uploads.ts";
 
@@ -55,7 +55,34 @@ export function createClient(options: ClientOptions) {
     },
     services: {
       list: () => unwrap(api.GET("/v1/services")),
+      get: (serviceName: string) => unwrap(api.GET("/v1/services/{serviceName}", { params: { path: { serviceName } } })),
       create: (body: Schemas["ServiceCreateRequest"]) => unwrap(api.POST("/v1/services", { body })),
+      delete: (serviceName: string) =>
+        unwrap(api.DELETE("/v1/services/{serviceName}", { params: { path: { serviceName } } })),
+    },
+    apiKeys: {
+      list: () => unwrap(api.GET("/v1/api-keys")),
+      /** The answer's `key` is the secret, shown this once. */
+      create: (body: Schemas["ApiKeyCreateRequest"]) => unwrap(api.POST("/v1/api-keys", { body })),
+      revoke: (keyId: string) => unwrap(api.DELETE("/v1/api-keys/{keyId}", { params: { path: { keyId } } })),
+    },
+    /**
+     * The dashboard's sign-in. It sets the session cookie, which browsers keep (pass
+     * `fetch: (r) => fetch(r, { credentials: "include" })` across origins); Node keeps no cookies.
+     * OAuth sign-in (`/v1/auth/oauth/{provider}`) is a browser redirect, not a call.
+     */
+    auth: {
+      signup: (body: Schemas["SignupRequest"]) => unwrap(api.POST("/v1/auth/signup", { body })),
+      login: (body: Schemas["LoginRequest"]) => unwrap(api.POST("/v1/auth/login", { body })),
+      logout: () => unwrap(api.POST("/v1/auth/logout")),
+      me: () => unwrap(api.GET("/v1/auth/me")),
+      providers: () => unwrap(api.GET("/v1/auth/providers")),
+    },
+    /** The regions and their endpoints (what `regions: "discover"` reads). */
+    regions: () => unwrap(api.GET("/v1/regions")),
+    health: {
+      live: () => unwrap(api.GET("/healthz")),
+      ready: () => unwrap(api.GET("/readyz")),
     },
     versions: {
       list: (indexName: string) => unwrap(api.GET("/v1/indexes/{indexName}/versions", { params: index(indexName) })),

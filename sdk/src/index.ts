@@ -17,7 +17,14 @@ export {
   type HighlightRange,
   type ClientOptions,
 } from "./search-client.ts";
-export { SiftError, SiftUnreachableError, type Problem } from "./errors.ts";
-export { SiftIngestFailedError, putToUploadUrl, type UploadOptions, type UploadSource } from "./uploads.ts";
+export {
+  SiftError,
+  SiftApiError,
+  SiftUnreachableError,
+  SiftIngestFailedError,
+  SiftTimeoutError,
+  type Problem,
+} from "./errors.ts";
+export { putToUploadUrl, type UploadOptions, type UploadSource } from "./uploads.ts";
 export { createRouter, type RegionEndpoint, type HostState, type Router } from "./routing.ts";
-export type { components, operations, paths } from "../../generated/types.ts";
+export type { components, operations, paths } from "@sift/contract";

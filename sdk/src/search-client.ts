@@ -1,7 +1,7 @@
 // The search-only client: what a browser needs (the widget uses it), kept small.
 import createFetchClient from "openapi-fetch";
-import type { components, paths } from "../../generated/types.ts";
-import { SiftError, type Problem } from "./errors.ts";
+import type { components, paths } from "@sift/contract";
+import { SiftApiError, type Problem } from "./errors.ts";
 import { createRouter, type RegionEndpoint, type Router } from "./routing.ts";
 
 export type SearchParams = paths["/v1/search"]["get"]["parameters"]["query"];
@@ -35,11 +35,11 @@ export function createApi(options: ClientOptions) {
   return { api, router };
 }
 
-/** Returns the data of a 2xx answer, or throws SiftError with the problem document. */
+/** Returns the data of a 2xx answer, or throws SiftApiError with the problem document. */
 export async function unwrap<T>(call: Promise<{ data?: T; error?: unknown; response: Response }>): Promise<T> {
   const { data, error, response } = await call;
   if (!response.ok) {
-    throw new SiftError(
+    throw new SiftApiError(
       response.status,
       error as Problem | undefined,
       response.headers.get("x-request-id") ?? undefined,

@@ -1,7 +1,7 @@
 // Bulk upload from the SDK: start, PUT the bytes to the signed URL (streamed, with progress),
 // complete; then poll the ingest until it finishes.
-import type { components } from "../../generated/types.ts";
-import { SiftError, type Problem } from "./errors.ts";
+import type { components } from "@sift/contract";
+import { SiftApiError, SiftIngestFailedError, SiftTimeoutError, type Problem } from "./errors.ts";
 
 type IngestStatus = components["schemas"]["IngestStatus"];
 
@@ -23,16 +23,6 @@ export interface UploadApi {
   start(indexName: string): Promise<{ uploadUrl: string; indexVersion: string }>;
   complete(body: components["schemas"]["UploadCompleteRequest"]): Promise<unknown>;
   status(indexName: string, indexVersion: string): Promise<IngestStatus>;
-}
-
-/** The ingest ended in `failed`; `status` says why, with line numbers. */
-export class SiftIngestFailedError extends Error {
-  readonly status: IngestStatus;
-  constructor(status: IngestStatus) {
-    super(`ingest of version ${status.indexVersion} failed: ${status.failureReason ?? "see status.errors"}`);
-    this.name = "SiftIngestFailedError";
-    this.status = status;
-  }
 }
 
 const isNode = () =>
@@ -106,7 +96,7 @@ export async function putToUploadUrl(
     } catch {
       problem = undefined;
     }
-    throw new SiftError(response.status, problem, response.headers.get("x-request-id") ?? undefined);
+    throw new SiftApiError(response.status, problem, response.headers.get("x-request-id") ?? undefined);
   }
   const bytes = (JSON.parse(text) as { bytes: number }).bytes;
   if (body instanceof Blob) options.onProgress?.(bytes, total);
@@ -151,7 +141,7 @@ export async function waitForIngest(
     if (status.state === "succeeded") return status;
     if (status.state === "failed") throw new SiftIngestFailedError(status);
     if (Date.now() > deadline)
-      throw new Error(`ingest of version ${indexVersion} still ${status.state} after the timeout`);
+      throw new SiftTimeoutError(`ingest of version ${indexVersion} still ${status.state} after the timeout`);
     options.signal?.throwIfAborted();
     await new Promise((r) => setTimeout(r, interval));
     interval = Math.min(interval * 1.5, options.intervalMs ?? 2_000);

@@ -2,7 +2,7 @@
 // against our mock sees. Typed results come from the contract's examples.
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { startPrismMock, type Prism } from "../../test/support/prism.ts";
-import { createClient, createSearchClient, type HighlightRange, SiftError } from "../src/index.ts";
+import { createClient, createSearchClient, type HighlightRange, SiftApiError, SiftError } from "../src/index.ts";
 
 let mock: Prism;
 beforeAll(async () => {
@@ -39,14 +39,16 @@ describe("against the Prism mock", () => {
     expect(result).toEqual({ resultCode: "SUCCESS", message: "OK", indexVersion: "3.1" });
   });
 
-  test("an error answer becomes a SiftError carrying the problem document", async () => {
+  test("an error answer becomes a SiftApiError (a SiftError) carrying the problem document", async () => {
     const sift = createClient({ baseUrl: mock.url, headers: { prefer: "code=400" } });
     const error = await sift
       .search({ query: "par", indexName: "cities", serviceName: "demo" })
       .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(SiftError);
+    expect(error).toBeInstanceOf(SiftApiError);
     expect(error).toMatchObject({ status: 400, problem: { resultCode: "INVALID_ARGUMENT" } });
-    expect((error as SiftError).fieldErrors).toEqual([{ field: "indexName", message: "is required" }]);
+    expect((error as SiftApiError).resultCode).toBe("INVALID_ARGUMENT");
+    expect((error as SiftApiError).fieldErrors).toEqual([{ field: "indexName", message: "is required" }]);
   });
 
   test("the raw typed client reaches every operation", async () => {

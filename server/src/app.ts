@@ -1,5 +1,6 @@
 // The Hono application: middleware, the contract's operations, documentation. It receives its
 // services ready-made; choosing adapters is the composition root's job (compose.ts).
+import { createRequire } from "node:module";
 import { Hono } from "hono";
 import type { ApiKeyAuthenticator, SessionAuthenticator } from "./auth/credentials.ts";
 import type { Config } from "./config.ts";
@@ -35,7 +36,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   app.get("/openapi.json", (c) => c.body(openapiJson, 200, { "content-type": "application/json" }));
   app.get("/openapi.yaml", async (c) => {
     const { readFile } = await import("node:fs/promises");
-    const yaml = await readFile(new URL("../../generated/openapi.yaml", import.meta.url), "utf8");
+    const yaml = await readFile(createRequire(import.meta.url).resolve("@sift/contract/openapi.yaml"), "utf8");
     return c.body(yaml, 200, { "content-type": "application/yaml; charset=utf-8" });
   });
   app.get("/docs", (c) => c.html(referenceHtml));

@@ -24,7 +24,7 @@ afterAll(() => {
   if (fresh !== undefined) rmSync(fresh, { recursive: true, force: true });
 });
 
-test.each(["openapi.yaml", "openapi.json", "types.ts"])("generated/%s is what `npm run generate` writes", (file) => {
+test.each(["openapi.yaml", "openapi.json", "types.d.ts"])("generated/%s is what `npm run generate` writes", (file) => {
   const expected = readFileSync(join(freshGeneration(), file), "utf8");
   const actual = readFileSync(join(committed, file), "utf8");
   expect(actual === expected, `generated/${file} is stale: run \`npm run generate\` and commit the result`).toBe(true);

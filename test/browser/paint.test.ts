@@ -8,7 +8,7 @@ import { Hono } from "hono";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, expect, test } from "vitest";
 // Type only, for its global declarations: <sift-autocomplete> and its sift-query CustomEvent.
-import type {} from "../../widgets/src/index.ts";
+import type {} from "@sift/widgets";
 import type { AppEnv } from "../../server/src/http/env.ts";
 import { mountDemo } from "../../server/src/routes/demo.ts";
 import { startSift, type RunningSift } from "../support/server.ts";

@@ -5,7 +5,7 @@
 import { request as httpRequest } from "node:http";
 import { gzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { createClient, SiftIngestFailedError, type SiftClient } from "../../sdk/src/index.ts";
+import { createClient, SiftIngestFailedError, type SiftClient } from "@sift/sdk";
 import { ok } from "../support/contract.ts";
 import { Http, type Reply } from "../support/http.ts";
 import { startWorld, type World } from "../support/world.ts";

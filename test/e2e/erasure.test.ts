@@ -4,7 +4,7 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import type { IndexVersion } from "../../sdk/src/index.ts";
+import type { IndexVersion } from "@sift/sdk";
 import { ok } from "../support/contract.ts";
 import type { Http } from "../support/http.ts";
 import { startWorld, type World } from "../support/world.ts";

@@ -1,23 +1,16 @@
-// Bulk ingest over HTTP (docs/uploads.md): signed upload URLs, each format detected by
-// content, errors with line numbers, tombstones, sequential versions, and the SDK and CLI on top.
-import { execFile } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
-import { promisify } from "node:util";
+import { join } from "node:path";
 import { gzipSync } from "node:zlib";
 import { afterAll, beforeAll, assert, describe, expect, test } from "vitest";
-import { createClient, SiftError, SiftIngestFailedError, type SiftClient } from "../../sdk/src/index.ts";
+import { createClient, type SiftApiError, SiftError, SiftIngestFailedError, type SiftClient } from "@sift/sdk";
 import { createFsBlobStore } from "../../server/src/blobs/fs-blobs.ts";
 import { problemFor } from "../../server/src/http/problem.ts";
 import { UploadService } from "../../server/src/services/uploads.ts";
 import { ok } from "../support/contract.ts";
-import { createKey, startWorld, type World } from "../support/world.ts";
+import { startWorld, type World } from "../support/world.ts";
 
 let world: World;
 let sift: SiftClient;
 let service: string;
-const run = promisify(execFile);
 
 beforeAll(async () => {
   world = await startWorld({
@@ -264,7 +257,7 @@ describe("the upload URL", () => {
       )
       .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(SiftError);
-    expect((error as SiftError).status).toBe(413);
+    expect((error as SiftApiError).status).toBe(413);
     expect((await sift.uploads.status(index, streamed.indexVersion)).state).toBe("awaiting_upload");
   });
 
@@ -339,43 +332,5 @@ describe("versions and tombstones", () => {
     await sift.uploads.complete({ indexName: index, indexVersion });
     await sift.waitForIngest(index, indexVersion);
     expect(await titles(index, "late")).toEqual([]);
-  });
-});
-
-describe("the sift CLI", () => {
-  test("uploads a file and reports the ingest", async () => {
-    const index = await freshIndex();
-    const dir = mkdtempSync(join(tmpdir(), "sift-cli-"));
-    const file = join(dir, "export.data");
-    writeFileSync(file, ['{"id":"m1","title":"Mango"}', '{"id":"m2","title":"Melon"}'].join("\n"));
-    const cli = resolve(import.meta.dirname, "../../sdk/src/cli.ts");
-    const key = await createKey(world.a.session, "adm", "cli");
-    const { stdout } = await run(process.execPath, [
-      cli,
-      "upload",
-      file,
-      "--index",
-      index,
-      "--base-url",
-      world.server.url,
-      "--api-key",
-      key,
-    ]);
-    expect(stdout).toMatch(
-      new RegExp(`^${index} version 1: 2 records ingested from jsonl in [\\d.]+ s, now active\\n$`),
-    );
-    expect(await titles(index, "m")).toEqual(["Mango", "Melon"]);
-    const failed = await run(process.execPath, [
-      cli,
-      "upload",
-      file,
-      "--index",
-      "missing",
-      "--base-url",
-      world.server.url,
-      "--api-key",
-      key,
-    ]).catch((e: { code: number; stderr: string }) => e);
-    expect(failed).toMatchObject({ code: 1, stderr: expect.stringMatching(/400: index "missing" does not exist/) });
   });
 });

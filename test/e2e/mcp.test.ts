@@ -17,7 +17,7 @@ const inspectorCli = resolve(
   require.resolve("@modelcontextprotocol/inspector/package.json"),
   "../clients/launcher/build/index.js",
 );
-const stdioBin = resolve(import.meta.dirname, "../../mcp/src/stdio.ts");
+const stdioBin = resolve(require.resolve("@sift/mcp/package.json"), "../bin/sift-mcp.js");
 const run = promisify(execFile);
 
 let world: World;

@@ -3,7 +3,7 @@
 // resultCode QUOTA_EXCEEDED naming it: 403 when only deleting helps, 429 when it frees itself.
 // Through the contract-validating proxy, so each answer must also be one the contract lists.
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { createClient, SiftError, SiftIngestFailedError, type SiftClient } from "../../sdk/src/index.ts";
+import { createClient, SiftError, SiftIngestFailedError, type SiftClient } from "@sift/sdk";
 import { ok } from "../support/contract.ts";
 import type { Reply } from "../support/http.ts";
 import { startWorld, type World } from "../support/world.ts";

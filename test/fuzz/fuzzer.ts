@@ -2,7 +2,7 @@
 // sent to a running server, every answer checked (check.ts). Shared by the bounded run in
 // `npm test` (test/e2e/fuzz.test.ts) and the long one of the benchmark (bench/fuzz.ts).
 import { readFileSync } from "node:fs";
-import { resolve } from "node:path";
+import { createRequire } from "node:module";
 import { type Checker, checker, type Finding } from "./check.ts";
 import { describeRequest, type FuzzRequest, type Route, routes } from "./requests.ts";
 import type { Schema } from "./schema.ts";
@@ -16,7 +16,9 @@ export { FUZZ_SERVER_ENV } from "./world.ts";
 export const DEFAULT_SEED = 15;
 
 export function loadDocument(): Schema {
-  return JSON.parse(readFileSync(resolve(import.meta.dirname, "../../generated/openapi.json"), "utf8")) as Schema;
+  return JSON.parse(
+    readFileSync(createRequire(import.meta.url).resolve("@sift/contract/openapi.json"), "utf8"),
+  ) as Schema;
 }
 
 /** Every route with its request generator; the same list whatever the server, so seeds reproduce. */

@@ -3,12 +3,11 @@
 // Requests are not judged (`--validate-request false`) so the server's own 400s are tested.
 import { spawn, type ChildProcess } from "node:child_process";
 import { createRequire } from "node:module";
-import { resolve } from "node:path";
 import { freePort, waitForHttp } from "./ports.ts";
 
 const require = createRequire(import.meta.url);
 const prismCli = require.resolve("@stoplight/prism-cli/dist/index.js");
-export const openapiPath = resolve(import.meta.dirname, "../../generated/openapi.yaml");
+export const openapiPath = require.resolve("@sift/contract/openapi.yaml");
 
 export interface Prism {
   url: string;

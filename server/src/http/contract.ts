@@ -2,12 +2,12 @@
 // drift from the contract: every operation is mounted at its contract path, its parameters and
 // JSON body are validated with the contract's own schemas, and handlers are typed per operationId.
 import { readFileSync } from "node:fs";
-import { fileURLToPath } from "node:url";
+import { createRequire } from "node:module";
 import { Ajv2020, type ErrorObject, type ValidateFunction } from "ajv/dist/2020.js";
 import formatsModule from "ajv-formats";
 import type { Context, Hono } from "hono";
 import type { AppEnv } from "./env.ts";
-import type { operations } from "../../../generated/types.ts";
+import type { operations } from "@sift/contract";
 import { InvalidArgumentError, PayloadTooLargeError, type FieldProblem } from "../domain/errors.ts";
 import { findUnstorable, unstorableReason } from "../domain/storable-text.ts";
 import { HttpProblem } from "./problem.ts";
@@ -82,7 +82,7 @@ export interface Contract {
   byId: Map<OperationId, ContractOperation>;
 }
 
-const openapiPath = fileURLToPath(new URL("../../../generated/openapi.json", import.meta.url));
+const openapiPath = createRequire(import.meta.url).resolve("@sift/contract/openapi.json");
 
 export function loadContract(path = openapiPath): Contract {
   const document = JSON.parse(readFileSync(path, "utf8")) as OpenApiJson;

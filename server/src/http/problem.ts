@@ -2,7 +2,7 @@
 // can leak a stack trace or answer an unshaped body. This is also the one place that knows which
 // HTTP status each domain error (domain/errors.ts) stands for (docs/api.md, errors).
 import { HTTPException } from "hono/http-exception";
-import type { components } from "../../../generated/types.ts";
+import type { components } from "@sift/contract";
 import {
   DomainError,
   InvalidArgumentError,

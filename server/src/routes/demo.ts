@@ -1,6 +1,8 @@
 // GET /demo (the widget on the demo PUBLIC index) and the widget's two builds under /widget/.
-// The builds are made on first request (esbuild, loaded only then) and kept in memory.
+// The builds are the files the @sift/widgets package ships (made by its build), read on first request.
 import { createHash } from "node:crypto";
+import { readFile } from "node:fs/promises";
+import { createRequire } from "node:module";
 import type { Hono } from "hono";
 import type { AppEnv } from "../http/env.ts";
 
@@ -8,7 +10,9 @@ export interface DemoOptions {
   demo?: { serviceName: string; indexName: string } | undefined;
 }
 
-const ASSETS = { "sift-autocomplete.js": "esm", "sift-autocomplete.iife.js": "iife" } as const;
+// The widget's one-file builds, as the @sift/widgets package ships them.
+const require = createRequire(import.meta.url);
+const ASSETS = new Set(["sift-autocomplete.js", "sift-autocomplete.iife.js"]);
 
 const escapeHtml = (s: string) =>
   s.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]!);
@@ -59,14 +63,14 @@ export function mountDemo(app: Hono<AppEnv>, options: DemoOptions): void {
 
   app.get("/widget/:file", async (c) => {
     const file = c.req.param("file");
-    if (!Object.hasOwn(ASSETS, file)) return c.notFound();
-    const format = ASSETS[file as keyof typeof ASSETS];
+    if (!ASSETS.has(file)) return c.notFound();
     let build = builds.get(file);
     if (!build) {
-      build = import("@sift/widgets/bundle")
-        .then(({ bundleWidget }) => bundleWidget({ format, minify: true }))
-        .then((code) => ({ code, etag: `"${createHash("sha256").update(code).digest("base64url").slice(0, 22)}"` }));
-      // A failed build is retried on the next request rather than cached.
+      build = readFile(require.resolve(`@sift/widgets/${file}`), "utf8").then((code) => ({
+        code,
+        etag: `"${createHash("sha256").update(code).digest("base64url").slice(0, 22)}"`,
+      }));
+      // A failed read is retried on the next request rather than cached.
       build.catch(() => builds.delete(file));
       builds.set(file, build);
     }

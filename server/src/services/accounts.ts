@@ -1,7 +1,7 @@
 // Dashboard accounts: users, tenants and sessions. A session cookie carries a random token; the
 // store keeps only its SHA-256 with an expiry, so a leaked database cannot be replayed.
 import { and, eq, gt, lt } from "drizzle-orm";
-import type { components } from "../../../generated/types.ts";
+import type { components } from "@sift/contract";
 import type { SessionAuthenticator } from "../auth/credentials.ts";
 import { LoginThrottle } from "../auth/login-throttle.ts";
 import type { SessionPrincipal } from "../auth/principal.ts";

@@ -3,7 +3,7 @@
 // revocation evicts at once, expiry is checked on every use (cached or not), and lastUsedAt is
 // written at most once a minute per key.
 import { and, desc, eq, isNull } from "drizzle-orm";
-import type { components } from "../../../generated/types.ts";
+import type { components } from "@sift/contract";
 import type { ApiKeyAuthenticator } from "../auth/credentials.ts";
 import type { KeyPrincipal } from "../auth/principal.ts";
 import { checkRestrictions } from "../auth/restrictions.ts";

@@ -3,7 +3,7 @@
 // it, so this process sees its own changes at once, and a short TTL bounds staleness when several
 // processes share one PostgreSQL.
 import { and, asc, count, eq } from "drizzle-orm";
-import type { components } from "../../../generated/types.ts";
+import type { components } from "@sift/contract";
 import { newId } from "../auth/secrets.ts";
 import { ConflictError, InvalidArgumentError, NotFoundError, QuotaExceededError } from "../domain/errors.ts";
 import type { Logger } from "../log.ts";

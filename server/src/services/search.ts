@@ -1,7 +1,7 @@
 // GET /v1/search (docs/api.md, Search): resolves the index by service and name, checks the
 // caller, picks the version, and asks the engine. The MCP tools call the same method, so REST and
 // MCP rank identically.
-import type { components, operations } from "../../../generated/types.ts";
+import type { components, operations } from "@sift/contract";
 import { authorizeIndex } from "../auth/authority.ts";
 import type { Principal } from "../auth/principal.ts";
 import { InvalidArgumentError } from "../domain/errors.ts";

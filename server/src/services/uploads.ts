@@ -1,7 +1,7 @@
 // Bulk upload (docs/uploads.md, The flow): start assigns the next version and a signed URL; the PUT streams
 // the bytes into the blob store; complete queues the ingest and returns at once.
 import { and, eq, inArray, lt, or, sum } from "drizzle-orm";
-import type { components } from "../../../generated/types.ts";
+import type { components } from "@sift/contract";
 import type { Principal } from "../auth/principal.ts";
 import { authorizeIndex, tenantOf } from "../auth/authority.ts";
 import { newId } from "../auth/secrets.ts";

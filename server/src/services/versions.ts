@@ -3,7 +3,7 @@
 // bulk uploads, retention and start-up reconciliation; this facade wires them to one context
 // and answers the reads (resolve, list) and activation.
 import { and, desc, eq, ne } from "drizzle-orm";
-import type { components } from "../../../generated/types.ts";
+import type { components } from "@sift/contract";
 import { ConflictError, NotFoundError } from "../domain/errors.ts";
 import type { VersionId } from "../domain/version-id.ts";
 import type { Logger } from "../log.ts";
