@@ -20,7 +20,7 @@ export function createClient(options: ClientOptions) {
   const uploads = {
     start: (indexName: string) => unwrap(api.POST("/v1/uploads/start", { body: { indexName } })),
     complete: (body: Schemas["UploadCompleteRequest"]) => unwrap(api.POST("/v1/uploads/complete", { body })),
-    status: (indexName: string, indexVersion: string) =>
+    status: (indexName: string, indexVersion: string): Promise<IngestStatus> =>
       unwrap(api.GET("/v1/uploads/{indexName}/{indexVersion}", { params: { path: { indexName, indexVersion } } })),
   };
 
@@ -31,13 +31,13 @@ export function createClient(options: ClientOptions) {
     search: (params: SearchParams, init: { signal?: AbortSignal } = {}) =>
       unwrap(api.GET("/v1/search", { params: { query: params }, ...(init.signal ? { signal: init.signal } : {}) })),
     records: {
-      get: (indexName: string, recordId: string, version?: string) =>
+      get: (indexName: string, recordId: string, version?: string): Promise<IndexRecord> =>
         unwrap(
           api.GET("/v1/indexes/{indexName}/records/{recordId}", {
             params: { ...record(indexName, recordId), query: { version } },
           }),
         ),
-      put: (indexName: string, recordId: string, body: RecordInput) =>
+      put: (indexName: string, recordId: string, body: RecordInput): Promise<WriteResult> =>
         unwrap(api.PUT("/v1/indexes/{indexName}/records/{recordId}", { params: record(indexName, recordId), body })),
       delete: (indexName: string, recordId: string) =>
         unwrap(api.DELETE("/v1/indexes/{indexName}/records/{recordId}", { params: record(indexName, recordId) })),
