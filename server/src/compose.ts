@@ -2,6 +2,7 @@
 // ports (store, engine, blobs). Everything else receives what it needs.
 import { randomBytes } from "node:crypto";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { lockDataDir } from "./data-dir-lock.ts";
 import { join } from "node:path";
 import type { Hono } from "hono";
 import { createApp } from "./app.ts";
@@ -85,13 +86,17 @@ function signingSecret(config: Config): Buffer {
 
 export async function composeSift(config: Config, log: Logger): Promise<Sift> {
   mkdirSync(config.dataDir, { recursive: true });
+  const lock = lockDataDir(config.dataDir);
   const contract = loadContract();
-  const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
-  const engine = await openEngine(config, log);
+  let store: Awaited<ReturnType<typeof openStore>> | undefined;
+  let engine: SearchEngine;
   try {
+    store = await openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+    engine = await openEngine(config, log);
     await engine.open();
   } catch (error) {
-    await store.close();
+    await store?.close();
+    lock.release();
     throw error;
   }
   const secret = signingSecret(config);
@@ -217,6 +222,7 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
       await engine.close();
       await store.close();
       if (rateStore.kind === "redis") rateStore.client.disconnect();
+      lock.release();
     },
   };
 }

@@ -92,3 +92,20 @@ test("a bad setting stops the start with a message naming it", async () => {
   expect((failed as { stderr: string }).stderr).toMatch(/PORT must be an integer from 0 to 65535 \(got "http"\)/);
   expect((failed as { stderr: string }).stderr).toMatch(/SIFT_REGION must be one of fremont, .*atlantis/);
 });
+
+test("a second process on the same data directory refuses to start, naming it and the holder", async () => {
+  const main = resolve(import.meta.dirname, "../../server/src/main.ts");
+  const second = await promisify(execFile)(process.execPath, [main], {
+    env: { ...process.env, PORT: "0", SIFT_DATA_DIR: proc.dataDir, SIFT_DEMO: "false", DATABASE_URL: "" },
+  }).catch((e: { code: number; stderr: string }) => e);
+  expect(second).toMatchObject({ code: 1 });
+  const stderr = (second as { stderr: string }).stderr;
+  expect(stderr).toContain(`the data directory ${proc.dataDir} is in use by process ${proc.pid()}`);
+  // The first one is unharmed.
+  expect((await fetch(`${proc.url}/healthz`)).status).toBe(200);
+
+  // A lock left by a process killed with -9 is taken over at the next start.
+  await proc.kill("SIGKILL");
+  await proc.start();
+  expect((await fetch(`${proc.url}/healthz`)).status).toBe(200);
+});
