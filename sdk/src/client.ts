@@ -55,7 +55,8 @@ export function createClient(options: ClientOptions) {
     },
     services: {
       list: () => unwrap(api.GET("/v1/services")),
-      get: (serviceName: string) => unwrap(api.GET("/v1/services/{serviceName}", { params: { path: { serviceName } } })),
+      get: (serviceName: string) =>
+        unwrap(api.GET("/v1/services/{serviceName}", { params: { path: { serviceName } } })),
       create: (body: Schemas["ServiceCreateRequest"]) => unwrap(api.POST("/v1/services", { body })),
       delete: (serviceName: string) =>
         unwrap(api.DELETE("/v1/services/{serviceName}", { params: { path: { serviceName } } })),

@@ -35,3 +35,10 @@ test("the contract is OpenAPI 3.1 and declares both security schemes", () => {
   expect(doc.openapi).toBe("3.1.0");
   expect(Object.keys(doc.components.securitySchemes).sort()).toEqual(["ApiKeyBearer", "SessionCookie"]);
 });
+
+test("the @sift/contract package's version is the contract's info.version", () => {
+  const doc = JSON.parse(readFileSync(join(committed, "openapi.json"), "utf8"));
+  const pkg = JSON.parse(readFileSync(join(committed, "package.json"), "utf8"));
+  expect(pkg.name).toBe("@sift/contract");
+  expect(pkg.version).toBe(doc.info.version);
+});
