@@ -32,7 +32,7 @@ import type {
   PurgeResult,
   RecordChange,
   SearchEngine,
-  SearchHit,
+  SearchPage,
   SearchRecord,
   SearchRequest,
   VersionId,
@@ -408,10 +408,10 @@ class EmbeddedEngine implements SearchEngine {
     return list.sort((a, b) => compareVersions(a.version, b.version));
   }
 
-  async search(indexKey: string, version: VersionId, request: SearchRequest): Promise<SearchHit[]> {
+  async search(indexKey: string, version: VersionId, request: SearchRequest): Promise<SearchPage> {
     const { segment, overlay } = await this.view(indexKey, version);
     const tokens = tokenize(request.query).slice(0, MAX_QUERY_TOKENS);
-    if (tokens.length === 0) return [];
+    if (tokens.length === 0) return { hits: [], totalHits: 0, totalHitsExact: true };
     const prefixLast = request.scope === "title";
     const fromSegment: RankedHit[] = searchSegment(
       segment,
@@ -447,10 +447,12 @@ class EmbeddedEngine implements SearchEngine {
       hits.sort(compareRanked(request.weighted));
     }
     // Overlay records are shared by every version that holds them: callers get copies.
-    return hits.slice(0, request.limit).map((h) => {
+    // TODO(issue 16): offset, sort, facets and an exact total over every match.
+    const page = hits.slice(0, request.limit).map((h) => {
       const record = h.doc === undefined ? structuredClone(h.record) : h.record;
       return Number.isFinite(h.distance) ? { record, distanceMeters: h.distance } : { record };
     });
+    return { hits: page, totalHits: page.length, totalHitsExact: false };
   }
 
   async get(indexKey: string, version: VersionId, id: string): Promise<SearchRecord | null> {
