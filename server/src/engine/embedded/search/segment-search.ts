@@ -9,6 +9,7 @@
 //                      forward index), the version's shadowed documents, the filter, its distance
 import type { SearchRequest } from "../../../ports/engine.ts";
 import type { Segment } from "../segment/segment.ts";
+import { MatchSet } from "./match-set.ts";
 import { Matcher } from "./matching.ts";
 import { planStreams } from "./planning.ts";
 import { StreamReader } from "./reading-orders.ts";
@@ -35,6 +36,8 @@ export interface SearchTuning {
    * bitmap from there on (intersectionByBitmap).
    */
   selectiveAfter: number;
+  /** totalHits is exact up to this many matches; past it a lower bound (docs/api.md, Pages). */
+  exactTotalUpTo: number;
 }
 
 export const DEFAULT_TUNING: SearchTuning = {
@@ -43,6 +46,7 @@ export const DEFAULT_TUNING: SearchTuning = {
   nearestBudget: 2,
   exactIntersection: 50_000,
   selectiveAfter: 64,
+  exactTotalUpTo: 10_000,
 };
 
 export interface SegmentHit {
@@ -62,8 +66,18 @@ export interface SegmentQuery {
   shadowed: ReadonlySet<number>;
 }
 
-export function searchSegment(segment: Segment, query: SegmentQuery, tuning: SearchTuning): SegmentHit[] {
+export interface SegmentSearch {
+  /** The best `request.limit` hits (none when the caller ranks the match set itself: topK false). */
+  hits: SegmentHit[];
+  /** The whole set of matches, read on demand (match-set.ts). */
+  matches: MatchSet;
+  matcher: Matcher;
+}
+
+export function searchSegment(segment: Segment, query: SegmentQuery, tuning: SearchTuning, topK = true): SegmentSearch {
   const streams = planStreams(segment, query, tuning);
-  if (streams.length === 0) return [];
-  return new StreamReader(segment, query.request, new Matcher(segment, query), tuning).run(streams);
+  const matcher = new Matcher(segment, query);
+  const matches = new MatchSet(streams, matcher, query.shadowed.size);
+  if (streams.length === 0 || !topK) return { hits: [], matches, matcher };
+  return { hits: new StreamReader(segment, query.request, matcher, tuning).run(streams), matches, matcher };
 }
