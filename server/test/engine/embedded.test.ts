@@ -136,6 +136,8 @@ const FILTERS = [
   "EXISTS data.empty",
   'data.brand="\uff5e" || data.brand="😀x"',
   'data.missing="x" || !(data.missing IN [1])',
+  'data.brand="nobody has this" || data.price=3',
+  'data.colors IN ["nobody", "has", "these"]',
 ];
 
 const SORT_PATHS = [["price"], ["brand"], ["rating"], ["details", "size"], ["colors"], ["missing"]];
@@ -237,6 +239,7 @@ describe("embedded engine ranking equals the brute-force reference", () => {
     ["no prefix index beyond two letters, unions of term runs", { maxPrefix: 2, tuning: { maxUnionTerms: 1000 } }],
     ["indexes read into the heap instead of mapped", { mapSegments: false }],
     ["totals exact only up to 3 matches", { tuning: { exactTotalUpTo: 3 } }],
+    ["whole match sets read from the filter's value postings wherever it bounds them", { tuning: { filterFirst: 0 } }],
   ];
   const rewritten: [string, Partial<EmbeddedEngineOptions>, Downgrade][] = [
     ["a segment built before value columns (filters, facets, sort read records)", {}, "before value columns"],

@@ -46,6 +46,7 @@ function countColumn(column: ValueColumn, docs: Uint32Array, tally: FacetTally):
     return;
   }
   const counts = new Uint32Array(size);
+  tally.addIds({ counts, numberEnd: column.numberEnd, value: (id) => column.value(id) });
   if (!column.multiValued) {
     for (let i = 0; i < docs.length; i++) {
       const id = ids[docs[i]!]!;
@@ -57,5 +58,4 @@ function countColumn(column: ValueColumn, docs: Uint32Array, tally: FacetTally):
       for (let j = offsets[doc]!, end = offsets[doc + 1]!; j < end; j++) counts[ids[j]!]!++;
     }
   }
-  for (let id = 0; id < size; id++) if (counts[id]! > 0) tally.add(column.value(id), counts[id]!);
 }

@@ -187,3 +187,77 @@ function someOfTypeNoneEqual(column: ValueColumn, lo: number, hi: number, equal:
     return typed;
   };
 }
+
+/** A superset of the documents a filter passes, from value postings, ascending and distinct. */
+export interface FilterCandidates {
+  size: number;
+  docs(): Uint32Array;
+}
+
+const NO_CANDIDATES: FilterCandidates = { size: 0, docs: () => new Uint32Array(0) };
+
+/**
+ * Where a filter needs = or IN on an indexed value (alone, in an AND, or on every branch of an OR),
+ * the documents holding those values: a selective filter is cheaper to start from than a query
+ * that matches much (match-set.ts). Null when the filter gives no such bound.
+ */
+export function filterCandidates(expr: FilterExpr, segment: Segment): FilterCandidates | null {
+  switch (expr.kind) {
+    case "and": {
+      let best: FilterCandidates | null = null;
+      for (const arg of expr.args) {
+        const c = filterCandidates(arg, segment);
+        if (c !== null && (best === null || c.size < best.size)) best = c;
+      }
+      return best;
+    }
+    case "or": {
+      const parts: FilterCandidates[] = [];
+      for (const arg of expr.args) {
+        const c = filterCandidates(arg, segment);
+        if (c === null) return null;
+        parts.push(c);
+      }
+      return union(parts);
+    }
+    case "not":
+    case "exists":
+      return null;
+    default: {
+      if (expr.kind === "cmp" && expr.op !== "=") return null;
+      const found = segment.valueColumn(expr.path);
+      if (found.kind === "none") return NO_CANDIDATES;
+      if (found.kind !== "column") return null;
+      const column = found.column;
+      const values = expr.kind === "cmp" ? [expr.value] : expr.values;
+      const ids = [...new Set(values.map((v) => column.idOf(v)).filter((id) => id >= 0))];
+      return union(ids.map((id) => ({ size: column.postingSize(id), docs: () => column.postings(id) })));
+    }
+  }
+}
+
+function union(parts: FilterCandidates[]): FilterCandidates {
+  if (parts.length <= 1) return parts[0] ?? NO_CANDIDATES;
+  return {
+    size: parts.reduce((sum, p) => sum + p.size, 0),
+    // Pairwise merges of ascending runs (linear, unlike a sort), dropping documents in both.
+    docs: () => parts.map((p) => p.docs()).reduce(mergeDistinct),
+  };
+}
+
+function mergeDistinct(a: Uint32Array, b: Uint32Array): Uint32Array {
+  const out = new Uint32Array(a.length + b.length);
+  let i = 0;
+  let j = 0;
+  let n = 0;
+  while (i < a.length && j < b.length) {
+    const x = a[i]!;
+    const y = b[j]!;
+    if (x <= y) i++;
+    if (y <= x) j++;
+    out[n++] = x <= y ? x : y;
+  }
+  while (i < a.length) out[n++] = a[i++]!;
+  while (j < b.length) out[n++] = b[j++]!;
+  return out.subarray(0, n);
+}

@@ -137,8 +137,12 @@ export class ValueColumnsWriter {
         ids[c]!.release();
         await out.add(sections.offsets, offsets);
         await out.add(sections.ids, values);
-        release(values);
         await writeDictionary(out, first + c, sorted[first + c]!);
+        const postings = valuePostings(offsets, values, n, sorted[first + c]!.length);
+        release(values);
+        await out.add(sections.postingOffsets, postings.offsets);
+        await out.add(sections.postingDocs, postings.docs);
+        release(postings.docs);
       }
     }
     return { paths: columns.map((c) => c.path), overflow };
@@ -175,6 +179,34 @@ function docRuns(docs: Uint32Array, ids: Uint32Array, n: number): { offsets: Uin
   release(starts);
   release(runs);
   return { offsets: new Uint32Array(0), values: single };
+}
+
+/** Each value's documents, ascending: the inversion of the per-document runs. */
+function valuePostings(
+  offsets: Uint32Array,
+  ids: Uint32Array,
+  n: number,
+  size: number,
+): { offsets: Uint32Array; docs: Uint32Array } {
+  const starts = new Uint32Array(size + 1);
+  const single = offsets.length === 0;
+  const forEach = (visit: (doc: number, id: number) => void) => {
+    for (let d = 0; d < n; d++) {
+      if (single) {
+        if (ids[d] !== NONE) visit(d, ids[d]!);
+      } else for (let i = offsets[d]!; i < offsets[d + 1]!; i++) visit(d, ids[i]!);
+    }
+  };
+  forEach((_, id) => {
+    starts[id + 1]!++;
+  });
+  for (let v = 0; v < size; v++) starts[v + 1]! += starts[v]!;
+  const docs = new Uint32Array(starts[size]!);
+  const fill = starts.slice(0, size);
+  forEach((doc, id) => {
+    docs[fill[id]!++] = doc;
+  });
+  return { offsets: starts, docs };
 }
 
 async function writeDictionary(out: SegmentFileWriter, column: number, values: FacetValue[]): Promise<void> {

@@ -21,6 +21,9 @@ export class ValueColumn {
   readonly ids: Uint32Array;
   readonly numbers: Float64Array;
   readonly booleans: Uint8Array;
+  /** Value id v's documents, ascending: postingDocs[postingOffsets[v], postingOffsets[v + 1]). */
+  readonly postingOffsets: Uint32Array;
+  readonly postingDocs: Uint32Array;
   private readonly stringBytes: Buffer;
   private readonly stringOffsets: Uint32Array;
   /** Strings decoded so far, by string index. */
@@ -35,6 +38,17 @@ export class ValueColumn {
     const bytes = get(sections.stringBytes);
     this.stringBytes = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
     this.stringOffsets = get(sections.stringOffsets);
+    this.postingOffsets = get(sections.postingOffsets);
+    this.postingDocs = get(sections.postingDocs);
+  }
+
+  /** The number of documents with value id v. */
+  postingSize(id: number): number {
+    return this.postingOffsets[id + 1]! - this.postingOffsets[id]!;
+  }
+
+  postings(id: number): Uint32Array {
+    return this.postingDocs.subarray(this.postingOffsets[id]!, this.postingOffsets[id + 1]!);
   }
 
   get multiValued(): boolean {

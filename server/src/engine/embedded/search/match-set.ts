@@ -7,6 +7,7 @@
 // matching rule), so exact members are matched only against the filter and the version; members
 // of typo sources are matched in full (the fuzzy term sets are wider than a match).
 import { END, RunSource, UnionSource, type Source } from "../postings/sources.ts";
+import type { FilterCandidates } from "../columns/filter-columns.ts";
 import type { Matcher } from "./matching.ts";
 import type { Stream } from "./planning.ts";
 import type { QueryTerms } from "./query-terms.ts";
@@ -24,11 +25,34 @@ export class MatchSet {
   private readonly streams: Stream[];
   private readonly matcher: Matcher;
   private readonly shadowed: number;
+  private readonly candidates: FilterCandidates | null;
+  private readonly filterFirst: number;
+  private readonly documents: number;
 
-  constructor(streams: Stream[], matcher: Matcher, shadowed: number) {
+  /**
+   * `candidates`: what the filter bounds the set to (filter-columns.ts), read instead of the
+   * query's postings when `filterFirst` times smaller than their bound.
+   */
+  constructor(
+    streams: Stream[],
+    matcher: Matcher,
+    shadowed: number,
+    candidates: FilterCandidates | null,
+    filterFirst: number,
+    documents: number,
+  ) {
+    this.documents = documents;
     this.streams = streams;
     this.matcher = matcher;
     this.shadowed = shadowed;
+    this.candidates = candidates;
+    this.filterFirst = filterFirst;
+  }
+
+  /** The filter's candidates when they are the cheaper side of the set, else null. */
+  private driver(source: Source): FilterCandidates | null {
+    const c = this.candidates;
+    return c !== null && c.size * this.filterFirst < source.count(0, END) ? c : null;
   }
 
   private level(level: Level): { source: Source | null; terms: QueryTerms | null; sources: Source[] } {
@@ -55,6 +79,21 @@ export class MatchSet {
       if (bound >= cap) return { count: bound, exact: false };
     }
     const matcher = this.matcher;
+    const filterDocs = this.driver(source);
+    if (filterDocs !== null) {
+      // Exact members all match: a candidate is in the set when the query's postings hold it (a
+      // seek) and it passes the filter and the version. With typos, each is matched in full.
+      const docs = filterDocs.docs();
+      const query = exactLevel ? source.open() : null;
+      let count = 0;
+      for (let i = 0; i < docs.length; i++) {
+        const doc = docs[i]!;
+        if (query !== null && query.seek(doc) !== doc) continue;
+        if (matcher.rank(doc, terms, exactLevel) < 0) continue;
+        if (++count >= cap) return { count, exact: false };
+      }
+      return { count, exact: true };
+    }
     const it = source.open();
     let count = 0;
     const check = exactLevel && !matcher.restricts ? null : terms;
@@ -75,13 +114,21 @@ export class MatchSet {
     const exactLevel = level === "exact";
     const matcher = this.matcher;
     const check = exactLevel && !matcher.restricts && !ranks ? null : terms;
-    let docs = new Uint32Array(Math.min(1024, Math.max(16, source.count(0, END))));
+    // Sized by the source's bound (at most every document): one allocation, not a doubling series.
+    let docs = new Uint32Array(Math.max(16, Math.min(this.documents, source.count(0, END))));
     let packed = ranks ? new Uint32Array(docs.length) : null;
     let n = 0;
-    const it = source.open();
-    for (let doc = it.next(); doc !== END; doc = it.next()) {
+    const filterDocs = this.driver(source);
+    const candidates = filterDocs?.docs();
+    let next = 0;
+    const it = candidates === undefined ? source.open() : null;
+    const step = it !== null ? () => it.next() : () => (next < candidates!.length ? candidates![next++]! : END);
+    for (let doc = step(); doc !== END; doc = step()) {
       let rank = 0;
-      if (check !== null) {
+      if (candidates !== undefined) {
+        rank = matcher.rank(doc, terms);
+        if (rank < 0) continue;
+      } else if (check !== null) {
         rank = matcher.rank(doc, check, exactLevel && !ranks);
         if (rank < 0) continue;
       }

@@ -9,6 +9,7 @@
 //                      forward index), the version's shadowed documents, the filter, its distance
 import type { SearchRequest } from "../../../ports/engine.ts";
 import type { Segment } from "../segment/segment.ts";
+import { filterCandidates } from "../columns/filter-columns.ts";
 import { MatchSet } from "./match-set.ts";
 import { Matcher } from "./matching.ts";
 import { planStreams } from "./planning.ts";
@@ -38,6 +39,11 @@ export interface SearchTuning {
   selectiveAfter: number;
   /** totalHits is exact up to this many matches; past it a lower bound (docs/api.md, Pages). */
   exactTotalUpTo: number;
+  /**
+   * The whole set of matches is read from the filter's value postings instead of the query's
+   * when those are this many times fewer than the query's bound (match-set.ts).
+   */
+  filterFirst: number;
 }
 
 export const DEFAULT_TUNING: SearchTuning = {
@@ -47,6 +53,7 @@ export const DEFAULT_TUNING: SearchTuning = {
   exactIntersection: 50_000,
   selectiveAfter: 64,
   exactTotalUpTo: 10_000,
+  filterFirst: 4,
 };
 
 export interface SegmentHit {
@@ -77,7 +84,9 @@ export interface SegmentSearch {
 export function searchSegment(segment: Segment, query: SegmentQuery, tuning: SearchTuning, topK = true): SegmentSearch {
   const streams = planStreams(segment, query, tuning);
   const matcher = new Matcher(segment, query);
-  const matches = new MatchSet(streams, matcher, query.shadowed.size);
+  const filter = query.request.filter;
+  const candidates = filter ? filterCandidates(filter, segment) : null;
+  const matches = new MatchSet(streams, matcher, query.shadowed.size, candidates, tuning.filterFirst, segment.docCount);
   if (streams.length === 0 || !topK) return { hits: [], matches, matcher };
   return { hits: new StreamReader(segment, query.request, matcher, tuning).run(streams), matches, matcher };
 }

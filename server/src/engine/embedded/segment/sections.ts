@@ -145,6 +145,10 @@ export interface ValueColumnSections {
   /** Its strings by UTF-16 code units, as UTF-8 (stringOffsets: count + 1 entries): the last ids. */
   readonly stringBytes: SectionSpec<"u8">;
   readonly stringOffsets: SectionSpec<"u32">;
+  /** Size + 1 entries: value id v's documents are postingDocs[postingOffsets[v], postingOffsets[v + 1]). */
+  readonly postingOffsets: SectionSpec<"u32">;
+  /** The documents of each value, ascending (what a filter on = or IN starts from when it is selective). */
+  readonly postingDocs: SectionSpec<"u32">;
 }
 
 export function valueColumnSections(column: number): ValueColumnSections {
@@ -156,5 +160,7 @@ export function valueColumnSections(column: number): ValueColumnSections {
     booleans: section(`value${column}Bools`, "u8", "columns"),
     stringBytes: section(`value${column}StrBytes`, "u8", "columns"),
     stringOffsets: section(`value${column}StrOffsets`, "u32", "columns"),
+    postingOffsets: section(`value${column}PostOffsets`, "u32", "columns"),
+    postingDocs: section(`value${column}PostDocs`, "u32", "columns"),
   };
 }
