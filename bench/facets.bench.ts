@@ -226,11 +226,26 @@ async function oramaPeer(docs: Doc[]): Promise<(r: SearchRequest) => Promise<unk
     });
 }
 
-/** The existing query mix on the 1M catalogue (queries.ts): all exact and all typo classes, 5 passes. */
+/**
+ * The existing query mix on the 1M catalogue (queries.ts), exact and typo classes, 5 passes. With
+ * --ab, two engines on the same segment take turns per query: one counting totals as shipped, one
+ * with exactTotalUpTo 0 (it stops at the first match): the cost of totalHits, same data and moment.
+ */
 async function runMix(): Promise<void> {
   const dir = path.join(dataDir, `mix-${label}`);
-  const { engine, ms } = await buildSift(dir, syntheticRecords(1_000_000));
-  log(`mix: built in ${(ms / 1000).toFixed(1)} s`);
+  // --reuse: the segment of an earlier --keep run.
+  const built = args.has("reuse")
+    ? { engine: createEmbeddedEngine({ dataDir: dir }), ms: 0 }
+    : await buildSift(dir, syntheticRecords(1_000_000));
+  if (args.has("reuse")) await built.engine.open();
+  log(`mix: built in ${(built.ms / 1000).toFixed(1)} s`);
+  const ab = args.has("ab");
+  const engines: [string, SearchEngine][] = [["shipped", built.engine]];
+  if (ab) {
+    const off = createEmbeddedEngine({ dataDir: dir, tuning: { exactTotalUpTo: 0 } });
+    await off.open();
+    engines.push(["no count", off]);
+  }
   const samples: SearchRecord[] = [];
   let seen = 0;
   for (const batch of syntheticRecords(1_000_000)) {
@@ -238,29 +253,40 @@ async function runMix(): Promise<void> {
   }
   const queries = makeQueries(samples, 100);
   const exact = (cls: string) => (EXACT_CLASSES as readonly string[]).includes(cls);
-  for (const q of queries) await engine.search(INDEX, "1", q.request);
-  const times: { exact: number[]; typo: number[] } = { exact: [], typo: [] };
+  for (const [, engine] of engines) for (const q of queries) await engine.search(INDEX, "1", q.request);
+  const times = engines.map(() => ({ exact: [] as number[], typo: [] as number[] }));
+  const byClass = engines.map(() => new Map<string, number[]>());
   let inexact = 0;
   for (let pass = 0; pass < 5; pass++) {
-    for (const q of queries) {
-      const t0 = performance.now();
-      const page = await engine.search(INDEX, "1", q.request);
-      (exact(q.cls) ? times.exact : times.typo).push(performance.now() - t0);
-      if (pass === 0 && page.totalHitsExact === false) inexact++;
+    for (const [qi, q] of queries.entries()) {
+      for (let k = 0; k < engines.length; k++) {
+        const e = (k + qi + pass) % engines.length;
+        const t0 = performance.now();
+        const page = await engines[e]![1].search(INDEX, "1", q.request);
+        const took = performance.now() - t0;
+        (exact(q.cls) ? times[e]!.exact : times[e]!.typo).push(took);
+        const cell = `${q.cls} / ${q.mode}`;
+        byClass[e]!.set(cell, [...(byClass[e]!.get(cell) ?? []), took]);
+        if (pass === 0 && e === 0 && page.totalHitsExact === false) inexact++;
+      }
     }
   }
   const figures = (t: number[]) => ({ n: t.length, p50: percentile(t, 0.5), p99: percentile(t, 0.99) });
   const result = {
     label,
     date: new Date().toISOString(),
-    exact: figures(times.exact),
-    typo: figures(times.typo),
-    all: figures([...times.exact, ...times.typo]),
+    engines: engines.map(([name], e) => ({
+      name,
+      exact: figures(times[e]!.exact),
+      typo: figures(times[e]!.typo),
+      all: figures([...times[e]!.exact, ...times[e]!.typo]),
+      cells: Object.fromEntries([...byClass[e]!].map(([cell, t]) => [cell, figures(t)])),
+    })),
     queries: queries.length,
     inexactTotals: inexact,
   };
-  await engine.close();
-  fs.rmSync(dir, { recursive: true, force: true });
+  for (const [, engine] of engines) await engine.close();
+  if (!args.has("keep")) fs.rmSync(dir, { recursive: true, force: true });
   fs.writeFileSync(path.join(dataDir, `mix-${label}.json`), JSON.stringify(result, null, 1));
   console.log(JSON.stringify(result, null, 1));
 }

@@ -1,12 +1,13 @@
 // The whole set of a segment's matches, for what the top k alone cannot give: the total (counted
 // exactly up to a cap), the documents facets count over, and the order of an explicit sort.
 //
-// The set is the union of the posting sources of the streams of one level (planning.ts): exact
-// matches, or when the version has none, matches with typos (docs/ranking.md, Typos). Each exact
-// source holds only documents the query matches (every token is found, which is the whole
-// matching rule), so exact members are matched only against the filter and the version; members
-// of typo sources are matched in full (the fuzzy term sets are wider than a match).
-import { END, RunSource, UnionSource, type Source } from "../postings/sources.ts";
+// The set is one posting expression over the terms of one level (query-terms.ts): exact matches,
+// or when the version has none, matches with typos (docs/ranking.md, Typos). Its members are
+// exactly the documents the query matches (every token found, within its typos: the whole
+// matching rule; the buckets only order them), so they are checked against the filter and the
+// version only. A selective filter's value postings may drive the read instead.
+import { AndSource, END, RunSource, UnionSource, type Source } from "../postings/sources.ts";
+import { lowerBound } from "../util/arrays.ts";
 import type { FilterCandidates } from "../columns/filter-columns.ts";
 import type { Matcher } from "./matching.ts";
 import type { Stream } from "./planning.ts";
@@ -55,13 +56,24 @@ export class MatchSet {
     return c !== null && c.size * this.filterFirst < source.count(0, END) ? c : null;
   }
 
-  private level(level: Level): { source: Source | null; terms: QueryTerms | null; sources: Source[] } {
-    const streams = this.streams.filter((s) => typosOf(s.bound) > 0 === (level === "typos"));
-    if (streams.length === 0) return { source: null, terms: null, sources: [] };
-    const sources = streams.map((s) => s.source("weight")!);
-    const terms = streams[0]!.terms();
-    if (terms === null || terms === undefined) return { source: null, terms: null, sources: [] };
-    return { source: sources.length === 1 ? sources[0]! : new UnionSource(sources), terms, sources };
+  /**
+   * The level's set as one posting expression over its terms: every token found (the last as a
+   * prefix with scope=title; in the title or in data text with scope=all). Members of it are
+   * exactly the documents the query matches at that level (the streams split the same set by
+   * bucket), so only the filter and the version remain to check.
+   */
+  private level(level: Level): { source: Source | null; terms: QueryTerms | null; parts?: Source[] } {
+    const stream = this.streams.find((s) => typosOf(s.bound) > 0 === (level === "typos"));
+    const terms = stream?.terms();
+    if (terms === null || terms === undefined) return { source: null, terms: null };
+    const n = terms.n;
+    const parts: Source[] = [];
+    for (let i = 0; i < n; i++) {
+      if (terms.prefixLast && i === n - 1) parts.push(terms.prefixSource("all", "weight"));
+      else if (terms.prefixLast) parts.push(terms.wholeSource(i, "all", "weight"));
+      else parts.push(new UnionSource([terms.wholeSource(i, "all", "weight"), terms.dataSource(i)]));
+    }
+    return { source: parts.length === 1 ? parts[0]! : new AndSource(parts), terms, parts };
   }
 
   /**
@@ -69,36 +81,39 @@ export class MatchSet {
    * Big exact sets are bounded from their largest posting run without reading it.
    */
   count(level: Level, cap: number): MatchCount {
-    const { source, terms, sources } = this.level(level);
+    const { source, terms, parts } = this.level(level);
     if (source === null || terms === null) return { count: 0, exact: true };
-    const exactLevel = level === "exact";
-    if (exactLevel && !this.matcher.hasFilter) {
+    if (!this.matcher.hasFilter) {
       // Every member matches: the largest run, less the documents the version replaced, is a
       // lower bound; past the cap the set need not be read.
-      const bound = Math.max(...sources.map(largestRun)) - this.shadowed;
+      const bound = largestRun(source) - this.shadowed;
       if (bound >= cap) return { count: bound, exact: false };
+      if (this.shadowed === 0) {
+        const inputs = parts!.map((p) => p.runs());
+        if (inputs.every((runs) => runs !== null)) return countByBitmap(inputs as RunSource[][], this.documents, cap);
+      }
     }
     const matcher = this.matcher;
     const filterDocs = this.driver(source);
     if (filterDocs !== null) {
-      // Exact members all match: a candidate is in the set when the query's postings hold it (a
-      // seek) and it passes the filter and the version. With typos, each is matched in full.
+      // A candidate is in the set when the level's postings hold it (a seek) and it passes the
+      // filter and the version.
       const docs = filterDocs.docs();
-      const query = exactLevel ? source.open() : null;
+      const query = source.open();
       let count = 0;
       for (let i = 0; i < docs.length; i++) {
         const doc = docs[i]!;
-        if (query !== null && query.seek(doc) !== doc) continue;
-        if (matcher.rank(doc, terms, exactLevel) < 0) continue;
+        if (query.seek(doc) !== doc) continue;
+        if (matcher.rank(doc, terms, true) < 0) continue;
         if (++count >= cap) return { count, exact: false };
       }
       return { count, exact: true };
     }
     const it = source.open();
     let count = 0;
-    const check = exactLevel && !matcher.restricts ? null : terms;
+    const check = matcher.restricts;
     for (let doc = it.next(); doc !== END; doc = it.next()) {
-      if (check !== null && matcher.rank(doc, check, exactLevel) < 0) continue;
+      if (check && matcher.rank(doc, terms, true) < 0) continue;
       if (++count >= cap) return { count, exact: false };
     }
     return { count, exact: true };
@@ -111,25 +126,31 @@ export class MatchSet {
   collect(level: Level, ranks: boolean): { docs: Uint32Array; ranks: Uint32Array | null } {
     const { source, terms } = this.level(level);
     if (source === null || terms === null) return { docs: new Uint32Array(0), ranks: null };
-    const exactLevel = level === "exact";
     const matcher = this.matcher;
-    const check = exactLevel && !matcher.restricts && !ranks ? null : terms;
+    // Members match: only the filter and the version are checked, unless ranks need the full match.
+    const check = ranks || matcher.restricts;
     // Sized by the source's bound (at most every document): one allocation, not a doubling series.
     let docs = new Uint32Array(Math.max(16, Math.min(this.documents, source.count(0, END))));
     let packed = ranks ? new Uint32Array(docs.length) : null;
     let n = 0;
-    const filterDocs = this.driver(source);
-    const candidates = filterDocs?.docs();
+    const candidates = this.driver(source)?.docs();
+    const it = source.open();
     let next = 0;
-    const it = candidates === undefined ? source.open() : null;
-    const step = it !== null ? () => it.next() : () => (next < candidates!.length ? candidates![next++]! : END);
+    // From the filter's candidates, those the level's postings hold (a seek); else the postings.
+    const step =
+      candidates === undefined
+        ? () => it.next()
+        : () => {
+            while (next < candidates.length) {
+              const doc = candidates[next++]!;
+              if (it.seek(doc) === doc) return doc;
+            }
+            return END;
+          };
     for (let doc = step(); doc !== END; doc = step()) {
       let rank = 0;
-      if (candidates !== undefined) {
-        rank = matcher.rank(doc, terms);
-        if (rank < 0) continue;
-      } else if (check !== null) {
-        rank = matcher.rank(doc, check, exactLevel && !ranks);
+      if (check) {
+        rank = matcher.rank(doc, terms, !ranks);
         if (rank < 0) continue;
       }
       if (n === docs.length) {
@@ -158,4 +179,97 @@ function largestRun(source: Source): number {
   let most = 0;
   for (const run of runs) if (run.size > most) most = run.size;
   return most;
+}
+
+/** Reused bitmaps (one word per 32 documents), cleared after each use. */
+const scratch: Uint32Array[] = [];
+
+function bitmap(i: number, words: number): Uint32Array {
+  if ((scratch[i]?.length ?? 0) < words) scratch[i] = new Uint32Array(words);
+  return scratch[i]!;
+}
+
+/**
+ * The size of the intersection of unions of runs, counted in bitmaps in tight loops over the runs
+ * (cheaper than merging many runs and leapfrogging): the smallest input is marked, each next one
+ * keeps the marked documents it holds, and the last counts them, stopping at the cap.
+ */
+function countByBitmap(inputs: RunSource[][], documents: number, cap: number): MatchCount {
+  const words = (documents + 31) >>> 5;
+  const size = (runs: RunSource[]) => runs.reduce((sum, r) => sum + r.size, 0);
+  const order = inputs.map((runs) => ({ runs, size: size(runs) })).sort((a, b) => a.size - b.size);
+  const rest = order.slice(1);
+  if (
+    rest.length > 0 &&
+    rest.every((input) => input.runs.length <= 4) &&
+    order[0]!.size * 16 < rest.reduce((sum, input) => sum + input.size, 0)
+  ) {
+    return countByProbing(
+      order[0]!.runs,
+      rest.map((input) => input.runs),
+      cap,
+    );
+  }
+  let current = order.length > 1 ? bitmap(0, words) : null;
+  let count = 0;
+  let capped = false;
+  if (current !== null) {
+    for (const run of order[0]!.runs) {
+      const { values, end } = run;
+      for (let i = run.start; i < end; i++) current[values[i]! >>> 5]! |= 1 << (values[i]! & 31);
+    }
+  }
+  for (let k = current === null ? 0 : 1; k < order.length && !capped; k++) {
+    const last = k === order.length - 1;
+    const next = bitmap(current === scratch[1] ? 2 : 1, words);
+    // The largest runs first: at the last input the cap is reached sooner.
+    const runs = last ? [...order[k]!.runs].sort((a, b) => b.size - a.size) : order[k]!.runs;
+    outer: for (const run of runs) {
+      const { values, end } = run;
+      for (let i = run.start; i < end; i++) {
+        const doc = values[i]!;
+        const word = doc >>> 5;
+        const bit = 1 << (doc & 31);
+        if ((current === null || (current[word]! & bit) !== 0) && (next[word]! & bit) === 0) {
+          next[word]! |= bit;
+          if (last && ++count >= cap) {
+            capped = true;
+            break outer;
+          }
+        }
+      }
+    }
+    if (current !== null) current.fill(0, 0, words);
+    current = next;
+  }
+  current?.fill(0, 0, words);
+  return { count, exact: !capped };
+}
+
+/**
+ * The intersection counted from its smallest input, each of whose documents is looked up in the
+ * other inputs' few runs by binary search from a cursor that only moves forward: much cheaper than
+ * a bitmap when one input is rare (a rare word next to a common prefix).
+ */
+function countByProbing(smallest: RunSource[], others: RunSource[][], cap: number): MatchCount {
+  const it = new UnionSource(smallest).open();
+  const cursors = others.map((runs) => runs.map((r) => r.start));
+  let count = 0;
+  for (let doc = it.next(); doc !== END; doc = it.next()) {
+    let all = true;
+    for (let k = 0; k < others.length && all; k++) {
+      const runs = others[k]!;
+      const at = cursors[k]!;
+      let found = false;
+      for (let r = 0; r < runs.length; r++) {
+        const run = runs[r]!;
+        const p = lowerBound(run.values, at[r]!, run.end, doc);
+        at[r] = p;
+        if (p < run.end && run.values[p] === doc) found = true;
+      }
+      all = found;
+    }
+    if (all && ++count >= cap) return { count, exact: false };
+  }
+  return { count, exact: true };
 }
