@@ -43,7 +43,9 @@ for (let i = 0; i < records.length; i += 10_000) await writer.add(records.slice(
 await writer.commit();
 
 const search = async (query: string): Promise<string[]> =>
-  (await engine.search(INDEX, "1", { query, scope: "title", weighted: true, limit: 10 })).map((hit) => hit.record.id);
+  (await engine.search(INDEX, "1", { query, scope: "title", weighted: true, limit: 10 })).hits.map(
+    (hit) => hit.record.id,
+  );
 
 const prefixCells = new Map<number, Cell>();
 for (const length of PREFIX_LENGTHS) {

@@ -78,7 +78,7 @@ async function runEmbedded(dataset: string, queries: BenchQuery[]): Promise<Engi
       typoAnswers.push(null);
       continue;
     }
-    const hits = await engine.search(INDEX, "1", q.request);
+    const { hits } = await engine.search(INDEX, "1", q.request);
     typoAnswers.push({ hits: hits.length, intended: hits.some((h) => matchesIntended(q.intended!, h.record.title)) });
   }
 
@@ -208,7 +208,7 @@ async function verify(engine: SearchEngine, dataset: string, queries: BenchQuery
   let typoMismatches = 0;
   for (const t of tops) {
     const expected = toHits(withoutTyposIfExact(t.top.sorted()));
-    const got = await engine.search(INDEX, "1", t.q.request);
+    const { hits: got } = await engine.search(INDEX, "1", t.q.request);
     const same =
       got.length === expected.length &&
       got.every(

@@ -25,11 +25,35 @@ export type { VersionId };
 
 export type FilterComparison = "=" | "!=" | "<" | "<=" | ">" | ">=";
 
-/** Filter over numeric and boolean fields of `data`, parsed from e.g. `data.price<20 && data.inStock=true`. */
+/** A literal in a filter: strings compare with `=` and `!=` only (docs/api.md, Filters). */
+export type FilterValue = number | boolean | string;
+
+/**
+ * Filter over fields of `data`, parsed from e.g. `data.price<20 && data.brand="Acme"` by
+ * search/filter.ts, whose matchesFilter is the meaning every adapter must reproduce. A field that
+ * is an array matches a comparison or `in` when any of its elements does.
+ */
 export type FilterExpr =
   | { kind: "and" | "or"; args: FilterExpr[] }
   | { kind: "not"; arg: FilterExpr }
-  | { kind: "cmp"; path: string[]; op: FilterComparison; value: number | boolean };
+  | { kind: "cmp"; path: string[]; op: FilterComparison; value: FilterValue }
+  /** The field equals one of the values (an array field: contains one of them). */
+  | { kind: "in"; path: string[]; values: FilterValue[] }
+  /** The field is present and not null. */
+  | { kind: "exists"; path: string[] };
+
+/** Facet counts asked for one field of `data`. */
+export interface FacetRequest {
+  path: string[];
+  /** How many of the most frequent values to return, 1..100. */
+  maxValues: number;
+}
+
+/** Sort by one field of `data` after the lexical tiers, in place of weight; records without it last. */
+export interface SortRequest {
+  path: string[];
+  direction: "asc" | "desc";
+}
 
 export interface SearchRequest {
   /** Raw user input; the engine normalises and tokenises it (docs/ranking.md, Tokens). */
@@ -41,6 +65,11 @@ export interface SearchRequest {
   filter?: FilterExpr;
   /** 1..100 */
   limit: number;
+  /** Hits of the ranked list to skip before the first returned, 0..1000; absent means 0. */
+  offset?: number;
+  /** Facet counts over every record the query and filter match (not only the page). */
+  facets?: FacetRequest[];
+  sort?: SortRequest;
   /**
    * Whether query tokens may match with typos (docs/ranking.md, Typos); absent means yes. Exact
    * matches always rank above matches with typos.
@@ -52,6 +81,29 @@ export interface SearchHit {
   record: SearchRecord;
   /** Great-circle distance to the query point, when geo was given and the record has coordinates. */
   distanceMeters?: number;
+}
+
+export interface FacetValueCount {
+  value: string | number | boolean;
+  count: number;
+}
+
+export interface FacetResult {
+  path: string[];
+  /** The most frequent values (an array field counts each distinct element once per record), count descending, then value. */
+  values: FacetValueCount[];
+  /** Smallest and largest numeric value among the matched records, when any is numeric. */
+  stats?: { min: number; max: number };
+}
+
+/** One page of a search, with what is known of the whole set of matches. */
+export interface SearchPage {
+  hits: SearchHit[];
+  /** Records the query and filter match (at least this many when totalHitsExact is false). */
+  totalHits: number;
+  totalHitsExact: boolean;
+  /** One entry per requested facet, in request order; absent when none were requested. */
+  facets?: FacetResult[];
 }
 
 /** One record-level change creating a minor version. */
@@ -117,7 +169,7 @@ export interface SearchEngine {
   /** Versions the engine holds, for reconciliation at start-up. */
   versions(indexKey: string): Promise<EngineVersionInfo[]>;
 
-  search(indexKey: string, version: VersionId, request: SearchRequest): Promise<SearchHit[]>;
+  search(indexKey: string, version: VersionId, request: SearchRequest): Promise<SearchPage>;
   get(indexKey: string, version: VersionId, id: string): Promise<SearchRecord | null>;
   count(indexKey: string, version: VersionId): Promise<number>;
 }

@@ -1,6 +1,8 @@
-// The search `filter` parameter: comparisons over numeric and boolean fields of `data`, combined
-// with && (binds tighter), ||, ! and parentheses, e.g. `data.price<20 && data.inStock=true`.
-import type { FilterComparison, FilterExpr } from "../ports/engine.ts";
+// The search `filter` parameter: comparisons over fields of `data` (numbers, booleans, strings;
+// arrays match when any element does), `IN [...]` lists and `EXISTS`, combined with && (binds
+// tighter), ||, ! and parentheses, e.g. `data.price<20 && data.brand IN ["Acme", "Bolt"]`.
+// matchesFilter is the meaning every engine adapter reproduces (docs/api.md, Filter syntax).
+import type { FilterComparison, FilterExpr, FilterValue } from "../ports/engine.ts";
 
 export class FilterSyntaxError extends Error {
   /** 0-based offset into the filter text where parsing stopped. */
@@ -8,7 +10,8 @@ export class FilterSyntaxError extends Error {
   readonly expected: string;
 
   constructor(position: number, expected: string, found: string) {
-    super(`filter: at character ${position + 1}: expected ${expected}, found ${found}`);
+    // No "filter:" prefix: the service names the parameter when it reports the error.
+    super(`at character ${position + 1}: expected ${expected}, found ${found}`);
     this.name = "FilterSyntaxError";
     this.position = position;
     this.expected = expected;
@@ -16,10 +19,13 @@ export class FilterSyntaxError extends Error {
 }
 
 const MAX_NESTING = 64;
+/** Most literals of one `IN [...]` list. */
+export const MAX_IN_VALUES = 100;
 const OPERATORS: FilterComparison[] = ["<=", ">=", "!=", "=", "<", ">"];
 const NUMBER = /-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
 const NAME = /[\p{L}\p{N}_$-]+/uy;
 const QUOTED = /"(?:[^"\\]|\\.)*"/y;
+const WORD_CHAR = /[\p{L}\p{N}_]/u;
 
 class Parser {
   private pos = 0;
@@ -58,6 +64,9 @@ class Parser {
     } else if (this.eat("(")) {
       expr = this.parseOr();
       if (!this.eat(")")) this.fail(") or && or ||");
+    } else if (this.keyword("exists")) {
+      this.skipSpace();
+      expr = { kind: "exists", path: this.parsePath("a field path starting with data. after EXISTS") };
     } else {
       expr = this.parseComparison();
     }
@@ -65,24 +74,50 @@ class Parser {
     return expr;
   }
 
-  private parseComparison(): FilterExpr {
-    this.skipSpace();
-    if (!this.text.startsWith("data", this.pos) || this.text[this.pos + 4] !== ".") {
-      this.fail("a field path starting with data. (e.g. data.price), ! or (");
-    }
+  private parsePath(expected: string): string[] {
+    if (!this.text.startsWith("data", this.pos) || this.text[this.pos + 4] !== ".") this.fail(expected);
     this.pos += 5;
     const path = [this.parseSegment()];
     while (this.text[this.pos] === ".") {
       this.pos++;
       path.push(this.parseSegment());
     }
+    return path;
+  }
+
+  private parseComparison(): FilterExpr {
     this.skipSpace();
+    const path = this.parsePath("a field path starting with data. (e.g. data.price), EXISTS, ! or (");
+    this.skipSpace();
+    if (this.keyword("in")) return { kind: "in", path, values: this.parseList() };
     const op = OPERATORS.find((o) => this.text.startsWith(o, this.pos));
-    if (op === undefined) this.fail("a comparison operator (=, !=, <, <=, >, >=)");
+    if (op === undefined) this.fail("a comparison operator (=, !=, <, <=, >, >=) or IN");
     this.pos += op.length;
     this.skipSpace();
     const value = this.parseValue(op);
     return { kind: "cmp", path, op, value };
+  }
+
+  /** `[v1, v2, ...]` after IN: 1 to MAX_IN_VALUES literals. */
+  private parseList(): FilterValue[] {
+    this.skipSpace();
+    if (this.text[this.pos] !== "[") this.fail("[ after IN");
+    this.pos++;
+    this.skipSpace();
+    const values: FilterValue[] = [];
+    while (true) {
+      if (values.length === MAX_IN_VALUES) this.fail(`] (at most ${MAX_IN_VALUES} values after IN)`);
+      values.push(this.parseValue("="));
+      this.skipSpace();
+      if (this.text[this.pos] === ",") {
+        this.pos++;
+        this.skipSpace();
+        continue;
+      }
+      if (this.text[this.pos] !== "]") this.fail(", or ]");
+      this.pos++;
+      return values;
+    }
   }
 
   private parseSegment(): string {
@@ -93,18 +128,39 @@ class Parser {
     return name;
   }
 
-  private parseValue(op: FilterComparison): number | boolean {
+  /** A literal: number, true, false or a JSON string; `op` decides which are allowed. */
+  private parseValue(op: FilterComparison): FilterValue {
+    const ordered = op !== "=" && op !== "!=";
     for (const literal of [true, false]) {
       const word = String(literal);
-      if (this.text.startsWith(word, this.pos) && !/[\p{L}\p{N}_]/u.test(this.text[this.pos + word.length] ?? "")) {
-        if (op !== "=" && op !== "!=") this.fail(`a number after ${op} (booleans compare only with = and !=)`);
+      if (this.text.startsWith(word, this.pos) && !WORD_CHAR.test(this.text[this.pos + word.length] ?? "")) {
+        if (ordered) this.fail(`a number after ${op} (booleans and strings compare only with = and !=)`);
         this.pos += word.length;
         return literal;
       }
     }
+    if (this.text[this.pos] === '"') {
+      if (ordered) this.fail(`a number after ${op} (booleans and strings compare only with = and !=)`);
+      const quoted = this.match(QUOTED);
+      if (quoted === null) this.fail('a string closed by "');
+      try {
+        return JSON.parse(quoted) as string;
+      } catch {
+        this.pos -= quoted.length;
+        this.fail('a JSON string (escapes: \\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX)');
+      }
+    }
     const number = this.match(NUMBER);
-    if (number === null) this.fail("a number, true or false");
+    if (number === null) this.fail(ordered ? "a number" : 'a number, true, false or a "string"');
     return Number(number);
+  }
+
+  /** Consumes a case-insensitive keyword not followed by a name character. */
+  private keyword(word: string): boolean {
+    const at = this.text.slice(this.pos, this.pos + word.length);
+    if (at.toLowerCase() !== word || WORD_CHAR.test(this.text[this.pos + word.length] ?? "")) return false;
+    this.pos += word.length;
+    return true;
   }
 
   private match(pattern: RegExp): string | null {
@@ -149,8 +205,21 @@ export function resolvePath(data: unknown, path: readonly string[]): unknown {
   return value;
 }
 
-/** A comparison holds only when the field exists with the literal's type (number or boolean). */
-export function compareValue(actual: unknown, op: FilterComparison, expected: number | boolean): boolean {
+/** Whether a value counts as a filter or facet value: a string, a boolean or a finite number. */
+export function isFilterValue(value: unknown): value is FilterValue {
+  return (
+    typeof value === "string" || typeof value === "boolean" || (typeof value === "number" && Number.isFinite(value))
+  );
+}
+
+/** A scalar's values, or an array's elements that are values (nested arrays and objects are not). */
+export function valuesAt(actual: unknown): FilterValue[] {
+  if (Array.isArray(actual)) return actual.filter(isFilterValue);
+  return isFilterValue(actual) ? [actual] : [];
+}
+
+/** One value against a literal: false unless both have the same type. */
+export function compareValue(actual: unknown, op: FilterComparison, expected: FilterValue): boolean {
   if (typeof actual !== typeof expected) return false;
   if (typeof actual === "number" && !Number.isFinite(actual)) return false;
   const a = actual as number;
@@ -171,6 +240,25 @@ export function compareValue(actual: unknown, op: FilterComparison, expected: nu
   }
 }
 
+/**
+ * A comparison on the field's value(s) (a scalar, or the elements of an array): it holds only for
+ * values of the literal's type; `=` and the orderings when any of them holds, `!=` when there is
+ * at least one and none equals the literal.
+ */
+export function compareField(actual: unknown, op: FilterComparison, expected: FilterValue): boolean {
+  const values = valuesAt(actual);
+  if (op === "!=") {
+    let typed = false;
+    for (const v of values) {
+      if (typeof v !== typeof expected) continue;
+      if (v === expected) return false;
+      typed = true;
+    }
+    return typed;
+  }
+  return values.some((v) => compareValue(v, op, expected));
+}
+
 export function matchesFilter(expr: FilterExpr, data: unknown): boolean {
   switch (expr.kind) {
     case "and":
@@ -180,6 +268,14 @@ export function matchesFilter(expr: FilterExpr, data: unknown): boolean {
     case "not":
       return !matchesFilter(expr.arg, data);
     case "cmp":
-      return compareValue(resolvePath(data, expr.path), expr.op, expr.value);
+      return compareField(resolvePath(data, expr.path), expr.op, expr.value);
+    case "in": {
+      const values = valuesAt(resolvePath(data, expr.path));
+      return values.some((v) => expr.values.includes(v));
+    }
+    case "exists": {
+      const value = resolvePath(data, expr.path);
+      return value !== undefined && value !== null;
+    }
   }
 }

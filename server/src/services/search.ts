@@ -80,7 +80,7 @@ export class SearchService {
     const version = await this.versions.resolve(ref, params.version);
     const scope = params.scope ?? "title";
     const typoTolerance = params.typoTolerance ?? true;
-    const hits = await this.engine.search(ref.id, version, {
+    const { hits } = await this.engine.search(ref.id, version, {
       query: params.query,
       scope,
       weighted: params.weighted ?? false,

@@ -54,8 +54,12 @@ export function describeEngineConformance(name: string, open: OpenEngine): void 
       return key;
     }
 
-    const search = (key: string, query: string, extra: Partial<SearchRequest> = {}, version = "1") =>
+    /** The whole page of a search. */
+    const page = (key: string, query: string, extra: Partial<SearchRequest> = {}, version = "1") =>
       engine.search(key, version, request(query, extra));
+    /** The hits of a search. */
+    const search = (key: string, query: string, extra: Partial<SearchRequest> = {}, version = "1") =>
+      page(key, query, extra, version).then((p) => p.hits);
 
     it("answers ping once open", async () => {
       expect(await engine.ping()).toBe(true);
@@ -350,14 +354,261 @@ export function describeEngineConformance(name: string, open: OpenEngine): void 
 
       it("never matches a comparison on a missing field or a field of another type", async () => {
         const all = (text: string) =>
-          engine.search(key, "1", request("house", { filter: parseFilter(text) })).then(ids);
+          engine.search(key, "1", request("house", { filter: parseFilter(text) })).then((p) => ids(p.hits));
         expect(await all("data.inStock=false")).toEqual([]);
         expect(await all("data.inStock!=true")).toEqual([]);
         expect(await all("data.price!=1")).toEqual(["none"]);
         const cafe = (text: string) =>
-          engine.search(key, "1", request("garden", { filter: parseFilter(text) })).then(ids);
+          engine.search(key, "1", request("garden", { filter: parseFilter(text) })).then((p) => ids(p.hits));
         expect(await cafe("data.price<100")).toEqual([]); // "12" is a string
         expect(await cafe("data.stock.count=3")).toEqual(["arr"]);
+      });
+    });
+
+    describe("string filters, arrays, EXISTS, facets, totals, pages and sort", () => {
+      // Every title is "Shoe": the query matches all of them equally, so ties fall to the id.
+      const shoes: SearchRecord[] = [
+        {
+          id: "a",
+          title: "Shoe",
+          weight: 100,
+          data: { brand: "Acme", colors: ["red", "blue"], sizes: [40, 42], price: 50, inStock: true },
+        },
+        { id: "b", title: "Shoe", data: { brand: "ACME", colors: ["blue"], sizes: [38], price: 20, inStock: false } },
+        { id: "c", title: "Shoe", data: { brand: "Bolt", colors: [], price: 35, inStock: true } },
+        {
+          id: "d",
+          title: "Shoe",
+          data: {
+            brand: "Acme",
+            colors: ["green", "red", "red"],
+            price: "cheap",
+            inStock: true,
+            meta: { origin: "IT" },
+          },
+        },
+        { id: "e", title: "Shoe", data: { colors: "red", price: 5 } },
+        { id: "f", title: "Shoe", data: { brand: null, price: 80, meta: {} } },
+        {
+          id: "g",
+          title: "Shoe",
+          data: { brand: "Zeta", sizes: [42, 44], price: 20, inStock: false, meta: { origin: "FR" } },
+        },
+        { id: "x", title: "Boot", data: { brand: "Acme", colors: ["red"], price: 1 } },
+      ];
+      let key: string;
+      beforeAll(async () => {
+        key = await indexWith(shoes);
+      });
+      const filtered = async (text: string) => {
+        const result = await page(key, "shoe", { filter: parseFilter(text), limit: 20 });
+        expect(result.totalHits, text).toBe(result.hits.length);
+        return ids(result.hits).sort().join("");
+      };
+      const facet = (path: string, maxValues = 10) => ({ path: path.split("."), maxValues });
+
+      it("compares strings exactly, case included, with = and !=", async () => {
+        expect(await filtered('data.brand="Acme"')).toBe("ad");
+        expect(await filtered('data.brand="acme"')).toBe("");
+        expect(await filtered('data.brand="ACME"')).toBe("b");
+        // != needs a value of the literal's type: e lacks brand, f's is null.
+        expect(await filtered('data.brand!="Acme"')).toBe("bcg");
+        expect(await filtered('!(data.brand="Acme")')).toBe("bcefg");
+        expect(await filtered('data.price="cheap"')).toBe("d");
+        expect(await filtered("data.price<100")).toBe("abcefg");
+        expect(await filtered('data.meta.origin="IT" || data.meta.origin="FR"')).toBe("dg");
+      });
+
+      it("matches arrays when any element does, and != only when none does", async () => {
+        expect(await filtered('data.colors="red"')).toBe("ade");
+        expect(await filtered('data.colors="blue" && data.colors="red"')).toBe("a");
+        expect(await filtered('data.colors!="red"')).toBe("b");
+        expect(await filtered("data.sizes>=42")).toBe("ag");
+        expect(await filtered("data.sizes<40")).toBe("b");
+        expect(await filtered("data.sizes=42 && data.price=20")).toBe("g");
+        expect(await filtered("data.sizes!=42")).toBe("b");
+      });
+
+      it("matches IN lists of strings, numbers and booleans, mixed, against scalars and arrays", async () => {
+        expect(await filtered('data.brand IN ["ACME", "Zeta", "none"]')).toBe("bg");
+        expect(await filtered('data.colors in ["green", "blue"]')).toBe("abd");
+        expect(await filtered('data.sizes IN [38, "42"]')).toBe("b");
+        expect(await filtered("data.inStock IN [false]")).toBe("bg");
+        expect(await filtered('data.price IN [5, "cheap", 1]')).toBe("de");
+        expect(await filtered('!(data.brand IN ["Acme"])')).toBe("bcefg");
+      });
+
+      it("holds EXISTS for any value but null, empty arrays and objects included", async () => {
+        expect(await filtered("EXISTS data.brand")).toBe("abcdg");
+        expect(await filtered("exists data.meta")).toBe("dfg");
+        expect(await filtered("EXISTS data.colors")).toBe("abcde");
+        expect(await filtered("EXISTS data.meta.origin")).toBe("dg");
+        expect(await filtered("!EXISTS data.brand")).toBe("ef");
+        expect(await filtered("EXISTS data.nothing")).toBe("");
+      });
+
+      it("counts every match in totalHits and pages through them with offset", async () => {
+        const first = await page(key, "shoe", { limit: 3 });
+        expect(first.totalHits).toBe(7);
+        expect(first.totalHitsExact).toBe(true);
+        const pages = [first];
+        for (const offset of [3, 6]) pages.push(await page(key, "shoe", { limit: 3, offset }));
+        expect(pages.map((p) => ids(p.hits))).toEqual([["a", "b", "c"], ["d", "e", "f"], ["g"]]);
+        expect(pages.map((p) => p.totalHits)).toEqual([7, 7, 7]);
+        const past = await page(key, "shoe", { limit: 3, offset: 10 });
+        expect(past.hits).toEqual([]);
+        expect(past.totalHits).toBe(7);
+        expect((await page(key, "nothingmatches")).totalHits).toBe(0);
+        expect((await page(key, "shoe", { filter: parseFilter('data.brand="Acme"') })).totalHits).toBe(2);
+        // Facets leave out nothing either: the same total.
+        expect((await page(key, "shoe", { limit: 1, facets: [facet("brand")] })).totalHits).toBe(7);
+      });
+
+      it("counts facet values over every match, most frequent first, then numbers, booleans, strings", async () => {
+        const result = await page(key, "shoe", {
+          limit: 1,
+          facets: [
+            facet("brand"),
+            facet("colors"),
+            facet("sizes"),
+            facet("price", 3),
+            facet("inStock"),
+            facet("nothing"),
+          ],
+        });
+        expect(result.hits).toHaveLength(1);
+        expect(result.facets).toEqual([
+          {
+            path: ["brand"],
+            values: [
+              { value: "Acme", count: 2 },
+              { value: "ACME", count: 1 },
+              { value: "Bolt", count: 1 },
+              { value: "Zeta", count: 1 },
+            ],
+          },
+          {
+            path: ["colors"],
+            values: [
+              { value: "red", count: 3 },
+              { value: "blue", count: 2 },
+              { value: "green", count: 1 },
+            ],
+          },
+          {
+            path: ["sizes"],
+            values: [
+              { value: 42, count: 2 },
+              { value: 38, count: 1 },
+              { value: 40, count: 1 },
+              { value: 44, count: 1 },
+            ],
+            stats: { min: 38, max: 44 },
+          },
+          {
+            path: ["price"],
+            values: [
+              { value: 20, count: 2 },
+              { value: 5, count: 1 },
+              { value: 35, count: 1 },
+            ],
+            stats: { min: 5, max: 80 },
+          },
+          {
+            path: ["inStock"],
+            values: [
+              { value: true, count: 3 },
+              { value: false, count: 2 },
+            ],
+          },
+          { path: ["nothing"], values: [] },
+        ]);
+      });
+
+      it("counts facets within the filter, and a counted value filters exactly the records it counted", async () => {
+        const within = await page(key, "shoe", {
+          filter: parseFilter('data.colors="red"'),
+          facets: [facet("brand"), facet("price")],
+        });
+        expect(within.totalHits).toBe(3);
+        expect(within.facets).toEqual([
+          { path: ["brand"], values: [{ value: "Acme", count: 2 }] },
+          {
+            path: ["price"],
+            values: [
+              { value: 5, count: 1 },
+              { value: 50, count: 1 },
+              { value: "cheap", count: 1 },
+            ],
+            stats: { min: 5, max: 50 },
+          },
+        ]);
+        const all = await page(key, "shoe", { facets: [facet("brand")] });
+        for (const { value, count } of all.facets![0]!.values) {
+          const back = await page(key, "shoe", { filter: parseFilter(`data.brand=${JSON.stringify(value)}`) });
+          expect(back.totalHits, String(value)).toBe(count);
+        }
+      });
+
+      it("counts the version's changed records and leaves out deleted ones", async () => {
+        const versioned = await indexWith(shoes);
+        await engine.applyChange(versioned, {
+          version: "1.1",
+          parent: "1",
+          upserts: [
+            { id: "h", title: "Shoe", data: { brand: "Bolt", price: 20 } },
+            { id: "b", title: "Shoe", data: { brand: "Bolt", colors: "blue" } },
+          ],
+          deletes: ["a"],
+        });
+        const result = await page(versioned, "shoe", { facets: [facet("brand"), facet("price", 2)] }, "1.1");
+        expect(result.totalHits).toBe(7);
+        expect(result.facets).toEqual([
+          {
+            path: ["brand"],
+            values: [
+              { value: "Bolt", count: 3 },
+              { value: "Acme", count: 1 },
+              { value: "Zeta", count: 1 },
+            ],
+          },
+          {
+            path: ["price"],
+            values: [
+              { value: 20, count: 2 },
+              { value: 5, count: 1 },
+            ],
+            stats: { min: 5, max: 80 },
+          },
+        ]);
+        const filtered = await page(versioned, "shoe", { filter: parseFilter('data.brand="Bolt"') }, "1.1");
+        expect(filtered.totalHits).toBe(3);
+        expect(new Set(ids(filtered.hits))).toEqual(new Set(["b", "c", "h"]));
+      });
+
+      it("sorts by a number or string field, numbers before strings, records without it last", async () => {
+        const sorted = async (path: string, direction: "asc" | "desc", extra: Partial<SearchRequest> = {}) =>
+          ids((await page(key, "shoe", { sort: { path: path.split("."), direction }, ...extra })).hits);
+        expect(await sorted("price", "asc")).toEqual(["e", "b", "g", "c", "a", "f", "d"]);
+        expect(await sorted("price", "desc")).toEqual(["f", "a", "c", "b", "g", "e", "d"]);
+        // In place of weight: weighted is ignored.
+        expect(await sorted("price", "asc", { weighted: true })).toEqual(["e", "b", "g", "c", "a", "f", "d"]);
+        expect(await sorted("brand", "asc")).toEqual(["b", "a", "d", "c", "g", "e", "f"]);
+        expect(await sorted("brand", "desc")).toEqual(["g", "c", "a", "d", "b", "e", "f"]);
+        // Arrays are not sorted by: only e's scalar counts.
+        expect(await sorted("colors", "asc")).toEqual(["e", "a", "b", "c", "d", "f", "g"]);
+        expect(await sorted("meta.origin", "desc", { limit: 2, offset: 1 })).toEqual(["g", "a"]);
+      });
+
+      it("sorts after the lexical tiers: a better tier wins over a better sort value", async () => {
+        const tiers = await indexWith([
+          { id: "start-dear", title: "Lamp Deluxe", data: { price: 90 } },
+          { id: "start-cheap", title: "Lamp", data: { price: 10 } },
+          { id: "later-cheapest", title: "Desk Lamp", data: { price: 1 } },
+          { id: "start-none", title: "Lamp Basic" },
+        ]);
+        const result = await page(tiers, "lamp", { sort: { path: ["price"], direction: "asc" } });
+        expect(ids(result.hits)).toEqual(["start-cheap", "start-dear", "start-none", "later-cheapest"]);
       });
     });
 

@@ -9,15 +9,9 @@ import { afterEach, describe, expect, it } from "vitest";
 import { createEmbeddedEngine, type EmbeddedEngineOptions } from "../../src/engine/embedded/index.ts";
 import type { FilterExpr, RecordChange, SearchEngine, SearchRecord, SearchRequest } from "../../src/ports/engine.ts";
 import { parseFilter } from "../../src/search/filter.ts";
-import {
-  compareScores,
-  prepareRecord,
-  queryTokens,
-  scoreRecord,
-  toHits,
-  withoutTyposIfExact,
-  type PreparedRecord,
-} from "./reference.ts";
+import { INDEX_FILE, type SegmentMeta } from "../../src/engine/embedded/segment/meta.ts";
+import { openSegmentFile, writeSegmentFile } from "../../src/engine/embedded/segment/segment-file.ts";
+import { prepareRecord, referencePage, type PreparedRecord } from "./reference.ts";
 import { random } from "../support/random.ts";
 
 const dirs: string[] = [];
@@ -97,6 +91,15 @@ function makeRecords(rand: () => number, count: number, prefix = ""): SearchReco
         tags: [pick(WORDS), pick(["alpha", "beta"])],
       },
     };
+    // Fields some records lack, arrays, nulls, mixed types, case variants (filters and facets).
+    const data = record.data!;
+    if (rand() < 0.8) data.brand = pick(["Acme", "ACME", "acme", "Bolt", "Çafé", "😀x", "\uff5e"]);
+    if (rand() < 0.6)
+      data.colors = Array.from({ length: Math.floor(rand() * 4) }, () => pick(["red", "blue", "Rio", "green"]));
+    if (rand() < 0.4) data.sizes = Array.from({ length: 1 + Math.floor(rand() * 3) }, () => Math.floor(rand() * 6));
+    if (rand() < 0.3) data.rating = pick([1, 2.5, "2.5", true, null, [3, "x"], { n: 1 }]);
+    if (rand() < 0.1) data.details = null;
+    if (rand() < 0.05) data.empty = pick([[], {}]);
     if (rand() < 0.7) record.weight = 1 + Math.floor(rand() * 4) * (rand() < 0.2 ? 1000 : 1);
     if (rand() < 0.75) {
       // Few distinct places, so equal distances (ties broken by id) happen.
@@ -114,7 +117,31 @@ const FILTERS = [
   "data.inStock=true && data.price>=10",
   "!(data.details.size>=2) || data.inStock=false",
   "data.details.size=3",
+  'data.brand="Acme"',
+  'data.brand!="Acme"',
+  'data.brand IN ["acme", "Bolt", "nothing"]',
+  'data.colors="red"',
+  'data.colors!="red"',
+  'data.colors IN ["blue", "green"] && data.price>20',
+  "data.sizes>=4",
+  "data.sizes!=2",
+  "data.sizes IN [0, 5]",
+  "data.rating=2.5",
+  'data.rating="2.5" || data.rating=true',
+  "data.rating!=1",
+  'data.details.size="10"',
+  "EXISTS data.rating",
+  "!EXISTS data.brand",
+  "EXISTS data.details && !(EXISTS data.details.color)",
+  "EXISTS data.empty",
+  'data.brand="\uff5e" || data.brand="😀x"',
+  'data.missing="x" || !(data.missing IN [1])',
+  'data.brand="nobody has this" || data.price=3',
+  'data.colors IN ["nobody", "has", "these"]',
 ];
+
+const SORT_PATHS = [["price"], ["brand"], ["rating"], ["details", "size"], ["colors"], ["missing"]];
+const FACET_PATHS = [["brand"], ["colors"], ["sizes"], ["rating"], ["details", "size"], ["inStock"], ["details"]];
 
 function makeRequests(rand: () => number, count: number): SearchRequest[] {
   const pick = <T>(xs: readonly T[]) => xs[Math.floor(rand() * xs.length)]!;
@@ -146,21 +173,23 @@ function makeRequests(rand: () => number, count: number): SearchRequest[] {
       limit: 1 + Math.floor(rand() * 25),
     };
     if (rand() < 0.5) request.geo = { latitude: -60 + rand() * 120, longitude: -180 + rand() * 360 };
-    if (rand() < 0.2) request.filter = parseFilter(pick(FILTERS)) as FilterExpr;
+    if (rand() < 0.3) request.filter = parseFilter(pick(FILTERS)) as FilterExpr;
     if (rand() < 0.15) request.typoTolerance = false;
+    if (rand() < 0.3) request.offset = Math.floor(rand() * 30);
+    if (rand() < 0.25) request.sort = { path: pick(SORT_PATHS), direction: rand() < 0.5 ? "asc" : "desc" };
+    if (rand() < 0.25) {
+      request.facets = Array.from({ length: 1 + Math.floor(rand() * 3) }, () => ({
+        path: pick(FACET_PATHS),
+        maxValues: 1 + Math.floor(rand() * 8),
+      }));
+    }
     requests.push(request);
   }
   return requests;
 }
 
 function reference(records: Map<string, PreparedRecord>, request: SearchRequest) {
-  const query = queryTokens(request);
-  const scores = [];
-  for (const p of records.values()) {
-    const s = scoreRecord(p, query, request);
-    if (s) scores.push(s);
-  }
-  return toHits(withoutTyposIfExact(scores).sort(compareScores(request.weighted)).slice(0, request.limit));
+  return referencePage(records.values(), request);
 }
 
 async function expectSameAsReference(
@@ -169,11 +198,21 @@ async function expectSameAsReference(
   version: string,
   content: Map<string, PreparedRecord>,
   requests: SearchRequest[],
+  exactUpTo = 10_000,
 ) {
   for (const request of requests) {
-    const got = await engine.search(key, version, request);
-    const expected = reference(content, request);
+    const page = await engine.search(key, version, request);
+    const { hits: got } = page;
+    const wanted = reference(content, request);
+    const expected = wanted.hits;
     const context = `${version} ${JSON.stringify(request)}`;
+    if (page.totalHitsExact) expect(page.totalHits, context).toBe(wanted.totalHits);
+    else {
+      // Past the cap (tests lower it): a lower bound, at least the cap.
+      expect(page.totalHits, context).toBeLessThanOrEqual(wanted.totalHits);
+      expect(page.totalHits, context).toBeGreaterThanOrEqual(exactUpTo + 1);
+    }
+    expect(page.facets, context).toEqual(wanted.facets);
     expect(
       got.map((h) => h.record.id),
       context,
@@ -199,38 +238,77 @@ describe("embedded engine ranking equals the brute-force reference", () => {
     ["one-letter prefix index, merged term runs", { maxPrefix: 1, tuning: { maxUnionTerms: 1, smallStream: 0 } }],
     ["no prefix index beyond two letters, unions of term runs", { maxPrefix: 2, tuning: { maxUnionTerms: 1000 } }],
     ["indexes read into the heap instead of mapped", { mapSegments: false }],
+    ["totals exact only up to 3 matches", { tuning: { exactTotalUpTo: 3 } }],
+    ["whole match sets read from the filter's value postings wherever it bounds them", { tuning: { filterFirst: 0 } }],
+  ];
+  const rewritten: [string, Partial<EmbeddedEngineOptions>, Downgrade][] = [
+    ["a segment built before value columns (filters, facets, sort read records)", {}, "before value columns"],
+    ["value columns that keep only presence (too many values)", {}, "values overflowed"],
   ];
 
-  it.each(configurations)("%s: on a major, and on minors after changes and a branch", async (_name, options) => {
-    const rand = random(7);
-    const records = makeRecords(rand, 500);
-    const engine = await openEngine({ dataDir: tempDir(), ...options });
-    await engine.createIndex("k");
-    await bulk(engine, "k", 1, records);
-    const content = new Map(records.map((r) => [r.id, prepareRecord(r)]));
-    await expectSameAsReference(engine, "k", "1", content, makeRequests(rand, 150));
+  it.each([...configurations.map(([n, o]) => [n, o, null] as const), ...rewritten])(
+    "%s: on a major, and on minors after changes and a branch",
+    async (_name, options, downgrade) => {
+      const rand = random(7);
+      const records = makeRecords(rand, 500);
+      const dataDir = tempDir();
+      let engine = await openEngine({ dataDir, ...options });
+      await engine.createIndex("k");
+      await bulk(engine, "k", 1, records);
+      if (downgrade !== null) {
+        await engine.close();
+        engines.length = 0;
+        await downgradeSegments(dataDir, downgrade);
+        engine = await openEngine({ dataDir, ...options });
+      }
+      const content = new Map(records.map((r) => [r.id, prepareRecord(r)]));
+      const upTo = options.tuning?.exactTotalUpTo;
+      await expectSameAsReference(engine, "k", "1", content, makeRequests(rand, 150), upTo);
 
-    // A chain of changes, then a branch from the middle of it.
-    const versions = new Map<string, Map<string, PreparedRecord>>([["1", content]]);
-    let parent = "1";
-    const fresh = makeRecords(rand, 40, "new-");
-    for (let i = 1; i <= 12; i++) {
-      const state = new Map(versions.get(parent)!);
-      const upserts = [fresh[i]!, { ...records[i * 7]!, title: `${records[i * 7]!.title} santa`, weight: 5000 + i }];
-      const deletes = [records[i * 11]!.id, fresh[i - 1]!.id];
-      for (const id of deletes) state.delete(id);
-      for (const r of upserts) state.set(r.id, prepareRecord(r));
-      const change: RecordChange = { version: `1.${i}`, parent, upserts, deletes };
-      await engine.applyChange("k", change);
-      versions.set(change.version, state);
-      parent = i === 6 ? "1.3" : change.version;
-    }
-    for (const version of ["1.3", "1.6", "1.12"]) {
-      expect(await engine.count("k", version)).toBe(versions.get(version)!.size);
-      await expectSameAsReference(engine, "k", version, versions.get(version)!, makeRequests(rand, 40));
-    }
-  });
+      // A chain of changes, then a branch from the middle of it.
+      const versions = new Map<string, Map<string, PreparedRecord>>([["1", content]]);
+      let parent = "1";
+      const fresh = makeRecords(rand, 40, "new-");
+      for (let i = 1; i <= 12; i++) {
+        const state = new Map(versions.get(parent)!);
+        const upserts = [fresh[i]!, { ...records[i * 7]!, title: `${records[i * 7]!.title} santa`, weight: 5000 + i }];
+        const deletes = [records[i * 11]!.id, fresh[i - 1]!.id];
+        for (const id of deletes) state.delete(id);
+        for (const r of upserts) state.set(r.id, prepareRecord(r));
+        const change: RecordChange = { version: `1.${i}`, parent, upserts, deletes };
+        await engine.applyChange("k", change);
+        versions.set(change.version, state);
+        parent = i === 6 ? "1.3" : change.version;
+      }
+      for (const version of ["1.3", "1.6", "1.12"]) {
+        expect(await engine.count("k", version)).toBe(versions.get(version)!.size);
+        await expectSameAsReference(engine, "k", version, versions.get(version)!, makeRequests(rand, 40), upTo);
+      }
+    },
+  );
 });
+
+type Downgrade = "before value columns" | "values overflowed";
+
+/** Rewrites every segment's index as a build before value columns, or with every column overflowed, would have. */
+async function downgradeSegments(dataDir: string, how: Downgrade): Promise<void> {
+  const files = fs.readdirSync(dataDir, { recursive: true, encoding: "utf8" }).filter((f) => f.endsWith(INDEX_FILE));
+  expect(files.length).toBeGreaterThan(0);
+  for (const file of files) {
+    const at = path.join(dataDir, file);
+    const { meta, sections } = await openSegmentFile(at, false);
+    const m = meta as SegmentMeta;
+    expect(m.valuePaths!.length).toBeGreaterThan(5);
+    if (how === "before value columns") {
+      delete m.valuePaths;
+      delete m.valueOverflow;
+      for (const name of Object.keys(sections)) if (name.startsWith("value")) delete sections[name];
+    } else {
+      m.valueOverflow = m.valuePaths!.map((_, i) => i);
+    }
+    await writeSegmentFile(at, m, sections);
+  }
+}
 
 describe("embedded engine persistence", () => {
   it("reloads every version after a clean close", async () => {
@@ -300,7 +378,7 @@ describe("embedded engine persistence", () => {
       deletes: [],
     });
     expect(
-      (await engine.search("k", "1.100000", { query: "after", scope: "title", weighted: false, limit: 10 })).map(
+      (await engine.search("k", "1.100000", { query: "after", scope: "title", weighted: false, limit: 10 })).hits.map(
         (h) => h.record.id,
       ),
     ).toEqual(["after"]);

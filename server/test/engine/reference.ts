@@ -1,7 +1,7 @@
 // A brute-force reference of docs/ranking.md "Rank order", written directly over strings (no index,
 // no bit tricks, none of the engine's ranking code): engine results must equal it exactly.
 // Used by the embedded engine's tests and by bench/search.bench.ts to verify samples.
-import type { SearchRecord, SearchRequest } from "../../src/ports/engine.ts";
+import type { FacetResult, SearchRecord, SearchRequest } from "../../src/ports/engine.ts";
 import { tokenize } from "../../src/engine/tokenize.ts";
 import { allowedTypos, editDistance, prefixEditDistance } from "../../src/engine/typos.ts";
 import { matchesFilter } from "../../src/search/filter.ts";
@@ -118,6 +118,8 @@ export interface ReferenceScore {
   distance: number;
   titleTokens: number;
   titleUnits: number;
+  /** The sort field's value when the request sorts: a number or string, else null (last). */
+  sortValue: number | string | null;
 }
 
 export function queryTokens(request: SearchRequest): string[] {
@@ -145,6 +147,7 @@ export function scoreRecord(prepared: PreparedRecord, query: string[], request: 
     distance,
     titleTokens: Math.min(prepared.title.length, 255),
     titleUnits: Math.min(record.title.length, 0xff_ffff),
+    sortValue: request.sort ? sortValueAt(record.data, request.sort.path) : null,
   };
 }
 
@@ -153,10 +156,37 @@ export function withoutTyposIfExact(scores: ReferenceScore[]): ReferenceScore[] 
   return scores.some((s) => s.bucket < 4) ? scores.filter((s) => s.bucket < 4) : scores;
 }
 
-export function compareScores(weighted: boolean): (a: ReferenceScore, b: ReferenceScore) => number {
+/** The value at a path of data, following own properties of plain objects only (no shared code). */
+function valueAt(data: unknown, path: readonly string[]): unknown {
+  let value: unknown = data;
+  for (const key of path) {
+    if (value === null || typeof value !== "object" || Array.isArray(value)) return undefined;
+    if (!Object.hasOwn(value, key)) return undefined;
+    value = (value as Record<string, unknown>)[key];
+  }
+  return value;
+}
+
+function sortValueAt(data: unknown, path: readonly string[]): number | string | null {
+  const v = valueAt(data, path);
+  return typeof v === "string" || (typeof v === "number" && Number.isFinite(v)) ? v : null;
+}
+
+/** Numbers before strings in both directions, missing (null) last. */
+function compareSort(a: number | string | null, b: number | string | null, direction: "asc" | "desc"): number {
+  if (a === null || b === null) return a === b ? 0 : a === null ? 1 : -1;
+  if (typeof a !== typeof b) return typeof a === "number" ? -1 : 1;
+  if (a === b) return 0;
+  return (a < b ? -1 : 1) * (direction === "asc" ? 1 : -1);
+}
+
+export function compareScores(
+  weighted: boolean,
+  sort?: SearchRequest["sort"],
+): (a: ReferenceScore, b: ReferenceScore) => number {
   return (a, b) =>
     a.bucket - b.bucket ||
-    (weighted ? b.weight - a.weight : 0) ||
+    (sort ? compareSort(a.sortValue, b.sortValue, sort.direction) : weighted ? b.weight - a.weight : 0) ||
     (a.distance === b.distance ? 0 : a.distance < b.distance ? -1 : 1) ||
     a.fine - b.fine ||
     a.titleTokens - b.titleTokens ||
@@ -169,12 +199,69 @@ export function toHits(scores: ReferenceScore[]): ReferenceHit[] {
 }
 
 export function referenceSearch(records: Iterable<SearchRecord>, request: SearchRequest): ReferenceHit[] {
+  return referencePage([...records].map(prepareRecord), request).hits;
+}
+
+export interface ReferencePage {
+  hits: ReferenceHit[];
+  totalHits: number;
+  facets?: FacetResult[];
+}
+
+/**
+ * A whole page: every match scored and ranked, the page cut at offset, the total, and facets
+ * counted over every match: per record the distinct strings, booleans and finite numbers at the
+ * path (a scalar or an array's elements), count descending, then numbers, booleans, strings, each
+ * ascending (strings by UTF-16 code units); stats over the numbers.
+ */
+export function referencePage(records: Iterable<PreparedRecord>, request: SearchRequest): ReferencePage {
   const query = queryTokens(request);
-  if (query.length === 0) return [];
   const scored: ReferenceScore[] = [];
-  for (const record of records) {
-    const score = scoreRecord(prepareRecord(record), query, request);
-    if (score !== null) scored.push(score);
+  const byId = new Map<string, PreparedRecord>();
+  if (query.length > 0) {
+    for (const prepared of records) {
+      const score = scoreRecord(prepared, query, request);
+      if (score !== null) {
+        scored.push(score);
+        byId.set(score.id, prepared);
+      }
+    }
   }
-  return toHits(withoutTyposIfExact(scored).sort(compareScores(request.weighted)).slice(0, request.limit));
+  const matched = withoutTyposIfExact(scored).sort(compareScores(request.weighted, request.sort));
+  const offset = request.offset ?? 0;
+  const page: ReferencePage = {
+    hits: toHits(matched.slice(offset, offset + request.limit)),
+    totalHits: matched.length,
+  };
+  if (request.facets) {
+    page.facets = request.facets.map((facet) => {
+      const counts = new Map<string, { value: string | number | boolean; count: number }>();
+      const numbers: number[] = [];
+      for (const s of matched) {
+        const v = valueAt(byId.get(s.id)!.record.data, facet.path);
+        const elements = Array.isArray(v) ? v : [v];
+        const seen = new Set<string>();
+        for (const e of elements) {
+          const ok = typeof e === "string" || typeof e === "boolean" || (typeof e === "number" && Number.isFinite(e));
+          if (!ok) continue;
+          const key = `${typeof e}:${String(e)}`;
+          if (seen.has(key)) continue;
+          seen.add(key);
+          if (typeof e === "number") numbers.push(e);
+          const entry = counts.get(key) ?? { value: e as string | number | boolean, count: 0 };
+          entry.count++;
+          counts.set(key, entry);
+        }
+      }
+      const rank = (v: unknown) => (typeof v === "number" ? 0 : typeof v === "boolean" ? 1 : 2);
+      const values = [...counts.values()].sort(
+        (a, b) =>
+          b.count - a.count || rank(a.value) - rank(b.value) || (a.value === b.value ? 0 : a.value < b.value ? -1 : 1),
+      );
+      const result: FacetResult = { path: facet.path, values: values.slice(0, facet.maxValues) };
+      if (numbers.length > 0) result.stats = { min: Math.min(...numbers), max: Math.max(...numbers) };
+      return result;
+    });
+  }
+  return page;
 }

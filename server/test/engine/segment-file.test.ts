@@ -230,7 +230,7 @@ describe("segments and the length order", () => {
           typoTolerance: false,
           ...options,
         } as const;
-        return (await engine.search("k", version, request)).map((hit) => hit.record.id);
+        return (await engine.search("k", version, request)).hits.map((hit) => hit.record.id);
       };
       const sorted = (ids: string[]) => [...ids].sort();
       expect(sorted(await search("1", "par"))).toEqual(["a", "b", "c", "d", "e", "f", "g"]);

@@ -32,23 +32,20 @@ import type {
   PurgeResult,
   RecordChange,
   SearchEngine,
-  SearchHit,
+  SearchPage,
   SearchRecord,
   SearchRequest,
   VersionId,
 } from "../../ports/engine.ts";
 import { compareVersions, isMajorVersion, parseVersion } from "../../domain/version-id.ts";
 import type { ChangeRow, MajorRow } from "./catalog/catalog.ts";
-import { tokenize } from "../tokenize.ts";
-import { titleLengthKey } from "./columns/title-length.ts";
 import { Catalog } from "./catalog/catalog.ts";
-import { MAX_QUERY_TOKENS, typosOf } from "./search/lexical.ts";
 import { overlayRecord, type Overlay } from "./versions/overlay.ts";
 import { Pacer } from "./util/pacer.ts";
-import { compareRanked, type RankedHit } from "./search/ranked.ts";
 import type { Segment } from "./segment/segment.ts";
 import { OffThreadBuilder } from "./build/off-thread-builder.ts";
-import { DEFAULT_TUNING, searchSegment, type SearchTuning } from "./search/segment-search.ts";
+import { DEFAULT_TUNING, type SearchTuning } from "./search/segment-search.ts";
+import { searchVersion } from "./search/version-search.ts";
 import { ChangeVersion, IndexVersions, MajorVersion } from "./versions/versions.ts";
 
 export interface EmbeddedEngineOptions {
@@ -408,49 +405,9 @@ class EmbeddedEngine implements SearchEngine {
     return list.sort((a, b) => compareVersions(a.version, b.version));
   }
 
-  async search(indexKey: string, version: VersionId, request: SearchRequest): Promise<SearchHit[]> {
+  async search(indexKey: string, version: VersionId, request: SearchRequest): Promise<SearchPage> {
     const { segment, overlay } = await this.view(indexKey, version);
-    const tokens = tokenize(request.query).slice(0, MAX_QUERY_TOKENS);
-    if (tokens.length === 0) return [];
-    const prefixLast = request.scope === "title";
-    const fromSegment: RankedHit[] = searchSegment(
-      segment,
-      { tokens, prefixLast, request, shadowed: overlay.shadowed },
-      this.tuning,
-    ).map((hit) => {
-      const record = segment.records.readHot(hit.doc);
-      const titleTokens = segment.forward.offsets[hit.doc + 1]! - segment.forward.offsets[hit.doc]!;
-      return {
-        bucket: hit.bucket,
-        fine: hit.fine,
-        lengthKey: titleLengthKey(titleTokens, record.title.length),
-        weight: segment.weight[hit.doc]!,
-        distance: hit.distance,
-        id: record.id,
-        record,
-        doc: hit.doc,
-      };
-    });
-    // Typos count only where nothing matches exactly: with an exact hit in the segment, the
-    // version's changed records are matched exactly too (much cheaper than with edit distances).
-    const exactOnly = fromSegment.some((h) => typosOf(h.bucket) === 0);
-    let hits =
-      overlay.upserts.size > 0
-        ? [
-            ...fromSegment,
-            ...overlay.search(tokens, prefixLast, exactOnly ? { ...request, typoTolerance: false } : request),
-          ]
-        : fromSegment;
-    if (hits !== fromSegment) {
-      // Matches with typos count only where the version has no exact match at all.
-      if (hits.some((h) => typosOf(h.bucket) === 0)) hits = hits.filter((h) => typosOf(h.bucket) === 0);
-      hits.sort(compareRanked(request.weighted));
-    }
-    // Overlay records are shared by every version that holds them: callers get copies.
-    return hits.slice(0, request.limit).map((h) => {
-      const record = h.doc === undefined ? structuredClone(h.record) : h.record;
-      return Number.isFinite(h.distance) ? { record, distanceMeters: h.distance } : { record };
-    });
+    return searchVersion(segment, overlay, request, this.tuning);
   }
 
   async get(indexKey: string, version: VersionId, id: string): Promise<SearchRecord | null> {

@@ -1,6 +1,6 @@
 // search, get and count of one version: every read is a query on the major's collection,
 // restricted to the documents the version sees (versions.ts).
-import type { FilterExpr, SearchHit, SearchRecord, SearchRequest, VersionId } from "../../ports/engine.ts";
+import type { FilterExpr, SearchHit, SearchPage, SearchRecord, SearchRequest, VersionId } from "../../ports/engine.ts";
 import { schemaFields, search } from "./collections.ts";
 import type { Context, VersionEntry } from "./context.ts";
 import { recordOf } from "./documents.ts";
@@ -26,6 +26,17 @@ async function dataFilter(ctx: Context, collection: string, filter: FilterExpr):
 }
 
 export async function searchVersion(
+  ctx: Context,
+  indexKey: string,
+  version: VersionId,
+  request: SearchRequest,
+): Promise<SearchPage> {
+  const hits = await searchHits(ctx, indexKey, version, request);
+  // TODO(issue 16): found, facet_by, page/per_page and sort_by.
+  return { hits, totalHits: hits.length, totalHitsExact: false };
+}
+
+async function searchHits(
   ctx: Context,
   indexKey: string,
   version: VersionId,

@@ -11,6 +11,7 @@ import { walkData } from "../columns/data-fields.ts";
 import { FilterColumnsWriter } from "../columns/filter-columns-writer.ts";
 import { GeoWriter } from "../columns/geo-writer.ts";
 import { IdsWriter } from "../columns/ids-writer.ts";
+import { ValueColumnsWriter } from "../columns/value-columns-writer.ts";
 import { titleLengthKey } from "../columns/title-length.ts";
 import { writeDataPostings } from "../postings/data-postings-writer.ts";
 import { countTitleTerms, writeForwardIndex } from "../postings/forward-index-writer.ts";
@@ -42,6 +43,7 @@ export class SegmentBuilder {
   private readonly geo = new GeoWriter();
   private readonly terms = new TermDictWriter();
   private readonly filters = new FilterColumnsWriter();
+  private readonly values = new ValueColumnsWriter();
   /** Per slot: JSON length, title and data term ids, filter values (slot-codec.ts). */
   private readonly log: SlotLog;
   /** The slot being added. */
@@ -69,7 +71,7 @@ export class SegmentBuilder {
   add(record: SearchRecord): void {
     const slot = this.ids.size;
     const jsonBytes = this.records.append(record);
-    const { title, data, filters } = this.slot;
+    const { title, data, filters, values } = this.slot;
     this.terms.addTitle(record.title, slot, title);
     // Tokens as the forward index will hold them; units of the title as stored.
     this.ids.add(record.id, record.weight ?? 0, titleLengthKey(title.length, record.title.length));
@@ -80,6 +82,7 @@ export class SegmentBuilder {
       record.data,
       (text) => this.terms.addText(text, slot, data),
       (leafPath, value) => this.filters.add(leafPath, value, filters),
+      (path, value) => this.values.add(path, value, values),
     );
     appendSlot(this.log, jsonBytes, this.slot);
   }
@@ -131,6 +134,7 @@ export class SegmentBuilder {
     const finalTerm = invert(termOrder);
     await writeDataPostings(out, slots, finalTerm, window, pacer);
     const filterPaths = await this.filters.write(out, slots, n, window);
+    const valueColumns = await this.values.write(out, slots, n, window);
     await writeForwardIndex(out, slots, titleCounts.offsets!, finalTerm, window);
     titleCounts.offsets = null;
     release(docOfSlot);
@@ -146,7 +150,15 @@ export class SegmentBuilder {
     if (orders.geoPosition !== null) release(orders.geoPosition);
 
     await this.terms.write(out, termOrder, pacer);
-    return { docCount: n, maxPrefix: this.maxPrefix, maxTitleTokens, filterPaths, laterRuns: true };
+    return {
+      docCount: n,
+      maxPrefix: this.maxPrefix,
+      maxTitleTokens,
+      filterPaths,
+      laterRuns: true,
+      valuePaths: valueColumns.paths,
+      valueOverflow: valueColumns.overflow,
+    };
   }
 
   /** Closes and removes everything written. */

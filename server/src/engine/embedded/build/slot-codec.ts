@@ -3,7 +3,8 @@
 // record is in. In 32-bit words:
 //
 //   JSON length | title count, title term ids… | data count, data term ids… |
-//   filter value count, then per value: column, kind, and for KIND_NUMBER the value as two words
+//   filter value count, then per value: column, kind, and for KIND_NUMBER the value as two words |
+//   value column entry count, then per entry: column, the builder's value id (NONE: present only)
 //
 // Term ids are the builder's temporary ones (in order of first use); data terms are those not
 // already in the record's title or earlier in its data.
@@ -21,6 +22,8 @@ export class SlotInput {
   readonly data: number[] = [];
   /** Triples: column, kind, number (0 unless the kind is KIND_NUMBER). */
   readonly filters: number[] = [];
+  /** Pairs: value column, value id (columns/value-columns-writer.ts). */
+  readonly values: number[] = [];
 }
 
 export function appendSlot(log: SlotLog, jsonBytes: number, slot: SlotInput): void {
@@ -38,12 +41,17 @@ export function appendSlot(log: SlotLog, jsonBytes: number, slot: SlotInput): vo
     if (filters[i + 1] === KIND_NUMBER) log.pushNumber(filters[i + 2]!);
   }
   filters.length = 0;
+  const values = slot.values;
+  log.push(values.length / 2);
+  for (const word of values) log.push(word);
+  values.length = 0;
 }
 
 /** Parts of a slot a pass decodes (a bit set); the others are skipped. The counts are always set. */
 export const TITLE = 1;
 export const DATA = 2;
 export const FILTERS = 4;
+export const VALUES = 8;
 
 /** Reads slots one after another; after next(), the fields hold the slot read. */
 export class SlotDecoder {
@@ -59,6 +67,10 @@ export class SlotDecoder {
   filterColumns = new Uint32Array(16);
   filterKinds = new Uint32Array(16);
   filterValues = new Float64Array(16);
+  valueCount = 0;
+  /** valueColumns, valueIds [0, valueCount) when VALUES was decoded. */
+  valueColumns = new Uint32Array(16);
+  valueIds = new Uint32Array(16);
   private readonly reader: SlotLogReader;
 
   constructor(reader: SlotLogReader) {
@@ -101,6 +113,20 @@ export class SlotDecoder {
         filterColumns[i] = column;
         filterKinds[i] = kind;
         filterValues[i] = value;
+      }
+    }
+    const valueCount = reader.next();
+    this.valueCount = valueCount;
+    if ((parts & VALUES) === 0) reader.skip(valueCount * 2);
+    else {
+      if (valueCount > this.valueColumns.length) {
+        this.valueColumns = new Uint32Array(valueCount * 2);
+        this.valueIds = new Uint32Array(valueCount * 2);
+      }
+      const { valueColumns, valueIds } = this;
+      for (let i = 0; i < valueCount; i++) {
+        valueColumns[i] = reader.next();
+        valueIds[i] = reader.next();
       }
     }
   }

@@ -1,6 +1,7 @@
 // What the engine reads from a record's free-form `data`: every string (searchable with
-// scope=all, inside arrays too) and every number or boolean reachable through object keys
-// (filterable as data.a.b; values inside arrays have no filter path).
+// scope=all, inside arrays too), every number or boolean reachable through object keys (the
+// numeric filter columns: data.a.b) and every path reachable through object keys with its value
+// (the value columns: strings, array elements, presence; columns/value-columns.ts).
 
 export type FilterLeaf = number | boolean;
 
@@ -11,10 +12,12 @@ export function walkData(
   data: unknown,
   onText: (text: string) => void,
   onLeaf?: (path: readonly string[], value: FilterLeaf) => void,
+  onPath?: (path: readonly string[], value: unknown) => void,
 ): void {
   // One path array, pushed and popped, keeps the walk allocation-free on the hot bulk path.
   const path: string[] = [];
   const visit = (value: unknown, addressable: boolean, depth: number): void => {
+    if (onPath && addressable && path.length > 0 && value !== null) onPath(path, value);
     if (typeof value === "string") onText(value);
     else if (typeof value === "number" || typeof value === "boolean") {
       if (onLeaf && addressable && path.length > 0 && (typeof value === "boolean" || Number.isFinite(value)))

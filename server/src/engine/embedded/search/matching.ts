@@ -81,6 +81,28 @@ export class Matcher {
     return bucket;
   }
 
+  /**
+   * `bucket * 4 + fine` of doc against the terms of one level if the version has the document and
+   * it matches and passes the filter, else -1. `matched`: the caller knows the query matches (the
+   * document came from a source whose members all match), so only the version and filter are checked.
+   */
+  rank(doc: number, terms: QueryTerms, matched = false): number {
+    if (this.query.shadowed.size > 0 && this.query.shadowed.has(doc)) return -1;
+    const packed = matched ? 0 : this.match(doc, terms);
+    if (packed < 0) return -1;
+    if (this.filter !== null && !this.filter(doc)) return -1;
+    return packed;
+  }
+
+  /** Whether a filter or the version's changes can reject documents the query matches. */
+  get restricts(): boolean {
+    return this.filter !== null || this.query.shadowed.size > 0;
+  }
+
+  get hasFilter(): boolean {
+    return this.filter !== null;
+  }
+
   /** `bucket * 4 + fine` of doc against the terms of one level, or -1. */
   private match(doc: number, terms: QueryTerms): number {
     const forwardTerms = this.forwardTerms;

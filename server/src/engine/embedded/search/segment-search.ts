@@ -9,6 +9,8 @@
 //                      forward index), the version's shadowed documents, the filter, its distance
 import type { SearchRequest } from "../../../ports/engine.ts";
 import type { Segment } from "../segment/segment.ts";
+import { filterCandidates } from "../columns/filter-columns.ts";
+import { MatchSet } from "./match-set.ts";
 import { Matcher } from "./matching.ts";
 import { planStreams } from "./planning.ts";
 import { StreamReader } from "./reading-orders.ts";
@@ -35,6 +37,13 @@ export interface SearchTuning {
    * bitmap from there on (intersectionByBitmap).
    */
   selectiveAfter: number;
+  /** totalHits is exact up to this many matches; past it a lower bound (docs/api.md, Pages). */
+  exactTotalUpTo: number;
+  /**
+   * The whole set of matches is read from the filter's value postings instead of the query's
+   * when those are this many times fewer than the query's bound (match-set.ts).
+   */
+  filterFirst: number;
 }
 
 export const DEFAULT_TUNING: SearchTuning = {
@@ -43,6 +52,8 @@ export const DEFAULT_TUNING: SearchTuning = {
   nearestBudget: 2,
   exactIntersection: 50_000,
   selectiveAfter: 64,
+  exactTotalUpTo: 10_000,
+  filterFirst: 4,
 };
 
 export interface SegmentHit {
@@ -62,8 +73,20 @@ export interface SegmentQuery {
   shadowed: ReadonlySet<number>;
 }
 
-export function searchSegment(segment: Segment, query: SegmentQuery, tuning: SearchTuning): SegmentHit[] {
+export interface SegmentSearch {
+  /** The best `request.limit` hits (none when the caller ranks the match set itself: topK false). */
+  hits: SegmentHit[];
+  /** The whole set of matches, read on demand (match-set.ts). */
+  matches: MatchSet;
+  matcher: Matcher;
+}
+
+export function searchSegment(segment: Segment, query: SegmentQuery, tuning: SearchTuning, topK = true): SegmentSearch {
   const streams = planStreams(segment, query, tuning);
-  if (streams.length === 0) return [];
-  return new StreamReader(segment, query.request, new Matcher(segment, query), tuning).run(streams);
+  const matcher = new Matcher(segment, query);
+  const filter = query.request.filter;
+  const candidates = filter ? filterCandidates(filter, segment) : null;
+  const matches = new MatchSet(streams, matcher, query.shadowed.size, candidates, tuning.filterFirst, segment.docCount);
+  if (streams.length === 0 || !topK) return { hits: [], matches, matcher };
+  return { hits: new StreamReader(segment, query.request, matcher, tuning).run(streams), matches, matcher };
 }

@@ -19,4 +19,14 @@ export interface SegmentMeta {
    * token, also those that have it first (sections.ts); absent in segments built before.
    */
   laterRuns?: boolean;
+  /**
+   * The data path of each value column (columns/value-columns.ts), in column order: every path
+   * some record reaches through objects. Absent in segments built before value columns.
+   */
+  valuePaths?: string[][];
+  /**
+   * Value columns whose values were not kept (too many distinct values for the build's memory):
+   * only their presence is; filters and facets on them read the records.
+   */
+  valueOverflow?: number[];
 }

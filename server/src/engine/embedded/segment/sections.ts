@@ -55,6 +55,7 @@ export const SECTIONS = {
   /** Documents with a term in a text field of data but not in the title, ascending per term. */
   dataDocs: section("dataDocs", "u32", "postings"),
   // filter{i}Kind, filter{i}Num: filterColumnSections(i).
+  // value{i}Has, value{i}Offsets, …: valueColumnSections(i) (segments built before them have none).
   /** N+1 entries: document d's title terms are forwardTerms[forwardOffsets[d], forwardOffsets[d + 1]). */
   forwardOffsets: section("fwdOffsets", "u32", "postings"),
   /** Each document's title term ids, in title order (the forward index). */
@@ -122,5 +123,44 @@ export function filterColumnSections(column: number): FilterColumnSections {
   return {
     kinds: section(`filter${column}Kind`, "u8", "columns"),
     values: section(`filter${column}Num`, "f64", "columns"),
+  };
+}
+
+/**
+ * Value column i, the data path meta.valuePaths[i] (columns/value-columns.ts): every value at the
+ * path (a scalar, or an array's elements) as ids into the column's dictionary, which lists the
+ * distinct values in facet order (numbers ascending, false, true, strings by UTF-16 code units).
+ */
+export interface ValueColumnSections {
+  /** Per document: 0 when the path is missing or null, 2 when it holds an array, else 1. */
+  readonly present: SectionSpec<"u8">;
+  /** N+1 entries when some document has several values (ids[offsets[d], offsets[d+1])); empty when each has at most one. */
+  readonly offsets: SectionSpec<"u32">;
+  /** Value ids: per document (0xffffffff for none) when offsets is empty, else the runs, ascending. */
+  readonly ids: SectionSpec<"u32">;
+  /** The dictionary's numbers, ascending: ids [0, numbers.length). */
+  readonly numbers: SectionSpec<"f64">;
+  /** Its booleans (0 false, 1 true), ascending: the next ids. */
+  readonly booleans: SectionSpec<"u8">;
+  /** Its strings by UTF-16 code units, as UTF-8 (stringOffsets: count + 1 entries): the last ids. */
+  readonly stringBytes: SectionSpec<"u8">;
+  readonly stringOffsets: SectionSpec<"u32">;
+  /** Size + 1 entries: value id v's documents are postingDocs[postingOffsets[v], postingOffsets[v + 1]). */
+  readonly postingOffsets: SectionSpec<"u32">;
+  /** The documents of each value, ascending (what a filter on = or IN starts from when it is selective). */
+  readonly postingDocs: SectionSpec<"u32">;
+}
+
+export function valueColumnSections(column: number): ValueColumnSections {
+  return {
+    present: section(`value${column}Has`, "u8", "columns"),
+    offsets: section(`value${column}Offsets`, "u32", "columns"),
+    ids: section(`value${column}Ids`, "u32", "columns"),
+    numbers: section(`value${column}Nums`, "f64", "columns"),
+    booleans: section(`value${column}Bools`, "u8", "columns"),
+    stringBytes: section(`value${column}StrBytes`, "u8", "columns"),
+    stringOffsets: section(`value${column}StrOffsets`, "u32", "columns"),
+    postingOffsets: section(`value${column}PostOffsets`, "u32", "columns"),
+    postingDocs: section(`value${column}PostDocs`, "u32", "columns"),
   };
 }

@@ -12,6 +12,7 @@
 // maps those to the sections stored in the file.
 import path from "node:path";
 import type { GeoIndex } from "../columns/geo.ts";
+import { ValueColumn } from "../columns/value-columns.ts";
 import { RecordStore } from "../store/record-store.ts";
 import { SortedStrings } from "../termdict/sorted-strings.ts";
 import { INDEX_FILE, type SegmentMeta } from "./meta.ts";
@@ -28,6 +29,7 @@ import {
   SECTIONS,
   TITLE_POSTINGS,
   filterColumnSections,
+  valueColumnSections,
   type SplitPostingSections,
 } from "./sections.ts";
 
@@ -118,6 +120,10 @@ export class Segment {
   readonly filterKinds: Uint8Array[];
   readonly filterNums: Float64Array[];
   readonly records: RecordStore;
+  /** Value columns by JSON of their path (meta.valuePaths); null in segments built before them. */
+  private readonly valueColumns: Map<string, ValueColumn> | null;
+  /** Paths (JSON) of value columns that keep only presence (meta.valueOverflow). */
+  private readonly overflowPaths: Set<string>;
   /** Whether the index is a view of the mapped file rather than a copy in the heap. */
   readonly mapped: boolean;
 
@@ -149,6 +155,28 @@ export class Segment {
     this.filterKinds = filters.map((column) => sections.get(column.kinds));
     this.filterNums = filters.map((column) => sections.get(column.values));
     this.records = new RecordStore(dir, sections.get(SECTIONS.recordOffsets), sections.get(SECTIONS.recordLengths));
+    this.valueColumns = meta.valuePaths === undefined ? null : new Map();
+    this.overflowPaths = new Set((meta.valueOverflow ?? []).map((i) => JSON.stringify(meta.valuePaths![i])));
+    meta.valuePaths?.forEach((p, i) => {
+      const column = new ValueColumn(valueColumnSections(i), (key) => sections.get(key));
+      this.valueColumns!.set(JSON.stringify(p), column);
+    });
+  }
+
+  /**
+   * The value column of a data path: "none" when no record has the path, "unindexed" when the
+   * segment has no value columns (built before them) or keeps only the path's presence (then
+   * `presence` is set); callers read the records for what the column lacks.
+   */
+  valueColumn(
+    path: readonly string[],
+  ): { kind: "column"; column: ValueColumn } | { kind: "none" } | { kind: "unindexed"; presence?: Uint8Array } {
+    if (this.valueColumns === null) return { kind: "unindexed" };
+    const key = JSON.stringify(path);
+    const column = this.valueColumns.get(key);
+    if (column === undefined) return { kind: "none" };
+    if (this.overflowPaths.has(key)) return { kind: "unindexed", presence: column.present };
+    return { kind: "column", column };
   }
 
   /** Opens the segment in `dir`; `map: false` reads the index into memory even where maps work. */

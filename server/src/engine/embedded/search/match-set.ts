@@ -1,0 +1,275 @@
+// The whole set of a segment's matches, for what the top k alone cannot give: the total (counted
+// exactly up to a cap), the documents facets count over, and the order of an explicit sort.
+//
+// The set is one posting expression over the terms of one level (query-terms.ts): exact matches,
+// or when the version has none, matches with typos (docs/ranking.md, Typos). Its members are
+// exactly the documents the query matches (every token found, within its typos: the whole
+// matching rule; the buckets only order them), so they are checked against the filter and the
+// version only. A selective filter's value postings may drive the read instead.
+import { AndSource, END, RunSource, UnionSource, type Source } from "../postings/sources.ts";
+import { lowerBound } from "../util/arrays.ts";
+import type { FilterCandidates } from "../columns/filter-columns.ts";
+import type { Matcher } from "./matching.ts";
+import type { Stream } from "./planning.ts";
+import type { QueryTerms } from "./query-terms.ts";
+import { typosOf } from "./lexical.ts";
+
+export type Level = "exact" | "typos";
+
+export interface MatchCount {
+  count: number;
+  /** False when counting stopped at the cap: count is then a lower bound. */
+  exact: boolean;
+}
+
+export class MatchSet {
+  private readonly streams: Stream[];
+  private readonly matcher: Matcher;
+  private readonly shadowed: number;
+  private readonly candidates: FilterCandidates | null;
+  private readonly filterFirst: number;
+  private readonly documents: number;
+
+  /**
+   * `candidates`: what the filter bounds the set to (filter-columns.ts), read instead of the
+   * query's postings when `filterFirst` times smaller than their bound.
+   */
+  constructor(
+    streams: Stream[],
+    matcher: Matcher,
+    shadowed: number,
+    candidates: FilterCandidates | null,
+    filterFirst: number,
+    documents: number,
+  ) {
+    this.documents = documents;
+    this.streams = streams;
+    this.matcher = matcher;
+    this.shadowed = shadowed;
+    this.candidates = candidates;
+    this.filterFirst = filterFirst;
+  }
+
+  /** The filter's candidates when they are the cheaper side of the set, else null. */
+  private driver(source: Source): FilterCandidates | null {
+    const c = this.candidates;
+    return c !== null && c.size * this.filterFirst < source.count(0, END) ? c : null;
+  }
+
+  /**
+   * The level's set as one posting expression over its terms: every token found (the last as a
+   * prefix with scope=title; in the title or in data text with scope=all). Members of it are
+   * exactly the documents the query matches at that level (the streams split the same set by
+   * bucket), so only the filter and the version remain to check.
+   */
+  private level(level: Level): { source: Source | null; terms: QueryTerms | null; parts?: Source[] } {
+    const stream = this.streams.find((s) => typosOf(s.bound) > 0 === (level === "typos"));
+    const terms = stream?.terms();
+    if (terms === null || terms === undefined) return { source: null, terms: null };
+    const n = terms.n;
+    const parts: Source[] = [];
+    for (let i = 0; i < n; i++) {
+      if (terms.prefixLast && i === n - 1) parts.push(terms.prefixSource("all", "weight"));
+      else if (terms.prefixLast) parts.push(terms.wholeSource(i, "all", "weight"));
+      else parts.push(new UnionSource([terms.wholeSource(i, "all", "weight"), terms.dataSource(i)]));
+    }
+    return { source: parts.length === 1 ? parts[0]! : new AndSource(parts), terms, parts };
+  }
+
+  /**
+   * The number of matches at a level, exact below `cap`; from it on a lower bound (at least cap).
+   * Big exact sets are bounded from their largest posting run without reading it.
+   */
+  count(level: Level, cap: number): MatchCount {
+    const { source, terms, parts } = this.level(level);
+    if (source === null || terms === null) return { count: 0, exact: true };
+    if (!this.matcher.hasFilter) {
+      // Every member matches: the largest run, less the documents the version replaced, is a
+      // lower bound; past the cap the set need not be read.
+      const bound = largestRun(source) - this.shadowed;
+      if (bound >= cap) return { count: bound, exact: false };
+      if (this.shadowed === 0) {
+        const inputs = parts!.map((p) => p.runs());
+        if (inputs.every((runs) => runs !== null)) return countByBitmap(inputs as RunSource[][], this.documents, cap);
+      }
+    }
+    const matcher = this.matcher;
+    const filterDocs = this.driver(source);
+    if (filterDocs !== null) {
+      // A candidate is in the set when the level's postings hold it (a seek) and it passes the
+      // filter and the version.
+      const docs = filterDocs.docs();
+      const query = source.open();
+      let count = 0;
+      for (let i = 0; i < docs.length; i++) {
+        const doc = docs[i]!;
+        if (query.seek(doc) !== doc) continue;
+        if (matcher.rank(doc, terms, true) < 0) continue;
+        if (++count >= cap) return { count, exact: false };
+      }
+      return { count, exact: true };
+    }
+    const it = source.open();
+    let count = 0;
+    const check = matcher.restricts;
+    for (let doc = it.next(); doc !== END; doc = it.next()) {
+      if (check && matcher.rank(doc, terms, true) < 0) continue;
+      if (++count >= cap) return { count, exact: false };
+    }
+    return { count, exact: true };
+  }
+
+  /**
+   * Every match at a level, ascending, with its packed rank (bucket * 4 + fine) when `ranks` (for
+   * sorting); ranks cost a full match per document, so counting sets leave them out.
+   */
+  collect(level: Level, ranks: boolean): { docs: Uint32Array; ranks: Uint32Array | null } {
+    const { source, terms } = this.level(level);
+    if (source === null || terms === null) return { docs: new Uint32Array(0), ranks: null };
+    const matcher = this.matcher;
+    // Members match: only the filter and the version are checked, unless ranks need the full match.
+    const check = ranks || matcher.restricts;
+    // Sized by the source's bound (at most every document): one allocation, not a doubling series.
+    let docs = new Uint32Array(Math.max(16, Math.min(this.documents, source.count(0, END))));
+    let packed = ranks ? new Uint32Array(docs.length) : null;
+    let n = 0;
+    const candidates = this.driver(source)?.docs();
+    const it = source.open();
+    let next = 0;
+    // From the filter's candidates, those the level's postings hold (a seek); else the postings.
+    const step =
+      candidates === undefined
+        ? () => it.next()
+        : () => {
+            while (next < candidates.length) {
+              const doc = candidates[next++]!;
+              if (it.seek(doc) === doc) return doc;
+            }
+            return END;
+          };
+    for (let doc = step(); doc !== END; doc = step()) {
+      let rank = 0;
+      if (check) {
+        rank = matcher.rank(doc, terms, !ranks);
+        if (rank < 0) continue;
+      }
+      if (n === docs.length) {
+        const grown = new Uint32Array(n * 2);
+        grown.set(docs);
+        docs = grown;
+        if (packed !== null) {
+          const more = new Uint32Array(n * 2);
+          more.set(packed);
+          packed = more;
+        }
+      }
+      docs[n] = doc;
+      if (packed !== null) packed[n] = rank;
+      n++;
+    }
+    return { docs: docs.subarray(0, n), ranks: packed === null ? null : packed.subarray(0, n) };
+  }
+}
+
+/** The size of the largest single run a source is the union of (0 for intersections). */
+function largestRun(source: Source): number {
+  if (source instanceof RunSource) return source.size;
+  const runs = source.runs();
+  if (runs === null) return 0;
+  let most = 0;
+  for (const run of runs) if (run.size > most) most = run.size;
+  return most;
+}
+
+/** Reused bitmaps (one word per 32 documents), cleared after each use. */
+const scratch: Uint32Array[] = [];
+
+function bitmap(i: number, words: number): Uint32Array {
+  if ((scratch[i]?.length ?? 0) < words) scratch[i] = new Uint32Array(words);
+  return scratch[i]!;
+}
+
+/**
+ * The size of the intersection of unions of runs, counted in bitmaps in tight loops over the runs
+ * (cheaper than merging many runs and leapfrogging): the smallest input is marked, each next one
+ * keeps the marked documents it holds, and the last counts them, stopping at the cap.
+ */
+function countByBitmap(inputs: RunSource[][], documents: number, cap: number): MatchCount {
+  const words = (documents + 31) >>> 5;
+  const size = (runs: RunSource[]) => runs.reduce((sum, r) => sum + r.size, 0);
+  const order = inputs.map((runs) => ({ runs, size: size(runs) })).sort((a, b) => a.size - b.size);
+  const rest = order.slice(1);
+  if (
+    rest.length > 0 &&
+    rest.every((input) => input.runs.length <= 4) &&
+    order[0]!.size * 16 < rest.reduce((sum, input) => sum + input.size, 0)
+  ) {
+    return countByProbing(
+      order[0]!.runs,
+      rest.map((input) => input.runs),
+      cap,
+    );
+  }
+  let current = order.length > 1 ? bitmap(0, words) : null;
+  let count = 0;
+  let capped = false;
+  if (current !== null) {
+    for (const run of order[0]!.runs) {
+      const { values, end } = run;
+      for (let i = run.start; i < end; i++) current[values[i]! >>> 5]! |= 1 << (values[i]! & 31);
+    }
+  }
+  for (let k = current === null ? 0 : 1; k < order.length && !capped; k++) {
+    const last = k === order.length - 1;
+    const next = bitmap(current === scratch[1] ? 2 : 1, words);
+    // The largest runs first: at the last input the cap is reached sooner.
+    const runs = last ? [...order[k]!.runs].sort((a, b) => b.size - a.size) : order[k]!.runs;
+    outer: for (const run of runs) {
+      const { values, end } = run;
+      for (let i = run.start; i < end; i++) {
+        const doc = values[i]!;
+        const word = doc >>> 5;
+        const bit = 1 << (doc & 31);
+        if ((current === null || (current[word]! & bit) !== 0) && (next[word]! & bit) === 0) {
+          next[word]! |= bit;
+          if (last && ++count >= cap) {
+            capped = true;
+            break outer;
+          }
+        }
+      }
+    }
+    if (current !== null) current.fill(0, 0, words);
+    current = next;
+  }
+  current?.fill(0, 0, words);
+  return { count, exact: !capped };
+}
+
+/**
+ * The intersection counted from its smallest input, each of whose documents is looked up in the
+ * other inputs' few runs by binary search from a cursor that only moves forward: much cheaper than
+ * a bitmap when one input is rare (a rare word next to a common prefix).
+ */
+function countByProbing(smallest: RunSource[], others: RunSource[][], cap: number): MatchCount {
+  const it = new UnionSource(smallest).open();
+  const cursors = others.map((runs) => runs.map((r) => r.start));
+  let count = 0;
+  for (let doc = it.next(); doc !== END; doc = it.next()) {
+    let all = true;
+    for (let k = 0; k < others.length && all; k++) {
+      const runs = others[k]!;
+      const at = cursors[k]!;
+      let found = false;
+      for (let r = 0; r < runs.length; r++) {
+        const run = runs[r]!;
+        const p = lowerBound(run.values, at[r]!, run.end, doc);
+        at[r] = p;
+        if (p < run.end && run.values[p] === doc) found = true;
+      }
+      all = found;
+    }
+    if (all && ++count >= cap) return { count, exact: false };
+  }
+  return { count, exact: true };
+}
