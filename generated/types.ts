@@ -1230,33 +1230,7 @@ export type components = {
              */
             data?: Record<string, components["schemas"]["HighlightRange"][]>;
         };
-        /**
-         * @description Search results, ranked best first.
-         * @example {
-         *       "suggestions": [
-         *         {
-         *           "id": "2988507",
-         *           "title": "Paris",
-         *           "weight": 2138551,
-         *           "data": {
-         *             "country": "FR"
-         *           }
-         *         }
-         *       ],
-         *       "indexVersion": "1",
-         *       "totalHits": 1,
-         *       "totalHitsExact": true,
-         *       "facets": {
-         *         "data.country": [
-         *           {
-         *             "value": "FR",
-         *             "count": 1
-         *           }
-         *         ]
-         *       },
-         *       "facetStats": {}
-         *     }
-         */
+        /** @description Search results, ranked best first. */
         SearchResponse: {
             /** @description The page of results: `limit` records from position `offset` of the ranked list. */
             suggestions: components["schemas"]["SearchResult"][];

@@ -189,7 +189,8 @@ export function geoOf(latitude: number | undefined, longitude: number | undefine
   return { latitude, longitude };
 }
 
-function filterOf(text: string | undefined): FilterExpr | undefined {
+/** The `filter` parameter parsed; a syntax error is 400 naming `filter` with its character position. */
+export function filterOf(text: string | undefined): FilterExpr | undefined {
   if (text === undefined || text.trim() === "") return undefined;
   try {
     return parseFilter(text);
