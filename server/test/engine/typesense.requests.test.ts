@@ -2,6 +2,8 @@
 // each request and answers the way Typesense's API documents. This checks request shapes and
 // the adapter's handling of answers; it is not an integration test: whether Typesense itself
 // ranks and filters as intended is for typesense.conformance.test.ts against a real server.
+// One file of some 1,400 lines on purpose: every case shares the recording fake, its answers and
+// the request builders, and reads as the adapter's request-by-request specification.
 import { createHash } from "node:crypto";
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
