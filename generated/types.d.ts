@@ -469,11 +469,39 @@ export type paths = {
          *
          *     Ranking: fewer typos first, then matches at the start of the title, then query words
          *     together and in order, then `weight` when `weighted=true`, then distance when `latitude` and
-         *     `longitude` are given, then finer tie-breaks and id (docs/ranking.md).
+         *     `longitude` are given, then finer tie-breaks and id (docs/ranking.md). With `sort`, the
+         *     field replaces `weight` in that order.
+         *
+         *     Every response counts the matches (`totalHits`); `offset` pages through them (up to 1,000),
+         *     and `facets` counts the values of up to 10 fields over all of them.
          */
         get: operations["Search_search"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/search/multi": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Run several searches
+         * @description Runs up to 10 searches, each with the parameters and the authority of `GET /v1/search`, and
+         *     answers them in order. A search that fails (an invalid parameter, an index it may not reach)
+         *     answers its own problem document in its place; the others are unaffected, so the response is
+         *     200 whenever the body itself is valid. The request counts once against the caller's rate
+         *     limit.
+         */
+        post: operations["MultiSearch_multi"];
         delete?: never;
         options?: never;
         head?: never;
@@ -671,6 +699,35 @@ export type components = {
          * @description Epoch milliseconds.
          */
         EpochMillis: number;
+        /**
+         * @description The smallest and largest numeric value of a faceted field among the matching records.
+         * @example {
+         *       "min": 2,
+         *       "max": 2138551
+         *     }
+         */
+        FacetStats: {
+            /** Format: double */
+            min: number;
+            /** Format: double */
+            max: number;
+        };
+        /**
+         * @description One value of a faceted field and the number of matching records that hold it.
+         * @example {
+         *       "value": "FR",
+         *       "count": 3
+         *     }
+         */
+        FacetValue: {
+            /** @description The value as stored: pass it back in a filter (`data.country = "FR"`) to get exactly the records counted. */
+            value: string | number | boolean;
+            /**
+             * Format: int32
+             * @description Matching records holding the value (an array field counts each distinct element once per record).
+             */
+            count: number;
+        };
         /** @description Field or line that made a request or an uploaded record invalid. */
         FieldProblem: {
             /** @description The offending field: a query or path parameter name, or a JSON path such as `images[2]`. */
@@ -891,6 +948,131 @@ export type components = {
             user: components["schemas"]["User"];
             tenant: components["schemas"]["Tenant"];
         };
+        /**
+         * @description One search of a multi-search: the parameters of `GET /v1/search`, as JSON values.
+         * @example {
+         *       "query": "par",
+         *       "indexName": "cities",
+         *       "serviceName": "demo",
+         *       "facets": "data.country"
+         *     }
+         */
+        MultiSearchQuery: {
+            /** @description The user's current input. */
+            query: string;
+            indexName: components["schemas"]["IndexName"];
+            serviceName: components["schemas"]["ServiceName"];
+            /** @description Serve from this region; omit for the closest region. */
+            regionId?: components["schemas"]["RegionId"];
+            /**
+             * @description Rank by record `weight` after the lexical score.
+             * @default false
+             */
+            weighted?: boolean;
+            /**
+             * Format: double
+             * @description Caller latitude; give with `longitude`.
+             */
+            latitude?: number;
+            /**
+             * Format: double
+             * @description Caller longitude; give with `latitude`.
+             */
+            longitude?: number;
+            /**
+             * @description `title` (default) or `all`, as for `GET /v1/search`.
+             * @default title
+             * @enum {string}
+             */
+            scope?: "title" | "all";
+            /**
+             * Format: int32
+             * @description Number of suggestions.
+             * @default 10
+             */
+            limit?: number;
+            /** @description Filter over fields of `data`, as for `GET /v1/search`. */
+            filter?: string;
+            /** @description Search this retained version instead of the active one. */
+            version?: components["schemas"]["VersionId"];
+            /**
+             * @description Let query words match with typos.
+             * @default true
+             */
+            typoTolerance?: boolean;
+            /**
+             * @description Return each suggestion's matched parts in `highlight`.
+             * @default false
+             */
+            highlight?: boolean;
+            /**
+             * Format: int32
+             * @description Skip this many ranked results, 0 to 1,000.
+             * @default 0
+             */
+            offset?: number;
+            /** @description Up to 10 comma-separated `data.` paths whose values to count. */
+            facets?: string;
+            /**
+             * Format: int32
+             * @description With `facets`: how many of each field's most frequent values to return.
+             * @default 10
+             */
+            maxFacetValues?: number;
+            /** @description `data.<path>:asc` or `data.<path>:desc`. */
+            sort?: string;
+        };
+        /**
+         * @description Several searches in one request.
+         * @example {
+         *       "searches": [
+         *         {
+         *           "query": "par",
+         *           "indexName": "cities",
+         *           "serviceName": "demo"
+         *         },
+         *         {
+         *           "query": "par",
+         *           "indexName": "cities",
+         *           "serviceName": "demo",
+         *           "facets": "data.country",
+         *           "limit": 1
+         *         }
+         *       ]
+         *     }
+         */
+        MultiSearchRequest: {
+            /** @description 1 to 10 searches, each answered on its own. */
+            searches: components["schemas"]["MultiSearchQuery"][];
+        };
+        /** @description One search's results in a multi-search, with the region that served it. */
+        MultiSearchResponse: {
+            /** @description The page of results: `limit` records from position `offset` of the ranked list. */
+            suggestions: components["schemas"]["SearchResult"][];
+            /** @description The version that answered: pass it as `version` to get the next page from the same records. */
+            indexVersion: components["schemas"]["VersionId"];
+            /**
+             * Format: int32
+             * @description Records the query and filter match on every page together (a lower bound when `totalHitsExact` is false).
+             */
+            totalHits: number;
+            /** @description False when counting stopped past 10,000 matches; always true when `facets` were asked for. */
+            totalHitsExact: boolean;
+            /**
+             * @description With `facets`: for each requested path, as the request spelled it, its most frequent values
+             *     over every matching record (not only this page), count descending; at most `maxFacetValues`.
+             */
+            facets?: Record<string, components["schemas"]["FacetValue"][]>;
+            /** @description With `facets`: for each requested path holding numeric values among the matches, their min and max. */
+            facetStats?: Record<string, components["schemas"]["FacetStats"]>;
+            /** @description The region that served this search (as the `x-sift-region` header of `GET /v1/search`). */
+            region: components["schemas"]["RegionId"];
+        };
+        /** @description The answers of a multi-search, in the order of the searches. */
+        MultiSearchResults: {
+            /** @description Each search's results, or the problem that stopped it (`status` says which; the others are unaffected). */
+            results: (components["schemas"]["MultiSearchResponse"] | components["schemas"]["Problem"])[];
+        };
         /** @description An OAuth/OIDC identity provider configured on this deployment. */
         OAuthProvider: {
             id: string;
@@ -1050,9 +1232,24 @@ export type components = {
         };
         /** @description Search results, ranked best first. */
         SearchResponse: {
+            /** @description The page of results: `limit` records from position `offset` of the ranked list. */
             suggestions: components["schemas"]["SearchResult"][];
-            /** @description The version that answered. */
+            /** @description The version that answered: pass it as `version` to get the next page from the same records. */
             indexVersion: components["schemas"]["VersionId"];
+            /**
+             * Format: int32
+             * @description Records the query and filter match on every page together (a lower bound when `totalHitsExact` is false).
+             */
+            totalHits: number;
+            /** @description False when counting stopped past 10,000 matches; always true when `facets` were asked for. */
+            totalHitsExact: boolean;
+            /**
+             * @description With `facets`: for each requested path, as the request spelled it, its most frequent values
+             *     over every matching record (not only this page), count descending; at most `maxFacetValues`.
+             */
+            facets?: Record<string, components["schemas"]["FacetValue"][]>;
+            /** @description With `facets`: for each requested path holding numeric values among the matches, their min and max. */
+            facetStats?: Record<string, components["schemas"]["FacetStats"]>;
         };
         /**
          * @description One suggestion: a record as stored, best first.
@@ -3539,7 +3736,7 @@ export interface operations {
                 scope?: "title" | "all";
                 /** @description Number of suggestions. */
                 limit?: number;
-                /** @description Filter over numeric and boolean fields of `data`, e.g. `data.price<20 && data.inStock=true`. Operators: `= != < <= > >=`, `&&`, `||`, `!`, parentheses. */
+                /** @description Filter over fields of `data`, e.g. `data.price<20 && data.brand="Acme"` (docs/api.md, Filters). Operators: `= != < <= > >=`, `IN [...]`, `EXISTS`, `&&`, `||`, `!`, parentheses. */
                 filter?: string;
                 /** @description Search this retained version instead of the active one. */
                 version?: components["schemas"]["VersionId"];
@@ -3547,6 +3744,14 @@ export interface operations {
                 typoTolerance?: boolean;
                 /** @description Return each suggestion's matched parts in `highlight`. */
                 highlight?: boolean;
+                /** @description Skip this many ranked results: the next page starts at `offset` + `limit`. Pass the first page's `indexVersion` as `version` so pages come from the same records. */
+                offset?: number;
+                /** @description Count values of these fields over every match: up to 10 comma-separated paths, e.g. `data.brand,data.country`. */
+                facets?: string;
+                /** @description With `facets`: how many of each field's most frequent values to return. */
+                maxFacetValues?: number;
+                /** @description Order records of equal lexical rank by a field of `data` instead of `weight`: `data.price:asc` or `data.price:desc`; records without it come last. */
+                sort?: string;
             };
             header?: never;
             path?: never;
@@ -3561,29 +3766,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "suggestions": [
-                     *         {
-                     *           "id": "2988507",
-                     *           "title": "Paris",
-                     *           "weight": 2138551,
-                     *           "data": {
-                     *             "country": "FR"
-                     *           },
-                     *           "highlight": {
-                     *             "title": [
-                     *               [
-                     *                 0,
-                     *                 3
-                     *               ]
-                     *             ]
-                     *           }
-                     *         }
-                     *       ],
-                     *       "indexVersion": "1"
-                     *     }
-                     */
                     "application/json": components["schemas"]["SearchResponse"];
                 };
             };
@@ -3616,6 +3798,165 @@ export interface operations {
             };
             /** @description The resource does not exist, or belongs to another tenant. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description Too many requests (`RATE_LIMITED`: the caller's rate limit is spent, or too many failed log-ins),
+             *     or a quota on work in progress used up (`QUOTA_EXCEEDED`, `errors` naming the quota): wait
+             *     `Retry-After` seconds, then try again.
+             */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before the next attempt. */
+                    "retry-after": number;
+                    /** @description The caller's rate policies, e.g. `"srh";q=50;w=1, "srh-burst";q=250;w=10` (absent for log-in throttling). */
+                    "ratelimit-policy"?: string;
+                    /** @description Where the caller stands, e.g. `"srh-burst";r=0;t=1`: requests left and seconds until more. */
+                    ratelimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the body never carries a stack trace, only the request id to quote. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A dependency (store or engine) is unavailable; retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    MultiSearch_multi: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "searches": [
+                 *         {
+                 *           "query": "par",
+                 *           "indexName": "cities",
+                 *           "serviceName": "demo",
+                 *           "limit": 1
+                 *         },
+                 *         {
+                 *           "query": "par",
+                 *           "indexName": "cities",
+                 *           "serviceName": "demo",
+                 *           "offset": 1001
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["MultiSearchRequest"];
+            };
+        };
+        responses: {
+            /** @description The request has succeeded. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "results": [
+                     *         {
+                     *           "suggestions": [
+                     *             {
+                     *               "id": "2988507",
+                     *               "title": "Paris",
+                     *               "weight": 2138551,
+                     *               "data": {
+                     *                 "country": "FR"
+                     *               }
+                     *             }
+                     *           ],
+                     *           "indexVersion": "1",
+                     *           "totalHits": 2,
+                     *           "totalHitsExact": true,
+                     *           "region": "frankfurt"
+                     *         },
+                     *         {
+                     *           "type": "https://sift.dev/problems/invalid-argument",
+                     *           "title": "Invalid request",
+                     *           "status": 400,
+                     *           "detail": "invalid search: offset must be <= 1000",
+                     *           "resultCode": "INVALID_ARGUMENT",
+                     *           "errors": [
+                     *             {
+                     *               "field": "offset",
+                     *               "message": "must be <= 1000"
+                     *             }
+                     *           ]
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["MultiSearchResults"];
+                };
+            };
+            /** @description The request is malformed: a parameter or body field is missing or invalid, or the JSON does not parse. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No credential was given where one is required, or the credential is invalid or revoked. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), a signed URL is invalid or expired, or a tenant quota would be exceeded (`QUOTA_EXCEEDED`, `errors` naming the quota). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The request body is larger than the configured limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body's media type is not accepted. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -10,6 +10,10 @@ export interface SearchToolResult {
   indexName: string;
   indexVersion: string;
   phrase: string;
+  /** Records matching the phrase and filter in all, of which `results` are the first. */
+  totalHits: number;
+  /** False when counting stopped early (past 10,000): totalHits is then a lower bound. */
+  totalHitsExact: boolean;
   results: JsonRecord[];
 }
 
@@ -28,6 +32,10 @@ export interface SiftMcpBackend {
     longitude?: number;
     /** Absent means on (the REST default). */
     typoTolerance?: boolean;
+    /** The REST `filter` syntax, e.g. `data.price < 20 && data.brand = "Acme"`. */
+    filter?: string;
+    /** 1..100; absent means 10. */
+    limit?: number;
   }): Promise<SearchToolResult>;
   /** Undefined when the index has no record with that id. */
   lookupById(input: { indexName: string; id: string }): Promise<LookupToolResult | undefined>;
@@ -79,6 +87,27 @@ const typoTolerance = z
     "Optional; true (the default) lets words match with small typos (one from 4 letters, two from 8), ranked after exact matches. false matches only the exact words.",
   );
 
+const filter = z
+  .string()
+  .max(1024)
+  .optional()
+  .describe(
+    'Optional filter over fields of each record\'s data, e.g. `data.price < 20 && data.brand = "Acme"`. ' +
+      "Operators: = != < <= > >= (strings only = and !=, compared exactly, case-sensitive), " +
+      '`data.color IN ["red", "blue"]`, `EXISTS data.field`, && (binds tighter), ||, ! and parentheses.',
+  );
+
+/** A whole number, or its spelling as a string for hosts that pass every argument as text. */
+const LIMIT_ERROR = "limit must be a whole number from 1 to 100";
+const limit = z
+  .union([z.number().int({ error: LIMIT_ERROR }), z.string().regex(/^\d{1,3}$/, { error: LIMIT_ERROR })], {
+    error: LIMIT_ERROR,
+  })
+  .transform(Number)
+  .refine((n) => n >= 1 && n <= 100, LIMIT_ERROR)
+  .optional()
+  .describe("Optional number of results to return, 1 to 100 (default 10).");
+
 export function createSiftMcpServer(backend: SiftMcpBackend): McpServer {
   const server = new McpServer(SERVER_INFO, {
     capabilities: { tools: {} },
@@ -95,8 +124,10 @@ export function createSiftMcpServer(backend: SiftMcpBackend): McpServer {
         "Finds records in a Sift index whose title matches a phrase, best matches first (every word must match; the last word may be the start of a word, as in autocomplete). " +
         "Small typos are tolerated unless typoTolerance is false; exact matches rank first. " +
         "Give latitude and longitude to rank nearby records first among equally good matches. " +
-        "Returns JSON: { indexName, indexVersion, phrase, results: [{ id, title, ...fields, highlight: { title: [[start, end], ...] } }] }, " +
-        "where highlight gives the matched parts of each title as UTF-16 offsets, end exclusive (a typed prefix, a whole word, or a whole word matched with typos). " +
+        "Give filter to keep only records whose data match it, and limit to get more or fewer results. " +
+        "Returns JSON: { indexName, indexVersion, phrase, totalHits, totalHitsExact, results: [{ id, title, ...fields, highlight: { title: [[start, end], ...] } }] }, " +
+        "where totalHits counts every matching record (results holds the first `limit` of them), and " +
+        "highlight gives the matched parts of each title as UTF-16 offsets, end exclusive (a typed prefix, a whole word, or a whole word matched with typos). " +
         "Use an id with lookupById for the full record.",
       inputSchema: {
         indexName: z.string().min(1).describe('Name of the index to search, e.g. "cities".'),
@@ -104,6 +135,8 @@ export function createSiftMcpServer(backend: SiftMcpBackend): McpServer {
         latitude: coordinate("latitude", 90),
         longitude: coordinate("longitude", 180),
         typoTolerance,
+        filter,
+        limit,
       },
       annotations: { title: "Search an index", ...READ_ONLY },
     },
@@ -121,6 +154,8 @@ export function createSiftMcpServer(backend: SiftMcpBackend): McpServer {
           ...(args.typoTolerance !== undefined
             ? { typoTolerance: args.typoTolerance === true || args.typoTolerance === "true" }
             : {}),
+          ...(args.filter !== undefined && args.filter.trim() !== "" ? { filter: args.filter } : {}),
+          ...(args.limit !== undefined ? { limit: args.limit } : {}),
         });
         return text(result);
       }),

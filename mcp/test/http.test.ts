@@ -5,7 +5,14 @@ import { expect, test } from "vitest";
 import { handleMcpHttp, type SiftMcpBackend } from "../src/index.ts";
 
 const backend: SiftMcpBackend = {
-  search: async (input) => ({ indexName: input.indexName, indexVersion: "1", phrase: input.phrase, results: [] }),
+  search: async (input) => ({
+    indexName: input.indexName,
+    indexVersion: "1",
+    phrase: input.phrase,
+    totalHits: 0,
+    totalHitsExact: true,
+    results: [],
+  }),
   lookupById: async () => undefined,
 };
 

@@ -24,6 +24,8 @@ test("search passes coordinates as numbers and returns the documented JSON text"
         indexName: input.indexName,
         indexVersion: "3.1",
         phrase: input.phrase,
+        totalHits: 12,
+        totalHitsExact: true,
         results: [{ id: "1", title: "Lyon" }],
       };
     },
@@ -38,6 +40,8 @@ test("search passes coordinates as numbers and returns the documented JSON text"
     indexName: "cities",
     indexVersion: "3.1",
     phrase: "ly",
+    totalHits: 12,
+    totalHitsExact: true,
     results: [{ id: "1", title: "Lyon" }],
   });
   expect(calls).toEqual([{ indexName: "cities", phrase: "ly", latitude: 45.75, longitude: 4.85 }]);
@@ -68,6 +72,8 @@ test("typoTolerance is passed on as a boolean, given as one or as a string; anyt
         indexName: input.indexName,
         indexVersion: "1",
         phrase: input.phrase,
+        totalHits: 1,
+        totalHitsExact: true,
         results: [{ id: "1", title: "Lyon", highlight: { title: [[0, 3]] } }],
       };
     },
@@ -105,4 +111,50 @@ test("the search tool documents typoTolerance and the highlight its results carr
   expect(search.description).toMatch(/highlight/);
   expect(search.inputSchema.required).not.toContain("typoTolerance");
   expect(JSON.stringify(search.inputSchema.properties!.typoTolerance)).toMatch(/boolean.*"true".*"false"/);
+});
+
+test("filter and limit reach the backend; a limit out of range or not a number is refused before it", async () => {
+  const calls: { filter?: string; limit?: number }[] = [];
+  const client = await connect({
+    search: async (input) => {
+      calls.push(input);
+      return {
+        indexName: input.indexName,
+        indexVersion: "1",
+        phrase: input.phrase,
+        totalHits: 40,
+        totalHitsExact: true,
+        results: [],
+      };
+    },
+    lookupById: async () => undefined,
+  });
+  const search = (extra: Record<string, unknown>) =>
+    client.callTool({ name: "search", arguments: { indexName: "shop", phrase: "shoe", ...extra } });
+  const found = await search({ filter: 'data.brand = "Acme"', limit: 25 });
+  expect(found.isError).toBe(false);
+  expect(JSON.parse(text(found))).toMatchObject({ totalHits: 40, totalHitsExact: true });
+  expect((await search({ limit: "3", filter: "  " })).isError).toBe(false);
+  expect(calls.map((c) => [c.filter, c.limit])).toEqual([
+    ['data.brand = "Acme"', 25],
+    [undefined, 3],
+  ]);
+  for (const limit of [0, 101, 2.5, "ten"]) {
+    const refused = await search({ limit });
+    expect(refused.isError, String(limit)).toBe(true);
+    expect(text(refused)).toMatch(/limit must be a whole number from 1 to 100/);
+  }
+  expect(calls).toHaveLength(2);
+});
+
+test("the search tool documents filter, limit and totalHits", async () => {
+  const client = await connect({
+    search: async () => Promise.reject(new Error("unused")),
+    lookupById: async () => undefined,
+  });
+  const search = (await client.listTools()).tools.find((t) => t.name === "search")!;
+  expect(search.description).toMatch(/totalHits/);
+  expect(Object.keys(search.inputSchema.properties!)).toEqual(expect.arrayContaining(["filter", "limit"]));
+  expect(search.inputSchema.required).toEqual(["indexName", "phrase"]);
+  expect(JSON.stringify(search.inputSchema.properties!.filter)).toMatch(/IN \[/);
 });

@@ -1,7 +1,7 @@
 // The full client: every operation typed from the contract through `api` (openapi-fetch), plus
 // helpers that return data or throw SiftError.
 import type { components, paths } from "@sift/contract";
-import { createApi, unwrap, type ClientOptions, type SearchParams } from "./search-client.ts";
+import { createApi, searchCalls, unwrap, type ClientOptions } from "./search-client.ts";
 import { uploadFile, waitForIngest, type UploadOptions, type UploadSource } from "./uploads.ts";
 
 type Schemas = components["schemas"];
@@ -28,8 +28,7 @@ export function createClient(options: ClientOptions) {
     /** Every operation of the contract, typed: `api.GET("/v1/indexes/{indexName}", …)`. */
     api,
     router,
-    search: (params: SearchParams, init: { signal?: AbortSignal } = {}) =>
-      unwrap(api.GET("/v1/search", { params: { query: params }, ...(init.signal ? { signal: init.signal } : {}) })),
+    ...searchCalls(api),
     records: {
       get: (indexName: string, recordId: string, version?: string): Promise<IndexRecord> =>
         unwrap(

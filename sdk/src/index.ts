@@ -9,9 +9,16 @@ export {
 } from "./client.ts";
 export {
   createSearchClient,
+  isSearchProblem,
   type SearchClient,
   type SearchParams,
   type SearchResponse,
+  type DataPath,
+  type FacetValue,
+  type FacetStats,
+  type MultiSearchQuery,
+  type MultiSearchResponse,
+  type MultiSearchResult,
   type SearchResult,
   type SearchHighlight,
   type HighlightRange,

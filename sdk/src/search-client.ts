@@ -4,9 +4,40 @@ import type { components, paths } from "@sift/contract";
 import { SiftApiError, type Problem } from "./errors.ts";
 import { createRouter, type RegionEndpoint, type Router } from "./routing.ts";
 
-export type SearchParams = paths["/v1/search"]["get"]["parameters"]["query"];
-export type SearchResponse = components["schemas"]["SearchResponse"];
-export type SearchResult = components["schemas"]["SearchResult"];
+type Schemas = components["schemas"];
+type ContractSearchParams = paths["/v1/search"]["get"]["parameters"]["query"];
+
+/** A field of `data` as a path: `data.brand`, `data.specs.color`, `data."a.b"`. */
+export type DataPath = `data.${string}`;
+
+/**
+ * The parameters of a search. `facets` may be a list of paths (sent comma-separated) and `sort`
+ * is a path with its direction, e.g. `data.price:desc`.
+ */
+export type SearchParams<F extends DataPath = DataPath> = Omit<ContractSearchParams, "facets" | "sort"> & {
+  facets?: readonly F[] | string | undefined;
+  sort?: `${DataPath}:${"asc" | "desc"}` | undefined;
+};
+/** One value of a faceted field and how many matching records hold it. */
+export type FacetValue = Schemas["FacetValue"];
+export type FacetStats = Schemas["FacetStats"];
+/**
+ * Search results. With facets asked for as a list, `facets` is keyed by exactly those paths (and
+ * `facetStats` holds those with numeric values).
+ */
+export type SearchResponse<F extends string = never> = [F] extends [never]
+  ? Schemas["SearchResponse"]
+  : Schemas["SearchResponse"] & {
+      facets: Record<F, FacetValue[]>;
+      facetStats: Partial<Record<F, FacetStats>>;
+    };
+export type SearchResult = Schemas["SearchResult"];
+/** One search's answer in a multi-search: its results with the region that served it. */
+export type MultiSearchResponse = Schemas["MultiSearchResponse"];
+/** The parameters of one search in a multi-search, as for search(). */
+export type MultiSearchQuery = SearchParams;
+/** Each search's results or its own problem, in order; tell them apart with isSearchProblem(). */
+export type MultiSearchResult = MultiSearchResponse | Problem;
 /** The matched parts of a suggestion, when the search asked for `highlight: true`. */
 export type SearchHighlight = components["schemas"]["SearchHighlight"];
 /** `[start, end]` in UTF-16 code units of the stored text, end exclusive: `text.slice(start, end)`. */
@@ -48,14 +79,58 @@ export async function unwrap<T>(call: Promise<{ data?: T; error?: unknown; respo
   return data as T;
 }
 
+/** The contract's parameters: a list of facet paths joined with commas. */
+function contractParams(params: SearchParams): ContractSearchParams {
+  const { facets, ...rest } = params;
+  if (facets === undefined) return rest;
+  return { ...rest, facets: typeof facets === "string" ? facets : facets.join(",") };
+}
+
+/** True when a multi-search result is the problem that stopped that search (it has no suggestions). */
+export function isSearchProblem(result: MultiSearchResult): result is Problem {
+  return !("suggestions" in result);
+}
+
+/** search() and multiSearch() over a typed client; the full client shares them. */
+export function searchCalls(api: ReturnType<typeof createApi>["api"]) {
+  return {
+    /**
+     * Ranked suggestions for `params.query`, with `totalHits` and, when asked, facet counts; pass
+     * `signal` to abort a stale request. The next page: `offset` + `limit`, with `version` set to
+     * this page's `indexVersion`.
+     */
+    search: <F extends DataPath = never>(
+      params: SearchParams<F> & { facets?: readonly F[] | string | undefined },
+      init: { signal?: AbortSignal } = {},
+    ): Promise<SearchResponse<F>> =>
+      unwrap(
+        api.GET("/v1/search", {
+          params: { query: contractParams(params) },
+          ...(init.signal ? { signal: init.signal } : {}),
+        }),
+      ) as Promise<SearchResponse<F>>,
+    /**
+     * Up to 10 searches in one request, answered in order; a search that fails answers its own
+     * problem (isSearchProblem) without failing the others.
+     */
+    multiSearch: async (
+      searches: readonly MultiSearchQuery[],
+      init: { signal?: AbortSignal } = {},
+    ): Promise<MultiSearchResult[]> =>
+      (
+        await unwrap(
+          api.POST("/v1/search/multi", {
+            body: { searches: searches.map(contractParams) },
+            ...(init.signal ? { signal: init.signal } : {}),
+          }),
+        )
+      ).results as MultiSearchResult[],
+  };
+}
+
 export function createSearchClient(options: ClientOptions) {
   const { api, router } = createApi(options);
-  return {
-    router,
-    /** Ranked suggestions for `params.query`; pass `signal` to abort a stale request. */
-    search: (params: SearchParams, init: { signal?: AbortSignal } = {}): Promise<SearchResponse> =>
-      unwrap(api.GET("/v1/search", { params: { query: params }, ...(init.signal ? { signal: init.signal } : {}) })),
-  };
+  return { router, ...searchCalls(api) };
 }
 
 export type SearchClient = ReturnType<typeof createSearchClient>;

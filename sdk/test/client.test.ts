@@ -2,7 +2,15 @@
 // against our mock sees. Typed results come from the contract's examples.
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { startPrismMock, type Prism } from "../../test/support/prism.ts";
-import { createClient, createSearchClient, type HighlightRange, SiftApiError, SiftError } from "../src/index.ts";
+import {
+  createClient,
+  createSearchClient,
+  type FacetValue,
+  type HighlightRange,
+  isSearchProblem,
+  SiftApiError,
+  SiftError,
+} from "../src/index.ts";
 
 let mock: Prism;
 beforeAll(async () => {
@@ -31,6 +39,19 @@ describe("against the Prism mock", () => {
     const ranges: HighlightRange[] | undefined = first.highlight?.title;
     expect(ranges).toEqual([[0, 3]]);
     expect(first.title.slice(...ranges![0]!)).toBe("Par");
+  });
+
+  test("multiSearch answers each search in order: results with their region, or a problem", async () => {
+    const sift = createClient({ baseUrl: mock.url });
+    const results = await sift.multiSearch([
+      { query: "par", indexName: "cities", serviceName: "demo", limit: 1 },
+      { query: "par", indexName: "cities", serviceName: "demo", facets: ["data.country"] },
+    ]);
+    expect(results.map(isSearchProblem)).toEqual([false, true]);
+    const [found, failed] = results;
+    if (!found || isSearchProblem(found) || !failed || !isSearchProblem(failed)) throw new Error("unexpected shapes");
+    expect(found).toMatchObject({ region: "frankfurt", totalHits: 2, totalHitsExact: true });
+    expect(failed).toMatchObject({ status: 400, errors: [{ field: "offset" }] });
   });
 
   test("a record upsert returns a write result with the new version", async () => {
@@ -74,4 +95,57 @@ test("search() sends typoTolerance and highlight as query parameters", async () 
     ["false", "true"],
     [null, null],
   ]);
+});
+
+test("facets as a list are sent comma-separated and come back typed by path; offset and sort are sent", async () => {
+  const sent: URL[] = [];
+  const sift = createSearchClient({
+    baseUrl: "https://sift.test",
+    fetch: async (input) => {
+      sent.push(new URL(input instanceof Request ? input.url : String(input)));
+      return Response.json({
+        suggestions: [],
+        indexVersion: "4",
+        totalHits: 31,
+        totalHitsExact: true,
+        facets: { "data.brand": [{ value: "Acme", count: 30 }], "data.price": [] },
+        facetStats: { "data.price": { min: 1, max: 9 } },
+      });
+    },
+  });
+  const page = await sift.search({
+    query: "shoe",
+    indexName: "shop",
+    serviceName: "demo",
+    facets: ["data.brand", "data.price"],
+    sort: "data.price:desc",
+    offset: 20,
+    version: "4",
+  });
+  // Typed by the requested paths: no optional chaining needed for a path that was asked for.
+  const brands: FacetValue[] = page.facets["data.brand"];
+  expect(brands).toEqual([{ value: "Acme", count: 30 }]);
+  expect(page.facetStats["data.price"]).toEqual({ min: 1, max: 9 });
+  expect(page.totalHits).toBe(31);
+  const url = sent[0]!;
+  expect([url.searchParams.get("facets"), url.searchParams.get("sort"), url.searchParams.get("offset")]).toEqual([
+    "data.brand,data.price",
+    "data.price:desc",
+    "20",
+  ]);
+});
+
+test("multiSearch posts the searches with their facets joined", async () => {
+  const bodies: unknown[] = [];
+  const sift = createSearchClient({
+    baseUrl: "https://sift.test",
+    fetch: async (input, init) => {
+      const request = new Request(input, init);
+      expect([request.method, new URL(request.url).pathname]).toEqual(["POST", "/v1/search/multi"]);
+      bodies.push(await request.json());
+      return Response.json({ results: [] });
+    },
+  });
+  await sift.multiSearch([{ query: "a", indexName: "i", serviceName: "s", facets: ["data.x", "data.y"] }]);
+  expect(bodies).toEqual([{ searches: [{ query: "a", indexName: "i", serviceName: "s", facets: "data.x,data.y" }] }]);
 });

@@ -44,11 +44,13 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
 
   // Browsers on customers' sites search with a public key: search and the region probes are
   // open to any origin, without cookies (credentials stay off, so a session never crosses sites).
-  const openRead = openReadCors({
+  const openReadOptions = {
     exposeHeaders: ["x-sift-region", "x-request-id", "ratelimit", "ratelimit-policy", "retry-after"],
     maxAgeSeconds: 86_400,
-  });
+  };
+  const openRead = openReadCors(openReadOptions);
   for (const path of ["/v1/search", "/v1/regions", "/healthz"]) app.use(path, openRead);
+  app.use("/v1/search/multi", openReadCors({ ...openReadOptions, methods: ["POST"] }));
 
   app.use("/v1/*", authenticate(deps.apiKeys, deps.sessions));
   app.use("/mcp", authenticate(deps.apiKeys, deps.sessions));

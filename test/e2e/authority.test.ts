@@ -123,6 +123,28 @@ describe.each(Object.keys(TABLE) as Caller[])("as %s", (caller) => {
     }
   });
 
+  test(`multi-search: each search as GET /v1/search (PUBLIC ${row.searchPublic}, PRIVATE ${row.searchPrivate})`, async () => {
+    const one = (t: Tenant, indexName: string) => ({ query: "ams", serviceName: t.service, indexName });
+    const reply = await as(caller, world.a)("POST", "/v1/search/multi", {
+      searches: [
+        one(world.a, world.a.publicIndex),
+        one(world.b, world.b.publicIndex),
+        one(world.a, world.a.privateIndex),
+        one(world.b, world.b.privateIndex),
+        one(world.a, "no-such-index"),
+      ],
+    });
+    // The request itself is always allowed: each search answers its own status.
+    expect(reply.status).toBe(200);
+    const statuses = reply.body.results.map((r: { status?: number; suggestions?: unknown }) =>
+      r.suggestions ? 200 : r.status,
+    );
+    const publicOther = row.searchPublic === "yes" ? 200 : 404;
+    const expected = row.searchPrivate === 401 ? [200, publicOther, 401, 401, 401] : [200, publicOther, 200, 404, 404];
+    expect(statuses).toEqual(expected);
+    expect(reply.body.results[0].suggestions.map((s: { id: string }) => s.id)).toEqual(["r1"]);
+  });
+
   test(`records read: ${row.recordsRead}`, async () => {
     const send = as(caller, world.a);
     const pub = await send("GET", `/v1/indexes/${world.a.publicIndex}/records/r1`);
@@ -204,7 +226,10 @@ test("a revoked key gets 401 on every endpoint, public search included", async (
     send("GET", `/v1/indexes/${world.a.privateIndex}/records/r1`),
     send("GET", "/v1/indexes"),
     send("POST", "/mcp", mcpSearch(world.a.publicIndex)),
+    send("POST", "/v1/search/multi", {
+      searches: [{ query: "ams", serviceName: world.a.service, indexName: world.a.publicIndex }],
+    }),
   ]);
-  expect(replies.map((r) => r.status)).toEqual([401, 401, 401, 401]);
+  expect(replies.map((r) => r.status)).toEqual([401, 401, 401, 401, 401]);
   expect(replies[0]!.body.detail).toBe("the API key has been revoked");
 });

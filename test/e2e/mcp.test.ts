@@ -124,8 +124,10 @@ describe("the SDK's Client over Streamable HTTP", () => {
     expect(tools.map((t) => t.name).sort()).toEqual(["lookupById", "search"]);
     const search = tools.find((t) => t.name === "search")!;
     expect(Object.keys(search.inputSchema.properties!).sort()).toEqual([
+      "filter",
       "indexName",
       "latitude",
+      "limit",
       "longitude",
       "phrase",
       "typoTolerance",
@@ -143,7 +145,14 @@ describe("the SDK's Client over Streamable HTTP", () => {
     const plain = await client.callTool({ name: "search", arguments: { indexName: index, phrase: "spring" } });
     expect(plain.isError).toBe(false);
     const body = parseText(plain);
-    expect(Object.keys(body).sort()).toEqual(["indexName", "indexVersion", "phrase", "results"]);
+    expect(Object.keys(body).sort()).toEqual([
+      "indexName",
+      "indexVersion",
+      "phrase",
+      "results",
+      "totalHits",
+      "totalHitsExact",
+    ]);
     expect(body).toMatchObject({ indexName: index, phrase: "spring" });
     expect(body.results.map((r: { id: string }) => r.id)).toEqual(await restIds("spring"));
     expect(body.results.map((r: { id: string }) => r.id)).toContain("spring-hill");
@@ -190,6 +199,20 @@ describe("the SDK's Client over Streamable HTTP", () => {
     });
     expect(refused.isError).toBe(true);
     expect(firstText(refused)).toMatch(/typoTolerance must be true or false/);
+  });
+
+  test("search takes a filter and a limit; totalHits counts every match, not only those returned", async () => {
+    const call = async (extra: Record<string, unknown>) =>
+      client.callTool({ name: "search", arguments: { indexName: index, phrase: "spring", ...extra } });
+    const one = parseText(await call({ limit: 1 }));
+    expect(one.results).toHaveLength(1);
+    expect(one).toMatchObject({ totalHits: 4, totalHitsExact: true });
+    const ma = parseText(await call({ filter: 'data.state = "MA"' }));
+    expect(ma.results.map((r: { id: string }) => r.id)).toEqual(["springfield-ma"]);
+    expect(ma.totalHits).toBe(1);
+    const broken = await call({ filter: "data.state <" });
+    expect(broken.isError).toBe(true);
+    expect(firstText(broken)).toMatch(/^filter: at character 13: /);
   });
 
   test("search always reads the active version", async () => {

@@ -229,6 +229,20 @@ function knownFor(targets: Targets) {
     if (name === "uploadId") return ["⟦uploadId⟧", "upl_unknown"];
     if (name === "expires") return ["⟦uploadExpires⟧", "0", String(Date.UTC(2100, 0, 1))];
     if (name === "signature") return ["⟦uploadSignature⟧", "⟦uploadSignature⟧x", "AAAA", ""];
+    // The search's own languages (paths, sort, filter), valid and a little broken, so the
+    // requests reach the engine's facets, sort and string filters and not only the parsers.
+    if (name === "facets")
+      return ["data.price", "data.country,data.price,data.tags", 'data."in,Stock"', "data.", "price", "data.a,data.a"];
+    if (name === "sort") return ["data.price:asc", "data.country:desc", "data.tags:asc", "data.price", "data.x:up"];
+    if (name === "filter")
+      return [
+        'data.country = "NL"',
+        'data.tags IN ["a", 1, true]',
+        "EXISTS data.price && !(data.price != 10)",
+        'data.country < "NL"',
+        "data.tags IN []",
+        "exists",
+      ];
     if (name === "redirectTo") return ["/docs", "//evil.example/", "https://evil.example/", "/\\evil.example"];
     return undefined;
   };

@@ -71,6 +71,58 @@ function fieldsTable(schema: Json | undefined, doc: Json): string {
   return `<table><thead><tr><th>Field</th><th>Type</th><th>Description</th></tr></thead><tbody>${rows}</tbody></table>`;
 }
 
+/** A request line for an example: its path parameters filled in, its query parameters encoded. */
+function exampleRequest(method: string, path: string, values: Record<string, unknown>, params: Json[]): string {
+  let filled = path;
+  const query = new URLSearchParams();
+  for (const p of params) {
+    if (!(p.name in values)) continue;
+    const value = String(values[p.name]);
+    if (p.in === "path") filled = filled.replace(`{${p.name}}`, encodeURIComponent(value));
+    else if (p.in === "query") query.set(p.name, value);
+  }
+  const search = query.toString();
+  return `${method.toUpperCase()} ${filled}${search ? `?${search}` : ""}`;
+}
+
+const pre = (value: unknown) => `<pre>${esc(typeof value === "string" ? value : JSON.stringify(value, null, 2))}</pre>`;
+
+/** A media type's examples, named: `examples` as given, or the single `example` without a name. */
+const namedExamples = (media: Json | undefined): [string, unknown][] =>
+  media?.examples
+    ? Object.entries<Json>(media.examples).map(([name, e]) => [e.summary ?? name, e.value])
+    : media?.example !== undefined
+      ? [["", media.example]]
+      : [];
+
+/**
+ * The operation's examples (the contract's @opExample): each request as it is sent, its body,
+ * and the answer. Parameter examples are named like the response examples they go with.
+ */
+function examples(method: string, path: string, op: Json): string {
+  const params = (op.parameters ?? []) as Json[];
+  const byName = new Map<string, Record<string, unknown>>();
+  for (const p of params) {
+    for (const [name, e] of Object.entries<Json>(p.examples ?? {})) {
+      const values = byName.get(e.summary ?? name) ?? {};
+      values[p.name] = e.value;
+      byName.set(e.summary ?? name, values);
+    }
+  }
+  const body = namedExamples(Object.values<Json>(op.requestBody?.content ?? {})[0]);
+  const ok = Object.entries<Json>(op.responses ?? {}).find(([status]) => status.startsWith("2"));
+  const answers = namedExamples(ok?.[1].content ? Object.values<Json>(ok[1].content)[0] : undefined);
+  const names = [...new Set([...byName.keys(), ...answers.map(([name]) => name), ...body.map(([name]) => name)])];
+  const parts = names.map((name) => {
+    const request =
+      byName.has(name) || body.length > 0 ? pre(exampleRequest(method, path, byName.get(name) ?? {}, params)) : "";
+    const sent = body.find(([n]) => n === name) ?? (body.length === 1 ? body[0] : undefined);
+    const answer = answers.find(([n]) => n === name);
+    return `${name ? `<h5>${esc(name)}</h5>` : ""}${request}${sent ? pre(sent[1]) : ""}${answer ? `<p>Answer <code>${esc(ok![0])}</code>:</p>${pre(answer[1])}` : ""}`;
+  });
+  return parts.length > 0 ? `<h4>Examples</h4>${parts.join("")}` : "";
+}
+
 function operation(method: string, path: string, op: Json, doc: Json): string {
   const params = (op.parameters ?? []) as Json[];
   const paramRows = params
@@ -101,6 +153,7 @@ ${auth ? `<p class=auth>Authentication: ${esc(auth)}</p>` : ""}
 ${paramRows ? `<h4>Parameters</h4><table><thead><tr><th>Name</th><th>In</th><th>Type</th><th>Description</th></tr></thead><tbody>${paramRows}</tbody></table>` : ""}
 ${bodyHtml}
 <h4>Responses</h4><table><thead><tr><th>Status</th><th>Meaning</th><th>Body</th></tr></thead><tbody>${responses}</tbody></table>
+${examples(method, path, op)}
 </section>`;
 }
 
@@ -135,7 +188,7 @@ nav{position:sticky;top:0;height:100vh;overflow:auto;background:#f4f6fa;padding:
 nav ul{list-style:none;padding:0;margin:0 0 1rem}nav a{color:inherit;text-decoration:none}
 main{padding:1rem 2rem;max-width:70rem}code{background:#eef1f6;padding:0 .25em;border-radius:3px}
 table{border-collapse:collapse;width:100%;margin:.5rem 0}td,th{border-top:1px solid #dde2ea;padding:.35rem .5rem;text-align:left;vertical-align:top}
-td p{margin:0}.m{font:600 11px monospace;padding:.1em .4em;border-radius:3px;color:#fff;background:#667}.get{background:#2b7a4b}.post{background:#2456a6}.put{background:#8a5a00}.delete{background:#a32828}.patch{background:#6b3fa0}
+td p{margin:0}pre{background:#eef1f6;padding:.5rem;border-radius:3px;overflow:auto;font-size:12px}.m{font:600 11px monospace;padding:.1em .4em;border-radius:3px;color:#fff;background:#667}.get{background:#2b7a4b}.post{background:#2456a6}.put{background:#8a5a00}.delete{background:#a32828}.patch{background:#6b3fa0}
 .req{color:#a32828;font-size:11px}.op{border-bottom:1px solid #dde2ea;padding-bottom:1rem}.auth{color:#556}
 @media (max-width:50rem){body{display:block}nav{position:static;height:auto}}
 </style></head><body>

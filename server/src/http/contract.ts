@@ -39,6 +39,11 @@ export interface Input<K extends OperationId> {
   path: Params<K, "path">;
   query: Params<K, "query">;
   body: JsonBody<K>;
+  /**
+   * For an operation whose body items fail one by one (`x-sift-item-errors`): why each item of
+   * the array is invalid, undefined for a valid one. The body's other fields are validated as usual.
+   */
+  itemErrors?: (InvalidArgumentError | undefined)[];
 }
 
 export type OperationHandler<K extends OperationId> = (
@@ -72,6 +77,8 @@ export interface ContractOperation {
   validatePath: ValidateFunction;
   validateQuery: ValidateFunction;
   validateBody: ValidateFunction | undefined;
+  /** `x-sift-item-errors`: the array property whose items are validated one by one, and its item schema. */
+  items: { property: string; name: string; validate: ValidateFunction } | undefined;
   coerce: Map<string, "integer" | "number" | "boolean" | "string">;
   queryNames: string[];
 }
@@ -137,6 +144,25 @@ export function loadContract(path = openapiPath): Contract {
       };
       // `x-sift-raw-body`: the handler reads the body itself (MCP answers JSON-RPC errors, not problems).
       const jsonSchema = op["x-sift-raw-body"] ? undefined : op.requestBody?.content?.["application/json"]?.schema;
+      // `x-sift-item-errors` (the multi-search): an invalid item fails alone, so the body's schema
+      // checks only that each item is an object, and each item is checked against its own schema.
+      const itemSpec = op["x-sift-item-errors"] as { property: string; item: string } | undefined;
+      let bodySchema = jsonSchema ? (rewriteRefs(jsonSchema) as JsonSchema) : undefined;
+      let items: ContractOperation["items"];
+      if (jsonSchema && itemSpec) {
+        const resolved = resolve(jsonSchema);
+        const properties = resolved.properties as Record<string, JsonSchema>;
+        const arraySchema = properties[itemSpec.property]!;
+        items = {
+          property: itemSpec.property,
+          name: itemSpec.item,
+          validate: ajv.compile(rewriteRefs(arraySchema.items) as JsonSchema),
+        };
+        bodySchema = rewriteRefs({
+          ...resolved,
+          properties: { ...properties, [itemSpec.property]: { ...arraySchema, items: { type: "object" } } },
+        }) as JsonSchema;
+      }
       operations.push({
         id: op.operationId,
         method,
@@ -148,7 +174,8 @@ export function loadContract(path = openapiPath): Contract {
         ),
         validatePath: ajv.compile(objectSchema("path")),
         validateQuery: ajv.compile(objectSchema("query")),
-        validateBody: jsonSchema ? ajv.compile(rewriteRefs(jsonSchema) as JsonSchema) : undefined,
+        validateBody: bodySchema ? ajv.compile(bodySchema) : undefined,
+        items,
         coerce: new Map(params.filter((p) => p.in !== "header").map((p) => [p.name, scalarType(p.schema)])),
         queryNames: params.filter((p) => p.in === "query").map((p) => p.name),
       });
@@ -309,9 +336,11 @@ export async function validateRequest(
     throw new InvalidArgumentError(`invalid query parameter: ${describe(problems)}`, problems);
   }
   let body: unknown;
+  let itemErrors: (InvalidArgumentError | undefined)[] | undefined;
   if (op.validateBody) {
     body = await readJsonBody(c, op, maxBodyBytes);
-    const unstorable = findUnstorable(body);
+    const itemList = op.items && itemsOf(body, op.items.property);
+    const unstorable = findUnstorable(itemList ? { ...(body as object), [op.items!.property]: [] } : body);
     if (unstorable !== null) {
       const field = unstorable.path || "body";
       throw new InvalidArgumentError(`invalid request body: ${field} ${unstorable.message}`, [
@@ -322,8 +351,29 @@ export async function validateRequest(
       const problems = fieldProblems(op.validateBody.errors);
       throw new InvalidArgumentError(`invalid request body: ${describe(problems)}`, problems);
     }
+    if (itemList) itemErrors = itemList.map((item) => itemError(item, op.items!));
   }
-  return { path, query, body } as Input<OperationId>;
+  return (itemErrors ? { path, query, body, itemErrors } : { path, query, body }) as Input<OperationId>;
+}
+
+function itemsOf(body: unknown, property: string): unknown[] | undefined {
+  if (typeof body !== "object" || body === null) return undefined;
+  const value = (body as Record<string, unknown>)[property];
+  return Array.isArray(value) ? value : undefined;
+}
+
+/** Why one item of an `x-sift-item-errors` array is invalid; fields are named as within the item. */
+function itemError(item: unknown, spec: NonNullable<ContractOperation["items"]>): InvalidArgumentError | undefined {
+  const unstorable = findUnstorable(item);
+  if (unstorable !== null) {
+    const field = unstorable.path || spec.name;
+    return new InvalidArgumentError(`invalid ${spec.name}: ${field} ${unstorable.message}`, [
+      { field, message: unstorable.message },
+    ]);
+  }
+  if (spec.validate(item)) return undefined;
+  const problems = fieldProblems(spec.validate.errors);
+  return new InvalidArgumentError(`invalid ${spec.name}: ${describe(problems)}`, problems);
 }
 
 /**

@@ -17,16 +17,23 @@ export const SESSION_COOKIE = "sift_session";
  * before the handler runs, which makes @hono/node-server build a full web Response for every
  * request (about 9 % of a search's CPU under load).
  */
-export function openReadCors(options: { exposeHeaders: string[]; maxAgeSeconds: number }): MiddlewareHandler {
+export function openReadCors(options: {
+  exposeHeaders: string[];
+  maxAgeSeconds: number;
+  /** POST for the multi-search, whose JSON body makes browsers ask first (a preflight). */
+  methods?: string[];
+}): MiddlewareHandler {
   const expose = options.exposeHeaders.join(",");
+  const methods = (options.methods ?? ["GET"]).join(",");
+  const allowHeaders = options.methods?.includes("POST") ? "authorization,content-type" : "authorization";
   return async (c, next) => {
     if (c.req.method === "OPTIONS") {
       return new Response(null, {
         status: 204,
         headers: {
           "access-control-allow-origin": "*",
-          "access-control-allow-methods": "GET",
-          "access-control-allow-headers": "authorization",
+          "access-control-allow-methods": methods,
+          "access-control-allow-headers": allowHeaders,
           "access-control-max-age": String(options.maxAgeSeconds),
           "access-control-expose-headers": expose,
         },

@@ -11,7 +11,7 @@ import type { AppEnv } from "../http/env.ts";
 import { HttpProblem, problemFor } from "../http/problem.ts";
 import type { SearchEngine } from "../ports/engine.ts";
 import type { CatalogService } from "../services/catalog.ts";
-import { suggestionOf, type SearchService } from "../services/search.ts";
+import { filterOf, suggestionOf, type SearchService } from "../services/search.ts";
 
 /**
  * The MCP tools show a failure's message to the model when it has a status below 500, so a
@@ -38,17 +38,27 @@ function backendFor(
     return authorizeIndex(p, "mcp", await deps.catalog.byName(p.tenantId, indexName), indexName);
   };
   return {
-    search: ({ indexName, phrase, latitude, longitude, typoTolerance }) =>
+    search: ({ indexName, phrase, latitude, longitude, typoTolerance, filter, limit }) =>
       asProblem(async () => {
+        const parsed = filterOf(filter);
         const ref = await index(indexName);
         const geo = latitude !== undefined && longitude !== undefined ? { latitude, longitude } : undefined;
         // Always highlighted: a model reading the results sees which words matched (and which
         // only with typos) without re-matching them itself.
-        const found = await deps.search.searchIndex(ref, { query: phrase, geo, typoTolerance, highlight: true });
+        const found = await deps.search.searchIndex(ref, {
+          query: phrase,
+          geo,
+          typoTolerance,
+          highlight: true,
+          filter: parsed,
+          limit,
+        });
         return {
           indexName,
           indexVersion: found.indexVersion,
           phrase,
+          totalHits: found.totalHits,
+          totalHitsExact: found.totalHitsExact,
           results: found.hits.map(suggestionOf) as JsonRecord[],
         };
       }),

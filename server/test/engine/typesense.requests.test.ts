@@ -2,6 +2,8 @@
 // each request and answers the way Typesense's API documents. This checks request shapes and
 // the adapter's handling of answers; it is not an integration test: whether Typesense itself
 // ranks and filters as intended is for typesense.conformance.test.ts against a real server.
+// One file of some 1,400 lines on purpose: every case shares the recording fake, its answers and
+// the request builders, and reads as the adapter's request-by-request specification.
 import { createHash } from "node:crypto";
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -90,6 +92,8 @@ async function startFake(): Promise<Fake> {
 const sha256 = (text: string): string => createHash("sha256").update(text).digest("hex");
 const idKey = (id: string): string => sha256(id).slice(0, 32);
 const presence = (field: string): string => sha256(field).slice(0, 16);
+const stringTok = (value: string): string => sha256(`s:${value}`).slice(0, 32);
+const existsTok = (...path: string[]): string => sha256(`exists:${JSON.stringify(path)}`).slice(0, 32);
 
 const jsonl = (rows: unknown[]): string => rows.map((row) => JSON.stringify(row)).join("\n");
 const lines = (body: string): unknown[] => body.split("\n").map((line) => JSON.parse(line) as unknown);
@@ -274,6 +278,15 @@ describe("typesense adapter: bulk ingest", () => {
     for (const name of ["superseded_by", "fpresent"]) expect(field(name)).toMatchObject({ type: "string[]" });
     expect(field("fnum__.*")).toMatchObject({ type: "float", optional: true });
     expect(field("fbool__.*")).toMatchObject({ type: "bool", optional: true });
+    // Layout 3: value lists filter (arrays' elements included), facet fields count and give
+    // stats, scalar fields sort (sort_by takes no arrays; strings must say so).
+    expect(field("fexists")).toMatchObject({ type: "string[]" });
+    expect(field("fn__.*")).toMatchObject({ type: "float[]", facet: true });
+    for (const name of ["fnmin__.*", "fnmax__.*", "fsn__.*"]) expect(field(name)).toMatchObject({ type: "float" });
+    expect(field("fs__.*")).toMatchObject({ type: "string[]" });
+    expect(field("fb__.*")).toMatchObject({ type: "bool[]" });
+    expect(field("ffv__.*")).toMatchObject({ type: "string[]", facet: true });
+    expect(field("fss__.*")).toMatchObject({ type: "string", sort: true });
     const document = toDocument(pizza, "0");
     for (const key of Object.keys(document)) {
       if (key === "id" || key === "rec") continue;
@@ -329,22 +342,68 @@ describe("typesense adapter: bulk ingest", () => {
         presence("fbool__inStock"),
         presence("fnum__dims__w"),
         presence("fnum__odd_20key"),
+        // Layout 3: the value lists a record has, for != and negations.
+        presence("fn__price"),
+        presence("fb__inStock"),
+        presence("fn__tags"),
+        presence("fs__tags"),
+        presence("fn__dims__w"),
+        presence("fs__note"),
+        presence("fn__odd_20key"),
       ],
+      // Layout 2: scalar numbers and booleans, kept for majors written before layout 3.
       fnum__price: 12.5,
       fbool__inStock: true,
       fnum__dims__w: 3,
       fnum__odd_20key: 1,
+      // Layout 3: every value at a path, an array's elements included; numbers with their least
+      // and greatest, strings as tokens, facet values typed, scalars again for sort_by.
+      fn__price: [12.5],
+      fnmin__price: 12.5,
+      fnmax__price: 12.5,
+      ffv__price: ["n:12.5"],
+      fsn__price: 12.5,
+      fb__inStock: [true],
+      ffv__inStock: ["b:true"],
+      fn__tags: [3],
+      fnmin__tags: 3,
+      fnmax__tags: 3,
+      fs__tags: [stringTok("Spicy"), stringTok("hot")],
+      ffv__tags: ["n:3", "s:Spicy", "s:hot"],
+      fn__dims__w: [3],
+      fnmin__dims__w: 3,
+      fnmax__dims__w: 3,
+      ffv__dims__w: ["n:3"],
+      fsn__dims__w: 3,
+      fs__note: [stringTok("Wood-fired")],
+      ffv__note: ["s:Wood-fired"],
+      fss__note: "Wood-fired",
+      fn__odd_20key: [1],
+      fnmin__odd_20key: 1,
+      fnmax__odd_20key: 1,
+      ffv__odd_20key: ["n:1"],
+      fsn__odd_20key: 1,
+      // EXISTS: every path through objects whose value is not null, objects and arrays included.
+      fexists: [
+        existsTok("price"),
+        existsTok("inStock"),
+        existsTok("tags"),
+        existsTok("dims"),
+        existsTok("dims", "w"),
+        existsTok("note"),
+        existsTok("odd key"),
+      ],
       rec: JSON.stringify(pizza),
     });
     // No weight: 0, below every weighted record; no coordinates: no location.
-    expect(lines(imports[0]!.body)[1]).toMatchObject({ weight: 0, data_text: [], fpresent: [] });
+    expect(lines(imports[0]!.body)[1]).toMatchObject({ weight: 0, data_text: [], fpresent: [], fexists: [] });
     expect(lines(imports[0]!.body)[1]).not.toHaveProperty("location");
 
     const commit = fake.requests.at(-1)!;
     expect(`${commit.method} ${commit.path}`).toBe("POST /collections/t_idx__versions/documents");
     expect(commit.query).toEqual({ action: "upsert" });
     // The collection's layout goes with the version, so reads know which fields they may sort by.
-    expect(JSON.parse(commit.body)).toEqual({ id: "1", major: 1, records: 3, state: "ready", layout: 2 });
+    expect(JSON.parse(commit.body)).toEqual({ id: "1", major: 1, records: 3, state: "ready", layout: 3 });
   });
 
   it("drops the collection on abort and refuses a second commit", async () => {
@@ -423,7 +482,7 @@ describe("typesense adapter: search", () => {
   it("asks for exact matches first, ordered by start, then whole last word, then title length and id", async () => {
     const margherita: SearchRecord = { id: "m", title: "Margherita", data: { n: 1.5, nested: { keep: "as stored" } } };
     fake.on("GET", SEARCH, { json: searchAnswer([hit(margherita)], 12) });
-    const hits = await engine.search("idx", "7.3", request({ query: "BRU!" }));
+    const { hits } = await engine.search("idx", "7.3", request({ query: "BRU!" }));
     expect(hits).toEqual([{ record: margherita }]);
     // The page is full of exact matches: nothing is asked with typos.
     expect(searches()).toHaveLength(1);
@@ -469,14 +528,14 @@ describe("typesense adapter: search", () => {
     const avion: SearchRecord = { id: "avion", title: "Par Avion", weight: 5 };
     const heavy: SearchRecord = { id: "gare", title: "Gare de Paris", weight: 9 };
     fake.on("GET", SEARCH, { json: searchAnswer([hit(paris), hit(avion), hit(heavy)], 30) });
-    const hits = await engine.search("idx", "7.3", request({ query: "par", weighted: true }));
+    const { hits } = await engine.search("idx", "7.3", request({ query: "par", weighted: true }));
     expect(hits.map((h) => h.record.id)).toEqual(["avion", "paris", "gare"]);
     expect(searches()[0]!.query.sort_by).toBe(`${evalOf(["(title_tags:p0par)", 2])},weight:desc,title_length:asc`);
   });
 
   it("with typos on and an exact match, asks once: typos only count when nothing matches exactly", async () => {
     fake.on("GET", SEARCH, { json: searchAnswer([hit({ id: "z", title: "Napoletana", weight: 1 })], 1) });
-    const hits = await engine.search("idx", "7.3", request({ query: "napoletana", weighted: true }));
+    const { hits } = await engine.search("idx", "7.3", request({ query: "napoletana", weighted: true }));
     expect(hits.map((h) => h.record.id)).toEqual(["z"]);
     expect(searches()).toHaveLength(1);
   });
@@ -490,7 +549,7 @@ describe("typesense adapter: search", () => {
         : // Typesense's own order, here not fewest typos first.
           { json: searchAnswer([hit(twoTypos, "9"), hit(oneTypo, "8")], 2) },
     );
-    const hits = await engine.search("idx", "7.3", request({ query: "napoletana", weighted: true }));
+    const { hits } = await engine.search("idx", "7.3", request({ query: "napoletana", weighted: true }));
     expect(hits.map((h) => h.record.id)).toEqual(["b", "a"]);
     const [first, second] = searches();
     expect(first!.query).toMatchObject({ num_typos: "0", typo_tokens_threshold: "0", per_page: "10" });
@@ -515,7 +574,7 @@ describe("typesense adapter: search", () => {
         : // "пица" is 8 bytes, two typos for Typesense; 4 code points, one for Sift.
           { json: searchAnswer([hit({ id: "2", title: "Поцо" }), hit({ id: "1", title: "Пицо" })], 2) },
     );
-    const hits = await engine.search("idx", "7.3", request({ query: "пица" }));
+    const { hits } = await engine.search("idx", "7.3", request({ query: "пица" }));
     expect(hits.map((h) => h.record.id)).toEqual(["1"]);
   });
 
@@ -538,7 +597,7 @@ describe("typesense adapter: search", () => {
     expect(searches()).toHaveLength(1);
     // With "pizza" it is asked, telling Typesense to leave numbers alone; a match that changed
     // one anyway (Typesense counts only ASCII digits as numbers) is not passed on.
-    const hits = await engine.search("idx", "7.3", request({ query: "pizza 1234" }));
+    const { hits } = await engine.search("idx", "7.3", request({ query: "pizza 1234" }));
     expect(searches()[2]!.query).toMatchObject({ q: "pizza 1234", enable_typos_for_numerical_tokens: "false" });
     expect(hits.map((h) => h.record.id)).toEqual(["x"]);
   });
@@ -550,7 +609,7 @@ describe("typesense adapter: search", () => {
     fake.on("GET", SEARCH, {
       json: searchAnswer([hit(near, "9", 712), hit(far, "9", 392_000), hit(nowhere, "9", 2_147_483_647)], 10),
     });
-    const hits = await engine.search(
+    const { hits } = await engine.search(
       "idx",
       "7.3",
       request({ query: "pizza", geo: { latitude: 48.85, longitude: 2.35 } }),
@@ -581,7 +640,7 @@ describe("typesense adapter: search", () => {
         10,
       ),
     });
-    const hits = await engine.search(
+    const { hits } = await engine.search(
       "idx",
       "7",
       request({ query: "pizza", weighted: true, geo: { latitude: 1, longitude: 2 } }),
@@ -665,7 +724,11 @@ describe("typesense adapter: search", () => {
   });
 
   it("sends nothing for a query without tokens", async () => {
-    expect(await engine.search("idx", "7", request({ query: " ?! " }))).toEqual([]);
+    expect(await engine.search("idx", "7", request({ query: " ?! " }))).toEqual({
+      hits: [],
+      totalHits: 0,
+      totalHitsExact: true,
+    });
     expect(fake.requests.filter((r) => r.path.endsWith("/search"))).toEqual([]);
   });
 
@@ -741,6 +804,232 @@ describe("typesense adapter: data filters", () => {
     );
     // The schema learns pattern fields as documents arrive: an unknown field re-reads it once.
     expect(calls()).toEqual(["GET /collections/t_idx__v7", "GET /collections/t_idx__v7/documents/search"]);
+  });
+});
+
+describe("typesense adapter: string, IN and EXISTS filters on layout 3", () => {
+  const schema = [
+    "rid",
+    "writer",
+    "fpresent",
+    "fexists",
+    "fn__price",
+    "fnmin__price",
+    "fnmax__price",
+    "fs__brand",
+    "fs__tags",
+    "fn__tags",
+    "fb__inStock",
+  ];
+
+  async function filterFor(expr: SearchRequest["filter"]): Promise<string | undefined> {
+    fake.requests.length = 0;
+    await engine.search("idx", "7", request({ filter: expr }));
+    return fake.requests.find((r) => r.path.endsWith("/search"))?.query.filter_by;
+  }
+  const brand = (op: "=" | "!=", value: string) => ({ kind: "cmp" as const, path: ["brand"], op, value });
+  const price = (op: "<" | ">=" | "=" | "!=", value: number) => ({ kind: "cmp" as const, path: ["price"], op, value });
+
+  beforeEach(() => {
+    serveTree([{ ...entry("7", 7, 3), layout: 3 }]);
+    fake.on("GET", "/collections/t_idx__v7", { json: collection("t_idx__v7", schema, 3) });
+    fake.on("GET", "/collections/t_idx__v7/documents/search", { json: searchAnswer([], 10) });
+  });
+
+  it("compares strings exactly as tokens, which need no escaping, backticks included", async () => {
+    expect(await filterFor(brand("=", "Acme"))).toBe(`(writer:=0 && fs__brand:=${stringTok("Acme")})`);
+    expect(await filterFor(brand("=", "a`b, c]"))).toBe(`(writer:=0 && fs__brand:=${stringTok("a`b, c]")})`);
+    // != needs a string there and none equal; its negation is "equal, or no string at all".
+    const token = presence("fs__brand");
+    expect(await filterFor(brand("!=", "Acme"))).toBe(
+      `(writer:=0 && (fs__brand:!=${stringTok("Acme")} && fpresent:=[${token}]))`,
+    );
+    expect(await filterFor({ kind: "not", arg: brand("!=", "Acme") })).toBe(
+      `(writer:=0 && (fs__brand:=${stringTok("Acme")} || fpresent:!=[${token}]))`,
+    );
+    expect(await filterFor({ kind: "not", arg: brand("=", "Acme") })).toBe(
+      `(writer:=0 && fs__brand:!=${stringTok("Acme")})`,
+    );
+  });
+
+  it("reads ranges on numbers from their least and greatest value, so arrays negate exactly", async () => {
+    const token = presence("fn__price");
+    expect(await filterFor(price("<", 20))).toBe("(writer:=0 && fnmin__price:<20)");
+    expect(await filterFor(price(">=", 20))).toBe("(writer:=0 && fnmax__price:>=20)");
+    // No element below 20: the least is not, or there is no number at all.
+    expect(await filterFor({ kind: "not", arg: price("<", 20) })).toBe(
+      `(writer:=0 && (fnmin__price:>=20 || fpresent:!=[${token}]))`,
+    );
+    expect(await filterFor(price("=", 5))).toBe("(writer:=0 && fn__price:=5)");
+    expect(await filterFor(price("!=", 5))).toBe(`(writer:=0 && (fn__price:!=5 && fpresent:=[${token}]))`);
+  });
+
+  it("splits IN by type, one list per typed field; its negation keeps records with none of them", async () => {
+    const tags = { kind: "in" as const, path: ["tags"], values: ["red", 3, "blue", "red", true] };
+    expect(await filterFor(tags)).toBe(
+      `(writer:=0 && (fn__tags:[3] || fs__tags:[${stringTok("red")},${stringTok("blue")}]))`,
+    );
+    expect(await filterFor({ kind: "not", arg: tags })).toBe(
+      `(writer:=0 && (fn__tags:![3] && fs__tags:![${stringTok("red")},${stringTok("blue")}]))`,
+    );
+    // No record has a boolean tag: IN [true] alone matches nothing, and asks nothing.
+    expect(await filterFor({ kind: "in", path: ["tags"], values: [true] })).toBeUndefined();
+  });
+
+  it("tests EXISTS by the path's token, and its negation by its absence", async () => {
+    const exists = { kind: "exists" as const, path: ["specs", "color"] };
+    expect(await filterFor(exists)).toBe(`(writer:=0 && fexists:=${existsTok("specs", "color")})`);
+    expect(await filterFor({ kind: "not", arg: exists })).toBe(
+      `(writer:=0 && fexists:!=${existsTok("specs", "color")})`,
+    );
+  });
+
+  it("answers string filters and EXISTS on a major of layout 2 as if no record had the field", async () => {
+    serveTree();
+    fake.on("GET", "/collections/t_idx__v7", { json: collection("t_idx__v7", ["rid", "fnum__price"], 3) });
+    expect(await filterFor(brand("=", "Acme"))).toBeUndefined();
+    expect(await filterFor({ kind: "exists", path: ["price"] })).toBeUndefined();
+    expect(await filterFor({ kind: "not", arg: brand("=", "Acme") })).toBe("writer:=0");
+    expect(await filterFor({ kind: "in", path: ["price"], values: [1, "x"] })).toBe("(writer:=0 && fnum__price:[1])");
+  });
+});
+
+describe("typesense adapter: totals, pages, facets and sort", () => {
+  const SEARCH = "/collections/t_idx__v7/documents/search";
+  const searches = (): Recorded[] => fake.requests.filter((r) => r.path === SEARCH);
+  const schema = ["rid", "writer", "ffv__brand", "fn__price", "ffv__price", "fsn__price", "fss__price"];
+
+  beforeEach(() => {
+    serveTree([{ ...entry("7", 7, 3), layout: 3 }]);
+    fake.on("GET", "/collections/t_idx__v7", { json: collection("t_idx__v7", schema, 3) });
+  });
+
+  it("answers found as the total, and pages by offset and limit past the first", async () => {
+    fake.on("GET", SEARCH, { json: searchAnswer([hit({ id: "a", title: "Pizza" })], 1234) });
+    const first = await engine.search("idx", "7", request({ query: "pizza" }));
+    expect(first).toEqual({ hits: [{ record: { id: "a", title: "Pizza" } }], totalHits: 1234, totalHitsExact: true });
+    expect(searches()[0]!.query).toMatchObject({ per_page: "10" });
+    await engine.search("idx", "7", request({ query: "pizza", offset: 990 }));
+    expect(searches()[1]!.query).toMatchObject({ offset: "990", limit: "10" });
+    expect(searches()[1]!.query).not.toHaveProperty("per_page");
+  });
+
+  it("asks again with typos for the same page, up to its end, when nothing matches exactly", async () => {
+    fake.on("GET", SEARCH, [
+      { json: searchAnswer([], 0) },
+      // Typesense counts bytes: "пица" reaches a record Sift's rules refuse.
+      { json: searchAnswer([hit({ id: "b", title: "Pizza" }), hit({ id: "c", title: "Пицца" })], 5) },
+    ]);
+    const page = await engine.search("idx", "7", request({ query: "pizzza", offset: 20 }));
+    expect(searches()[1]!.query).toMatchObject({ offset: "20", limit: "10", typo_tokens_threshold: "30" });
+    expect(page.hits.map((h) => h.record.id)).toEqual(["b"]);
+    expect(page).toMatchObject({ totalHits: 4, totalHitsExact: false });
+  });
+
+  it("facets by the typed values and the numbers, orders them, cuts them, and reads float32 stats back", async () => {
+    fake.on("GET", SEARCH, {
+      json: {
+        ...searchAnswer([], 40),
+        facet_counts: [
+          {
+            field_name: "ffv__brand",
+            sampled: false,
+            stats: { total_values: 4 },
+            counts: [
+              { value: "s:bolt", count: 3, highlighted: "" },
+              { value: "s:Acme", count: 7, highlighted: "" },
+              { value: "n:42", count: 3, highlighted: "" },
+              { value: "b:false", count: 3, highlighted: "" },
+              { value: "s:Bolt", count: 3, highlighted: "" },
+            ],
+          },
+          {
+            field_name: "ffv__price",
+            sampled: false,
+            stats: {},
+            counts: [{ value: "n:19.99", count: 2, highlighted: "" }],
+          },
+          {
+            field_name: "fn__price",
+            sampled: false,
+            stats: { min: 0.10000000149011612, max: 19.989999771118164, avg: 10, sum: 20, total_values: 2 },
+            counts: [{ value: "19.989999771118164", count: 2, highlighted: "" }],
+          },
+        ],
+      },
+    });
+    const page = await engine.search(
+      "idx",
+      "7",
+      request({
+        query: "pizza",
+        facets: [
+          { path: ["brand"], maxValues: 4 },
+          { path: ["price"], maxValues: 10 },
+          { path: ["nothing"], maxValues: 10 },
+        ],
+      }),
+    );
+    const sent = searches()[0]!.query;
+    // Every field the schema has, once; more values than shown, so ties at the cut are all there.
+    expect(sent.facet_by).toBe("ffv__brand,ffv__price,fn__price");
+    expect(sent.max_facet_values).toBe("250");
+    expect(page.facets).toEqual([
+      {
+        path: ["brand"],
+        values: [
+          { value: "Acme", count: 7 },
+          { value: 42, count: 3 },
+          { value: false, count: 3 },
+          { value: "Bolt", count: 3 },
+        ],
+      },
+      { path: ["price"], values: [{ value: 19.99, count: 2 }], stats: { min: 0.1, max: 19.99 } },
+      { path: ["nothing"], values: [] },
+    ]);
+    expect(page.totalHits).toBe(40);
+  });
+
+  it("sorts by the field in place of weight, numbers then strings, missing last, and orders the page alike", async () => {
+    const rec = (id: string, price?: unknown): SearchRecord => ({
+      id,
+      title: "Pizza",
+      weight: 9,
+      ...(price === undefined ? {} : { data: { price } }),
+    });
+    // Typesense's page, out of order: the adapter settles it with the same keys.
+    fake.on("GET", SEARCH, {
+      json: searchAnswer([
+        hit(rec("none")),
+        hit(rec("s", "cheap")),
+        hit(rec("n1", 5)),
+        hit(rec("n2", 12)),
+        hit(rec("arr", [1])),
+      ]),
+    });
+    const page = await engine.search(
+      "idx",
+      "7",
+      request({ query: "pizza", weighted: true, sort: { path: ["price"], direction: "desc" } }),
+    );
+    const sortBy = searches()[0]!.query.sort_by!;
+    expect(sortBy.split(",").slice(1)).toEqual([
+      "fsn__price(missing_values: last):desc",
+      "fss__price(missing_values: last):desc",
+    ]);
+    expect(sortBy).not.toContain("weight");
+    // An array is no sort value: it ties with the record without one, and the id settles it.
+    expect(page.hits.map((h) => h.record.id)).toEqual(["n2", "n1", "s", "arr", "none"]);
+  });
+
+  it("answers no tokens with nothing, and empty facets, without asking", async () => {
+    const page = await engine.search(
+      "idx",
+      "7",
+      request({ query: "?!", facets: [{ path: ["brand"], maxValues: 10 }] }),
+    );
+    expect(page).toEqual({ hits: [], totalHits: 0, totalHitsExact: true, facets: [{ path: ["brand"], values: [] }] });
+    expect(searches()).toEqual([]);
   });
 });
 
@@ -910,7 +1199,7 @@ describe("typesense adapter: versions", () => {
       major: 9,
       records: 2,
       state: "ready",
-      layout: 2,
+      layout: 3,
     });
   });
 

@@ -17,6 +17,7 @@ const handlers: Handlers = {
   Uploads_putBlob: echo,
   Records_upsert: echo,
   Services_create: echo,
+  MultiSearch_multi: echo,
 };
 
 beforeAll(() => {
@@ -205,5 +206,50 @@ describe("refusals as problem+json", () => {
       status: 501,
       body: { resultCode: "NOT_IMPLEMENTED", detail: "GET /v1/services is not available on this deployment yet" },
     });
+  });
+});
+
+describe("the multi-search body: its searches fail one by one", () => {
+  const ok = { query: "piz", serviceName: "s", indexName: "f" };
+
+  test("each invalid search gets its own error naming the field, the valid ones none", async () => {
+    const body = { searches: [ok, { ...ok, offset: 1001 }, { ...ok, limit: "5" }, { ...ok, query: "a\u0000b" }] };
+    const { status, body: echoed } = await send("POST", "/v1/search/multi", JSON.stringify(body));
+    expect(status).toBe(200);
+    expect(echoed.body).toEqual(body);
+    // Errors serialise to {} in the echo: their presence and order is what the handler sees.
+    expect(echoed.itemErrors.map((e: unknown) => e !== null)).toEqual([false, true, true, true]);
+  });
+
+  test("the item errors say what is wrong in the words of GET /v1/search", async () => {
+    const op = contract.byId.get("MultiSearch_multi")!;
+    expect(op.items?.property).toBe("searches");
+    expect(op.items!.validate({ ...ok, offset: 1001 })).toBe(false);
+    expect(op.items!.validate({ ...ok, offset: 1000, facets: "data.a", maxFacetValues: 100, sort: "data.a:asc" })).toBe(
+      true,
+    );
+  });
+
+  test("the envelope is validated as a whole: no searches, more than 10, a search that is not an object", async () => {
+    for (const [searches, field] of [
+      [[], "searches"],
+      [Array.from({ length: 11 }, () => ({})), "searches"],
+      [[ok, "piz"], "searches[1]"],
+    ] as const) {
+      const { status, body } = await send("POST", "/v1/search/multi", JSON.stringify({ searches }));
+      expect(status).toBe(400);
+      expect(body.errors.map((e: { field: string }) => e.field)).toContain(field);
+    }
+  });
+
+  test("a search takes exactly the parameters of GET /v1/search, with the same constraints", () => {
+    const get = contract.document.paths["/v1/search"].get.parameters as { name: string; schema: object }[];
+    const item = contract.document.components.schemas.MultiSearchQuery;
+    expect(Object.keys(item.properties).sort()).toEqual(get.map((p) => p.name).sort());
+    const strip = (schema: object) => {
+      const { description: _, ...rest } = schema as Record<string, unknown>;
+      return rest;
+    };
+    for (const p of get) expect(strip(item.properties[p.name]), p.name).toEqual(strip(p.schema));
   });
 });

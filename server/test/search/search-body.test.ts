@@ -2,10 +2,17 @@ import { describe, expect, it } from "vitest";
 import { deepFreeze } from "../../src/engine/embedded/store/record-store.ts";
 import { searchBody } from "../../src/routes/search.ts";
 import type { SearchHit } from "../../src/ports/engine.ts";
-import { type ServedHit, suggestionOf } from "../../src/services/search.ts";
+import { type SearchPageOutcome, type ServedHit, suggestionOf } from "../../src/services/search.ts";
 
 const plain = (hits: ServedHit[], version: string) =>
-  JSON.stringify({ suggestions: hits.map(suggestionOf), indexVersion: version });
+  JSON.stringify({ suggestions: hits.map(suggestionOf), indexVersion: version, totalHits: 9, totalHitsExact: true });
+/** An outcome around `hits`: the totals are the engine's, not the page's length. */
+const page = (hits: ServedHit[], indexVersion: string): SearchPageOutcome => ({
+  hits,
+  indexVersion,
+  totalHits: 9,
+  totalHitsExact: true,
+});
 
 describe("searchBody", () => {
   const paris = {
@@ -25,24 +32,24 @@ describe("searchBody", () => {
   ];
 
   it("writes the same JSON as serialising the suggestions, with and without distance", () => {
-    expect(searchBody(hits, "3.14")).toBe(plain(hits, "3.14"));
-    expect(JSON.parse(searchBody(hits, "3.14")).suggestions[1].distanceMeters).toBe(1235);
-    expect(searchBody([], "1")).toBe('{"suggestions":[],"indexVersion":"1"}');
+    expect(searchBody(page(hits, "3.14"))).toBe(plain(hits, "3.14"));
+    expect(JSON.parse(searchBody(page(hits, "3.14"))).suggestions[1].distanceMeters).toBe(1235);
+    expect(searchBody(page([], "1"))).toBe('{"suggestions":[],"indexVersion":"1","totalHits":9,"totalHitsExact":true}');
   });
 
   it("serves a record's remembered JSON again, and a record that may change afresh", () => {
     const frozen = hits[1]!;
-    expect(searchBody([frozen], "1")).toBe(searchBody([frozen], "1"));
+    expect(searchBody(page([frozen], "1"))).toBe(searchBody(page([frozen], "1")));
     const mutable: SearchHit = { record: { ...paris } };
-    const before = searchBody([mutable], "1");
+    const before = searchBody(page([mutable], "1"));
     mutable.record.title = "Lutetia";
-    expect(searchBody([mutable], "1")).not.toBe(before);
-    expect(JSON.parse(searchBody([mutable], "1")).suggestions[0].title).toBe("Lutetia");
+    expect(searchBody(page([mutable], "1"))).not.toBe(before);
+    expect(JSON.parse(searchBody(page([mutable], "1"))).suggestions[0].title).toBe("Lutetia");
   });
 
   it("handles a frozen record without fields", () => {
     const empty = { record: Object.freeze({}) as SearchHit["record"], distanceMeters: 5 };
-    expect(searchBody([empty], "1")).toBe(plain([empty], "1"));
+    expect(searchBody(page([empty], "1"))).toBe(plain([empty], "1"));
   });
 
   it("appends highlight after distanceMeters, byte for byte as JSON.stringify, and leaves frozen records alone", () => {
@@ -56,7 +63,7 @@ describe("searchBody", () => {
       { record: Object.freeze({}) as SearchHit["record"], highlight: { title: [] } },
       { record: frozen },
     ];
-    const body = searchBody(highlighted, "2");
+    const body = searchBody(page(highlighted, "2"));
     expect(body).toBe(plain(highlighted, "2"));
     const parsed = JSON.parse(body).suggestions;
     expect(parsed[1]).toMatchObject({ distanceMeters: 13, highlight: { data: { country: [[0, 2]] } } });
@@ -64,6 +71,30 @@ describe("searchBody", () => {
     expect(parsed[5]).not.toHaveProperty("highlight");
     // The record's own remembered JSON is unchanged: the next search without highlights gets it as it was.
     expect(JSON.stringify(frozen)).toBe(before);
-    expect(searchBody([{ record: frozen }], "2")).toBe(`{"suggestions":[${before}],"indexVersion":"2"}`);
+    expect(searchBody(page([{ record: frozen }], "2"))).toBe(
+      `{"suggestions":[${before}],"indexVersion":"2","totalHits":9,"totalHitsExact":true}`,
+    );
+  });
+
+  it("adds facets, facet stats and, in a multi-search, the region after the totals", () => {
+    const outcome: SearchPageOutcome = {
+      ...page([{ record: deepFreeze(structuredClone(paris)) }], "5"),
+      totalHits: 12_000,
+      totalHitsExact: false,
+      facets: { "data.country": [{ value: "FR", count: 3 }], 'data."quo\\"te"': [] },
+      facetStats: {},
+    };
+    const body = searchBody(outcome, "frankfurt");
+    expect(body).toBe(
+      JSON.stringify({
+        suggestions: outcome.hits.map(suggestionOf),
+        indexVersion: "5",
+        totalHits: 12_000,
+        totalHitsExact: false,
+        facets: outcome.facets,
+        facetStats: {},
+        region: "frankfurt",
+      }),
+    );
   });
 });

@@ -2,7 +2,8 @@
 // the hits the engine ranked, from their records alone, so every engine adapter highlights alike.
 import { describe, expect, test } from "vitest";
 import { deepFreeze } from "../../src/engine/embedded/store/record-store.ts";
-import type { SearchEngine, SearchHit, SearchRecord, SearchRequest } from "../../src/ports/engine.ts";
+import { InvalidArgumentError } from "../../src/domain/errors.ts";
+import type { SearchEngine, SearchHit, SearchPage, SearchRecord, SearchRequest } from "../../src/ports/engine.ts";
 import type { CatalogService, IndexRef } from "../../src/services/catalog.ts";
 import { SearchService } from "../../src/services/search.ts";
 import type { VersionService } from "../../src/services/versions.ts";
@@ -14,7 +15,7 @@ function service(hits: SearchHit[]) {
   const engine = {
     search: async (_key: string, _version: string, request: SearchRequest) => {
       requests.push(request);
-      return hits;
+      return { hits, totalHits: hits.length, totalHitsExact: true };
     },
   } as unknown as SearchEngine;
   const versions = { resolve: async () => "4" } as unknown as VersionService;
@@ -73,5 +74,102 @@ describe("SearchService.searchIndex", () => {
       typoTolerance: false,
     });
     expect(exact.hits[0]!.highlight).toEqual({ data: { city: [[0, 5]] } });
+  });
+});
+
+describe("SearchService pages, facets and sort", () => {
+  const principal = { kind: "anonymous" } as const;
+  const publicIndex = { ...ref, tenantId: "t1", visibility: "PUBLIC", serviceName: "demo" } as unknown as IndexRef;
+
+  function serviceWith(page: SearchPage) {
+    const requests: SearchRequest[] = [];
+    const engine = {
+      search: async (_key: string, _version: string, request: SearchRequest) => {
+        requests.push(request);
+        return page;
+      },
+    } as unknown as SearchEngine;
+    const versions = { resolve: async () => "4" } as unknown as VersionService;
+    const catalog = {
+      byServiceAndName: async (_s: string, name: string) => (name === "cities" ? publicIndex : undefined),
+    } as unknown as CatalogService;
+    return { search: new SearchService({ catalog, versions, engine, region: "frankfurt" }), requests };
+  }
+  const params = { query: "par", indexName: "cities", serviceName: "demo" };
+
+  test("offset, facets (with the default of 10 values) and sort reach the engine parsed", async () => {
+    const { search, requests } = serviceWith({ hits: [], totalHits: 0, totalHitsExact: true, facets: [] });
+    await search.search(principal, {
+      ...params,
+      offset: 20,
+      facets: 'data.brand, data."x y"',
+      sort: "data.price:desc",
+    });
+    await search.search(principal, { ...params, facets: "data.brand", maxFacetValues: 3 });
+    expect(requests[0]).toMatchObject({
+      offset: 20,
+      facets: [
+        { path: ["brand"], maxValues: 10 },
+        { path: ["x y"], maxValues: 10 },
+      ],
+      sort: { path: ["price"], direction: "desc" },
+    });
+    expect(requests[1]!.facets).toEqual([{ path: ["brand"], maxValues: 3 }]);
+    expect(requests[1]).not.toHaveProperty("sort");
+  });
+
+  test("the totals are the engine's and facets are keyed by the request's spelling, stats only where numeric", async () => {
+    const { search } = serviceWith({
+      hits: [{ record: record("1", "Paris") }],
+      totalHits: 42,
+      totalHitsExact: true,
+      facets: [
+        { path: ["brand"], values: [{ value: "Acme", count: 30 }] },
+        { path: ["price"], values: [{ value: 5, count: 2 }], stats: { min: 1, max: 99 } },
+      ],
+    });
+    const found = await search.search(principal, { ...params, facets: ' data.brand ,data."price"' });
+    expect(found).toMatchObject({ totalHits: 42, totalHitsExact: true, region: "frankfurt" });
+    expect(found.facets).toEqual({
+      "data.brand": [{ value: "Acme", count: 30 }],
+      'data."price"': [{ value: 5, count: 2 }],
+    });
+    expect(found.facetStats).toEqual({ 'data."price"': { min: 1, max: 99 } });
+    const plain = await search.search(principal, params);
+    expect(plain).not.toHaveProperty("facets");
+    expect(plain).not.toHaveProperty("facetStats");
+  });
+
+  test("bad facets or sort are refused before the engine is asked", async () => {
+    const { search, requests } = serviceWith({ hits: [], totalHits: 0, totalHitsExact: true });
+    await expect(search.search(principal, { ...params, facets: "brand" })).rejects.toMatchObject({
+      fields: [{ field: "facets" }],
+    });
+    await expect(search.search(principal, { ...params, sort: "data.price" })).rejects.toMatchObject({
+      fields: [{ field: "sort" }],
+    });
+    expect(requests).toEqual([]);
+  });
+
+  test("a filter error names filter once and keeps its character position", async () => {
+    const { search } = serviceWith({ hits: [], totalHits: 0, totalHitsExact: true });
+    const error = await search.search(principal, { ...params, filter: "data.price <" }).catch((e: unknown) => e);
+    expect(error).toMatchObject({ message: expect.stringMatching(/^filter: at character 13: /) });
+    expect((error as Error).message).not.toContain("filter: filter:");
+  });
+
+  test("a multi-search answers in order, a failing search alone failing", async () => {
+    const { search } = serviceWith({ hits: [], totalHits: 7, totalHitsExact: true });
+    const invalid = new InvalidArgumentError("invalid search: offset must be <= 1000");
+    const items = await search.multiSearch(
+      principal,
+      [params, { ...params, indexName: "nowhere" }, params, { ...params, sort: "oops" }],
+      [undefined, undefined, invalid],
+    );
+    expect(items.map((i) => i.ok)).toEqual([true, false, false, false]);
+    expect(items[0]).toMatchObject({ ok: true, outcome: { totalHits: 7, region: "frankfurt" } });
+    expect(items[1]).toMatchObject({ ok: false, error: { name: "UnauthenticatedError" } });
+    expect(items[2]).toEqual({ ok: false, error: invalid });
+    expect(items[3]).toMatchObject({ ok: false, error: { fields: [{ field: "sort" }] } });
   });
 });

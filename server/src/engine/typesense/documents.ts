@@ -9,7 +9,7 @@
 import type { CollectionCreateSchema } from "typesense";
 import type { SearchRecord } from "../../ports/engine.ts";
 import { tokenize } from "../tokenize.ts";
-import { documentId, filterField, idKey, presenceToken } from "./names.ts";
+import { documentId, existsToken, filterField, idKey, presenceToken, stringToken } from "./names.ts";
 import { searchText } from "./text.ts";
 import { titleTags } from "./tiers.ts";
 
@@ -20,8 +20,11 @@ export const MAJOR_WRITER = "0";
  * The layout of the documents and schema below, recorded with each major in the version tree.
  * 1: before `title_tags` and `title_length`; collections of layout 1 keep being read, ranked as
  * before, until a bulk ingest or a checkpoint writes a new major (docs/DECISIONS.md, D-126).
+ * 3: the fields of string, IN and EXISTS filters, facets and sort (D-186); older majors answer
+ * those as if no record had the field until one is written again. Documents always carry the
+ * layout-2 fields too, so a change applied to an older major stays filterable there.
  */
-export const DOCUMENT_LAYOUT = 2;
+export const DOCUMENT_LAYOUT = 3;
 
 // Typesense's `float` is single precision; a larger magnitude would fail the whole import.
 const FLOAT32_MAX = 3.4028234663852886e38;
@@ -46,8 +49,80 @@ export function collectionSchema(name: string): CollectionCreateSchema {
       // pattern so a new data key needs no schema change and always gets the same type.
       { name: "fnum__.*", type: "float", optional: true },
       { name: "fbool__.*", type: "bool", optional: true },
+      // Layout 3 (names.ts, FieldKind): every value at a path, arrays' elements included.
+      { name: "fexists", type: "string[]", optional: true },
+      { name: "fn__.*", type: "float[]", optional: true, facet: true },
+      { name: "fnmin__.*", type: "float", optional: true },
+      { name: "fnmax__.*", type: "float", optional: true },
+      { name: "fs__.*", type: "string[]", optional: true },
+      { name: "fb__.*", type: "bool[]", optional: true },
+      { name: "ffv__.*", type: "string[]", optional: true, facet: true },
+      { name: "fsn__.*", type: "float", optional: true },
+      { name: "fss__.*", type: "string", optional: true, sort: true },
     ],
   };
+}
+
+/** A facet value as stored in `ffv__<path>`: its type, then its JSON-exact text. */
+export function encodeFacetValue(value: string | number | boolean): string {
+  return typeof value === "string" ? `s:${value}` : typeof value === "number" ? `n:${value}` : `b:${value}`;
+}
+
+export function decodeFacetValue(encoded: string): string | number | boolean {
+  const text = encoded.slice(2);
+  if (encoded.startsWith("n:")) return Number(text);
+  if (encoded.startsWith("b:")) return text === "true";
+  return text;
+}
+
+/**
+ * The layout-3 fields of `data` (names.ts, FieldKind): for each path through plain objects, the
+ * distinct scalars there (an array's elements included, each once), and `fexists` for each path
+ * whose value is not null.
+ */
+function valueFields(data: Record<string, unknown>): TypesenseDocument {
+  const out: TypesenseDocument = {};
+  const exists: string[] = [];
+  const walk = (value: unknown, path: string[]): void => {
+    if (value === null || value === undefined) return;
+    if (path.length > 0) exists.push(existsToken(path));
+    if (typeof value === "object" && !Array.isArray(value)) {
+      for (const [key, child] of Object.entries(value)) walk(child, [...path, key]);
+      return;
+    }
+    if (path.length === 0) return;
+    const elements = Array.isArray(value) ? value : [value];
+    const numbers = new Set<number>();
+    const strings = new Set<string>();
+    const booleans = new Set<boolean>();
+    for (const element of elements) {
+      if (typeof element === "number" && Number.isFinite(element) && Math.abs(element) <= FLOAT32_MAX)
+        numbers.add(element);
+      else if (typeof element === "string") strings.add(element);
+      else if (typeof element === "boolean") booleans.add(element);
+    }
+    if (numbers.size > 0) {
+      out[filterField("n", path)] = [...numbers];
+      out[filterField("nmin", path)] = Math.min(...numbers);
+      out[filterField("nmax", path)] = Math.max(...numbers);
+    }
+    if (strings.size > 0) out[filterField("s", path)] = [...strings].map(stringToken);
+    if (booleans.size > 0) out[filterField("b", path)] = [...booleans];
+    const facetValues = [...numbers, ...booleans, ...strings].map(encodeFacetValue);
+    if (facetValues.length > 0) out[filterField("fv", path)] = facetValues;
+    if (typeof value === "number" && numbers.size > 0) out[filterField("sn", path)] = value;
+    if (typeof value === "string") out[filterField("ss", path)] = value;
+  };
+  walk(data, []);
+  out.fexists = exists;
+  return out;
+}
+
+/** Presence tokens of the layout-3 typed fields a document has, for `!=` and negations. */
+function valuePresence(fields: TypesenseDocument): string[] {
+  return Object.keys(fields)
+    .filter((name) => /^f[nsb]__/.test(name))
+    .map(presenceToken);
 }
 
 export type TypesenseDocument = Record<string, unknown>;
@@ -97,6 +172,7 @@ export function titleLength(title: string, tokens: number): number {
 export function toDocument(record: SearchRecord, writer: string): TypesenseDocument {
   const flat: Flattened = { texts: [], fields: {} };
   flattenData(record.data ?? {}, [], false, flat);
+  const values = valueFields(record.data ?? {});
   const title = tokenize(record.title);
   const doc: TypesenseDocument = {
     id: documentId(record.id, writer),
@@ -110,8 +186,9 @@ export function toDocument(record: SearchRecord, writer: string): TypesenseDocum
     data_text: flat.texts.map(searchText).filter((text) => text !== ""),
     // Weights are positive, so 0 ranks an unweighted record below every weighted one.
     weight: record.weight ?? 0,
-    fpresent: Object.keys(flat.fields).map(presenceToken),
+    fpresent: [...Object.keys(flat.fields).map(presenceToken), ...valuePresence(values)],
     ...flat.fields,
+    ...values,
     rec: JSON.stringify(record),
   };
   if (record.latitude !== undefined && record.longitude !== undefined) {

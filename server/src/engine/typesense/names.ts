@@ -47,11 +47,27 @@ export const idKey = (recordId: string): string => sha256(recordId).slice(0, 32)
 /** One stored document per record id and writing version, so versions share a collection. */
 export const documentId = (recordId: string, writer: string): string => `${idKey(recordId)}-${writer}`;
 
-export type FieldKind = "num" | "bool";
+/**
+ * The typed fields of `data.<path>` (documents.ts). Layout 2: `num`, `bool`, scalars only. Layout
+ * 3 adds, for every path through plain objects (an array's scalar elements count for its path):
+ * `n` every number, `nmin`/`nmax` the least and greatest, `s` every string as a hash token, `b`
+ * every boolean, `fv` every value encoded for facet counts, `sn`/`ss` the number or string when
+ * the value is one (for sort_by, which takes no arrays).
+ */
+export type FieldKind = "num" | "bool" | "n" | "nmin" | "nmax" | "s" | "b" | "fv" | "sn" | "ss";
 
 /** Typed field that holds `data.<path>` for filtering, e.g. ["price"] -> `fnum__price`. */
 export const filterField = (kind: FieldKind, path: readonly string[]): string =>
   `f${kind}__${path.map(escapeName).join("__")}`;
+
+/**
+ * A string value as one plain token: filter_by cannot escape a backtick, and a token compares
+ * exactly and case-sensitively whatever Typesense's own string matching does.
+ */
+export const stringToken = (value: string): string => sha256(`s:${value}`).slice(0, 32);
+
+/** Token recorded in `fexists` for a document where `data.<path>` is present and not null. */
+export const existsToken = (path: readonly string[]): string => sha256(`exists:${JSON.stringify(path)}`).slice(0, 32);
 
 /** Token recorded in `fpresent` for a document that has `field`; lets a filter say "missing". */
 export const presenceToken = (field: string): string => sha256(field).slice(0, 16);

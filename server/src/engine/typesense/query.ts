@@ -40,8 +40,33 @@ function withTail(keys: string[], tail: string[]): string[] {
   return [...keys, ...tail].slice(0, MAX_SORT_KEYS);
 }
 
-function baseParams(request: SearchRequest, tokens: readonly string[], filterBy: string, settings: Settings): Params {
+/** What the plan takes besides the request: the fields it facets and sorts by (reads.ts). */
+export interface PlanExtras {
+  /** `facet_by` fields; their values are asked for up to `maxFacetValues` each. */
+  facetBy?: string[];
+  maxFacetValues?: number;
+  /** `sort_by` keys for request.sort, in place of weight: numbers, then strings, missing last. */
+  sortKeys?: string[];
+}
+
+/**
+ * The page: `per_page` from the start (the requests of the first page are unchanged), or
+ * `offset` and `limit` (Typesense 0.25 and later) for a later one.
+ */
+const paging = (request: SearchRequest): Params =>
+  request.offset ? { offset: request.offset, limit: request.limit } : { per_page: request.limit };
+
+function baseParams(
+  request: SearchRequest,
+  tokens: readonly string[],
+  filterBy: string,
+  settings: Settings,
+  extras: PlanExtras,
+): Params {
   const all = request.scope === "all";
+  const facets: Params = extras.facetBy?.length
+    ? { facet_by: extras.facetBy.join(","), max_facet_values: extras.maxFacetValues ?? 10 }
+    : {};
   return {
     q: tokens.join(" "),
     // Listed first, the title outranks data in the text match (the second request's order).
@@ -58,7 +83,8 @@ function baseParams(request: SearchRequest, tokens: readonly string[], filterBy:
     text_match_type: "max_score",
     max_candidates: settings.maxCandidates,
     filter_by: filterBy,
-    per_page: request.limit,
+    ...paging(request),
+    ...facets,
     include_fields: "rec",
   };
 }
@@ -81,6 +107,8 @@ interface Ranked {
   fine: number;
   length: number;
   typos: number;
+  /** request.sort's value: [0, number], [1, string] or [2] when missing or of another type. */
+  sortValue: [0, number] | [1, string] | [2];
 }
 
 type Compare = (a: Ranked, b: Ranked) => number;
@@ -98,6 +126,30 @@ const byWeight: Compare = (a, b) => (b.hit.record.weight ?? 0) - (a.hit.record.w
 const byDistance: Compare = (a, b) =>
   (a.hit.distanceMeters ?? Number.POSITIVE_INFINITY) - (b.hit.distanceMeters ?? Number.POSITIVE_INFINITY) || 0;
 const byTextMatch: Compare = (a, b) => (a.textMatch === b.textMatch ? 0 : a.textMatch > b.textMatch ? -1 : 1);
+
+/** The sort field's value in a record, as sort_by sees it (sn/ss fields: scalars only). */
+export function sortValueOf(record: SearchRecord, path: readonly string[] | undefined): Ranked["sortValue"] {
+  if (!path) return [2];
+  let value: unknown = record.data;
+  for (const segment of path) {
+    if (typeof value !== "object" || value === null || Array.isArray(value)) return [2];
+    value = (value as Record<string, unknown>)[segment];
+  }
+  if (typeof value === "number" && Number.isFinite(value)) return [0, value];
+  if (typeof value === "string") return [1, value];
+  return [2];
+}
+
+/** request.sort: numbers before strings in both directions, records without a value last. */
+const bySort =
+  (direction: "asc" | "desc"): Compare =>
+  (a, b) => {
+    const [x, y] = [a.sortValue, b.sortValue];
+    if (x[0] !== y[0]) return x[0] - y[0];
+    if (x[0] === 2 || y[0] === 2) return 0;
+    const order = x[1]! < y[1]! ? -1 : x[1]! > y[1]! ? 1 : 0;
+    return direction === "asc" ? order : -order;
+  };
 
 const chain =
   (...compares: (Compare | null)[]): Compare =>
@@ -140,8 +192,14 @@ export interface SearchPlan {
   exact: Params;
   /** The second request, given how many exact matches there are; null when not needed. */
   typos(exactFound: number): Params | null;
-  /** The page: exact hits, then hits with typos the second request added, in rank order. */
-  hits(exact: SearchResponse<DocumentSchema>, typos?: SearchResponse<DocumentSchema>): SearchHit[];
+  /**
+   * The page: exact hits, or (when nothing matched exactly) the hits with typos, in rank order;
+   * `dropped` counts the typo matches Typesense made that Sift's typo rules refuse.
+   */
+  hits(
+    exact: SearchResponse<DocumentSchema>,
+    typos?: SearchResponse<DocumentSchema>,
+  ): SearchHit[] & { dropped?: number };
 }
 
 interface ExactOrder {
@@ -154,21 +212,22 @@ interface ExactOrder {
 }
 
 /** Collections of layout 1 (no tags, no title length) are ranked as before D-126. */
-function legacyOrder(request: SearchRequest, base: Params, settings: Settings): ExactOrder {
+function legacyOrder(request: SearchRequest, base: Params, settings: Settings, sortKeys: string[]): ExactOrder {
   // Buckets let weight and distance reorder matches of near-equal relevance; without either,
   // bucketing would only let the id reorder them, so the plain score is kept.
   const point = location(request);
+  const ranked = request.sort ? sortKeys : request.weighted ? ["weight:desc"] : [];
   const keys = withTail(
     [
-      request.weighted || point ? `_text_match(buckets: ${settings.textMatchBuckets}):desc` : "_text_match:desc",
-      ...(request.weighted ? ["weight:desc"] : []),
+      ranked.length > 0 || point ? `_text_match(buckets: ${settings.textMatchBuckets}):desc` : "_text_match:desc",
+      ...ranked,
       ...(point ? [point] : []),
     ],
     ["rid:asc"],
   );
   // With weight and distance both, rid does not fit: each run of hits that tie on the exact
   // score, weight and distance is ordered by id here (the buckets are not returned).
-  const tie = chain(byTextMatch, byWeight, byDistance);
+  const tie = chain(byTextMatch, request.sort ? bySort(request.sort.direction) : byWeight, byDistance);
   const order = (ranked: Ranked[]): Ranked[] => {
     if (keys.includes("rid:asc")) return ranked;
     const out: Ranked[] = [];
@@ -183,12 +242,14 @@ function legacyOrder(request: SearchRequest, base: Params, settings: Settings): 
   return { params: { ...base, sort_by: keys.join(",") }, tiers: [], fine: [], order };
 }
 
-function exactOrder(request: SearchRequest, tokens: readonly string[], base: Params): ExactOrder {
+function exactOrder(request: SearchRequest, tokens: readonly string[], base: Params, sortKeys: string[]): ExactOrder {
   const lexical = lexicalEntries(tokens, request.scope);
-  // Weight and distance come before the fine keys, so the entries that tell a whole last token
-  // from a prefix go into `_eval` only when neither is asked for; otherwise they order ties here.
-  const plain = !request.weighted && !request.geo;
-  const after = [...(request.weighted ? ["weight:desc"] : []), ...(location(request) ? [location(request)!] : [])];
+  // Weight (or the sort field in its place) and distance come before the fine keys, so the
+  // entries that tell a whole last token from a prefix go into `_eval` only when none is asked
+  // for; otherwise they order ties here.
+  const ranked = request.sort ? sortKeys : request.weighted ? ["weight:desc"] : [];
+  const plain = !request.sort && !request.weighted && !request.geo;
+  const after = [...ranked, ...(location(request) ? [location(request)!] : [])];
   // A long query with a long filter could pass Typesense's query string limit: the finer
   // entries give way first, then the consecutive-in-order tier, then `_eval` altogether.
   const choices: [Entry[], Entry[]][] = [
@@ -206,7 +267,7 @@ function exactOrder(request: SearchRequest, tokens: readonly string[], base: Par
   }
   const compare = chain(
     (a, b) => b.tier - a.tier,
-    request.weighted ? byWeight : null,
+    request.sort ? bySort(request.sort.direction) : request.weighted ? byWeight : null,
     request.geo ? byDistance : null,
     (a, b) => b.fine - a.fine,
     (a, b) => a.length - b.length,
@@ -223,21 +284,26 @@ export function planSearch(
   filterBy: string,
   layout: number,
   settings: Settings,
+  extras: PlanExtras = {},
 ): SearchPlan {
-  const base = baseParams(request, tokens, filterBy, settings);
+  const base = baseParams(request, tokens, filterBy, settings, extras);
   const point = location(request);
-  const first = layout >= 2 ? exactOrder(request, tokens, base) : legacyOrder(request, base, settings);
+  const sortKeys = extras.sortKeys ?? [];
+  const first =
+    layout >= 2 ? exactOrder(request, tokens, base, sortKeys) : legacyOrder(request, base, settings, sortKeys);
+  const ranked = request.sort ? sortKeys : request.weighted ? ["weight:desc"] : [];
 
   // Second request: typo matches, fewest typos first; then as the text match has them (which
-  // puts whole-word, closer and earlier matches first), weight, distance, title length.
+  // puts whole-word, closer and earlier matches first), weight (or the sort field), distance,
+  // title length.
   const typoKeys = withTail(
-    ["_text_match:desc", ...(request.weighted ? ["weight:desc"] : []), ...(point ? [point] : [])],
+    ["_text_match:desc", ...ranked, ...(point ? [point] : [])],
     layout >= 2 ? ["title_length:asc", "rid:asc"] : ["rid:asc"],
   );
   const typoCompare = chain(
     (a, b) => a.typos - b.typos,
     byTextMatch,
-    request.weighted ? byWeight : null,
+    request.sort ? bySort(request.sort.direction) : request.weighted ? byWeight : null,
     request.geo ? byDistance : null,
     (a, b) => a.length - b.length,
     byId,
@@ -259,6 +325,7 @@ export function planSearch(
       fine: evalScore(first.fine, doc),
       length: titleLength(record.title, titleTokens.length),
       typos: 0,
+      sortValue: sortValueOf(record, request.sort?.path),
     };
   };
 
@@ -274,9 +341,8 @@ export function planSearch(
         min_len_2typo: MIN_LENGTH_TWO_TYPOS,
         // Typesense 26.0+; it looks at ASCII digits only, Sift at every \p{N} (typoCount agrees).
         enable_typos_for_numerical_tokens: false,
-        // Typesense tries typo variants while fewer than this many records match: a page's worth.
-        typo_tokens_threshold: request.limit,
-        per_page: request.limit,
+        // Typesense tries typo variants while fewer than this many records match: up to this page's end.
+        typo_tokens_threshold: (request.offset ?? 0) + request.limit,
         sort_by: typoKeys.join(","),
       };
     },
@@ -284,17 +350,22 @@ export function planSearch(
       const exactHits = first.order((exactResponse.hits ?? []).map(rank));
       const seen = new Set(exactHits.map((entry) => entry.hit.record.id));
       const typoHits: Ranked[] = [];
+      let dropped = 0;
       for (const raw of typoResponse?.hits ?? []) {
         const entry = rank(raw);
         if (seen.has(entry.hit.record.id)) continue;
         const typos = typoCount(entry.hit.record, tokens, request.scope);
         // Typesense's byte-based rules can admit a match Sift's do not.
-        if (typos === null) continue;
+        if (typos === null) {
+          dropped++;
+          continue;
+        }
         entry.typos = typos;
         typoHits.push(entry);
       }
       typoHits.sort(typoCompare);
-      return [...exactHits, ...typoHits].slice(0, request.limit).map((entry) => entry.hit);
+      const page = [...exactHits, ...typoHits].slice(0, request.limit).map((entry) => entry.hit);
+      return dropped > 0 ? Object.assign(page, { dropped }) : page;
     },
   };
 }
