@@ -66,16 +66,67 @@ async function run(fn: () => Promise<CallToolResult>): Promise<CallToolResult> {
   }
 }
 
+/** Decimal degrees as a string (the form records store) or as a number (what most hosts send). */
 const coordinate = (name: "latitude" | "longitude", limit: number) =>
   z
-    .string()
-    .trim()
-    .regex(/^[-+]?\d{1,3}(\.\d+)?$/, `${name} must be a decimal number in a string, e.g. "48.8566"`)
-    .refine((v) => Math.abs(Number(v)) <= limit, `${name} must be between -${limit} and ${limit}`)
+    .union(
+      [
+        z.number().finite(),
+        z
+          .string()
+          .trim()
+          .regex(/^[-+]?\d{1,3}(\.\d+)?$/, `${name} must be a decimal number, e.g. 48.8566 or "48.8566"`),
+      ],
+      { error: `${name} must be a decimal number, e.g. 48.8566 or "48.8566"` },
+    )
+    .transform(Number)
+    .refine((v) => Math.abs(v) <= limit, `${name} must be between -${limit} and ${limit}`)
     .optional()
     .describe(
-      `Optional ${name} of the place to favour, in decimal degrees as a string (e.g. "${name === "latitude" ? "48.8566" : "2.3522"}"). Give both latitude and longitude, or neither.`,
+      `Optional ${name} of the place to favour, in decimal degrees, as a number or a string (e.g. ${name === "latitude" ? "48.8566" : "2.3522"}). Give both latitude and longitude, or neither.`,
     );
+
+// What the tools answer, as MCP output schemas: hosts read `structuredContent` against these, and
+// the same JSON is in the text content for hosts that only read text.
+const record = z
+  .looseObject({
+    id: z.string(),
+    title: z.string(),
+    weight: z.number().optional(),
+    images: z.array(z.string()).optional(),
+    latitude: z.string().optional(),
+    longitude: z.string().optional(),
+    data: z.record(z.string(), z.unknown()).optional(),
+  })
+  .describe("A record as stored: id, title and its optional fields.");
+const searchOutput = {
+  indexName: z.string(),
+  indexVersion: z.string().describe("The version of the index that answered."),
+  phrase: z.string(),
+  totalHits: z.number().int().describe("Records matching the phrase and filter in all."),
+  totalHitsExact: z.boolean().describe("False when counting stopped early; totalHits is then a lower bound."),
+  results: z
+    .array(
+      record.extend({
+        distanceMeters: z.number().optional(),
+        highlight: z
+          .object({
+            title: z.array(z.array(z.number().int())).optional(),
+            data: z.record(z.string(), z.array(z.array(z.number().int()))).optional(),
+          })
+          .optional(),
+      }),
+    )
+    .describe("The best matches, best first."),
+};
+const lookupOutput = { indexName: z.string(), indexVersion: z.string(), record };
+
+/** A successful answer: the JSON as text, and the same object as structured content. */
+const structured = (value: SearchToolResult | LookupToolResult): CallToolResult => ({
+  content: [{ type: "text", text: JSON.stringify(value) }],
+  structuredContent: value as unknown as Record<string, unknown>,
+  isError: false,
+});
 
 /** A boolean, or its spelling as a string for hosts that pass every argument as text. */
 const typoTolerance = z
@@ -138,6 +189,7 @@ export function createSiftMcpServer(backend: SiftMcpBackend): McpServer {
         filter,
         limit,
       },
+      outputSchema: searchOutput,
       annotations: { title: "Search an index", ...READ_ONLY },
     },
     (args) =>
@@ -149,7 +201,7 @@ export function createSiftMcpServer(backend: SiftMcpBackend): McpServer {
           indexName: args.indexName,
           phrase: args.phrase,
           ...(args.latitude !== undefined && args.longitude !== undefined
-            ? { latitude: Number(args.latitude), longitude: Number(args.longitude) }
+            ? { latitude: args.latitude, longitude: args.longitude }
             : {}),
           ...(args.typoTolerance !== undefined
             ? { typoTolerance: args.typoTolerance === true || args.typoTolerance === "true" }
@@ -157,7 +209,7 @@ export function createSiftMcpServer(backend: SiftMcpBackend): McpServer {
           ...(args.filter !== undefined && args.filter.trim() !== "" ? { filter: args.filter } : {}),
           ...(args.limit !== undefined ? { limit: args.limit } : {}),
         });
-        return text(result);
+        return structured(result);
       }),
   );
 
@@ -172,6 +224,7 @@ export function createSiftMcpServer(backend: SiftMcpBackend): McpServer {
         indexName: z.string().min(1).describe("Name of the index holding the record."),
         id: z.string().min(1).max(512).describe("The record's id, as returned in search results."),
       },
+      outputSchema: lookupOutput,
       annotations: { title: "Read a record by id", ...READ_ONLY },
     },
     (args) =>
@@ -182,7 +235,7 @@ export function createSiftMcpServer(backend: SiftMcpBackend): McpServer {
             `No record with id "${args.id}" in index "${args.indexName}". Search first and use an id from the results.`,
             true,
           );
-        return text(found);
+        return structured(found);
       }),
   );
 

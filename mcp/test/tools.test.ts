@@ -45,6 +45,62 @@ test("search passes coordinates as numbers and returns the documented JSON text"
     results: [{ id: "1", title: "Lyon" }],
   });
   expect(calls).toEqual([{ indexName: "cities", phrase: "ly", latitude: 45.75, longitude: 4.85 }]);
+  // The same answer as structured content, for hosts that read the output schema.
+  expect(result.structuredContent).toEqual(JSON.parse(text(result)));
+
+  // Hosts that send numbers are served the same way; out of range is refused before the backend.
+  await client.callTool({
+    name: "search",
+    arguments: { indexName: "cities", phrase: "ly", latitude: 45.75, longitude: 4.85 },
+  });
+  expect(calls.at(-1)).toEqual({ indexName: "cities", phrase: "ly", latitude: 45.75, longitude: 4.85 });
+  const far = await client.callTool({
+    name: "search",
+    arguments: { indexName: "c", phrase: "ly", latitude: 91, longitude: 0 },
+  });
+  expect(far.isError).toBe(true);
+  expect(text(far)).toMatch(/latitude must be between -90 and 90/);
+  expect(calls).toHaveLength(2);
+});
+
+test("both tools declare an output schema that their answers satisfy", async () => {
+  const client = await connect({
+    search: async (input) => ({
+      indexName: input.indexName,
+      indexVersion: "1",
+      phrase: input.phrase,
+      totalHits: 1,
+      totalHitsExact: true,
+      results: [{ id: "1", title: "Lyon", data: { country: "FR" }, highlight: { title: [[0, 2]] } }],
+    }),
+    lookupById: async (input) => ({
+      indexName: input.indexName,
+      indexVersion: "1",
+      record: { id: input.id, title: "Lyon" },
+    }),
+  });
+  const { tools } = await client.listTools();
+  for (const tool of tools) {
+    expect(tool.outputSchema?.type, tool.name).toBe("object");
+  }
+  const search = tools.find((t) => t.name === "search")!;
+  expect(Object.keys(search.outputSchema!.properties!).sort()).toEqual([
+    "indexName",
+    "indexVersion",
+    "phrase",
+    "results",
+    "totalHits",
+    "totalHitsExact",
+  ]);
+  // The client validates structuredContent against the declared schema; a mismatch would throw.
+  const found = await client.callTool({ name: "lookupById", arguments: { indexName: "cities", id: "1" } });
+  expect(found.structuredContent).toEqual({
+    indexName: "cities",
+    indexVersion: "1",
+    record: { id: "1", title: "Lyon" },
+  });
+  const searched = await client.callTool({ name: "search", arguments: { indexName: "cities", phrase: "ly" } });
+  expect((searched.structuredContent as { results: unknown[] }).results).toHaveLength(1);
 });
 
 test("a refusal the caller can act on is shown as is; a server failure is not leaked", async () => {

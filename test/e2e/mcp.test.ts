@@ -157,6 +157,8 @@ describe("the SDK's Client over Streamable HTTP", () => {
     expect(body.results.map((r: { id: string }) => r.id)).toEqual(await restIds("spring"));
     expect(body.results.map((r: { id: string }) => r.id)).toContain("spring-hill");
     expect(body.results[0]).toHaveProperty("title");
+    // The same object as structured content, checked by the client against the tool's outputSchema.
+    expect(plain.structuredContent).toEqual(body);
 
     const nearBoston = { latitude: "42.36", longitude: "-71.06" };
     const geo = parseText(
@@ -164,6 +166,14 @@ describe("the SDK's Client over Streamable HTTP", () => {
     );
     expect(geo.results.map((r: { id: string }) => r.id)).toEqual(await restIds("springfield", nearBoston));
     expect(geo.results[0].id).toBe("springfield-ma");
+    // Coordinates as numbers, as most hosts send them, rank the same.
+    const numeric = parseText(
+      await client.callTool({
+        name: "search",
+        arguments: { indexName: index, phrase: "springfield", latitude: 42.36, longitude: -71.06 },
+      }),
+    );
+    expect(numeric.results).toEqual(geo.results);
   });
 
   test("search results carry each title's highlight; typoTolerance is accepted as a boolean or a string", async () => {
