@@ -1,5 +1,8 @@
 // A self-contained API reference rendered from the OpenAPI document at start-up: no CDN, no
 // script, so it works offline and behind strict CSPs, and it can never disagree with the contract.
+import { requestExample, type RequestExample } from "./request-examples.ts";
+import { TRY_IT } from "./try-it.ts";
+
 // biome-ignore lint/suspicious/noExplicitAny: the OpenAPI document is plain JSON walked by key.
 type Json = Record<string, any>;
 
@@ -123,6 +126,9 @@ function examples(method: string, path: string, op: Json): string {
   return parts.length > 0 ? `<h4>Examples</h4>${parts.join("")}` : "";
 }
 
+const requestBlock = (r: RequestExample) =>
+  `<h4>Request</h4><div class=request><p>curl</p>${pre(r.curl)}<p>SDK</p>${pre(r.sdk)}</div>`;
+
 function operation(method: string, path: string, op: Json, doc: Json): string {
   const params = (op.parameters ?? []) as Json[];
   const paramRows = params
@@ -153,6 +159,7 @@ ${auth ? `<p class=auth>Authentication: ${esc(auth)}</p>` : ""}
 ${paramRows ? `<h4>Parameters</h4><table><thead><tr><th>Name</th><th>In</th><th>Type</th><th>Description</th></tr></thead><tbody>${paramRows}</tbody></table>` : ""}
 ${bodyHtml}
 <h4>Responses</h4><table><thead><tr><th>Status</th><th>Meaning</th><th>Body</th></tr></thead><tbody>${responses}</tbody></table>
+${requestBlock(requestExample(method, path, op, doc))}
 ${examples(method, path, op)}
 </section>`;
 }
@@ -185,7 +192,8 @@ export function renderReference(doc: Json): string {
 <style>
 body{font:15px/1.5 system-ui,sans-serif;margin:0;display:grid;grid-template-columns:18rem 1fr;color:#1d2330}
 nav{position:sticky;top:0;height:100vh;overflow:auto;background:#f4f6fa;padding:1rem;box-sizing:border-box;font-size:13px}
-nav ul{list-style:none;padding:0;margin:0 0 1rem}nav a{color:inherit;text-decoration:none}
+nav ul{list-style:none;padding:0;margin:0 0 1rem}nav a{color:inherit;text-decoration:none;overflow-wrap:anywhere}
+h3 code{overflow-wrap:anywhere}.request p{margin:.25rem 0;font-size:12px;color:#556}
 main{padding:1rem 2rem;max-width:70rem}code{background:#eef1f6;padding:0 .25em;border-radius:3px}
 table{border-collapse:collapse;width:100%;margin:.5rem 0}td,th{border-top:1px solid #dde2ea;padding:.35rem .5rem;text-align:left;vertical-align:top}
 td p{margin:0}pre{background:#eef1f6;padding:.5rem;border-radius:3px;overflow:auto;font-size:12px}.m{font:600 11px monospace;padding:.1em .4em;border-radius:3px;color:#fff;background:#667}.get{background:#2b7a4b}.post{background:#2456a6}.put{background:#8a5a00}.delete{background:#a32828}.patch{background:#6b3fa0}
@@ -195,6 +203,10 @@ td p{margin:0}pre{background:#eef1f6;padding:.5rem;border-radius:3px;overflow:au
 <nav><strong>${esc(doc.info.title)} ${esc(doc.info.version)}</strong><p><a href="/openapi.yaml">openapi.yaml</a> · <a href="/openapi.json">openapi.json</a></p>
 ${tags.map((t) => `<h4>${esc(t)}</h4><ul>${toc.get(t)!.join("")}</ul>`).join("")}</nav>
 <main><h1>${esc(doc.info.title)}</h1>${prose(doc.info.description)}
+<section id=try-it><h2>Try it</h2><p>From sign-up to a search in a terminal. The examples below use
+<code>SIFT</code> for this server's address and <code>SIFT_KEY</code> for a secret API key; the SDK examples
+use <code>const sift = createClient({ baseUrl: SIFT, apiKey: SIFT_KEY })</code> from <code>@sift/sdk</code>.</p>
+${pre(TRY_IT)}</section>
 ${tags.map((t) => `<h2>${esc(t)}</h2>${byTag.get(t)!.join("")}`).join("")}
 <h2>Schemas</h2>${schemas}</main></body></html>`;
 }

@@ -1,7 +1,11 @@
 // The API reference page (/docs), rendered from the contract: every operation with its
 // parameters, and the contract's examples as requests and answers a reader can copy.
 import { beforeAll, describe, expect, test } from "vitest";
+import { readFileSync } from "node:fs";
+import { resolve } from "node:path";
 import { renderReference } from "../../src/docs/reference.ts";
+import { sampleBody } from "../../src/docs/request-examples.ts";
+import { TRY_IT } from "../../src/docs/try-it.ts";
 import { loadContract } from "../../src/http/contract.ts";
 
 let html: string;
@@ -15,6 +19,8 @@ const section = (operationId: string): string => {
   expect(start, operationId).toBeGreaterThan(0);
   return html.slice(start, html.indexOf("</section>", start));
 };
+// biome-ignore lint/suspicious/noExplicitAny: the OpenAPI document is plain JSON walked by key.
+type Json = Record<string, any>;
 const decode = (s: string) => s.replaceAll("&quot;", '"').replaceAll("&amp;", "&").replaceAll("&lt;", "<");
 
 describe("the API reference", () => {
@@ -42,5 +48,47 @@ describe("the API reference", () => {
     expect(multi).toContain("POST /v1/search/multi");
     expect(multi).toContain('"searches"');
     expect(multi).toMatch(/"status": 400,\s+"detail": "invalid search: offset must be <= 1000"/);
+  });
+});
+
+describe("every operation", () => {
+  const doc = loadContract().document;
+  const operations = Object.entries(doc.paths as Record<string, Record<string, { operationId?: string }>>).flatMap(
+    ([path, item]) =>
+      Object.entries(item)
+        .filter(([, op]) => op.operationId)
+        .map(([method, op]) => ({ method, path, id: op.operationId! })),
+  );
+
+  test.each(operations)("$method $path has a curl and an SDK example", ({ method, path, id }) => {
+    const request = decode(section(id)).split("<h4>Request</h4>")[1]!;
+    const [curl, sdk] = [...request.matchAll(/<pre>([\s\S]*?)<\/pre>/g)].map((m) => m[1]!);
+    expect(curl).toMatch(new RegExp(`^curl${method === "get" ? "" : ` -X ${method.toUpperCase()}`} "\\$SIFT/`));
+    // The path is the operation's, its parameters filled in.
+    const filled = path.replace(/\{[^}]+\}/g, '[^/?"]+');
+    expect(curl).toMatch(new RegExp(`\\$SIFT${filled}[?"]`));
+    expect(sdk).toMatch(/^(const .* = )?await sift\.|^\/\/ /);
+  });
+
+  test("sample bodies are valid requests of the contract", () => {
+    const contract = loadContract();
+    for (const { method, path, id } of operations) {
+      const op = contract.byId.get(id as never)!;
+      const body = sampleBody((doc.paths as Json)[path][method], doc);
+      if (!op.validateBody || body?.value === undefined) continue;
+      expect(op.validateBody(body.value), `${id}: ${JSON.stringify(op.validateBody.errors)}`).toBe(true);
+    }
+  });
+
+  test("the README's Try it is the reference's, word for word", () => {
+    const readme = readFileSync(resolve(import.meta.dirname, "../../../README.md"), "utf8");
+    const block = /## Try it\n[\s\S]*?```sh\n([\s\S]*?)```/.exec(readme)?.[1];
+    expect(block).toBe(TRY_IT);
+    expect(decode(html)).toContain(`<section id=try-it>`);
+  });
+
+  test("long paths wrap instead of being cut off", () => {
+    expect(html).toMatch(/nav a\{[^}]*overflow-wrap:anywhere/);
+    expect(html).toMatch(/h3 code\{overflow-wrap:anywhere/);
   });
 });
