@@ -85,7 +85,7 @@ const SDK: Record<string, (p: Record<string, string>, body: unknown) => string> 
     const { regionId: _, ...params } = p;
     return `const { suggestions, totalHits } = await sift.search(${js(coerce(params))});`;
   },
-  MultiSearch_multi: (_, b) => `const { results } = await sift.multiSearch(${js((b as Json).searches)});`,
+  MultiSearch_multi: (_, b) => `const results = await sift.multiSearch(${js((b as Json).searches)});`,
 };
 
 /** Query values as the SDK takes them: numbers and booleans typed. */
