@@ -120,7 +120,8 @@ export class MatchSet {
   }
 
   /**
-   * Every match at a level, ascending, with its packed rank (bucket * 4 + fine) when `ranks` (for
+   * Every match at a level, ascending (views of buffers the next search reuses: read them before
+   * anything awaits), with its packed rank (bucket * 4 + fine) when `ranks` (for
    * sorting); ranks cost a full match per document, so counting sets leave them out.
    */
   collect(level: Level, ranks: boolean): { docs: Uint32Array; ranks: Uint32Array | null } {
@@ -129,9 +130,13 @@ export class MatchSet {
     const matcher = this.matcher;
     // Members match: only the filter and the version are checked, unless ranks need the full match.
     const check = ranks || matcher.restricts;
-    // Sized by the source's bound (at most every document): one allocation, not a doubling series.
-    let docs = new Uint32Array(Math.max(16, Math.min(this.documents, source.count(0, END))));
-    let packed = ranks ? new Uint32Array(docs.length) : null;
+    // Buffers reused between searches (the caller is done with them before the next one), sized
+    // by the source's bound (at most every document): facet queries read 100,000s of documents.
+    const bound = Math.max(16, Math.min(this.documents, source.count(0, END)));
+    if (collected.docs.length < bound) collected.docs = new Uint32Array(bound);
+    if (ranks && collected.ranks.length < bound) collected.ranks = new Uint32Array(bound);
+    let docs = collected.docs;
+    let packed = ranks ? collected.ranks : null;
     let n = 0;
     const candidates = this.driver(source)?.docs();
     const it = source.open();
@@ -157,10 +162,12 @@ export class MatchSet {
         const grown = new Uint32Array(n * 2);
         grown.set(docs);
         docs = grown;
+        collected.docs = grown;
         if (packed !== null) {
           const more = new Uint32Array(n * 2);
           more.set(packed);
           packed = more;
+          collected.ranks = more;
         }
       }
       docs[n] = doc;
@@ -180,6 +187,9 @@ function largestRun(source: Source): number {
   for (const run of runs) if (run.size > most) most = run.size;
   return most;
 }
+
+/** The buffers collect() fills, reused from search to search. */
+const collected = { docs: new Uint32Array(0), ranks: new Uint32Array(0) };
 
 /** Reused bitmaps (one word per 32 documents), cleared after each use. */
 const scratch: Uint32Array[] = [];
