@@ -291,7 +291,7 @@ describe("raw JSON-RPC over HTTP", () => {
     },
   );
 
-  test("tools/call returns { content: [{ type: 'text', text }], isError }", async () => {
+  test("tools/call returns { content: [{ type: 'text', text }], structuredContent, isError }", async () => {
     const reply = await rpc({
       jsonrpc: "2.0",
       id: 7,
@@ -299,10 +299,15 @@ describe("raw JSON-RPC over HTTP", () => {
       params: { name: "search", arguments: { indexName: index, phrase: "palm" } },
     });
     expect(reply.body.id).toBe(7);
-    expect(reply.body.result).toEqual({ content: [{ type: "text", text: expect.any(String) }], isError: false });
+    expect(reply.body.result).toEqual({
+      content: [{ type: "text", text: expect.any(String) }],
+      structuredContent: expect.any(Object),
+      isError: false,
+    });
     expect(JSON.parse(reply.body.result.content[0].text).results.map((r: { id: string }) => r.id)).toEqual([
       "palm-springs",
     ]);
+    expect(reply.body.result.structuredContent).toEqual(JSON.parse(reply.body.result.content[0].text));
   });
 
   test("protocol errors use JSON-RPC codes", async () => {
