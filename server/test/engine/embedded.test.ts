@@ -1,6 +1,7 @@
 // Tests of the embedded engine beyond the port's conformance suite: exact ranking against the
 // brute-force reference on every search strategy (forced through tuning), persistence, crashes,
-// and storage being freed.
+// and storage being freed. Over 400 lines: the reference comparison's data, requests and
+// configurations live next to the persistence tests that reuse them.
 import { spawn } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";

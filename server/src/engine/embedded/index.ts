@@ -16,10 +16,11 @@
 //              prefix (split), data and forward-index postings, filled window by window
 //   store/     records.bin: the writer, the reader and its cache of hot records
 //   columns/   per-document columns: ids and the document order, weight, geo, filter columns,
-//              and what a record's data holds (data-fields.ts)
+//              value columns (strings, arrays, presence, facet counts), what a record's data holds
 //   build/     SegmentBuilder, the orchestrator of one writer per part; the slot log and its codec;
 //              the off-thread builder and its worker
-//   search/    planning, matching, reading orders (weight, id, nearest first), top-k, hit order
+//   search/    planning, matching, reading orders (weight, id, nearest first), top-k, hit order,
+//              whole match sets (totals, facets, sort) and the search of a version
 //   versions/  the version tree of an index and the overlays of minor versions
 //   catalog/   the SQLite catalog
 //   util/      typed-array helpers and the pacer that gives the event loop back during builds

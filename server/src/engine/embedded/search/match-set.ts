@@ -6,7 +6,7 @@
 // exactly the documents the query matches (every token found, within its typos: the whole
 // matching rule; the buckets only order them), so they are checked against the filter and the
 // version only. A selective filter's value postings may drive the read instead.
-import { AndSource, END, RunSource, UnionSource, type Source } from "../postings/sources.ts";
+import { AndSource, END, type RunSource, UnionSource, type Source } from "../postings/sources.ts";
 import { lowerBound } from "../util/arrays.ts";
 import type { FilterCandidates } from "../columns/filter-columns.ts";
 import type { Matcher } from "./matching.ts";
@@ -62,18 +62,23 @@ export class MatchSet {
    * exactly the documents the query matches at that level (the streams split the same set by
    * bucket), so only the filter and the version remain to check.
    */
-  private level(level: Level): { source: Source | null; terms: QueryTerms | null; parts?: Source[] } {
+  private level(level: Level): { terms: QueryTerms; source: () => Source; inputs: () => RunSource[][] } | null {
     const stream = this.streams.find((s) => typosOf(s.bound) > 0 === (level === "typos"));
     const terms = stream?.terms();
-    if (terms === null || terms === undefined) return { source: null, terms: null };
+    if (terms === null || terms === undefined) return null;
     const n = terms.n;
-    const parts: Source[] = [];
-    for (let i = 0; i < n; i++) {
-      if (terms.prefixLast && i === n - 1) parts.push(terms.prefixSource("all", "weight"));
-      else if (terms.prefixLast) parts.push(terms.wholeSource(i, "all", "weight"));
-      else parts.push(new UnionSource([terms.wholeSource(i, "all", "weight"), terms.dataSource(i)]));
-    }
-    return { source: parts.length === 1 ? parts[0]! : new AndSource(parts), terms, parts };
+    const source = () => {
+      const parts: Source[] = [];
+      for (let i = 0; i < n; i++) {
+        if (terms.prefixLast && i === n - 1) parts.push(terms.prefixSource("all", "weight"));
+        else if (terms.prefixLast) parts.push(terms.wholeSource(i, "all", "weight"));
+        else parts.push(new UnionSource([terms.wholeSource(i, "all", "weight"), terms.dataSource(i)]));
+      }
+      return parts.length === 1 ? parts[0]! : new AndSource(parts);
+    };
+    // The same sets as unmerged runs, for counting without building (and merging) the sources.
+    const inputs = () => Array.from({ length: n }, (_, i) => terms.matchRuns(i, "all"));
+    return { terms, source, inputs };
   }
 
   /**
@@ -81,18 +86,18 @@ export class MatchSet {
    * Big exact sets are bounded from their largest posting run without reading it.
    */
   count(level: Level, cap: number): MatchCount {
-    const { source, terms, parts } = this.level(level);
-    if (source === null || terms === null) return { count: 0, exact: true };
+    const found = this.level(level);
+    if (found === null) return { count: 0, exact: true };
+    const { terms } = found;
     if (!this.matcher.hasFilter) {
-      // Every member matches: the largest run, less the documents the version replaced, is a
-      // lower bound; past the cap the set need not be read.
-      const bound = largestRun(source) - this.shadowed;
-      if (bound >= cap) return { count: bound, exact: false };
-      if (this.shadowed === 0) {
-        const inputs = parts!.map((p) => p.runs());
-        if (inputs.every((runs) => runs !== null)) return countByBitmap(inputs as RunSource[][], this.documents, cap);
-      }
+      // Every member matches: with one token, its largest run, less the documents the version
+      // replaced, is a lower bound; past the cap the set need not be read.
+      const inputs = found.inputs();
+      const bound = inputs.length === 1 ? inputs[0]!.reduce((most, r) => Math.max(most, r.size), 0) : 0;
+      if (bound - this.shadowed >= cap) return { count: bound - this.shadowed, exact: false };
+      if (this.shadowed === 0) return countByBitmap(inputs, this.documents, cap);
     }
+    const source = found.source();
     const matcher = this.matcher;
     const filterDocs = this.driver(source);
     if (filterDocs !== null) {
@@ -125,8 +130,10 @@ export class MatchSet {
    * sorting); ranks cost a full match per document, so counting sets leave them out.
    */
   collect(level: Level, ranks: boolean): { docs: Uint32Array; ranks: Uint32Array | null } {
-    const { source, terms } = this.level(level);
-    if (source === null || terms === null) return { docs: new Uint32Array(0), ranks: null };
+    const found = this.level(level);
+    if (found === null) return { docs: new Uint32Array(0), ranks: null };
+    const { terms } = found;
+    const source = found.source();
     const matcher = this.matcher;
     // Members match: only the filter and the version are checked, unless ranks need the full match.
     const check = ranks || matcher.restricts;
@@ -176,16 +183,6 @@ export class MatchSet {
     }
     return { docs: docs.subarray(0, n), ranks: packed === null ? null : packed.subarray(0, n) };
   }
-}
-
-/** The size of the largest single run a source is the union of (0 for intersections). */
-function largestRun(source: Source): number {
-  if (source instanceof RunSource) return source.size;
-  const runs = source.runs();
-  if (runs === null) return 0;
-  let most = 0;
-  for (const run of runs) if (run.size > most) most = run.size;
-  return most;
 }
 
 /** The buffers collect() fills, reused from search to search. */

@@ -342,6 +342,30 @@ export class QueryTerms {
    * Sources are built once per query: several streams share them, and a union of many runs is
    * merged into one (mergeRuns), which costs as much as the postings it copies.
    */
+  /**
+   * The runs whose union is token i's matches (the last as a prefix with prefixLast; scope=all:
+   * title or data text) at `where`, in weight order, unmerged: counting reads them in place
+   * (search/match-set.ts), where building the merged source would copy every entry.
+   */
+  matchRuns(i: number, where: Where): RunSource[] {
+    const runs: RunSource[] = [];
+    if (this.prefixLast && i === this.n - 1) {
+      for (const c of this.postingCover()) this.pushPrefixRuns(runs, c, where, "weight");
+      return runs;
+    }
+    for (const c of this.wholeOf(i)) {
+      for (let t = c.lo; t < c.hi; t++) pushRuns(runs, this.segment.titlePostings, "weight", t, where);
+    }
+    if (!this.prefixLast) {
+      const { offsets, docs } = this.segment.dataPostings;
+      for (const c of this.wholeOf(i)) {
+        for (let t = c.lo; t < c.hi; t++)
+          if (offsets[t + 1]! > offsets[t]!) runs.push(new RunSource(docs, offsets[t]!, offsets[t + 1]!));
+      }
+    }
+    return runs;
+  }
+
   private memo(key: string, build: () => Source): Source {
     let source = this.sources.get(key);
     if (source === undefined) {
