@@ -138,6 +138,9 @@ console.log(JSON.stringify({
     const sift = join(project, "node_modules/.bin/sift");
     const help = await run(sift, ["--help"]);
     expect(help.stdout).toMatch(/^usage: sift COMMAND/);
+    // As the READMEs say to run them: through npx, by package name.
+    expect((await run("npx", ["-y", "@sift/cli", "upload", "--help"])).stdout).toMatch(/^usage: sift upload/);
+    expect((await run("npx", ["-y", "@sift/mcp", "--help"])).stdout).toMatch(/^usage: sift-mcp/);
     writeFileSync(join(project, "items.csv"), "id,title\nc1,Crate\nc2,Carton\n");
     const index = `packed-${process.pid}`;
     const created = await world.a.session.post("/v1/indexes", {
