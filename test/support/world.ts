@@ -3,8 +3,9 @@
 import { Http } from "./http.ts";
 import { startPrismProxy, type Prism } from "./prism.ts";
 import { startSift, type RunningSift } from "./server.ts";
+import type { components } from "@sift/contract";
 
-export type KeyType = "pat" | "svc" | "adm" | "srh";
+export type KeyType = components["schemas"]["ApiKeyType"];
 
 export interface Tenant {
   session: Http;

@@ -1,6 +1,7 @@
 // Random identifiers, API keys and password hashing. Keys are stored only as SHA-256 (enough for
 // 238 bits of entropy); passwords use scrypt, Node's built-in memory-hard KDF, with a per-user salt.
 import { createHash, randomBytes, randomInt, scrypt, timingSafeEqual } from "node:crypto";
+import type { components } from "@sift/contract";
 
 const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 
@@ -12,7 +13,8 @@ export function base62(length: number): string {
 
 export const newId = (prefix: string) => `${prefix}_${base62(16)}`;
 
-export type KeyType = "pat" | "svc" | "adm" | "srh";
+/** The contract's key types: `pat`, `svc`, `adm`, `srh`. */
+export type KeyType = components["schemas"]["ApiKeyType"];
 export const KEY_SECRET_LENGTH = 40;
 export const DISPLAY_PREFIX_LENGTH = 16;
 

@@ -7,16 +7,10 @@
 // version and writing again branches from it. The engine keeps each major's records once and
 // each change once, so versions share storage instead of copying the index.
 
-/** A record as stored and returned. Field rules: docs/api.md, Record fields. */
-export interface SearchRecord {
-  id: string;
-  title: string;
-  weight?: number;
-  images?: string[];
-  latitude?: string;
-  longitude?: string;
-  data?: Record<string, unknown>;
-}
+import type { components } from "@sift/contract";
+
+/** A record as stored and returned: the contract's IndexRecord. Field rules: docs/api.md, Record fields. */
+export type SearchRecord = components["schemas"]["IndexRecord"];
 
 import type { VersionId } from "../domain/version-id.ts";
 

@@ -2,6 +2,7 @@
 // Times are epoch milliseconds (bigint, read as numbers) because the API speaks epoch ms.
 import { sql } from "drizzle-orm";
 import { bigint, index, integer, jsonb, pgTable, primaryKey, text, uniqueIndex } from "drizzle-orm/pg-core";
+import type { components } from "@sift/contract";
 
 const epochMs = (name: string) => bigint(name, { mode: "number" });
 
@@ -64,7 +65,7 @@ export const apiKeys = pgTable(
       .references(() => tenants.id, { onDelete: "cascade" }),
     /** Set for `pat` keys, which act as their user and die with them. */
     userId: text("user_id").references(() => users.id, { onDelete: "cascade" }),
-    type: text("type").$type<"pat" | "svc" | "adm" | "srh">().notNull(),
+    type: text("type").$type<components["schemas"]["ApiKeyType"]>().notNull(),
     name: text("name").notNull(),
     /** SHA-256 (hex) of the whole plaintext key. */
     keyHash: text("key_hash").notNull(),
