@@ -102,35 +102,48 @@ export async function demo(): Promise<number> {
     }
   });
 
-  test("a script runs on Node 20 against a running Sift", async () => {
+  // The SDK uses fetch only: the same script runs on Node 20, Bun and Deno (both from the npm registry).
+  const runtimes: [string, (script: string) => [string, string[]]][] = [
+    ["Node 20", (script) => [NODE20, [script]]],
+    ["Bun", (script) => [join(repo, "node_modules/.bin/bun"), ["run", script]]],
+    [
+      "Deno",
+      (script) => [join(repo, "node_modules/.bin/deno"), ["run", "--allow-net", "--allow-env", "--allow-read", script]],
+    ],
+  ];
+  test.each(runtimes)("a script using the SDK runs on %s against a running Sift", async (name, command) => {
+    const id = `pkg-${name.replace(/\W/g, "").toLowerCase()}`;
     writeFileSync(
-      join(project, "script.mjs"),
+      join(project, `${id}.mjs`),
       `import { createClient, SiftError, SiftApiError } from "@sift/sdk";
-const sift = createClient({ baseUrl: process.env.SIFT_BASE_URL, apiKey: process.env.SIFT_API_KEY });
-const index = process.env.SIFT_INDEX;
-const write = await sift.records.put(index, "pkg-1", { title: "Packed parcel", weight: 2 });
-const { suggestions } = await sift.search({ query: "packed pa", indexName: index, serviceName: process.env.SIFT_SERVICE });
+const env = (globalThis.Deno ? globalThis.Deno.env.toObject() : process.env);
+const sift = createClient({ baseUrl: env.SIFT_BASE_URL, apiKey: env.SIFT_API_KEY });
+const index = env.SIFT_INDEX;
+const write = await sift.records.put(index, ${JSON.stringify(id)}, { title: "Packed parcel ${name}", weight: 2 });
+const { suggestions, totalHits } = await sift.search({ query: "packed parcel ${name.split(" ")[0]!.toLowerCase()}", indexName: index, serviceName: env.SIFT_SERVICE });
 const missing = await sift.records.get(index, "no-such-record").catch((e) => e);
 console.log(JSON.stringify({
-  node: process.version,
   version: write.indexVersion,
   found: suggestions.map((s) => s.id),
+  totalHits,
   missing: { status: missing.status, api: missing instanceof SiftApiError, base: missing instanceof SiftError },
 }));
 `,
     );
-    const { stdout } = await run(NODE20, ["script.mjs"], {
+    const [file, args] = command(`${id}.mjs`);
+    const { stdout } = await run(file, args, {
       env: {
         ...env,
         SIFT_BASE_URL: world.server.url,
         SIFT_API_KEY: world.a.keys.adm,
         SIFT_INDEX: world.a.publicIndex,
         SIFT_SERVICE: world.a.service,
+        NO_COLOR: "1",
       },
     });
-    const out = JSON.parse(stdout);
-    expect(out.node).toMatch(/^v20\./);
-    expect(out.found).toEqual(["pkg-1"]);
+    const out = JSON.parse(stdout.trim().split("\n").at(-1)!);
+    expect(out.found).toEqual([id]);
+    expect(out.totalHits).toBe(1);
     expect(out.missing).toEqual({ status: 404, api: true, base: true });
   });
 
