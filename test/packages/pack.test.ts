@@ -3,7 +3,7 @@
 // a strict TypeScript file type-checked with both module resolutions people use, a script run
 // under the machine's Node 20 against a running Sift, the `sift` CLI and the `sift-mcp` server.
 import { execFile, execFileSync } from "node:child_process";
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
@@ -43,7 +43,15 @@ beforeAll(async () => {
   );
   const tarballs = readdirSync(packs).map((f) => join(packs, f));
   // typescript comes from the registry (or npm's cache) like everything else the packages need.
-  await run("npm", ["install", "--no-audit", "--no-fund", "--prefer-offline", ...tarballs, "typescript@5.9.3"]);
+  await run("npm", [
+    "install",
+    "--no-audit",
+    "--no-fund",
+    "--prefer-offline",
+    ...tarballs,
+    "typescript@5.9.3",
+    "@types/node@20",
+  ]);
   world = await startWorld();
 }, 300_000);
 
@@ -100,6 +108,47 @@ export async function demo(): Promise<number> {
       );
       expect("stdout" in tsc ? tsc.stdout : "", `tsc -p ${name}`).toBe("");
     }
+  });
+
+  test("every TypeScript example of the SDK README type-checks against the installed package", async () => {
+    const readme = readFileSync(join(repo, "sdk/README.md"), "utf8");
+    const blocks = [...readme.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]!);
+    expect(blocks.length).toBeGreaterThanOrEqual(8);
+    // What an example takes from its surroundings: a client made earlier, a text input, a renderer.
+    const context = `import { createClient as __create } from "@sift/sdk";
+declare const input: HTMLInputElement;
+declare function render(suggestions: unknown): void;
+`;
+    const files = blocks.map((code, i) => {
+      const name = `readme-${i + 1}.ts`;
+      const needsClient = !/const sift = /.test(code);
+      writeFileSync(
+        join(project, name),
+        `${context}${needsClient ? 'const sift = __create({ baseUrl: "http://127.0.0.1:7700" });\n' : ""}${code}\nexport {};\n`,
+      );
+      return name;
+    });
+    writeFileSync(
+      join(project, "tsconfig.readme.json"),
+      JSON.stringify({
+        compilerOptions: {
+          strict: true,
+          noEmit: true,
+          target: "ES2022",
+          lib: ["ES2022", "DOM"],
+          module: "NodeNext",
+          moduleResolution: "NodeNext",
+          types: ["node"],
+        },
+        files,
+      }),
+    );
+    const tsc = await run(NODE20, [
+      join(project, "node_modules/typescript/bin/tsc"),
+      "-p",
+      "tsconfig.readme.json",
+    ]).catch((e: { stdout: string }) => e);
+    expect("stdout" in tsc ? tsc.stdout : "").toBe("");
   });
 
   // The SDK uses fetch only: the same script runs on Node 20, Bun and Deno (both from the npm registry).
