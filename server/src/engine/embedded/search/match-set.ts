@@ -188,26 +188,27 @@ export class MatchSet {
 /** The buffers collect() fills, reused from search to search. */
 const collected = { docs: new Uint32Array(0), ranks: new Uint32Array(0) };
 
-/** Reused bitmaps (one word per 32 documents), cleared after each use. */
-const scratch: Uint32Array[] = [];
-
-function bitmap(i: number, words: number): Uint32Array {
-  if ((scratch[i]?.length ?? 0) < words) scratch[i] = new Uint32Array(words);
-  return scratch[i]!;
-}
+/** Documents per block of the blockwise count: its bitmaps (2,048 words) stay in L1. */
+const BLOCK = 1 << 16;
+const BLOCK_WORDS = BLOCK >>> 5;
+/** Reused bitmaps of one block, left cleared after each use. */
+const marks = [new Uint32Array(BLOCK_WORDS), new Uint32Array(BLOCK_WORDS)];
 
 /**
  * The size of the intersection of unions of runs, counted in bitmaps in tight loops over the runs
- * (cheaper than merging many runs and leapfrogging): the smallest input is marked, each next one
- * keeps the marked documents it holds, and the last counts them, stopping at the cap.
+ * (cheaper than merging many runs and leapfrogging), one block of documents at a time in
+ * ascending order: in a block the smallest input is marked, each next one keeps the marked
+ * documents it holds, and the last counts them. Blockwise, the count stops at the cap having read
+ * only the blocks before it (two common words: a fraction of both lists), and the bitmaps stay in
+ * L1 instead of spanning every document.
  */
-function countByBitmap(inputs: RunSource[][], documents: number, cap: number): MatchCount {
-  const words = (documents + 31) >>> 5;
+export function countByBitmap(inputs: RunSource[][], documents: number, cap: number): MatchCount {
   const size = (runs: RunSource[]) => runs.reduce((sum, r) => sum + r.size, 0);
   const order = inputs.map((runs) => ({ runs, size: size(runs) })).sort((a, b) => a.size - b.size);
   const rest = order.slice(1);
   if (
     rest.length > 0 &&
+    order[0]!.runs.length <= 4 &&
     rest.every((input) => input.runs.length <= 4) &&
     order[0]!.size * 16 < rest.reduce((sum, input) => sum + input.size, 0)
   ) {
@@ -217,50 +218,58 @@ function countByBitmap(inputs: RunSource[][], documents: number, cap: number): M
       cap,
     );
   }
-  let current = order.length > 1 ? bitmap(0, words) : null;
+  // Each run's read position; a run's documents in a block are those from it below the block's end.
+  const cursors = order.map((input) => Uint32Array.from(input.runs, (r) => r.start));
   let count = 0;
-  let capped = false;
-  if (current !== null) {
-    for (const run of order[0]!.runs) {
-      const { values, end } = run;
-      for (let i = run.start; i < end; i++) current[values[i]! >>> 5]! |= 1 << (values[i]! & 31);
-    }
-  }
-  for (let k = current === null ? 0 : 1; k < order.length && !capped; k++) {
-    const last = k === order.length - 1;
-    const next = bitmap(current === scratch[1] ? 2 : 1, words);
-    // The largest runs first: at the last input the cap is reached sooner.
-    const runs = last ? [...order[k]!.runs].sort((a, b) => b.size - a.size) : order[k]!.runs;
-    outer: for (const run of runs) {
-      const { values, end } = run;
-      for (let i = run.start; i < end; i++) {
-        const doc = values[i]!;
-        const word = doc >>> 5;
-        const bit = 1 << (doc & 31);
-        if ((current === null || (current[word]! & bit) !== 0) && (next[word]! & bit) === 0) {
-          next[word]! |= bit;
-          if (last && ++count >= cap) {
-            capped = true;
-            break outer;
+  for (let lo = 0; lo < documents; lo += BLOCK) {
+    const hi = lo + BLOCK;
+    let current: Uint32Array | null = null;
+    let any = true;
+    for (let k = 0; k < order.length && any; k++) {
+      const last = k === order.length - 1;
+      const next: Uint32Array = marks[current === marks[0] ? 1 : 0]!;
+      const runs = order[k]!.runs;
+      const at = cursors[k]!;
+      any = false;
+      for (let r = 0; r < runs.length; r++) {
+        const run = runs[r]!;
+        const { values, end } = run;
+        // Blocks skipped since (an earlier input had none there) are passed over by galloping.
+        let i = gallop(values, at[r]!, end, lo);
+        for (; i < end; i++) {
+          const doc = values[i]!;
+          if (doc >= hi) break;
+          const word = (doc - lo) >>> 5;
+          const bit = 1 << (doc & 31);
+          if ((current === null || (current[word]! & bit) !== 0) && (next[word]! & bit) === 0) {
+            next[word]! |= bit;
+            any = true;
+            if (last && ++count >= cap) {
+              current?.fill(0);
+              next.fill(0);
+              return { count, exact: false };
+            }
           }
         }
+        at[r] = i;
       }
+      current?.fill(0);
+      current = next;
     }
-    if (current !== null) current.fill(0, 0, words);
-    current = next;
+    current?.fill(0);
   }
-  current?.fill(0, 0, words);
-  return { count, exact: !capped };
+  return { count, exact: true };
 }
 
 /**
  * The intersection counted from its smallest input, each of whose documents is looked up in the
- * other inputs' few runs by binary search from a cursor that only moves forward: much cheaper than
- * a bitmap when one input is rare (a rare word next to a common prefix).
+ * other inputs' few runs by galloping from a cursor that only moves forward: much cheaper than a
+ * bitmap when one input is rare (a rare word next to a common prefix), and in ascending order it
+ * stops at the cap without reading the rest of either side.
  */
 function countByProbing(smallest: RunSource[], others: RunSource[][], cap: number): MatchCount {
   const it = new UnionSource(smallest).open();
-  const cursors = others.map((runs) => runs.map((r) => r.start));
+  const cursors = others.map((runs) => Uint32Array.from(runs, (r) => r.start));
   let count = 0;
   for (let doc = it.next(); doc !== END; doc = it.next()) {
     let all = true;
@@ -268,9 +277,10 @@ function countByProbing(smallest: RunSource[], others: RunSource[][], cap: numbe
       const runs = others[k]!;
       const at = cursors[k]!;
       let found = false;
-      for (let r = 0; r < runs.length; r++) {
+      // A run left behind keeps its cursor: a later seek gallops from there, still correct.
+      for (let r = 0; r < runs.length && !found; r++) {
         const run = runs[r]!;
-        const p = lowerBound(run.values, at[r]!, run.end, doc);
+        const p = gallop(run.values, at[r]!, run.end, doc);
         at[r] = p;
         if (p < run.end && run.values[p] === doc) found = true;
       }
@@ -279,4 +289,16 @@ function countByProbing(smallest: RunSource[], others: RunSource[][], cap: numbe
     if (all && ++count >= cap) return { count, exact: false };
   }
   return { count, exact: true };
+}
+
+/** lowerBound from `lo` by doubling steps then a binary search: cheap when the target is near. */
+function gallop(values: Uint32Array, lo: number, hi: number, target: number): number {
+  if (lo >= hi || values[lo]! >= target) return lo;
+  let step = 1;
+  let below = lo;
+  while (below + step < hi && values[below + step]! < target) {
+    below += step;
+    step <<= 1;
+  }
+  return lowerBound(values, below + 1, Math.min(hi, below + step + 1), target);
 }
