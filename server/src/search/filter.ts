@@ -75,14 +75,13 @@ class Parser {
   }
 
   private parsePath(expected: string): string[] {
-    if (!this.text.startsWith("data", this.pos) || this.text[this.pos + 4] !== ".") this.fail(expected);
-    this.pos += 5;
-    const path = [this.parseSegment()];
-    while (this.text[this.pos] === ".") {
-      this.pos++;
-      path.push(this.parseSegment());
+    const read = readDataPath(this.text, this.pos);
+    if ("failAt" in read) {
+      this.pos = read.failAt;
+      this.fail(read.expected ?? expected);
     }
-    return path;
+    this.pos = read.end;
+    return read.path;
   }
 
   private parseComparison(): FilterExpr {
@@ -120,14 +119,6 @@ class Parser {
     }
   }
 
-  private parseSegment(): string {
-    const quoted = this.match(QUOTED);
-    if (quoted !== null) return JSON.parse(quoted) as string;
-    const name = this.match(NAME);
-    if (name === null) this.fail('a field name (letters, digits, _, $, -) or a "quoted" name');
-    return name;
-  }
-
   /** A literal: number, true, false or a JSON string; `op` decides which are allowed. */
   private parseValue(op: FilterComparison): FilterValue {
     const ordered = op !== "=" && op !== "!=";
@@ -147,7 +138,7 @@ class Parser {
         return JSON.parse(quoted) as string;
       } catch {
         this.pos -= quoted.length;
-        this.fail('a JSON string (escapes: \\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX)');
+        this.fail(JSON_STRING_EXPECTED);
       }
     }
     const number = this.match(NUMBER);
@@ -187,6 +178,44 @@ class Parser {
     const found =
       this.pos >= this.text.length ? "the end of the filter" : JSON.stringify(this.text.slice(this.pos, this.pos + 10));
     throw new FilterSyntaxError(this.pos, expected, found);
+  }
+}
+
+const JSON_STRING_EXPECTED = 'a JSON string (escapes: \\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX)';
+const SEGMENT_EXPECTED = 'a field name (letters, digits, _, $, -) or a "quoted" name';
+
+/**
+ * Reads a field path at `at`: `data.` then segments joined by dots, each a name or a JSON-quoted
+ * string. Filters, `facets` and `sort` all spell paths this way. On failure, where it stopped and
+ * what it expected there (`expected` is undefined when the text there is not a path at all, so the
+ * caller can say what it wanted instead).
+ */
+export function readDataPath(
+  text: string,
+  at: number,
+): { path: string[]; end: number } | { failAt: number; expected: string | undefined } {
+  if (!text.startsWith("data.", at)) return { failAt: at, expected: undefined };
+  let pos = at + 5;
+  const path: string[] = [];
+  for (;;) {
+    QUOTED.lastIndex = pos;
+    const quoted = QUOTED.exec(text);
+    if (quoted) {
+      try {
+        path.push(JSON.parse(quoted[0]) as string);
+      } catch {
+        return { failAt: pos, expected: JSON_STRING_EXPECTED };
+      }
+      pos += quoted[0].length;
+    } else {
+      NAME.lastIndex = pos;
+      const name = NAME.exec(text);
+      if (!name) return { failAt: pos, expected: SEGMENT_EXPECTED };
+      path.push(name[0]);
+      pos += name[0].length;
+    }
+    if (text[pos] !== ".") return { path, end: pos };
+    pos++;
   }
 }
 

@@ -3,6 +3,7 @@
 // `$` and `-`, or a JSON-quoted string (`data."a.b".c`), so a quoted name may hold `,` or `:`.
 import { InvalidArgumentError } from "../domain/errors.ts";
 import type { SortRequest } from "../ports/engine.ts";
+import { readDataPath } from "./filter.ts";
 
 /** A requested facet: its path, and the key the response gives it (the request's spelling, trimmed). */
 export interface FacetPath {
@@ -11,9 +12,6 @@ export interface FacetPath {
 }
 
 export const MAX_FACETS = 10;
-
-const NAME = /[\p{L}\p{N}_$-]+/uy;
-const QUOTED = /"(?:[^"\\]|\\.)*"/y;
 
 /** A position-carrying failure; the callers name the parameter. */
 class PathError extends Error {
@@ -25,28 +23,12 @@ class PathError extends Error {
   }
 }
 
-/** Reads one path starting at `at`; returns it and where it ends. */
+/** Reads one path starting at `at` (filter.ts's reader); returns it and where it ends. */
 function readPath(text: string, at: number): { path: string[]; end: number } {
-  if (!text.startsWith("data.", at))
-    throw new PathError(at, "a field path starting with data. (e.g. data.brand)", text);
-  let pos = at + 5;
-  const path: string[] = [];
-  for (;;) {
-    QUOTED.lastIndex = pos;
-    const quoted = QUOTED.exec(text);
-    if (quoted) {
-      path.push(JSON.parse(quoted[0]) as string);
-      pos += quoted[0].length;
-    } else {
-      NAME.lastIndex = pos;
-      const name = NAME.exec(text);
-      if (!name) throw new PathError(pos, 'a field name (letters, digits, _, $, -) or a "quoted" name', text);
-      path.push(name[0]);
-      pos += name[0].length;
-    }
-    if (text[pos] !== ".") return { path, end: pos };
-    pos++;
-  }
+  const read = readDataPath(text, at);
+  if ("failAt" in read)
+    throw new PathError(read.failAt, read.expected ?? "a field path starting with data. (e.g. data.brand)", text);
+  return read;
 }
 
 const skipSpace = (text: string, at: number) => {

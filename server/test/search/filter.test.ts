@@ -98,6 +98,21 @@ describe("parseFilter", () => {
     expect(() => parseFilter(list(101))).toThrow(/at most 100 values/);
   });
 
+  it("refuses a quoted field name that is not valid JSON at its position, as a syntax error", () => {
+    for (const text of ['data."\\x"=1', 'EXISTS data.a."\\q"', 'data.ok."\\u12"=true']) {
+      const error = (() => {
+        try {
+          parseFilter(text);
+        } catch (e) {
+          return e;
+        }
+      })();
+      expect(error, text).toBeInstanceOf(FilterSyntaxError);
+      expect((error as FilterSyntaxError).position).toBe(text.lastIndexOf('"\\'));
+      expect((error as Error).message).toMatch(/expected a JSON string/);
+    }
+  });
+
   it("limits nesting instead of overflowing the stack", () => {
     expect(() => parseFilter(`${"(".repeat(10_000)}data.a=1${")".repeat(10_000)}`)).toThrow(FilterSyntaxError);
     expect(() => parseFilter(`${"(".repeat(20)}data.a=1${")".repeat(20)}`)).not.toThrow();

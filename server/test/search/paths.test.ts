@@ -14,6 +14,13 @@ const failure = (fn: () => unknown) => {
   throw new Error("expected a failure");
 };
 
+test("a quoted name that is not valid JSON is a 400 naming the parameter, not a crash", () => {
+  expect(failure(() => parseFacets('data.a, data."\\x"')).message).toMatch(
+    /^facets: at character 14: expected a JSON string/,
+  );
+  expect(failure(() => parseSort('data."\\x":asc')).message).toMatch(/^sort: at character 6: expected a JSON string/);
+});
+
 describe("parseFacets", () => {
   test("comma-separated paths, keyed as spelled and trimmed; quoted names may hold commas and dots", () => {
     expect(parseFacets(' data.brand , data.specs.color,data."a,b".c ')).toEqual([
