@@ -195,11 +195,8 @@ export function filterOf(text: string | undefined): FilterExpr | undefined {
   try {
     return parseFilter(text);
   } catch (error) {
-    if (error instanceof FilterSyntaxError) {
-      // The message keeps the character position; the field name is said once.
-      const message = error.message.replace(/^filter:\s*/, "");
-      throw InvalidArgumentError.field("filter", message);
-    }
+    // The message keeps the character position; the field name is added once, here.
+    if (error instanceof FilterSyntaxError) throw InvalidArgumentError.field("filter", error.message);
     throw error;
   }
 }

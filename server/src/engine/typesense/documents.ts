@@ -9,6 +9,7 @@
 import type { CollectionCreateSchema } from "typesense";
 import type { SearchRecord } from "../../ports/engine.ts";
 import { tokenize } from "../tokenize.ts";
+import { facetValuesOf } from "../../search/facets.ts";
 import { documentId, existsToken, filterField, idKey, presenceToken, stringToken } from "./names.ts";
 import { searchText } from "./text.ts";
 import { titleTags } from "./tiers.ts";
@@ -91,15 +92,16 @@ function valueFields(data: Record<string, unknown>): TypesenseDocument {
       return;
     }
     if (path.length === 0) return;
-    const elements = Array.isArray(value) ? value : [value];
+    // The values the embedded engine counts too (search/facets.ts), by type; numbers beyond
+    // Typesense's float are left out.
     const numbers = new Set<number>();
     const strings = new Set<string>();
     const booleans = new Set<boolean>();
-    for (const element of elements) {
-      if (typeof element === "number" && Number.isFinite(element) && Math.abs(element) <= FLOAT32_MAX)
-        numbers.add(element);
-      else if (typeof element === "string") strings.add(element);
-      else if (typeof element === "boolean") booleans.add(element);
+    for (const element of facetValuesOf(value)) {
+      if (typeof element === "number") {
+        if (Math.abs(element) <= FLOAT32_MAX) numbers.add(element);
+      } else if (typeof element === "string") strings.add(element);
+      else booleans.add(element);
     }
     if (numbers.size > 0) {
       out[filterField("n", path)] = [...numbers];

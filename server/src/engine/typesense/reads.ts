@@ -3,7 +3,6 @@
 import type { DocumentSchema, SearchResponse } from "typesense";
 import type {
   FacetResult,
-  FacetValueCount,
   FilterExpr,
   SearchPage,
   SearchRecord,
@@ -12,6 +11,7 @@ import type {
 } from "../../ports/engine.ts";
 import { schemaFields, search } from "./collections.ts";
 import type { Context, VersionEntry } from "./context.ts";
+import { compareFacetCounts } from "../../search/facets.ts";
 import { decodeFacetValue, recordOf } from "./documents.ts";
 import { allOf, referencedFields, translateFilter, VALUE_LAYOUT, type Clause } from "./filter.ts";
 import { filterField, idKey, indexNames } from "./names.ts";
@@ -92,16 +92,6 @@ export function float32Decimal(value: number): number {
   return value;
 }
 
-const TYPE_RANK = { number: 0, boolean: 1, string: 2 } as const;
-
-/** Count descending, then numbers, booleans, strings, then value ascending (docs/api.md, Facets). */
-function byFacetOrder(a: FacetValueCount, b: FacetValueCount): number {
-  if (a.count !== b.count) return b.count - a.count;
-  const [x, y] = [TYPE_RANK[typeof a.value as "number"], TYPE_RANK[typeof b.value as "number"]];
-  if (x !== y) return x - y;
-  return a.value < b.value ? -1 : a.value > b.value ? 1 : 0;
-}
-
 function facetResults(
   request: SearchRequest,
   fields: { values: string; stats: string }[],
@@ -111,7 +101,7 @@ function facetResults(
   return (request.facets ?? []).map((facet, i) => {
     const values = (byField.get(fields[i]!.values)?.counts ?? [])
       .map((c) => ({ value: decodeFacetValue(c.value), count: c.count }))
-      .sort(byFacetOrder)
+      .sort(compareFacetCounts)
       .slice(0, facet.maxValues);
     const stats = byField.get(fields[i]!.stats)?.stats;
     const result: FacetResult = { path: facet.path, values };
