@@ -1,7 +1,6 @@
 // `sift keys`: the tenant's API keys (never their secrets, which Sift shows only once). Keys cannot
 // manage keys (docs/authority.md), so this command signs in as the dashboard does, with e-mail and
 // password, and keeps the session cookie for this one run only.
-import { createInterface } from "node:readline/promises";
 import { createClient } from "@sift/sdk";
 import { table, UsageError } from "../output.ts";
 
@@ -18,12 +17,41 @@ const day = (ms: number | null) => (ms === null ? "-" : new Date(ms).toISOString
 async function password(): Promise<string> {
   if (process.env.SIFT_PASSWORD) return process.env.SIFT_PASSWORD;
   if (!process.stdin.isTTY) throw new UsageError("a password is required: SIFT_PASSWORD, or run on a terminal");
-  const rl = createInterface({ input: process.stdin, output: process.stderr, terminal: true });
-  try {
-    return await rl.question("password: ");
-  } finally {
-    rl.close();
-  }
+  return hiddenPrompt("password: ");
+}
+
+/** Reads a line from the terminal without echoing it (readline's question would show the password). */
+function hiddenPrompt(label: string): Promise<string> {
+  const stdin = process.stdin;
+  process.stderr.write(label);
+  stdin.setRawMode(true);
+  stdin.setEncoding("utf8");
+  stdin.resume();
+  return new Promise((resolve, reject) => {
+    let typed = "";
+    const finish = () => {
+      stdin.off("data", onData);
+      stdin.setRawMode(false);
+      stdin.pause();
+      process.stderr.write("\n");
+    };
+    const onData = (chunk: string) => {
+      for (const ch of chunk) {
+        if (ch === "\r" || ch === "\n") {
+          finish();
+          resolve(typed);
+          return;
+        }
+        if (ch === "\u0003") {
+          finish();
+          reject(new UsageError("cancelled"));
+          return;
+        }
+        typed = ch === "\u007f" || ch === "\b" ? typed.slice(0, -1) : typed + ch;
+      }
+    };
+    stdin.on("data", onData);
+  });
 }
 
 /** A client that keeps the session cookie Sift sets at log-in, for this process only. */
