@@ -995,6 +995,8 @@ export type components = {
             filter?: string;
             /** @description Search this retained version instead of the active one. */
             version?: components["schemas"]["VersionId"];
+            /** @description Read your writes, as for `GET /v1/search`. */
+            minVersion?: components["schemas"]["VersionId"];
             /**
              * @description Let query words match with typos.
              * @default true
@@ -1633,9 +1635,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A dependency (store or engine) is unavailable; retry later. */
+            /** @description A dependency (store or engine) is unavailable, or this region has not applied `minVersion` yet; retry later or ask another region. */
             503: {
                 headers: {
+                    /** @description Seconds after which trying again may work (sent when it is known). */
+                    "retry-after"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1721,9 +1725,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A dependency (store or engine) is unavailable; retry later. */
+            /** @description A dependency (store or engine) is unavailable, or this region has not applied `minVersion` yet; retry later or ask another region. */
             503: {
                 headers: {
+                    /** @description Seconds after which trying again may work (sent when it is known). */
+                    "retry-after"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1816,9 +1822,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A dependency (store or engine) is unavailable; retry later. */
+            /** @description A dependency (store or engine) is unavailable, or this region has not applied `minVersion` yet; retry later or ask another region. */
             503: {
                 headers: {
+                    /** @description Seconds after which trying again may work (sent when it is known). */
+                    "retry-after"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1906,9 +1914,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A dependency (store or engine) is unavailable; retry later. */
+            /** @description A dependency (store or engine) is unavailable, or this region has not applied `minVersion` yet; retry later or ask another region. */
             503: {
                 headers: {
+                    /** @description Seconds after which trying again may work (sent when it is known). */
+                    "retry-after"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1990,9 +2000,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A dependency (store or engine) is unavailable; retry later. */
+            /** @description A dependency (store or engine) is unavailable, or this region has not applied `minVersion` yet; retry later or ask another region. */
             503: {
                 headers: {
+                    /** @description Seconds after which trying again may work (sent when it is known). */
+                    "retry-after"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2074,9 +2086,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A dependency (store or engine) is unavailable; retry later. */
+            /** @description A dependency (store or engine) is unavailable, or this region has not applied `minVersion` yet; retry later or ask another region. */
             503: {
                 headers: {
+                    /** @description Seconds after which trying again may work (sent when it is known). */
+                    "retry-after"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2237,9 +2251,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A dependency (store or engine) is unavailable; retry later. */
+            /** @description A dependency (store or engine) is unavailable, or this region has not applied `minVersion` yet; retry later or ask another region. */
             503: {
                 headers: {
+                    /** @description Seconds after which trying again may work (sent when it is known). */
+                    "retry-after"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2375,9 +2391,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A dependency (store or engine) is unavailable; retry later. */
+            /** @description A dependency (store or engine) is unavailable, or this region has not applied `minVersion` yet; retry later or ask another region. */
             503: {
                 headers: {
+                    /** @description Seconds after which trying again may work (sent when it is known). */
+                    "retry-after"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2477,9 +2495,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A dependency (store or engine) is unavailable; retry later. */
+            /** @description A dependency (store or engine) is unavailable, or this region has not applied `minVersion` yet; retry later or ask another region. */
             503: {
                 headers: {
+                    /** @description Seconds after which trying again may work (sent when it is known). */
+                    "retry-after"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2561,9 +2581,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A dependency (store or engine) is unavailable; retry later. */
+            /** @description A dependency (store or engine) is unavailable, or this region has not applied `minVersion` yet; retry later or ask another region. */
             503: {
                 headers: {
+                    /** @description Seconds after which trying again may work (sent when it is known). */
+                    "retry-after"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2667,9 +2689,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A dependency (store or engine) is unavailable; retry later. */
+            /** @description A dependency (store or engine) is unavailable, or this region has not applied `minVersion` yet; retry later or ask another region. */
             503: {
                 headers: {
+                    /** @description Seconds after which trying again may work (sent when it is known). */
+                    "retry-after"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2762,9 +2786,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A dependency (store or engine) is unavailable; retry later. */
+            /** @description A dependency (store or engine) is unavailable, or this region has not applied `minVersion` yet; retry later or ask another region. */
             503: {
                 headers: {
+                    /** @description Seconds after which trying again may work (sent when it is known). */
+                    "retry-after"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2855,9 +2881,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A dependency (store or engine) is unavailable; retry later. */
+            /** @description A dependency (store or engine) is unavailable, or this region has not applied `minVersion` yet; retry later or ask another region. */
             503: {
                 headers: {
+                    /** @description Seconds after which trying again may work (sent when it is known). */
+                    "retry-after"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2954,9 +2982,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A dependency (store or engine) is unavailable; retry later. */
+            /** @description A dependency (store or engine) is unavailable, or this region has not applied `minVersion` yet; retry later or ask another region. */
             503: {
                 headers: {
+                    /** @description Seconds after which trying again may work (sent when it is known). */
+                    "retry-after"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3058,9 +3088,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A dependency (store or engine) is unavailable; retry later. */
+            /** @description A dependency (store or engine) is unavailable, or this region has not applied `minVersion` yet; retry later or ask another region. */
             503: {
                 headers: {
+                    /** @description Seconds after which trying again may work (sent when it is known). */
+                    "retry-after"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3074,6 +3106,8 @@ export interface operations {
             query?: {
                 /** @description Read this retained version instead of the active one. */
                 version?: components["schemas"]["VersionId"];
+                /** @description Read your writes: the version a write returned. A region that has not applied it yet waits up to 2 s, then answers 503 with `Retry-After` (docs/replication.md). */
+                minVersion?: components["schemas"]["VersionId"];
             };
             header?: never;
             path: {
@@ -3157,9 +3191,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A dependency (store or engine) is unavailable; retry later. */
+            /** @description A dependency (store or engine) is unavailable, or this region has not applied `minVersion` yet; retry later or ask another region. */
             503: {
                 headers: {
+                    /** @description Seconds after which trying again may work (sent when it is known). */
+                    "retry-after"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3275,9 +3311,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A dependency (store or engine) is unavailable; retry later. */
+            /** @description A dependency (store or engine) is unavailable, or this region has not applied `minVersion` yet; retry later or ask another region. */
             503: {
                 headers: {
+                    /** @description Seconds after which trying again may work (sent when it is known). */
+                    "retry-after"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3371,9 +3409,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A dependency (store or engine) is unavailable; retry later. */
+            /** @description A dependency (store or engine) is unavailable, or this region has not applied `minVersion` yet; retry later or ask another region. */
             503: {
                 headers: {
+                    /** @description Seconds after which trying again may work (sent when it is known). */
+                    "retry-after"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3467,9 +3507,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A dependency (store or engine) is unavailable; retry later. */
+            /** @description A dependency (store or engine) is unavailable, or this region has not applied `minVersion` yet; retry later or ask another region. */
             503: {
                 headers: {
+                    /** @description Seconds after which trying again may work (sent when it is known). */
+                    "retry-after"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3562,9 +3604,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A dependency (store or engine) is unavailable; retry later. */
+            /** @description A dependency (store or engine) is unavailable, or this region has not applied `minVersion` yet; retry later or ask another region. */
             503: {
                 headers: {
+                    /** @description Seconds after which trying again may work (sent when it is known). */
+                    "retry-after"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3667,9 +3711,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A dependency (store or engine) is unavailable; retry later. */
+            /** @description A dependency (store or engine) is unavailable, or this region has not applied `minVersion` yet; retry later or ask another region. */
             503: {
                 headers: {
+                    /** @description Seconds after which trying again may work (sent when it is known). */
+                    "retry-after"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3740,6 +3786,8 @@ export interface operations {
                 filter?: string;
                 /** @description Search this retained version instead of the active one. */
                 version?: components["schemas"]["VersionId"];
+                /** @description Read your writes: the `indexVersion` a write returned. A region that has not applied it yet waits up to 2 s, then answers 503 with `Retry-After` so the client asks another region (docs/replication.md). */
+                minVersion?: components["schemas"]["VersionId"];
                 /** @description Let query words match with typos: one from 4 letters, two from 8; never digits-only words. Exact matches always rank first. */
                 typoTolerance?: boolean;
                 /** @description Return each suggestion's matched parts in `highlight`. */
@@ -3833,9 +3881,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A dependency (store or engine) is unavailable; retry later. */
+            /** @description A dependency (store or engine) is unavailable, or this region has not applied `minVersion` yet; retry later or ask another region. */
             503: {
                 headers: {
+                    /** @description Seconds after which trying again may work (sent when it is known). */
+                    "retry-after"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3992,9 +4042,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A dependency (store or engine) is unavailable; retry later. */
+            /** @description A dependency (store or engine) is unavailable, or this region has not applied `minVersion` yet; retry later or ask another region. */
             503: {
                 headers: {
+                    /** @description Seconds after which trying again may work (sent when it is known). */
+                    "retry-after"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4076,9 +4128,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A dependency (store or engine) is unavailable; retry later. */
+            /** @description A dependency (store or engine) is unavailable, or this region has not applied `minVersion` yet; retry later or ask another region. */
             503: {
                 headers: {
+                    /** @description Seconds after which trying again may work (sent when it is known). */
+                    "retry-after"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4173,9 +4227,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A dependency (store or engine) is unavailable; retry later. */
+            /** @description A dependency (store or engine) is unavailable, or this region has not applied `minVersion` yet; retry later or ask another region. */
             503: {
                 headers: {
+                    /** @description Seconds after which trying again may work (sent when it is known). */
+                    "retry-after"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4268,9 +4324,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A dependency (store or engine) is unavailable; retry later. */
+            /** @description A dependency (store or engine) is unavailable, or this region has not applied `minVersion` yet; retry later or ask another region. */
             503: {
                 headers: {
+                    /** @description Seconds after which trying again may work (sent when it is known). */
+                    "retry-after"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4370,9 +4428,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A dependency (store or engine) is unavailable; retry later. */
+            /** @description A dependency (store or engine) is unavailable, or this region has not applied `minVersion` yet; retry later or ask another region. */
             503: {
                 headers: {
+                    /** @description Seconds after which trying again may work (sent when it is known). */
+                    "retry-after"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4476,9 +4536,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A dependency (store or engine) is unavailable; retry later. */
+            /** @description A dependency (store or engine) is unavailable, or this region has not applied `minVersion` yet; retry later or ask another region. */
             503: {
                 headers: {
+                    /** @description Seconds after which trying again may work (sent when it is known). */
+                    "retry-after"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4564,9 +4626,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A dependency (store or engine) is unavailable; retry later. */
+            /** @description A dependency (store or engine) is unavailable, or this region has not applied `minVersion` yet; retry later or ask another region. */
             503: {
                 headers: {
+                    /** @description Seconds after which trying again may work (sent when it is known). */
+                    "retry-after"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4660,9 +4724,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A dependency (store or engine) is unavailable; retry later. */
+            /** @description A dependency (store or engine) is unavailable, or this region has not applied `minVersion` yet; retry later or ask another region. */
             503: {
                 headers: {
+                    /** @description Seconds after which trying again may work (sent when it is known). */
+                    "retry-after"?: number;
                     [name: string]: unknown;
                 };
                 content: {

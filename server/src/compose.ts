@@ -34,6 +34,10 @@ import { SearchService } from "./services/search.ts";
 import { UploadService } from "./services/uploads.ts";
 import { VersionService } from "./services/versions.ts";
 import { openStore, type Store } from "./store/open.ts";
+import type { ChangeLog } from "./ports/change-log.ts";
+import { Replica } from "./replication/replica.ts";
+import { replicatedEngine } from "./replication/replicated-engine.ts";
+import { IndexLocks } from "./services/versions/lock.ts";
 
 export interface Sift {
   app: Hono<AppEnv>;
@@ -90,14 +94,37 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
   const contract = loadContract();
   let store: Awaited<ReturnType<typeof openStore>> | undefined;
   let engine: SearchEngine;
+  let changeLog: ChangeLog | undefined;
   try {
     store = await openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
     engine = await openEngine(config, log);
     await engine.open();
+    if (config.nats) {
+      const { openNatsLog } = await import("./replication/nats/nats-log.ts");
+      changeLog = await openNatsLog({ ...config.nats, log, name: `sift ${config.nodeId}` });
+    }
   } catch (error) {
     await store?.close();
     lock.release();
     throw error;
+  }
+  // Replication (docs/replication.md): the services write through the change log, and the
+  // replica applies every node's entries to this node's engine under the same index locks.
+  const locks = new IndexLocks();
+  let replica: Replica | undefined;
+  if (changeLog) {
+    replica = new Replica({
+      node: config.nodeId,
+      log: changeLog,
+      engine,
+      db: store.db,
+      locks,
+      logger: log,
+      dataDir: config.dataDir,
+    });
+    engine = replicatedEngine(engine, replica, changeLog);
+    const caughtUp = replica;
+    locks.setCatchUp(() => caughtUp.catchUp());
   }
   const secret = signingSecret(config);
   const rateStore = await openRateStore(config, log);
@@ -106,11 +133,18 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
   const accounts = new AccountService(store.db, config.sessionTtlMs);
   const apiKeys = new ApiKeyService(store.db, log);
   const catalog = new CatalogService(store.db, engine, log, Date.now, { indexes: config.quotaIndexes });
+  if (replica) {
+    const local = replica;
+    local.onActivated((indexId, version) => catalog.setActive(indexId, version));
+    catalog.useLocalActive((indexId) => local.active(indexId));
+  }
   const versions = new VersionService({
     db: store.db,
     engine,
     catalog,
     log,
+    locks,
+    ...(replica ? { replica } : {}),
     policy: {
       coalesceAfter: config.coalesceAfter,
       retainVersions: config.retainVersions,
@@ -134,6 +168,7 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
       records: config.maxUploadRecords,
       recordsPerIndex: config.quotaRecordsPerIndex,
     },
+    ...(replica ? { node: config.nodeId } : {}),
   });
   const uploads = new UploadService({
     db: store.db,
@@ -144,8 +179,14 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
     maxUploadBytes: config.maxUploadBytes,
     quotas: { uploadBytes: config.quotaUploadBytes, concurrentUploads: config.quotaConcurrentUploads },
     onQueued: () => ingest.notify(),
+    ...(replica ? { node: config.nodeId } : {}),
   });
-  await versions.reconcile();
+  if (replica) {
+    // Not awaited: the node answers (and /readyz says it is catching up) while it replays.
+    void replica.start().catch((error: Error) => log.error("replication could not start", { error: error.message }));
+  } else {
+    await versions.reconcile();
+  }
   const demo = config.demo ? await seedDemo({ db: store.db, engine, catalog, versions, log }) : undefined;
   await ingest.start();
   const timers = [
@@ -219,6 +260,8 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
     async close() {
       for (const t of timers) clearInterval(t);
       await ingest.stop();
+      await replica?.stop();
+      await changeLog?.close();
       await engine.close();
       await store.close();
       if (rateStore.kind === "redis") rateStore.client.disconnect();

@@ -1,5 +1,6 @@
 // Configuration from the environment. Every problem is collected and reported at once, in
 // words that name the variable, so a bad deployment fails at start-up and not at first use.
+import { hostname } from "node:os";
 import { resolve } from "node:path";
 import type { Caller } from "./auth/authority.ts";
 import { parseRatePolicy, type RatePolicies, type RatePolicy } from "./limits/rate-limits.ts";
@@ -70,6 +71,13 @@ export interface Config {
   /** Open connections the server accepts in all, and from one client address. */
   maxConnections: number;
   maxConnectionsPerClient: number;
+  /**
+   * Replication (docs/replication.md): the NATS JetStream change log every node applies; off
+   * (one process is the whole deployment) when SIFT_NATS_URL is unset.
+   */
+  nats: { servers: string[]; stream: string; replicas: number } | undefined;
+  /** This node's name in the change log and in logs. */
+  nodeId: string;
 }
 
 /** Default request rates (a second, and the burst over ten seconds) per caller kind. */
@@ -210,6 +218,26 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const redisUrl = url("SIFT_REDIS_URL");
   if (redisUrl && !/^rediss?:\/\//.test(redisUrl)) problems.push(`SIFT_REDIS_URL must be a redis:// URL`);
 
+  const natsServers = (env.SIFT_NATS_URL ?? "")
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
+  for (const server of natsServers) {
+    if (!/^(nats|tls):\/\/[^/]+$/.test(server))
+      problems.push(`SIFT_NATS_URL must list nats://host:port URLs separated by commas (got "${server}")`);
+  }
+  if (natsServers.length && !databaseUrl) {
+    problems.push(
+      "SIFT_NATS_URL needs DATABASE_URL: the nodes of every region share one PostgreSQL for accounts, keys and indexes",
+    );
+  }
+  if (natsServers.length && typesenseUrl) {
+    problems.push(
+      "SIFT_NATS_URL replicates the embedded engine; with TYPESENSE_URL, Typesense replicates itself: set one of them",
+    );
+  }
+  const natsReplicas = int("SIFT_NATS_REPLICAS", natsServers.length > 1 ? 3 : 1, 1, 5);
+
   const config: Config = {
     host: env.HOST || "127.0.0.1",
     port: int("PORT", 7700, 0, 65535),
@@ -254,6 +282,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     // Two clients once held 20,000 sockets (the fd limit) and everyone else was reset.
     maxConnections: int("SIFT_MAX_CONNECTIONS", 10_000, 1, 1_000_000),
     maxConnectionsPerClient: int("SIFT_MAX_CONNECTIONS_PER_CLIENT", 256, 1, 1_000_000),
+    nats: natsServers.length
+      ? { servers: natsServers, stream: env.SIFT_NATS_STREAM || "SIFT", replicas: natsReplicas }
+      : undefined,
+    nodeId: env.SIFT_NODE_ID || `${region}-${hostname()}-${env.PORT || 7700}`,
   };
   for (const origin of config.allowedOrigins) {
     if (!URL.canParse(origin))

@@ -24,9 +24,17 @@ export interface SiftProcess {
   destroy(): Promise<void>;
 }
 
-export async function siftProcess(env: Record<string, string> = {}): Promise<SiftProcess> {
+export async function siftProcess(
+  env: Record<string, string> = {},
+  options: { sharedDatabase?: string } = {},
+): Promise<SiftProcess> {
   const dataDir = mkdtempSync(join(tmpdir(), "sift-proc-"));
-  const database = process.env.DATABASE_URL ? await createTempDatabase(process.env.DATABASE_URL) : undefined;
+  // Regions share one database (made by the caller); a lone process gets its own.
+  const database = options.sharedDatabase
+    ? { url: options.sharedDatabase, drop: async () => {} }
+    : process.env.DATABASE_URL
+      ? await createTempDatabase(process.env.DATABASE_URL)
+      : undefined;
   const port = await freePort();
   let child: ChildProcess | undefined;
   let output = "";

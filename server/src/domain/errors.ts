@@ -80,6 +80,13 @@ export class PayloadTooLargeError extends DomainError {
 export class UnavailableError extends DomainError {
   readonly kind = "unavailable";
   override name = "UnavailableError";
+  /** When trying again (here or in another region) may work: sent as Retry-After. */
+  readonly retryAfterSeconds: number | undefined;
+
+  constructor(message: string, options: { retryAfterSeconds?: number } = {}) {
+    super(message);
+    this.retryAfterSeconds = options.retryAfterSeconds;
+  }
 }
 
 /** Too many attempts: the caller may try again after `retryAfterSeconds`. */

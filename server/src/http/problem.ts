@@ -9,6 +9,7 @@ import {
   QuotaExceededError,
   QuotaInUseError,
   RateLimitedError,
+  UnavailableError,
   type FieldProblem as DomainFieldProblem,
   type DomainErrorKind,
 } from "../domain/errors.ts";
@@ -118,7 +119,8 @@ export function problemFor(error: unknown): HttpProblem | undefined {
       fields,
       error.kind === "unauthenticated"
         ? CHALLENGE
-        : error instanceof RateLimitedError
+        : error instanceof RateLimitedError ||
+            (error instanceof UnavailableError && error.retryAfterSeconds !== undefined)
           ? { "retry-after": String(error.retryAfterSeconds) }
           : {},
     );

@@ -68,6 +68,7 @@ export class IngestRunner {
   /** Uploads the small lane found larger than it takes: left to the main lane. */
   private readonly tooBigForSmallLane = new Set<string>();
   private readonly abort = new AbortController();
+  private readonly node: string | undefined;
 
   constructor(deps: {
     db: Db;
@@ -79,7 +80,10 @@ export class IngestRunner {
     now?: () => number;
     limits?: Partial<UploadLimits>;
     smallLane?: Partial<SmallLane>;
+    /** With replication: ingest only the uploads whose bytes this node holds. */
+    node?: string;
   }) {
+    this.node = deps.node;
     this.limits = { ...DEFAULT_UPLOAD_LIMITS, ...deps.limits };
     this.smallLane = { ...DEFAULT_SMALL_LANE, ...deps.smallLane };
     this.db = deps.db;
@@ -111,7 +115,10 @@ export class IngestRunner {
 
   /** Ingests cut off by a crash or kill: queue them again, or fail them after MAX_ATTEMPTS. */
   private async recoverInterrupted(): Promise<void> {
-    const stuck = await this.db.select().from(uploads).where(eq(uploads.state, "running"));
+    const stuck = await this.db
+      .select()
+      .from(uploads)
+      .where(and(eq(uploads.state, "running"), this.mine()));
     for (const row of stuck) {
       if (row.attempts >= MAX_ATTEMPTS) {
         await this.fail(row, `the server stopped during this ingest ${row.attempts} times; upload the file again`);
@@ -173,7 +180,7 @@ export class IngestRunner {
       })
       .from(uploads)
       .innerJoin(indexes, eq(indexes.id, uploads.indexId))
-      .where(inArray(uploads.state, ["queued", "running"]))
+      .where(and(inArray(uploads.state, ["queued", "running"]), this.mine()))
       .orderBy(asc(uploads.queuedAt), asc(uploads.id));
     // One index's uploads run one after the other, in the order they were completed: the last
     // one completed is the one that ends up active, whichever lane each ran in.
@@ -201,6 +208,11 @@ export class IngestRunner {
     this.served.set(next.tenantId, ++this.turn);
     if (lane === "main") this.tooBigForSmallLane.delete(row.id);
     return row;
+  }
+
+  /** The uploads this node ingests: all of them, or with replication those it holds the bytes of. */
+  private mine() {
+    return this.node === undefined ? undefined : eq(uploads.node, this.node);
   }
 
   private async ingest(row: UploadRow, lane: Lane): Promise<void> {

@@ -106,6 +106,13 @@ export interface RecordChange {
   parent: VersionId;
   upserts: SearchRecord[];
   deletes: string[];
+  /**
+   * The change goes live at once (a record write does; the follow-up change of an upload made
+   * with activate=false does not). Replication carries it so every node switches in one step.
+   */
+  activate?: boolean;
+  /** A purge's audit version: the id erased and who asked (docs/versions.md, Erasure). */
+  purge?: { recordId: string; by: string };
 }
 
 export interface BulkWriter {
@@ -162,6 +169,21 @@ export interface SearchEngine {
   purge(indexKey: string, id: string): Promise<PurgeResult>;
   /** Versions the engine holds, for reconciliation at start-up. */
   versions(indexKey: string): Promise<EngineVersionInfo[]>;
+
+  /**
+   * Replication (docs/replication.md), engines whose majors are files: the files of a committed
+   * major, for the node that built it to publish.
+   */
+  segmentFiles?(indexKey: string, major: number): Promise<{ name: string; path: string }[]>;
+  /**
+   * Replication: opens a major another node built; `fill` writes its published files into the
+   * directory it is given. Durable when it resolves, like a commit.
+   */
+  importMajor?(
+    indexKey: string,
+    major: { major: number; parent: VersionId | null; records: number },
+    fill: (dir: string) => Promise<void>,
+  ): Promise<void>;
 
   search(indexKey: string, version: VersionId, request: SearchRequest): Promise<SearchPage>;
   get(indexKey: string, version: VersionId, id: string): Promise<SearchRecord | null>;

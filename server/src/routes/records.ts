@@ -8,7 +8,13 @@ export const written = (indexVersion: string) =>
 export function recordHandlers(records: RecordService): Handlers {
   return {
     Records_get: async (c, { path, query }) => {
-      const record = await records.get(c.get("principal"), path.indexName, path.recordId, query.version);
+      const record = await records.get(
+        c.get("principal"),
+        path.indexName,
+        path.recordId,
+        query.version,
+        query.minVersion,
+      );
       return c.json(record satisfies ResponseBody<"Records_get", 200>);
     },
     Records_upsert: async (c, { path, body }) =>

@@ -5,7 +5,13 @@
 import { and, asc, count, eq } from "drizzle-orm";
 import type { components } from "@sift/contract";
 import { newId } from "../auth/secrets.ts";
-import { ConflictError, InvalidArgumentError, NotFoundError, QuotaExceededError } from "../domain/errors.ts";
+import {
+  ConflictError,
+  InvalidArgumentError,
+  NotFoundError,
+  QuotaExceededError,
+  UnavailableError,
+} from "../domain/errors.ts";
 import type { Logger } from "../log.ts";
 import type { SearchEngine } from "../ports/engine.ts";
 import { REGION_IDS, isRegionId } from "../regions.ts";
@@ -47,6 +53,8 @@ export class CatalogService {
   private readonly log: Logger;
   private readonly now: () => number;
   private readonly quotas: CatalogQuotas;
+  /** With replication: the active version this node serves, which may trail the store's. */
+  private localActive: ((indexId: string) => string | undefined) | undefined;
 
   constructor(
     db: Db,
@@ -60,6 +68,10 @@ export class CatalogService {
     this.log = log;
     this.now = now;
     this.quotas = quotas;
+  }
+
+  useLocalActive(fn: (indexId: string) => string | undefined): void {
+    this.localActive = fn;
   }
 
   // ---- services ----
@@ -298,12 +310,19 @@ export class CatalogService {
   }
 
   private async describe(ref: IndexRef): Promise<SiftIndex> {
+    // With replication, what this node serves; an index it has not received yet is 503.
+    const active = this.localActive ? this.localActive(ref.id) : ref.activeVersion;
+    if (active === undefined) {
+      throw new UnavailableError("this region has not received the index yet; try again shortly", {
+        retryAfterSeconds: 1,
+      });
+    }
     return {
       name: ref.name,
       serviceName: ref.serviceName,
       visibility: ref.visibility,
-      activeVersion: ref.activeVersion,
-      records: await this.engine.count(ref.id, ref.activeVersion),
+      activeVersion: active,
+      records: await this.engine.count(ref.id, active),
       createdAt: ref.createdAt,
     };
   }

@@ -29,9 +29,15 @@ export class RecordService {
     return authorizeIndex(p, action, ref, indexName);
   }
 
-  async get(p: Principal, indexName: string, recordId: string, version?: string): Promise<SearchRecord> {
+  async get(
+    p: Principal,
+    indexName: string,
+    recordId: string,
+    version?: string,
+    minVersion?: string,
+  ): Promise<SearchRecord> {
     const ref = await this.index(p, "records.read", indexName);
-    const resolved = await this.versions.resolve(ref, version);
+    const resolved = await this.versions.resolve(ref, version, minVersion);
     const record = await this.engine.get(ref.id, resolved, recordId);
     if (!record)
       throw new NotFoundError(`record "${recordId}" does not exist in version ${resolved} of index "${indexName}"`);

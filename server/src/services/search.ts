@@ -50,7 +50,16 @@ export type MultiSearchItem = { ok: true; outcome: SearchOutcome } | { ok: false
 /** What searchIndex takes: the parameters, parsed. */
 export type IndexSearch = Pick<
   SearchParams,
-  "query" | "weighted" | "scope" | "limit" | "version" | "typoTolerance" | "highlight" | "offset" | "maxFacetValues"
+  | "query"
+  | "weighted"
+  | "scope"
+  | "limit"
+  | "version"
+  | "minVersion"
+  | "typoTolerance"
+  | "highlight"
+  | "offset"
+  | "maxFacetValues"
 > & {
   geo?: { latitude: number; longitude: number } | undefined;
   filter?: FilterExpr | undefined;
@@ -129,7 +138,7 @@ export class SearchService {
 
   /** Search on an already authorised index (the MCP tools resolve indexes by tenant and name). */
   async searchIndex(ref: IndexRef, params: IndexSearch): Promise<SearchPageOutcome> {
-    const version = await this.versions.resolve(ref, params.version);
+    const version = await this.versions.resolve(ref, params.version, params.minVersion);
     const scope = params.scope ?? "title";
     const typoTolerance = params.typoTolerance ?? true;
     const maxValues = params.maxFacetValues ?? 10;

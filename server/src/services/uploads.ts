@@ -50,6 +50,8 @@ export class UploadService {
   private readonly quotas: UploadQuotas;
   private readonly onQueued: () => void;
   private readonly now: () => number;
+  /** With replication: this node, recorded with the bytes it receives (it ingests them). */
+  private readonly node: string | undefined;
   /**
    * Uploads whose bytes are arriving right now (a second PUT must not interleave), with their
    * tenant and the bytes so far, which count against the tenant's quota of upload bytes.
@@ -66,6 +68,7 @@ export class UploadService {
     quotas?: Partial<UploadQuotas>;
     onQueued: () => void;
     now?: () => number;
+    node?: string;
   }) {
     this.db = deps.db;
     this.catalog = deps.catalog;
@@ -76,6 +79,7 @@ export class UploadService {
     this.quotas = { ...DEFAULT_UPLOAD_QUOTAS, ...deps.quotas };
     this.onQueued = deps.onQueued;
     this.now = deps.now ?? Date.now;
+    this.node = deps.node;
   }
 
   private async index(p: Principal, indexName: string, missing: "400" | "404"): Promise<IndexRef> {
@@ -183,7 +187,10 @@ export class UploadService {
     try {
       const counted = this.countArriving(body, arriving, held - this.arrivingBytes(tenantId));
       const { bytes } = await this.blobs.write(uploadBlobKey(row), counted, { maxBytes: this.maxUploadBytes });
-      await this.db.update(uploads).set({ state: "uploaded", bytesReceived: bytes }).where(eq(uploads.id, row.id));
+      await this.db
+        .update(uploads)
+        .set({ state: "uploaded", bytesReceived: bytes, node: this.node ?? null })
+        .where(eq(uploads.id, row.id));
       return { bytes };
     } catch (error) {
       if (error instanceof BlobTooLargeError) throw new PayloadTooLargeError(error.message);

@@ -14,17 +14,20 @@ import type { CatalogService, IndexRef } from "./catalog.ts";
 import { failBulk, finishBulk } from "./versions/bulk.ts";
 import { applyRecordChange } from "./versions/changes.ts";
 import { coalesce } from "./versions/coalesce.ts";
-import { setActive, type VersionContext, type VersionPolicy } from "./versions/context.ts";
+import { type ReplicaView, setActive, type VersionContext, type VersionPolicy } from "./versions/context.ts";
 import { IndexLocks } from "./versions/lock.ts";
 import { purgeRecord } from "./versions/purge.ts";
 import { reconcile } from "./versions/reconcile.ts";
 import { applyRetention, applyRetentionEverywhere, retainAfterNewMajor } from "./versions/retention.ts";
-import { activeVersionOf, takeMajor, versionRow } from "./versions/rows.ts";
+import { activeVersionOf, liveVersion, takeMajor, versionRow } from "./versions/rows.ts";
 import { WriteGate } from "./versions/write-gate.ts";
 
 export type { VersionPolicy } from "./versions/context.ts";
 
 type IndexVersion = components["schemas"]["IndexVersion"];
+
+/** How long a read waits for this node to apply the version it names (then 503). */
+const MIN_VERSION_WAIT_MS = 2_000;
 
 export class VersionService {
   private readonly ctx: VersionContext;
@@ -44,19 +47,35 @@ export class VersionService {
     policy: VersionPolicy;
     log: Logger;
     now?: () => number;
+    /** Shared with the replica, which applies other nodes' entries under the same locks. */
+    locks?: IndexLocks;
+    replica?: ReplicaView;
   }) {
-    this.ctx = { ...deps, now: deps.now ?? Date.now, locks: new IndexLocks(), autoCoalescing: new Set() };
+    this.ctx = {
+      ...deps,
+      now: deps.now ?? Date.now,
+      locks: deps.locks ?? new IndexLocks(),
+      autoCoalescing: new Set(),
+    };
     const perTenant = deps.policy.writesPerTenant;
     this.gate = perTenant === undefined ? undefined : new WriteGate(perTenant);
   }
 
-  /** The version a read should use: the one asked for (if retained and ready) or the active one. */
-  async resolve(ref: IndexRef, requested: string | undefined): Promise<VersionId> {
-    if (requested === undefined) return ref.activeVersion;
+  /**
+   * The version a read should use: the one asked for (if retained and ready) or the active one.
+   * `minVersion` (docs/replication.md, Read your writes) is the version a write returned: a node
+   * that has not applied it yet waits up to 2 s for it, then answers 503 so the client asks
+   * another region. On a single node every acknowledged version is applied already.
+   */
+  async resolve(ref: IndexRef, requested: string | undefined, minVersion?: string): Promise<VersionId> {
+    const replica = this.ctx.replica;
+    if (minVersion !== undefined && replica) await replica.waitFor(ref.id, minVersion, MIN_VERSION_WAIT_MS);
+    if (requested === undefined) return replica ? liveVersion(this.ctx, ref.id) : ref.activeVersion;
     const row = await versionRow(this.ctx.db, ref.id, requested);
     if (row?.state !== "ready") {
       throw new NotFoundError(`version ${requested} of index "${ref.name}" does not exist or is no longer retained`);
     }
+    if (replica && !replica.has(ref.id, requested)) await replica.waitFor(ref.id, requested, MIN_VERSION_WAIT_MS);
     return requested;
   }
 

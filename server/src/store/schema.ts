@@ -119,6 +119,12 @@ export const indexes = pgTable(
     /** Next major version id; bulk uploads and checkpoints draw from it, so ids are sequential. */
     nextMajor: integer("next_major").notNull().default(1),
     createdAt: epochMs("created_at").notNull(),
+    /**
+     * With replication (docs/replication.md): the change-log position that last set the active
+     * version. Nodes apply the log at their own pace; an update from an older position is ignored,
+     * so a node that lags never sets the active version back.
+     */
+    logSeq: bigint("log_seq", { mode: "number" }).notNull().default(0),
   },
   (t) => [uniqueIndex("indexes_tenant_name_key").on(t.tenantId, t.name), index("indexes_service_idx").on(t.serviceId)],
 );
@@ -181,6 +187,11 @@ export const uploads = pgTable(
     queuedAt: epochMs("queued_at"),
     startedAt: epochMs("started_at"),
     finishedAt: epochMs("finished_at"),
+    /**
+     * With replication: the node that holds the uploaded bytes (they are on its disk), which is
+     * the one that ingests them; null on a single node.
+     */
+    node: text("node"),
   },
   (t) => [uniqueIndex("uploads_index_version_key").on(t.indexId, t.version), index("uploads_state_idx").on(t.state)],
 );

@@ -43,7 +43,7 @@ import type { ChangeRow, MajorRow } from "./catalog/catalog.ts";
 import { Catalog } from "./catalog/catalog.ts";
 import { overlayRecord, type Overlay } from "./versions/overlay.ts";
 import { Pacer } from "./util/pacer.ts";
-import type { Segment } from "./segment/segment.ts";
+import { Segment } from "./segment/segment.ts";
 import { OffThreadBuilder } from "./build/off-thread-builder.ts";
 import { DEFAULT_TUNING, type SearchTuning } from "./search/segment-search.ts";
 import { searchVersion } from "./search/version-search.ts";
@@ -261,6 +261,38 @@ class EmbeddedEngine implements SearchEngine {
       throw error;
     } finally {
       versions.building.delete(major);
+    }
+  }
+
+  async segmentFiles(indexKey: string, major: number): Promise<{ name: string; path: string }[]> {
+    const node = this.index(indexKey).majors.get(major);
+    if (node === undefined) throw new Error(`index ${indexKey}: unknown major version ${major}`);
+    const names = (await fs.promises.readdir(node.dir)).sort();
+    return names.map((name) => ({ name, path: path.join(node.dir, name) }));
+  }
+
+  async importMajor(
+    indexKey: string,
+    major: { major: number; parent: VersionId | null; records: number },
+    fill: (dir: string) => Promise<void>,
+  ): Promise<void> {
+    const versions = this.index(indexKey);
+    if (versions.majors.has(major.major) || versions.building.has(major.major)) {
+      throw new Error(`index ${indexKey}: major version ${major.major} already exists`);
+    }
+    versions.building.add(major.major);
+    const name = `${major.major}-${randomUUID().slice(0, 8)}`;
+    const dir = path.join(this.indexDir(indexKey), name);
+    try {
+      await fill(dir);
+      // Opened before the catalog names it: files that do not open are never recorded.
+      const segment = await Segment.load(dir, this.map);
+      this.commitMajor(indexKey, versions, { ...major, dir: name }, segment);
+    } catch (error) {
+      await fs.promises.rm(dir, { recursive: true, force: true });
+      throw error;
+    } finally {
+      versions.building.delete(major.major);
     }
   }
 

@@ -34,19 +34,28 @@ export function finishBulk(
     let live = base;
     if (deletes.length) {
       live = formatVersion(major, 1);
-      await ctx.engine.applyChange(ref.id, { version: live, parent: base, upserts: [], deletes });
+      await ctx.engine.applyChange(ref.id, {
+        version: live,
+        parent: base,
+        upserts: [],
+        deletes,
+        activate: options.activate,
+      });
       await undoOnFailure(ctx, ref.id, live, async () => {
-        await ctx.db.insert(versions).values({
-          indexId: ref.id,
-          version: live,
-          major,
-          minor: 1,
-          parent: base,
-          kind: "change",
-          state: "ready",
-          records: await ctx.engine.count(ref.id, live),
-          createdAt: ctx.now(),
-        });
+        await ctx.db
+          .insert(versions)
+          .values({
+            indexId: ref.id,
+            version: live,
+            major,
+            minor: 1,
+            parent: base,
+            kind: "change",
+            state: "ready",
+            records: await ctx.engine.count(ref.id, live),
+            createdAt: ctx.now(),
+          })
+          .onConflictDoNothing();
       });
     }
     if (options.activate) await setActive(ctx, ref.id, live);

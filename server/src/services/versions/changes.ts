@@ -10,7 +10,7 @@ import type { IndexRef } from "../catalog.ts";
 import { coalesce } from "./coalesce.ts";
 import type { VersionContext } from "./context.ts";
 import { retainAfterNewMajor } from "./retention.ts";
-import { activeVersionOf, rethrowUnlessDeleted, versionRow } from "./rows.ts";
+import { liveVersion, rethrowUnlessDeleted, versionRow } from "./rows.ts";
 
 /**
  * Applies one record change on top of the active version and makes the result active.
@@ -47,7 +47,7 @@ export async function writeChange(
   ref: IndexRef,
   change: { upserts?: SearchRecord[]; deletes?: string[]; purge?: { recordId: string; by: string } },
 ): Promise<VersionId> {
-  const parent = await activeVersionOf(ctx.db, ref.id);
+  const parent = await liveVersion(ctx, ref.id);
   // Checked under the lock: two concurrent deletes of one record must not both succeed.
   for (const id of change.deletes ?? []) {
     if (!(await ctx.engine.get(ref.id, parent, id))) {
@@ -55,36 +55,43 @@ export async function writeChange(
     }
   }
   const major = majorOf(parent);
-  const [last] = await ctx.db
-    .select({ minor: max(versions.minor) })
-    .from(versions)
-    .where(and(eq(versions.indexId, ref.id), eq(versions.major, major)));
-  const version = formatVersion(major, (last?.minor ?? 0) + 1);
+  const version = formatVersion(major, (await lastMinor(ctx, ref.id, major)) + 1);
   const upserts = change.upserts ?? [];
   await checkRecordQuota(ctx, ref, parent, upserts);
   const deletes = [...(change.deletes ?? []), ...(await tombstonesToCarry(ctx, ref.id, parent, upserts))];
 
-  await ctx.engine.applyChange(ref.id, { version, parent, upserts, deletes });
+  await ctx.engine.applyChange(ref.id, {
+    version,
+    parent,
+    upserts,
+    deletes,
+    activate: true,
+    ...(change.purge ? { purge: change.purge } : {}),
+  });
   await undoOnFailure(ctx, ref.id, version, async () => {
     // Counted once now, while the version is fresh in the engine: a listing of thousands of
     // versions then reads the counts instead of rebuilding every version to count it.
     const records = await ctx.engine.count(ref.id, version);
     const now = ctx.now();
     await ctx.db.transaction(async (tx) => {
-      await tx.insert(versions).values({
-        indexId: ref.id,
-        version,
-        major,
-        minor: minorOf(version),
-        parent,
-        kind: change.purge ? "purge" : "change",
-        state: "ready",
-        records,
-        createdAt: now,
-        purgedRecordId: change.purge?.recordId ?? null,
-        purgedBy: change.purge?.by ?? null,
-      });
-      await tx.update(indexes).set({ activeVersion: version }).where(eq(indexes.id, ref.id));
+      await tx
+        .insert(versions)
+        .values({
+          indexId: ref.id,
+          version,
+          major,
+          minor: minorOf(version),
+          parent,
+          kind: change.purge ? "purge" : "change",
+          state: "ready",
+          records,
+          createdAt: now,
+          purgedRecordId: change.purge?.recordId ?? null,
+          purgedBy: change.purge?.by ?? null,
+        })
+        // With replication another node applying the log may have recorded it first.
+        .onConflictDoNothing();
+      if (!ctx.replica) await tx.update(indexes).set({ activeVersion: version }).where(eq(indexes.id, ref.id));
       const rewritten = upserts.map((r) => r.id);
       if (rewritten.length) {
         await tx.delete(tombstones).where(and(eq(tombstones.indexId, ref.id), inArray(tombstones.recordId, rewritten)));
@@ -99,6 +106,16 @@ export async function writeChange(
   });
   ctx.catalog.setActive(ref.id, version);
   return version;
+}
+
+/** The highest minor of a major: from the store, or with replication from what this node applied. */
+async function lastMinor(ctx: VersionContext, indexId: string, major: number): Promise<number> {
+  if (ctx.replica) return ctx.replica.maxMinor(indexId, major);
+  const [last] = await ctx.db
+    .select({ minor: max(versions.minor) })
+    .from(versions)
+    .where(and(eq(versions.indexId, indexId), eq(versions.major, major)));
+  return last?.minor ?? 0;
 }
 
 /**

@@ -4,7 +4,7 @@ import { formatVersion, isMajorVersion, minorOf, type VersionId } from "../../do
 import { versions } from "../../store/schema.ts";
 import type { IndexRef } from "../catalog.ts";
 import { setActive, type VersionContext } from "./context.ts";
-import { activeVersionOf, rethrowUnlessDeleted, takeMajor, updateVersion } from "./rows.ts";
+import { liveVersion, rethrowUnlessDeleted, takeMajor, updateVersion } from "./rows.ts";
 
 /**
  * Writes the active version as a checkpoint and makes it active. With nothing accumulated (the
@@ -12,7 +12,7 @@ import { activeVersionOf, rethrowUnlessDeleted, takeMajor, updateVersion } from 
  */
 export function coalesce(ctx: VersionContext, ref: IndexRef, options: { minChain?: number } = {}): Promise<VersionId> {
   return ctx.locks.run(ref.id, async () => {
-    const from = await activeVersionOf(ctx.db, ref.id);
+    const from = await liveVersion(ctx, ref.id);
     if (isMajorVersion(from)) return from;
     // Automatic: decided when a write crossed the threshold, but other writes (and maybe another
     // checkpoint) may have run since; a chain shorter than the threshold is left alone.

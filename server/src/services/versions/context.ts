@@ -9,6 +9,18 @@ import { eq } from "drizzle-orm";
 import type { CatalogService } from "../catalog.ts";
 import type { IndexLocks } from "./lock.ts";
 
+/**
+ * With replication (docs/replication.md): what this node has applied of the change log. Version
+ * ids are drawn from it rather than from the shared store, which another node may have written
+ * ahead of what this node has applied.
+ */
+export interface ReplicaView {
+  active(indexId: string): VersionId | undefined;
+  maxMinor(indexId: string, major: number): number;
+  has(indexId: string, version: VersionId): boolean;
+  waitFor(indexId: string, version: VersionId, timeoutMs: number): Promise<void>;
+}
+
 export interface VersionPolicy {
   /** A major that has accumulated this many record changes is checkpointed automatically. */
   coalesceAfter: number;
@@ -31,11 +43,14 @@ export interface VersionContext {
   locks: IndexLocks;
   /** Indexes with an automatic checkpoint queued or running (versions/changes.ts). */
   autoCoalescing: Set<string>;
+  replica?: ReplicaView | undefined;
 }
 
 /** Makes `version` the one reads use: in the store, in the engine, and in the catalog's cache. */
 export async function setActive(ctx: VersionContext, indexId: string, version: VersionId): Promise<void> {
-  await ctx.db.update(indexes).set({ activeVersion: version }).where(eq(indexes.id, indexId));
+  // The engine first: with replication its activate is the log entry that decides, and the
+  // replica records the active version in the store itself, in log order.
   await ctx.engine.activate(indexId, version);
+  if (!ctx.replica) await ctx.db.update(indexes).set({ activeVersion: version }).where(eq(indexes.id, indexId));
   ctx.catalog.setActive(indexId, version);
 }

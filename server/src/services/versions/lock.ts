@@ -1,12 +1,42 @@
 // Writes to one index are serialised in process (docs/versions.md): each version id is drawn from
-// the state the previous write left, so two writes must never interleave.
+// the state the previous write left, so two writes must never interleave. With replication
+// (docs/replication.md) another node may have written the index meanwhile: its append wins, this
+// write's append is refused as stale, and the write runs again once this node has caught up.
+import { StaleAppendError } from "../../ports/change-log.ts";
+
+/** How a stale write waits for this node to apply what other nodes appended. */
+export type CatchUp = () => Promise<void>;
+
+/** A write still stale after this many tries is failing for another reason: say so. */
+const MAX_STALE_RETRIES = 20;
 
 export class IndexLocks {
   /** Per index, the tail of its chain of writes; removed once the chain is idle. */
   private readonly tails = new Map<string, Promise<unknown>>();
+  private catchUp: CatchUp | undefined;
+
+  /** Set when replication is on. */
+  setCatchUp(catchUp: CatchUp): void {
+    this.catchUp = catchUp;
+  }
 
   /** Runs `fn` after every earlier write to the same index has finished, whether it failed or not. */
   run<T>(indexId: string, fn: () => Promise<T>): Promise<T> {
+    return this.runOnce(indexId, fn).catch(async (error: unknown) => {
+      if (!(error instanceof StaleAppendError) || this.catchUp === undefined) throw error;
+      for (let attempt = 1; ; attempt++) {
+        // Outside the lock: applying the other node's entries needs it.
+        await this.catchUp();
+        try {
+          return await this.runOnce(indexId, fn);
+        } catch (retryError) {
+          if (!(retryError instanceof StaleAppendError) || attempt >= MAX_STALE_RETRIES) throw retryError;
+        }
+      }
+    });
+  }
+
+  private runOnce<T>(indexId: string, fn: () => Promise<T>): Promise<T> {
     const previous = this.tails.get(indexId) ?? Promise.resolve();
     const run = previous.then(fn, fn);
     // biome-ignore lint/plugin: the tail only orders the next write; `run` hands the failure to this write's caller.

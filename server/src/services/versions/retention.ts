@@ -5,7 +5,7 @@ import { and, desc, eq, ne } from "drizzle-orm";
 import { majorOf, type VersionId } from "../../domain/version-id.ts";
 import { indexes, versions } from "../../store/schema.ts";
 import type { VersionContext } from "./context.ts";
-import { activeVersionOf, updateVersion, type VersionRow } from "./rows.ts";
+import { liveVersion, updateVersion, type VersionRow } from "./rows.ts";
 
 type PlannedRow = Pick<VersionRow, "version" | "major" | "minor" | "parent" | "state">;
 
@@ -41,7 +41,7 @@ export function applyRetention(ctx: VersionContext, indexId: string): Promise<Ve
       .where(and(eq(versions.indexId, indexId), ne(versions.state, "dropped")))
       .orderBy(desc(versions.createdAt));
     const dropped: VersionId[] = [];
-    for (const r of planRetention(rows, await activeVersionOf(ctx.db, indexId), ctx.policy.retainVersions)) {
+    for (const r of planRetention(rows, await liveVersion(ctx, indexId), ctx.policy.retainVersions)) {
       if (r.state === "ready") await ctx.engine.dropVersion(indexId, r.version);
       await updateVersion(ctx.db, indexId, r.version, { state: "dropped" });
       dropped.push(r.version);

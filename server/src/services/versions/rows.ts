@@ -1,7 +1,7 @@
 // The version graph as the store holds it: the `versions` rows of an index and the index's active
 // version and next major id. Queries only; what they mean is up to the callers.
 import { and, eq, sql } from "drizzle-orm";
-import { DomainError, NotFoundError } from "../../domain/errors.ts";
+import { DomainError, NotFoundError, UnavailableError } from "../../domain/errors.ts";
 import type { VersionId } from "../../domain/version-id.ts";
 import type { Db } from "../../store/open.ts";
 import { indexes, versions } from "../../store/schema.ts";
@@ -30,6 +30,25 @@ export async function activeVersionOf(db: Db, indexId: string): Promise<VersionI
   const [row] = await db.select({ v: indexes.activeVersion }).from(indexes).where(eq(indexes.id, indexId));
   if (!row) throw new NotFoundError("the index no longer exists");
   return row.v;
+}
+
+/**
+ * The version writes build on: the store's active version, or with replication the one this node
+ * has applied (a node that has not applied the index yet cannot write to it: 503, try again).
+ */
+export async function liveVersion(
+  ctx: { db: Db; replica?: { active(indexId: string): VersionId | undefined } | undefined },
+  indexId: string,
+): Promise<VersionId> {
+  if (!ctx.replica) return activeVersionOf(ctx.db, indexId);
+  const active = ctx.replica.active(indexId);
+  if (active === undefined) {
+    await activeVersionOf(ctx.db, indexId); // a deleted index is a 404
+    throw new UnavailableError("this region has not received the index yet; try again shortly", {
+      retryAfterSeconds: 1,
+    });
+  }
+  return active;
 }
 
 /** Draws the next major id: sequential per index, shared by bulk uploads and checkpoints. */

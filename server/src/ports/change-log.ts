@@ -1,0 +1,67 @@
+// The change-log port (docs/replication.md): the replicated, ordered log every node applies to
+// its own engine. One subject per index; an append names the last sequence its writer has seen
+// on that subject, so two nodes writing the same index at once cannot both win (the loser
+// catches up and retries). The adapter is NATS JetStream (replication/nats/).
+import type { RecordChange, VersionId } from "./engine.ts";
+
+/** What one log entry does to one index; every node applies it to its own engine, in order. */
+export type LogOp =
+  | { op: "create" }
+  | { op: "drop-index" }
+  /** A record change: a new minor version (a purge's audit version too). */
+  | { op: "change"; change: RecordChange }
+  /** A bulk major, built once by the node that ingested it and published as segment files. */
+  | { op: "bulk"; major: number; records: number; files: string }
+  /** A checkpoint of `from` as a new major; each node writes it from the same version. */
+  | { op: "checkpoint"; from: VersionId; major: number }
+  | { op: "activate"; version: VersionId }
+  | { op: "drop-version"; version: VersionId }
+  /** Erasure of a record from every version (docs/versions.md, Erasure). */
+  | { op: "purge"; id: string };
+
+export type LogEntry = LogOp & {
+  /** The index's stable key (its id). */
+  index: string;
+  /** The node that appended it (its log lines name it). */
+  node: string;
+  /** When it was appended, epoch ms; replication lag is measured from it. */
+  at: number;
+};
+
+export interface AppliedEntry {
+  /** Position in the whole log (1-based, gap-free order of application). */
+  seq: number;
+  entry: LogEntry;
+}
+
+export interface ChangeLog {
+  /**
+   * Appends `entry` if the last entry of its index is still `expectedLast` (0: none yet; undefined:
+   * no expectation), and
+   * resolves once the log holds it durably (a quorum of its replicas) with its position. Rejects
+   * with StaleAppendError when another entry for the index came first.
+   */
+  append(entry: LogEntry, expectedLast: number | undefined): Promise<number>;
+  /** The position of the newest entry (0 when empty). */
+  lastSeq(): Promise<number>;
+  /** The oldest position still held (the log may be truncated behind checkpoints). */
+  firstSeq(): Promise<number>;
+  /**
+   * Delivers every entry from `fromSeq` on, in order, then each new one as it is appended, until
+   * the returned stop is called. `deliver` is awaited before the next entry is handed over.
+   */
+  follow(fromSeq: number, deliver: (applied: AppliedEntry) => Promise<void>): { stop(): Promise<void> };
+  /** Publishes the files of a segment under `name` (replicated like the log). */
+  putFiles(name: string, files: { name: string; path: string }[]): Promise<void>;
+  /** Writes the files published under `name` into `dir`. */
+  getFiles(name: string, dir: string): Promise<string[]>;
+  deleteFiles(name: string): Promise<void>;
+  /** True while the log answers. */
+  ping(): Promise<boolean>;
+  close(): Promise<void>;
+}
+
+/** Another entry for the index was appended since the writer last looked: catch up and retry. */
+export class StaleAppendError extends Error {
+  override name = "StaleAppendError";
+}

@@ -1,0 +1,267 @@
+// The change log on NATS JetStream (docs/replication.md): one stream, one subject per index, an
+// object store beside it for segment files and for entries too large for one message.
+// Compare-and-set appends use the expected last sequence of the index's subject; the publish
+// acknowledgement comes once the stream's replicas have a quorum, which is the durability a write
+// waits for.
+import { createReadStream, createWriteStream } from "node:fs";
+import { mkdir } from "node:fs/promises";
+import { join } from "node:path";
+import { Readable } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import { randomUUID } from "node:crypto";
+import { connect } from "@nats-io/transport-node";
+import type { NatsConnection } from "@nats-io/transport-node";
+import {
+  DeliverPolicy,
+  JetStreamApiCodes,
+  JetStreamApiError,
+  jetstream,
+  jetstreamManager,
+  type JetStreamClient,
+  type JetStreamManager,
+} from "@nats-io/jetstream";
+import { Objm, type ObjectStore } from "@nats-io/obj";
+import type { Logger } from "../../log.ts";
+import { type AppliedEntry, type ChangeLog, type LogEntry, StaleAppendError } from "../../ports/change-log.ts";
+
+export interface NatsLogOptions {
+  /** Server URLs, comma-separated or a list (any member of the cluster will do). */
+  servers: string[];
+  /** Stream name; the object store is `<stream>_files`. */
+  stream: string;
+  /** Replicas of the stream and the object store (3 in a cluster: a quorum of 2 acknowledges). */
+  replicas: number;
+  log: Logger;
+  /** Names the connection in the server's monitoring. */
+  name: string;
+}
+
+/** An entry too large for one message travels through the object store; the log holds this. */
+interface EntryRef {
+  ref: string;
+}
+
+const SUBJECT_ROOT = "sift.log";
+
+/** A subject token per index key: keys are ids, but anything else is encoded to stay one token. */
+const subjectOf = (indexKey: string) =>
+  `${SUBJECT_ROOT}.${/^[A-Za-z0-9_-]+$/.test(indexKey) ? indexKey : `b64-${Buffer.from(indexKey).toString("base64url")}`}`;
+
+export async function openNatsLog(options: NatsLogOptions): Promise<ChangeLog> {
+  const nc = await connect({
+    servers: options.servers,
+    name: options.name,
+    // A cluster member going away is routine: reconnect to another one, for as long as it takes.
+    maxReconnectAttempts: -1,
+    reconnectTimeWait: 250,
+    timeout: 5_000,
+  });
+  const jsm = await jetstreamManager(nc, { timeout: 10_000 });
+  const js = jetstream(nc, { timeout: 10_000 });
+  await ensureStream(jsm, options);
+  const files = await new Objm(nc).create(`${options.stream}_files`, {
+    replicas: options.replicas,
+    description: "Sift segment files and large log entries",
+  });
+  return new NatsLog(nc, jsm, js, files, options);
+}
+
+/** A cluster that has just started elects its JetStream leader first: wait for it, up to a minute. */
+async function ensureStream(jsm: JetStreamManager, options: NatsLogOptions): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    try {
+      await tryEnsureStream(jsm, options);
+      return;
+    } catch (error) {
+      if (Date.now() > deadline) throw error;
+      options.log.info("waiting for the NATS JetStream cluster", { error: (error as Error).message });
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+  }
+}
+
+async function tryEnsureStream(jsm: JetStreamManager, options: NatsLogOptions): Promise<void> {
+  try {
+    await jsm.streams.info(options.stream);
+  } catch (error) {
+    if (!(error instanceof JetStreamApiError) || error.code !== JetStreamApiCodes.StreamNotFound) throw error;
+    await jsm.streams
+      .add({
+        name: options.stream,
+        subjects: [`${SUBJECT_ROOT}.>`],
+        num_replicas: options.replicas,
+        description: "Sift change log: one subject per index",
+      })
+      .catch(async (addError: Error) => {
+        // Another node made it meanwhile: that one will do.
+        await jsm.streams.info(options.stream).catch(() => {
+          throw addError;
+        });
+      });
+  }
+}
+
+class NatsLog implements ChangeLog {
+  private readonly maxPayload: number;
+  private readonly nc: NatsConnection;
+  private readonly jsm: JetStreamManager;
+  private readonly js: JetStreamClient;
+  private readonly files: ObjectStore;
+  private readonly options: NatsLogOptions;
+
+  constructor(
+    nc: NatsConnection,
+    jsm: JetStreamManager,
+    js: JetStreamClient,
+    files: ObjectStore,
+    options: NatsLogOptions,
+  ) {
+    this.nc = nc;
+    this.jsm = jsm;
+    this.js = js;
+    this.files = files;
+    this.options = options;
+    // Headroom for the headers of the message.
+    this.maxPayload = Math.max(1024, nc.info?.max_payload ?? 1024 * 1024) - 4096;
+  }
+
+  async append(entry: LogEntry, expectedLast: number | undefined): Promise<number> {
+    let body = Buffer.from(JSON.stringify(entry));
+    if (body.length > this.maxPayload) {
+      const ref = `entries/${entry.index}/${randomUUID()}`;
+      await this.files.putBlob({ name: ref }, body);
+      body = Buffer.from(JSON.stringify({ ref } satisfies EntryRef));
+    }
+    try {
+      const ack = await this.js.publish(subjectOf(entry.index), body, {
+        ...(expectedLast === undefined ? {} : { expect: { lastSubjectSequence: expectedLast } }),
+        timeout: 10_000,
+      });
+      return ack.seq;
+    } catch (error) {
+      if (
+        error instanceof JetStreamApiError &&
+        (error.code === JetStreamApiCodes.StreamWrongLastSequence ||
+          error.code === JetStreamApiCodes.StreamWrongLastSequenceUnknown)
+      ) {
+        throw new StaleAppendError(`another entry for index ${entry.index} was appended first`);
+      }
+      throw error;
+    }
+  }
+
+  async lastSeq(): Promise<number> {
+    const info = await this.jsm.streams.info(this.options.stream);
+    return info.state.last_seq;
+  }
+
+  async firstSeq(): Promise<number> {
+    const info = await this.jsm.streams.info(this.options.stream);
+    return info.state.first_seq;
+  }
+
+  follow(fromSeq: number, deliver: (applied: AppliedEntry) => Promise<void>): { stop(): Promise<void> } {
+    let stopped = false;
+    let close: (() => Promise<void>) | undefined;
+    const done = (async () => {
+      let next = Math.max(1, fromSeq);
+      while (!stopped) {
+        try {
+          // An ordered consumer: the client recreates it after a server or leader change, from
+          // the last sequence it delivered, so nothing is skipped or repeated.
+          const consumer = await this.js.consumers.get(this.options.stream, {
+            filter_subjects: `${SUBJECT_ROOT}.>`,
+            deliver_policy: DeliverPolicy.StartSequence,
+            opt_start_seq: next,
+          });
+          const messages = await consumer.consume({ max_messages: 256 });
+          close = async () => {
+            await messages.close();
+          };
+          if (stopped) await messages.close();
+          for await (const m of messages) {
+            const raw = JSON.parse(m.string()) as LogEntry | EntryRef;
+            const entry = "ref" in raw ? await this.readRef(raw.ref) : raw;
+            await deliver({ seq: m.seq, entry });
+            next = m.seq + 1;
+            if (stopped) break;
+          }
+        } catch (error) {
+          if (stopped) break;
+          this.options.log.warn("following the change log failed; starting again", {
+            from: next,
+            error: (error as Error).message,
+          });
+          await new Promise((resolve) => setTimeout(resolve, 500));
+        }
+      }
+    })();
+    return {
+      stop: async () => {
+        stopped = true;
+        await close?.();
+        await done;
+      },
+    };
+  }
+
+  private async readRef(ref: string): Promise<LogEntry> {
+    const data = await this.files.getBlob(ref);
+    if (data === null) throw new Error(`log entry ${ref} is missing from the object store`);
+    return JSON.parse(Buffer.from(data).toString("utf8")) as LogEntry;
+  }
+
+  async putFiles(name: string, list: { name: string; path: string }[]): Promise<void> {
+    for (const f of list) {
+      await this.files.put(
+        { name: `${name}/${f.name}` },
+        Readable.toWeb(createReadStream(f.path)) as ReadableStream<Uint8Array>,
+      );
+    }
+    // Written last: a reader that finds the manifest finds every file it names.
+    await this.files.putBlob({ name: `${name}/manifest` }, Buffer.from(JSON.stringify(list.map((f) => f.name))));
+  }
+
+  async getFiles(name: string, dir: string): Promise<string[]> {
+    const manifest = await this.files.getBlob(`${name}/manifest`);
+    if (manifest === null) throw new Error(`segment ${name} is missing from the object store`);
+    const names = JSON.parse(Buffer.from(manifest).toString("utf8")) as string[];
+    await mkdir(dir, { recursive: true });
+    for (const file of names) {
+      const result = await this.files.get(`${name}/${file}`);
+      if (result === null) throw new Error(`file ${file} of segment ${name} is missing from the object store`);
+      await pipeline(
+        Readable.fromWeb(result.data as import("node:stream/web").ReadableStream<Uint8Array>),
+        createWriteStream(join(dir, file)),
+      );
+      if (!(await result.error)) continue;
+      throw await result.error;
+    }
+    return names;
+  }
+
+  async deleteFiles(name: string): Promise<void> {
+    const manifest = await this.files.getBlob(`${name}/manifest`);
+    if (manifest === null) return;
+    for (const file of JSON.parse(Buffer.from(manifest).toString("utf8")) as string[]) {
+      await this.files.delete(`${name}/${file}`);
+    }
+    await this.files.delete(`${name}/manifest`);
+  }
+
+  async ping(): Promise<boolean> {
+    if (this.nc.isClosed()) return false;
+    try {
+      await this.nc.flush();
+      return true;
+    } catch {
+      // A failed flush is exactly the "not answering" this reports.
+      return false;
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.nc.drain();
+  }
+}

@@ -1,0 +1,93 @@
+// What one node has applied of the change log, per index, kept in `<dataDir>/replica.json`.
+// Saved after the engine made each effect durable, so after a crash the file may lag the engine
+// but never lead it: entries after `position` are delivered again and applying them is idempotent.
+import { readFileSync } from "node:fs";
+import { rename, writeFile } from "node:fs/promises";
+import { majorOf, minorOf, type VersionId } from "../domain/version-id.ts";
+
+export interface IndexReplica {
+  /** Log position of the newest entry of this index applied here, all before it applied too. */
+  last: number;
+  /** The version this node serves; undefined until the index's first activation arrives. */
+  active: VersionId | undefined;
+  /** Majors applied here (kept after retention drops them: "applied" is what minVersion asks). */
+  majors: number[];
+  /** Per major, the highest minor applied here. */
+  maxMinor: Record<string, number>;
+  /** When the newest applied entry was appended (epoch ms), for the lag in /v1/regions. */
+  appendedAt: number;
+  /** When it was applied here. */
+  appliedAt: number;
+}
+
+interface Persisted {
+  position: number;
+  indexes: Record<string, IndexReplica>;
+}
+
+export class ReplicaState {
+  /** Every entry at or before this position is applied. */
+  position = 0;
+  readonly indexes = new Map<string, IndexReplica>();
+  private readonly file: string;
+  private saving: Promise<void> | undefined;
+  private dirty = false;
+
+  constructor(file: string) {
+    this.file = file;
+    let raw: string;
+    try {
+      raw = readFileSync(file, "utf8");
+    } catch {
+      // No file yet: a node that has applied nothing starts from the beginning.
+      return;
+    }
+    const parsed = JSON.parse(raw) as Persisted;
+    this.position = parsed.position;
+    for (const [id, r] of Object.entries(parsed.indexes)) this.indexes.set(id, r);
+  }
+
+  index(id: string): IndexReplica {
+    let r = this.indexes.get(id);
+    if (r === undefined) {
+      r = { last: 0, active: undefined, majors: [], maxMinor: {}, appendedAt: 0, appliedAt: 0 };
+      this.indexes.set(id, r);
+    }
+    return r;
+  }
+
+  /** Whether the entry that made `version` of the index has been applied here. */
+  has(id: string, version: VersionId): boolean {
+    const r = this.indexes.get(id);
+    if (r === undefined) return false;
+    const major = majorOf(version);
+    const minor = minorOf(version);
+    return minor === 0 ? r.majors.includes(major) : (r.maxMinor[major] ?? 0) >= minor;
+  }
+
+  noteVersion(id: string, version: VersionId): void {
+    const r = this.index(id);
+    const major = majorOf(version);
+    const minor = minorOf(version);
+    if (minor === 0) {
+      if (!r.majors.includes(major)) r.majors.push(major);
+    } else r.maxMinor[major] = Math.max(r.maxMinor[major] ?? 0, minor);
+  }
+
+  /** Writes the state soon; writes coalesce, and one is always pending after the last change. */
+  save(): Promise<void> {
+    this.dirty = true;
+    this.saving ??= (async () => {
+      while (this.dirty) {
+        this.dirty = false;
+        const body: Persisted = { position: this.position, indexes: Object.fromEntries(this.indexes) };
+        const tmp = `${this.file}.tmp`;
+        await writeFile(tmp, JSON.stringify(body));
+        await rename(tmp, this.file);
+      }
+    })().finally(() => {
+      this.saving = undefined;
+    });
+    return this.saving;
+  }
+}

@@ -1,0 +1,1 @@
+ALTER TABLE "indexes" ADD COLUMN "log_seq" bigint DEFAULT 0 NOT NULL;

@@ -1,0 +1,87 @@
+// Several Sift regions as separate processes, each with its own data directory, sharing one
+// PostgreSQL database and one private NATS JetStream cluster (docs/replication.md).
+import { createTempDatabase } from "../../server/test/support/store.ts";
+import { createKey, signUp } from "./world.ts";
+import { Http, type Reply } from "./http.ts";
+import { type NatsCluster, natsAvailable, startNatsCluster } from "./nats.ts";
+import { type SiftProcess, siftProcess } from "./process.ts";
+
+/** Replication needs a real PostgreSQL (shared by the regions) and nats-server. */
+export const regionsAvailable = natsAvailable && Boolean(process.env.DATABASE_URL);
+
+export interface Regions {
+  nats: NatsCluster;
+  nodes: SiftProcess[];
+  /** An `adm` key of a tenant with service `shop` and the PUBLIC index `products`. */
+  key: string;
+  service: string;
+  index: string;
+  /** A client of one node, with the key. */
+  http(node: number): Keyed;
+  stop(): Promise<void>;
+}
+
+/** Requests to one node with the key. */
+export interface Keyed {
+  get(path: string): Promise<Reply>;
+  post(path: string, json?: unknown): Promise<Reply>;
+  put(path: string, json?: unknown): Promise<Reply>;
+  delete(path: string): Promise<Reply>;
+}
+
+export function keyed(base: string, key: string): Keyed {
+  const h = new Http(base);
+  return {
+    get: (path) => h.get(path, { key }),
+    post: (path, json) => h.post(path, json, { key }),
+    put: (path, json) => h.put(path, json, { key }),
+    delete: (path) => h.delete(path, { key }),
+  };
+}
+
+export async function startRegions(
+  regionIds: string[] = ["frankfurt", "london", "newark"],
+  env: Record<string, string> = {},
+): Promise<Regions> {
+  const nats = await startNatsCluster(3);
+  const database = await createTempDatabase(process.env.DATABASE_URL!);
+  const nodes: SiftProcess[] = [];
+  try {
+    for (const region of regionIds) {
+      const node = await siftProcess(
+        { SIFT_NATS_URL: nats.urls, SIFT_NATS_REPLICAS: "3", SIFT_REGION: region, SIFT_NODE_ID: region, ...env },
+        { sharedDatabase: database.url },
+      );
+      nodes.push(node);
+      // One at a time: the first one migrates the shared database.
+      await node.start();
+    }
+    const first = new Http(nodes[0]!.url);
+    const session = await signUp(first, `regions-${process.pid}-${Date.now()}@example.com`);
+    const key = await createKey(session, "adm");
+    const service = `shop-${process.pid}-${Date.now()}`;
+    const admin = keyed(nodes[0]!.url, key);
+    const made = await admin.post("/v1/services", { name: service });
+    if (made.status !== 201) throw new Error(`service: ${made.status} ${made.text}`);
+    const index = await admin.post("/v1/indexes", { name: "products", serviceName: service, visibility: "PUBLIC" });
+    if (index.status !== 201) throw new Error(`index: ${index.status} ${index.text}`);
+    return {
+      nats,
+      nodes,
+      key,
+      service,
+      index: "products",
+      http: (n) => keyed(nodes[n]!.url, key),
+      async stop() {
+        for (const node of nodes) await node.destroy();
+        await database.drop();
+        await nats.stop();
+      },
+    };
+  } catch (error) {
+    for (const node of nodes) await node.destroy();
+    await database.drop();
+    await nats.stop();
+    throw error;
+  }
+}
