@@ -34,3 +34,83 @@ describe.skipIf(!regionsAvailable)("three regions on one change log", () => {
     }
   });
 });
+
+const ids = (reply: { body: { suggestions: { id: string }[] } }) => reply.body.suggestions.map((s) => s.id).sort();
+
+/** What a region holds of the index: its version list (id, parent, count) and the active version. */
+async function versionsIn(r: Regions, node: number) {
+  const reply = await r.http(node).get(`/v1/indexes/${r.index}/versions`);
+  expect(reply.status, reply.text).toBe(200);
+  return reply.body.versions.map((v: { version: string; parent: string | null }) => `${v.version}<${v.parent}`).sort();
+}
+
+describe.skipIf(!regionsAvailable)("regions writing, failing and coming back", () => {
+  let r: Regions;
+  beforeAll(async () => {
+    r = await startRegions();
+  }, 180_000);
+  afterAll(async () => {
+    await r?.stop();
+  });
+
+  it("two regions writing the same record at once end with one order everywhere", async () => {
+    const writes = Array.from({ length: 24 }, (_, i) =>
+      r.http(i % 2).put(`/v1/indexes/${r.index}/records/contested`, { title: `Contested ${i}`, weight: i + 1 }),
+    );
+    const replies = await Promise.all(writes);
+    for (const reply of replies) expect(reply.status, reply.text).toBe(200);
+    const acknowledged = replies.map((reply) => reply.body.indexVersion as string);
+    // Every write got its own version: the compare-and-set never let two writers take one id.
+    expect(new Set(acknowledged).size).toBe(acknowledged.length);
+    const newest = acknowledged.sort((a, b) => Number(a.split(".")[1]) - Number(b.split(".")[1])).at(-1)!;
+    const seen = [];
+    for (const node of [0, 1, 2]) {
+      const record = await r.http(node).get(`/v1/indexes/${r.index}/records/contested?minVersion=${newest}`);
+      expect(record.status, record.text).toBe(200);
+      seen.push(record.body.title);
+    }
+    // The same last writer everywhere, and it is the write of the newest version.
+    expect(new Set(seen).size).toBe(1);
+    const last = await r.http(0).get(`/v1/indexes/${r.index}/records/contested?version=${newest}`);
+    expect(last.body.title).toBe(seen[0]);
+    const lists = await Promise.all([0, 1, 2].map((n) => versionsIn(r, n)));
+    expect(lists[1]).toEqual(lists[0]);
+    expect(lists[2]).toEqual(lists[0]);
+  });
+
+  it("a region killed with SIGKILL catches up on writes and a bulk version made while it was down", async () => {
+    const down = r.nodes[2]!;
+    await down.kill("SIGKILL");
+    const put = await r.http(0).put(`/v1/indexes/${r.index}/records/late-1`, { title: "Lantern while away" });
+    expect(put.status, put.text).toBe(200);
+
+    // A bulk upload in region 0: built once there, published, opened by the others.
+    const started = await r.http(0).post("/v1/uploads/start", { indexName: r.index });
+    expect(started.status, started.text).toBe(200);
+    const csv = ["id,title,weight", ...Array.from({ length: 500 }, (_, i) => `bulk-${i},Bulk lamp ${i},${i + 1}`)].join("\n");
+    expect((await fetch(started.body.uploadUrl, { method: "PUT", body: csv })).status).toBe(200);
+    const { indexVersion } = started.body as { indexVersion: string };
+    expect((await r.http(0).post("/v1/uploads/complete", { indexName: r.index, indexVersion })).status).toBe(200);
+    await expect
+      .poll(async () => (await r.http(0).get(`/v1/uploads/${r.index}/${indexVersion}`)).body.state, { timeout: 30_000 })
+      .toMatch(/succeeded|failed/);
+    const ingested = await r.http(0).get(`/v1/uploads/${r.index}/${indexVersion}`);
+    expect(ingested.body.state, `${ingested.text}\n${r.nodes[0]!.output()}`).toBe("succeeded");
+    // Region 1 opens the published segment; it never saw the file.
+    const inOne = await search(r, 1, "bulk lamp 49", `&minVersion=${indexVersion}&limit=100`);
+    expect(inOne.status, inOne.text).toBe(200);
+    expect(ids(inOne)).toContain("bulk-49");
+
+    await down.start();
+    const back = await search(r, 2, "bulk lamp", `&minVersion=${indexVersion}&limit=100`);
+    expect(back.status, back.text).toBe(200);
+    expect(back.body.totalHits).toBe(500);
+    // An upload replaces the index's records: the record written while it was down went with it,
+    // in every region alike.
+    for (const node of [0, 1, 2]) {
+      expect((await r.http(node).get(`/v1/indexes/${r.index}/records/late-1`)).status).toBe(404);
+    }
+    const lists = await Promise.all([0, 1, 2].map((n) => versionsIn(r, n)));
+    expect(lists[2]).toEqual(lists[0]);
+  });
+});

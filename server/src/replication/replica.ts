@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { UnavailableError } from "../domain/errors.ts";
 import { formatVersion, majorOf, minorOf, type VersionId } from "../domain/version-id.ts";
 import type { Logger } from "../log.ts";
-import type { AppliedEntry, ChangeLog, LogEntry, LogOp } from "../ports/change-log.ts";
+import { type AppliedEntry, type ChangeLog, type LogEntry, type LogOp, StaleAppendError } from "../ports/change-log.ts";
 import type { SearchEngine } from "../ports/engine.ts";
 import type { IndexLocks } from "../services/versions/lock.ts";
 import type { Db } from "../store/open.ts";
@@ -108,17 +108,37 @@ export class Replica {
   ): Promise<number> {
     const r = this.state.index(op.index);
     const entry = { ...op, node: this.node, at: Date.now() } as LogEntry;
-    const seq = await this.log.append(entry, options.compareAndSet ? r.last : undefined);
+    const seq = await this.append(entry, options.compareAndSet ? r.last : undefined);
     await effect();
     this.noteApplied(seq, entry);
     return seq;
+  }
+
+  /**
+   * A log that does not confirm an append (a server down, a leader being elected) is a 503: the
+   * write was not acknowledged. It may still have reached the log, in which case every node
+   * applies it like any other entry; a client that retries writes the record again, harmlessly.
+   */
+  private async append(entry: LogEntry, expectedLast: number | undefined): Promise<number> {
+    try {
+      return await this.log.append(entry, expectedLast);
+    } catch (error) {
+      if (error instanceof StaleAppendError) throw error;
+      this.logger.warn("the change log did not confirm an append", {
+        index: entry.index,
+        error: (error as Error).message,
+      });
+      throw new UnavailableError("the change log did not confirm this write in time; try again", {
+        retryAfterSeconds: 1,
+      });
+    }
   }
 
   /** Appends an entry with no expectation (a bulk major: its id is unique already). */
   async publish(op: LogOp & { index: string }, effect: () => Promise<void>): Promise<number> {
     const entry = { ...op, node: this.node, at: Date.now() } as LogEntry;
     await effect();
-    return this.log.append(entry, undefined);
+    return this.append(entry, undefined);
   }
 
   /** Waits until this node has applied everything the log held when called. */
