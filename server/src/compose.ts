@@ -118,7 +118,6 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
       log: changeLog,
       engine,
       db: store.db,
-      locks,
       logger: log,
       dataDir: config.dataDir,
     });

@@ -58,7 +58,8 @@ describe.skipIf(!regionsAvailable)("regions writing, failing and coming back", (
       r.http(i % 2).put(`/v1/indexes/${r.index}/records/contested`, { title: `Contested ${i}`, weight: i + 1 }),
     );
     const replies = await Promise.all(writes);
-    for (const reply of replies) expect(reply.status, reply.text).toBe(200);
+    for (const reply of replies)
+      expect(reply.status, `${reply.text}\n${r.nodes.map((n) => n.output()).join("\n")}`).toBe(200);
     const acknowledged = replies.map((reply) => reply.body.indexVersion as string);
     // Every write got its own version: the compare-and-set never let two writers take one id.
     expect(new Set(acknowledged).size).toBe(acknowledged.length);
@@ -87,7 +88,9 @@ describe.skipIf(!regionsAvailable)("regions writing, failing and coming back", (
     // A bulk upload in region 0: built once there, published, opened by the others.
     const started = await r.http(0).post("/v1/uploads/start", { indexName: r.index });
     expect(started.status, started.text).toBe(200);
-    const csv = ["id,title,weight", ...Array.from({ length: 500 }, (_, i) => `bulk-${i},Bulk lamp ${i},${i + 1}`)].join("\n");
+    const csv = ["id,title,weight", ...Array.from({ length: 500 }, (_, i) => `bulk-${i},Bulk lamp ${i},${i + 1}`)].join(
+      "\n",
+    );
     expect((await fetch(started.body.uploadUrl, { method: "PUT", body: csv })).status).toBe(200);
     const { indexVersion } = started.body as { indexVersion: string };
     expect((await r.http(0).post("/v1/uploads/complete", { indexName: r.index, indexVersion })).status).toBe(200);

@@ -14,7 +14,8 @@ export type LogOp =
   | { op: "bulk"; major: number; records: number; files: string }
   /** A checkpoint of `from` as a new major; each node writes it from the same version. */
   | { op: "checkpoint"; from: VersionId; major: number }
-  | { op: "activate"; version: VersionId }
+  /** `expectActive`: only if that is still the active version (a checkpoint going live). */
+  | { op: "activate"; version: VersionId; expectActive?: VersionId }
   | { op: "drop-version"; version: VersionId }
   /** Erasure of a record from every version (docs/versions.md, Erasure). */
   | { op: "purge"; id: string };
@@ -44,6 +45,8 @@ export interface ChangeLog {
   append(entry: LogEntry, expectedLast: number | undefined): Promise<number>;
   /** The position of the newest entry (0 when empty). */
   lastSeq(): Promise<number>;
+  /** The position of the newest entry of one index (0 when it has none). */
+  lastSeqOf(indexKey: string): Promise<number>;
   /** The oldest position still held (the log may be truncated behind checkpoints). */
   firstSeq(): Promise<number>;
   /**

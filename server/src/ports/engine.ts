@@ -156,8 +156,12 @@ export interface SearchEngine {
   applyChange(indexKey: string, change: RecordChange): Promise<void>;
   /** Writes the full content of version `from` as the self-contained major version `major`. */
   checkpoint(indexKey: string, from: VersionId, major: number): Promise<{ records: number }>;
-  /** Tells the engine which version is live, so it may keep that view hot (Typesense: the alias). */
-  activate(indexKey: string, version: VersionId): Promise<void>;
+  /**
+   * Tells the engine which version is live, so it may keep that view hot (Typesense: the alias).
+   * `ifActive`: only while that is still the live version (with replication another node may
+   * have moved it; a single node holds the index's write lock, so it always is).
+   */
+  activate(indexKey: string, version: VersionId, options?: { ifActive?: VersionId }): Promise<void>;
   /** Drops a version's storage; the service never drops the active version or an ancestor of a kept one. */
   dropVersion(indexKey: string, version: VersionId): Promise<void>;
   /**

@@ -6,7 +6,10 @@ import { rename, writeFile } from "node:fs/promises";
 import { majorOf, minorOf, type VersionId } from "../domain/version-id.ts";
 
 export interface IndexReplica {
-  /** Log position of the newest entry of this index applied here, all before it applied too. */
+  /**
+   * Log position of the newest entry of this index processed here (applied, or skipped because
+   * another overtook it), all before it processed too.
+   */
   last: number;
   /** The version this node serves; undefined until the index's first activation arrives. */
   active: VersionId | undefined;

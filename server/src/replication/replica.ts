@@ -9,13 +9,23 @@ import { formatVersion, majorOf, minorOf, type VersionId } from "../domain/versi
 import type { Logger } from "../log.ts";
 import { type AppliedEntry, type ChangeLog, type LogEntry, type LogOp, StaleAppendError } from "../ports/change-log.ts";
 import type { SearchEngine } from "../ports/engine.ts";
-import type { IndexLocks } from "../services/versions/lock.ts";
+import { IndexLocks } from "../services/versions/lock.ts";
 import type { Db } from "../store/open.ts";
 import { indexes, versions } from "../store/schema.ts";
 import { ReplicaState } from "./replica-state.ts";
 
 /** Entries being applied at once across indexes (one at a time per index). */
 const MAX_IN_FLIGHT = 256;
+
+/** How long a writer waits for this node to apply its own entry (a checkpoint build included). */
+const VERDICT_WAIT_MS = 120_000;
+
+interface Verdict {
+  /** False: another entry of the index was accepted after the one its writer had seen. */
+  accepted: boolean;
+  result?: unknown;
+  error?: Error;
+}
 
 export interface ReplicaLag {
   index: string;
@@ -31,7 +41,6 @@ export class Replica {
   /** The node's own engine (not the replicating wrapper). */
   private readonly engine: SearchEngine;
   private readonly db: Db;
-  private readonly locks: IndexLocks;
   private readonly logger: Logger;
   readonly state: ReplicaState;
   private follower: { stop(): Promise<void> } | undefined;
@@ -40,6 +49,11 @@ export class Replica {
   private readonly delivered: number[] = [];
   private readonly waiters = new Set<() => void>();
   private onActive: (indexId: string, version: VersionId) => void = () => {};
+  /** Entries of one index are applied one after the other, indexes side by side. */
+  private readonly chains = new IndexLocks();
+  /** Outcomes of this node's own entries, until their writers collect them. */
+  private readonly verdicts = new Map<number, Verdict>();
+  private stopping = false;
   /** The newest position known in the log, refreshed by readiness checks and catch-up. */
   private logLast = 0;
   private started = false;
@@ -49,7 +63,6 @@ export class Replica {
     log: ChangeLog;
     engine: SearchEngine;
     db: Db;
-    locks: IndexLocks;
     logger: Logger;
     dataDir: string;
   }) {
@@ -57,7 +70,6 @@ export class Replica {
     this.log = deps.log;
     this.engine = deps.engine;
     this.db = deps.db;
-    this.locks = deps.locks;
     this.logger = deps.logger.child({ component: "replica", node: deps.node });
     this.state = new ReplicaState(join(deps.dataDir, "replica.json"));
   }
@@ -89,6 +101,7 @@ export class Replica {
   }
 
   async stop(): Promise<void> {
+    this.stopping = true;
     await this.follower?.stop();
     await Promise.all([...this.inFlight].map(() => this.waitChange()));
     await this.state.save();
@@ -97,21 +110,24 @@ export class Replica {
   // ---- the node's own writes ----
 
   /**
-   * Appends an entry for an index whose write lock the caller holds, then runs `effect` (the
-   * change on this node's engine) and records it as applied. Rejects with StaleAppendError when
-   * this node has not applied the index's newest entry: the lock's caller catches up and retries.
+   * Appends an entry and waits until this node has applied it in log order, which is where it is
+   * decided whether it counts (accepts()). The log server's compare-and-set (`compareAndSet`,
+   * the default) turns most stale writes away early, but is not relied on: NATS 2.9 clustered
+   * streams let concurrent appends through it (nats-server issue 4320, seen here). Rejects with
+   * StaleAppendError when the entry no longer fits: the caller catches up and tries again
+   * (services/versions/lock.ts). Resolves with what applying it returned (a purge's result).
    */
   async commit(
     op: LogOp & { index: string },
-    effect: () => Promise<void>,
     options: { compareAndSet: boolean } = { compareAndSet: true },
-  ): Promise<number> {
-    const r = this.state.index(op.index);
+  ): Promise<unknown> {
+    const expect = options.compareAndSet ? (this.state.indexes.get(op.index)?.last ?? 0) : undefined;
     const entry = { ...op, node: this.node, at: Date.now() } as LogEntry;
-    const seq = await this.append(entry, options.compareAndSet ? r.last : undefined);
-    await effect();
-    this.noteApplied(seq, entry);
-    return seq;
+    const seq = await this.append(entry, expect);
+    const verdict = await this.verdictOf(seq);
+    if (verdict.error) throw verdict.error;
+    if (!verdict.accepted) throw new StaleAppendError(`another entry for index ${op.index} was accepted first`);
+    return verdict.result;
   }
 
   /**
@@ -134,11 +150,23 @@ export class Replica {
     }
   }
 
-  /** Appends an entry with no expectation (a bulk major: its id is unique already). */
-  async publish(op: LogOp & { index: string }, effect: () => Promise<void>): Promise<number> {
-    const entry = { ...op, node: this.node, at: Date.now() } as LogEntry;
-    await effect();
-    return this.append(entry, undefined);
+  /** Waits for the outcome of applying this node's own entry at `seq`. */
+  private async verdictOf(seq: number): Promise<Verdict> {
+    const until = Date.now() + VERDICT_WAIT_MS;
+    for (;;) {
+      const verdict = this.verdicts.get(seq);
+      if (verdict !== undefined) {
+        this.verdicts.delete(seq);
+        return verdict;
+      }
+      if (Date.now() > until) {
+        throw new UnavailableError(
+          "the write reached the change log but this node has not applied it yet; it will be: read it with minVersion later",
+          { retryAfterSeconds: 1 },
+        );
+      }
+      await this.waitChange(until - Date.now());
+    }
   }
 
   /** Waits until this node has applied everything the log held when called. */
@@ -170,9 +198,18 @@ export class Replica {
    * with UnavailableError (503, Retry-After), so the client asks another region.
    */
   async waitFor(indexId: string, version: VersionId, timeoutMs: number): Promise<void> {
-    if (this.has(indexId, version)) return;
     const until = Date.now() + timeoutMs;
-    while (!this.has(indexId, version)) {
+    await this.waitUntil(() => this.has(indexId, version), until, version);
+    if (this.active(indexId) === version) return;
+    // Held but not live here: either a newer version superseded it, or the entry that makes it
+    // live (an upload's activation follows its major) is still on its way. Whatever the log holds
+    // for the index now is what the writer saw when it was answered.
+    const target = await this.log.lastSeqOf(indexId).catch(() => 0);
+    await this.waitUntil(() => (this.state.indexes.get(indexId)?.last ?? 0) >= target, until, version);
+  }
+
+  private async waitUntil(done: () => boolean, until: number, version: VersionId): Promise<void> {
+    while (!done()) {
       const left = until - Date.now();
       if (left <= 0) {
         throw new UnavailableError(
@@ -212,17 +249,8 @@ export class Replica {
     this.inFlight.add(seq);
     this.delivered.push(seq);
     this.logLast = Math.max(this.logLast, seq);
-    void this.locks
-      .run(entry.index, () => this.applyRemote(seq, entry))
-      .catch((error: Error) => {
-        // Left unapplied, the index would stop here: say so loudly. A restart tries again.
-        this.logger.error("could not apply a change-log entry", {
-          seq,
-          index: entry.index,
-          op: entry.op,
-          error: error.message,
-        });
-      })
+    void this.chains
+      .run(entry.index, () => this.applyUntilDone(seq, entry))
       .finally(() => {
         this.inFlight.delete(seq);
         this.advance();
@@ -240,25 +268,120 @@ export class Replica {
     this.notify();
   }
 
-  /** Applies an entry another node (or this one, before a restart) appended. */
-  private async applyRemote(seq: number, entry: LogEntry): Promise<void> {
+  /**
+   * An entry that cannot be applied (the disk full, say) holds up its index on this node: the
+   * entries after it build on it. It is tried again until it applies, loudly; its writer, if it
+   * is this node's, is told at the first failure.
+   */
+  private async applyUntilDone(seq: number, entry: LogEntry): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.apply(seq, entry);
+        return;
+      } catch (error) {
+        this.logger.error("could not apply a change-log entry; trying again", {
+          seq,
+          index: entry.index,
+          op: entry.op,
+          attempt,
+          error: (error as Error).message,
+        });
+        if (entry.node === this.node && attempt === 1)
+          this.verdicts.set(seq, { accepted: true, error: error as Error });
+        this.notify();
+        if (this.stopping) return;
+        await new Promise((resolve) => setTimeout(resolve, Math.min(30_000, 250 * 2 ** attempt)));
+      }
+    }
+  }
+
+  /** Applies one entry of the log, in order within its index, the same way on every node. */
+  private async apply(seq: number, entry: LogEntry): Promise<void> {
     const r = this.state.indexes.get(entry.index);
-    if (r !== undefined && r.last >= seq) return; // applied already: this node's own write
+    if (r !== undefined && r.last >= seq) return; // applied before a restart
+    // The same decision on every node: each has applied the same entries of the index before it.
+    const accepted = await this.accepts(entry);
+    if (!accepted) {
+      // Seen all the same: the log server's compare-and-set counts every entry of the subject.
+      if (r !== undefined) r.last = seq;
+      this.logger.info("skipped an entry another one overtook", { seq, index: entry.index, op: entry.op });
+      if (entry.node === this.node) this.verdicts.set(seq, { accepted: false });
+      return;
+    }
+    const result = await this.applyEffect(entry);
+    this.noteApplied(seq, entry);
+    if (entry.node === this.node) this.verdicts.set(seq, { accepted: true, result });
+  }
+
+  /**
+   * Whether an entry still fits the index as the entries before it in the log left it: what a
+   * serial execution of the writes would have allowed. Decided from the log alone, so every node
+   * decides the same. A record change must build on the active version (when it goes live) with
+   * the next minor; a checkpoint must copy the active version; a version being dropped must not
+   * be the active one or what it is built on.
+   */
+  private async accepts(entry: LogEntry): Promise<boolean> {
+    const r = this.state.indexes.get(entry.index);
+    const has = (v: VersionId) => this.state.has(entry.index, v);
+    switch (entry.op) {
+      case "create":
+        return r === undefined;
+      case "drop-index":
+      case "bulk":
+      case "purge":
+        return true;
+      case "change": {
+        const { version, parent, activate } = entry.change;
+        const major = majorOf(version);
+        return (
+          has(parent) &&
+          !has(version) &&
+          minorOf(version) === (r?.maxMinor[major] ?? 0) + 1 &&
+          (!activate || parent === r?.active)
+        );
+      }
+      case "checkpoint":
+        return entry.from === r?.active && !has(formatVersion(entry.major));
+      case "activate":
+        return has(entry.version) && (entry.expectActive === undefined || entry.expectActive === r?.active);
+      case "drop-version": {
+        const active = r?.active;
+        if (active === undefined) return true;
+        return (
+          !(await this.ancestry(entry.index, active)).has(entry.version) &&
+          !(minorOf(entry.version) === 0 && majorOf(active) === majorOf(entry.version))
+        );
+      }
+    }
+  }
+
+  /** The active version and every version it is built on (its chain of parents down to a major). */
+  private async ancestry(indexId: string, version: VersionId): Promise<Set<VersionId>> {
+    const parents = new Map((await this.engine.versions(indexId)).map((v) => [v.version, v.parent]));
+    const chain = new Set<VersionId>();
+    for (
+      let v: VersionId | null | undefined = version;
+      v && !chain.has(v);
+      v = minorOf(v) === 0 ? null : parents.get(v)
+    ) {
+      chain.add(v);
+    }
+    return chain;
+  }
+
+  /** What an accepted entry does to this node's engine (idempotent: a restart may repeat it). */
+  private async applyEffect(entry: LogEntry): Promise<unknown> {
     const engine = this.engine;
     switch (entry.op) {
       case "create":
-        await engine.createIndex(entry.index);
-        break;
+        return engine.createIndex(entry.index);
       case "drop-index":
-        await engine.dropIndex(entry.index);
-        this.state.indexes.delete(entry.index);
-        this.notify();
-        return;
+        return engine.dropIndex(entry.index);
       case "change": {
         const { change } = entry;
         if (!(await this.engineHas(entry.index, change.version))) await engine.applyChange(entry.index, change);
         await this.recordChangeRow(entry, change.version);
-        break;
+        return undefined;
       }
       case "bulk":
         if (!(await this.engineHas(entry.index, formatVersion(entry.major)))) {
@@ -266,23 +389,19 @@ export class Replica {
             this.log.getFiles(entry.files, dir).then(() => undefined),
           );
         }
-        break;
+        return undefined;
       case "checkpoint":
         if (!(await this.engineHas(entry.index, formatVersion(entry.major)))) {
-          await engine.checkpoint(entry.index, entry.from, entry.major);
+          return engine.checkpoint(entry.index, entry.from, entry.major);
         }
-        break;
+        return { records: await engine.count(entry.index, formatVersion(entry.major)) };
       case "activate":
-        await engine.activate(entry.index, entry.version);
-        break;
+        return engine.activate(entry.index, entry.version);
       case "drop-version":
-        await engine.dropVersion(entry.index, entry.version);
-        break;
+        return engine.dropVersion(entry.index, entry.version);
       case "purge":
-        await engine.purge(entry.index, entry.id);
-        break;
+        return engine.purge(entry.index, entry.id);
     }
-    this.noteApplied(seq, entry);
   }
 
   private async engineHas(indexId: string, version: VersionId): Promise<boolean> {
@@ -312,7 +431,10 @@ export class Replica {
 
   /** Updates what this node knows after applying `entry` at `seq`, here and in the shared store. */
   private noteApplied(seq: number, entry: LogEntry): void {
-    if (entry.op === "drop-index") return;
+    if (entry.op === "drop-index") {
+      this.state.indexes.delete(entry.index);
+      return;
+    }
     const r = this.state.index(entry.index);
     r.last = Math.max(r.last, seq);
     r.appendedAt = entry.at;

@@ -3,7 +3,6 @@
 // The services call it as they call any engine; the difference they see is StaleAppendError,
 // which their write lock answers by catching up and running the write again
 // (services/versions/lock.ts).
-import { formatVersion } from "../domain/version-id.ts";
 import type {
   BulkWriter,
   EngineVersionInfo,
@@ -53,14 +52,12 @@ class ReplicatedEngine implements SearchEngine {
   }
 
   async createIndex(indexKey: string): Promise<void> {
-    await this.replica.commit({ op: "create", index: indexKey }, () => this.inner.createIndex(indexKey));
+    await this.replica.commit({ op: "create", index: indexKey });
   }
 
   async dropIndex(indexKey: string): Promise<void> {
     // Whatever was written to the index meanwhile, deleting it wins: no compare-and-set.
-    await this.replica.commit({ op: "drop-index", index: indexKey }, () => this.inner.dropIndex(indexKey), {
-      compareAndSet: false,
-    });
+    await this.replica.commit({ op: "drop-index", index: indexKey }, { compareAndSet: false });
   }
 
   async bulkWriter(indexKey: string, major: number): Promise<BulkWriter> {
@@ -70,53 +67,44 @@ class ReplicatedEngine implements SearchEngine {
       abort: () => writer.abort(),
       commit: async () => {
         const result = await writer.commit();
-        // Built once, here; every other node downloads the files and opens them.
+        // Built once, here; every other node downloads the files and opens them. The major's id
+        // is unique already (drawn from the store), so its entry needs no compare-and-set.
         const files = filesName(indexKey, major);
         await this.log.putFiles(files, await this.inner.segmentFiles!(indexKey, major));
-        await this.replica.publish({ op: "bulk", index: indexKey, major, records: result.records, files }, async () => {
-          this.replica.state.noteVersion(indexKey, formatVersion(major));
-        });
+        await this.replica.commit(
+          { op: "bulk", index: indexKey, major, records: result.records, files },
+          { compareAndSet: false },
+        );
         return result;
       },
     };
   }
 
   async applyChange(indexKey: string, change: RecordChange): Promise<void> {
-    // Run again after a stale append, a change this node already applied is done.
-    if (this.replica.has(indexKey, change.version)) return;
-    await this.replica.commit({ op: "change", index: indexKey, change }, () =>
-      this.inner.applyChange(indexKey, change),
-    );
+    await this.replica.commit({ op: "change", index: indexKey, change });
   }
 
   async checkpoint(indexKey: string, from: VersionId, major: number): Promise<{ records: number }> {
-    let records = 0;
-    await this.replica.commit({ op: "checkpoint", index: indexKey, from, major }, async () => {
-      ({ records } = await this.inner.checkpoint(indexKey, from, major));
-    });
-    return { records };
+    return (await this.replica.commit({ op: "checkpoint", index: indexKey, from, major })) as { records: number };
   }
 
-  async activate(indexKey: string, version: VersionId): Promise<void> {
-    await this.replica.commit({ op: "activate", index: indexKey, version }, () =>
-      this.inner.activate(indexKey, version),
-    );
+  async activate(indexKey: string, version: VersionId, options: { ifActive?: VersionId } = {}): Promise<void> {
+    await this.replica.commit({
+      op: "activate",
+      index: indexKey,
+      version,
+      ...(options.ifActive === undefined ? {} : { expectActive: options.ifActive }),
+    });
   }
 
   async dropVersion(indexKey: string, version: VersionId): Promise<void> {
     // The published files of a dropped major stay: a node replaying the log from the start
     // opens the major before it reaches the drop (docs/replication.md, what is missing).
-    await this.replica.commit({ op: "drop-version", index: indexKey, version }, () =>
-      this.inner.dropVersion(indexKey, version),
-    );
+    await this.replica.commit({ op: "drop-version", index: indexKey, version });
   }
 
   async purge(indexKey: string, id: string): Promise<PurgeResult> {
-    let result: PurgeResult = { found: false, changed: [] };
-    await this.replica.commit({ op: "purge", index: indexKey, id }, async () => {
-      result = await this.inner.purge(indexKey, id);
-    });
-    return result;
+    return (await this.replica.commit({ op: "purge", index: indexKey, id })) as PurgeResult;
   }
 
   versions(indexKey: string): Promise<EngineVersionInfo[]> {

@@ -56,9 +56,8 @@ export async function openNatsLog(options: NatsLogOptions): Promise<ChangeLog> {
     reconnectTimeWait: 250,
     timeout: 5_000,
   });
-  const jsm = await jetstreamManager(nc, { timeout: 10_000 });
+  const jsm = await ensureStream(nc, options);
   const js = jetstream(nc, { timeout: 10_000 });
-  await ensureStream(jsm, options);
   const files = await new Objm(nc).create(`${options.stream}_files`, {
     replicas: options.replicas,
     description: "Sift segment files and large log entries",
@@ -67,12 +66,13 @@ export async function openNatsLog(options: NatsLogOptions): Promise<ChangeLog> {
 }
 
 /** A cluster that has just started elects its JetStream leader first: wait for it, up to a minute. */
-async function ensureStream(jsm: JetStreamManager, options: NatsLogOptions): Promise<void> {
+async function ensureStream(nc: NatsConnection, options: NatsLogOptions): Promise<JetStreamManager> {
   const deadline = Date.now() + 60_000;
   for (;;) {
     try {
+      const jsm = await jetstreamManager(nc, { timeout: 10_000 });
       await tryEnsureStream(jsm, options);
-      return;
+      return jsm;
     } catch (error) {
       if (Date.now() > deadline) throw error;
       options.log.info("waiting for the NATS JetStream cluster", { error: (error as Error).message });
@@ -156,6 +156,11 @@ class NatsLog implements ChangeLog {
     return info.state.last_seq;
   }
 
+  async lastSeqOf(indexKey: string): Promise<number> {
+    const message = await this.jsm.streams.getMessage(this.options.stream, { last_by_subj: subjectOf(indexKey) });
+    return message?.seq ?? 0;
+  }
+
   async firstSeq(): Promise<number> {
     const info = await this.jsm.streams.info(this.options.stream);
     return info.state.first_seq;
@@ -175,7 +180,9 @@ class NatsLog implements ChangeLog {
             deliver_policy: DeliverPolicy.StartSequence,
             opt_start_seq: next,
           });
-          const messages = await consumer.consume({ max_messages: 256 });
+          // Short pull requests and heartbeats: a server that dies under the consumer is noticed
+          // in a second or two (with the defaults a write waited up to 80 s for its own entry).
+          const messages = await consumer.consume({ max_messages: 256, expires: 5_000, idle_heartbeat: 1_000 });
           close = async () => {
             await messages.close();
           };

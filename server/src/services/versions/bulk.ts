@@ -39,7 +39,9 @@ export function finishBulk(
         parent: base,
         upserts: [],
         deletes,
-        activate: options.activate,
+        // Not live by itself: it builds on the new major, which is not active yet; setActive
+        // below makes it live when asked to.
+        activate: false,
       });
       await undoOnFailure(ctx, ref.id, live, async () => {
         await ctx.db

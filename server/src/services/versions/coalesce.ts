@@ -36,7 +36,8 @@ export function coalesce(ctx: VersionContext, ref: IndexRef, options: { minChain
       await updateVersion(ctx.db, ref.id, version, { state: "failed" });
       return rethrowUnlessDeleted(ctx.db, ref.id, error);
     }
-    await setActive(ctx, ref.id, version);
+    // Only over the version it copied: a write another region made meanwhile must not be lost.
+    await setActive(ctx, ref.id, version, from);
     ctx.log.info("coalesced", { index: ref.id, from, version });
     return version;
   });

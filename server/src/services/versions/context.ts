@@ -47,10 +47,15 @@ export interface VersionContext {
 }
 
 /** Makes `version` the one reads use: in the store, in the engine, and in the catalog's cache. */
-export async function setActive(ctx: VersionContext, indexId: string, version: VersionId): Promise<void> {
+export async function setActive(
+  ctx: VersionContext,
+  indexId: string,
+  version: VersionId,
+  ifActive?: VersionId,
+): Promise<void> {
   // The engine first: with replication its activate is the log entry that decides, and the
   // replica records the active version in the store itself, in log order.
-  await ctx.engine.activate(indexId, version);
+  await ctx.engine.activate(indexId, version, ifActive === undefined ? {} : { ifActive });
   if (!ctx.replica) await ctx.db.update(indexes).set({ activeVersion: version }).where(eq(indexes.id, indexId));
   ctx.catalog.setActive(indexId, version);
 }

@@ -2,6 +2,7 @@
 // the state the previous write left, so two writes must never interleave. With replication
 // (docs/replication.md) another node may have written the index meanwhile: its append wins, this
 // write's append is refused as stale, and the write runs again once this node has caught up.
+import { UnavailableError } from "../../domain/errors.ts";
 import { StaleAppendError } from "../../ports/change-log.ts";
 
 /** How a stale write waits for this node to apply what other nodes appended. */
@@ -30,7 +31,12 @@ export class IndexLocks {
         try {
           return await this.runOnce(indexId, fn);
         } catch (retryError) {
-          if (!(retryError instanceof StaleAppendError) || attempt >= MAX_STALE_RETRIES) throw retryError;
+          if (!(retryError instanceof StaleAppendError)) throw retryError;
+          if (attempt >= MAX_STALE_RETRIES) {
+            throw new UnavailableError("the index is being written from other regions at this moment; try again", {
+              retryAfterSeconds: 1,
+            });
+          }
         }
       }
     });
