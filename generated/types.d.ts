@@ -51,7 +51,7 @@ export type paths = {
         };
         /**
          * Readiness
-         * @description The store and the engine answer.
+         * @description The store and the engine answer; with replication, the change log answers and this node has caught up with it.
          */
         get: operations["Health_ready"];
         put?: never;
@@ -445,7 +445,7 @@ export type paths = {
         };
         /**
          * List regions
-         * @description The 11 regions and their endpoints.
+         * @description The 11 regions and their endpoints; for regions with an endpoint of their own, whether it answers and how far it trails the change log.
          */
         get: operations["Health_regions"];
         put?: never;
@@ -1154,7 +1154,11 @@ export type components = {
             checks: {
                 store: boolean;
                 engine: boolean;
+                /** @description With replication: the change log answers and this node has caught up with it (false while it replays). */
+                replication?: boolean;
             };
+            /** @description With replication: how far this node trails the change log. */
+            replication?: components["schemas"]["ReplicationState"];
         };
         /**
          * @description Body of a record PUT. A body `id` is ignored: the id in the path wins.
@@ -1204,11 +1208,33 @@ export type components = {
             latitude: number;
             /** Format: double */
             longitude: number;
+            /**
+             * @description Whether the region's endpoint answered its readiness check just now (`unknown`: it is this server's own URL or none is configured).
+             * @enum {string}
+             */
+            status?: "up" | "down" | "catching-up" | "unknown";
+            /** @description With replication: how far the region trails the change log, as its endpoint reported it. */
+            replication?: components["schemas"]["ReplicationState"];
         };
         /** @description A region id, one of the 11 regions listed by `GET /v1/regions`. */
         RegionId: string;
         RegionList: {
             regions: components["schemas"]["Region"][];
+        };
+        /** @description How far a node trails the change log (present when replication is on). */
+        ReplicationState: {
+            /** @description It has applied every entry the log held when it last looked. */
+            caughtUp: boolean;
+            /**
+             * Format: int64
+             * @description Entries of the change log it has not applied yet.
+             */
+            behind: number;
+            /**
+             * Format: int64
+             * @description 0 when caught up; otherwise how long ago the newest entry it has applied was written.
+             */
+            lagMs: number;
         };
         /**
          * @description The matched parts of a suggestion's text (docs/api.md, Highlighting): for each matched word, one

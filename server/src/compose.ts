@@ -224,7 +224,7 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
     sessions: accounts,
     rateLimits,
     handlers: {
-      ...healthHandlers({ config, store, engine }),
+      ...healthHandlers({ config, store, engine, replication: replica }),
       ...authHandlers(accounts, config),
       ...oauthHandlers({ config, accounts, secret }),
       ...apiKeyHandlers(apiKeys),

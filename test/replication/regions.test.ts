@@ -32,6 +32,15 @@ describe.skipIf(!regionsAvailable)("three regions on one change log", () => {
       expect(found.body.indexVersion).toBe(version);
       expect(found.body.suggestions.map((s: { id: string }) => s.id)).toEqual(["hose-1"]);
     }
+    // Every node says it follows the log and has caught up.
+    for (const node of r.nodes) {
+      const ready = await fetch(`${node.url}/readyz`).then((reply) => reply.json());
+      expect(ready).toMatchObject({
+        status: "ok",
+        checks: { replication: true },
+        replication: { caughtUp: true, behind: 0 },
+      });
+    }
   });
 });
 

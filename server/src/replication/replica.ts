@@ -229,6 +229,14 @@ export class Replica {
     return { ready: this.started && behind === 0, behind };
   }
 
+  /** How far this node trails the log, for /readyz and /v1/regions. */
+  async status(): Promise<{ caughtUp: boolean; behind: number; lagMs: number }> {
+    const { ready, behind } = await this.caughtUp();
+    let newest = 0;
+    for (const r of this.state.indexes.values()) newest = Math.max(newest, r.appendedAt);
+    return { caughtUp: ready, behind, lagMs: ready || newest === 0 ? 0 : Math.max(0, Date.now() - newest) };
+  }
+
   lag(): ReplicaLag[] {
     const behind = Math.max(0, this.logLast - this.state.position);
     return [...this.state.indexes].map(([index, r]) => ({

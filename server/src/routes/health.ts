@@ -1,4 +1,5 @@
 import type { Context } from "hono";
+import type { components } from "@sift/contract";
 import type { Config } from "../config.ts";
 import type { AppEnv } from "../http/env.ts";
 import type { Handlers, ResponseBody } from "../http/contract.ts";
@@ -6,25 +7,88 @@ import type { SearchEngine } from "../ports/engine.ts";
 import { REGIONS } from "../regions.ts";
 import type { Store } from "../store/open.ts";
 
+type Readiness = components["schemas"]["Readiness"];
+type Region = components["schemas"]["Region"];
+type ReplicationState = components["schemas"]["ReplicationState"];
+
+/** What /readyz reports of replication (services of the replica it needs). */
+export interface ReplicationStatus {
+  status(): Promise<ReplicationState>;
+}
+
 /** The URL clients use for this server: the configured public URL, else the request's origin. */
 export const baseUrlOf = (c: Context<AppEnv>, config: Pick<Config, "publicUrl">) =>
   config.publicUrl ?? new URL(c.req.url).origin;
 
-export function healthHandlers(deps: { config: Config; store: Store; engine: SearchEngine }): Handlers {
+/** How long a region's readiness, once asked, is reused by /v1/regions. */
+const PROBE_TTL_MS = 2_000;
+const PROBE_TIMEOUT_MS = 800;
+
+export function healthHandlers(deps: {
+  config: Config;
+  store: Store;
+  engine: SearchEngine;
+  replication?: ReplicationStatus | undefined;
+}): Handlers {
+  const readiness = async (): Promise<Readiness> => {
+    // An engine that fails its ping is simply not ready: that is what this endpoint reports.
+    const [store, engine, replication] = await Promise.all([
+      deps.store.ping(),
+      deps.engine.ping().catch(() => false),
+      deps.replication?.status().catch(() => undefined),
+    ]);
+    const checks: Readiness["checks"] = { store, engine };
+    if (deps.replication) checks.replication = replication?.caughtUp ?? false;
+    const ok = store && engine && (checks.replication ?? true);
+    return { status: ok ? "ok" : "unavailable", checks, ...(replication ? { replication } : {}) };
+  };
+
+  // Other regions' endpoints, asked at most every PROBE_TTL_MS (the answer is public and cheap).
+  const probes = new Map<string, { at: number; answer: Promise<Pick<Region, "status" | "replication">> }>();
+  const probe = (url: string) => {
+    const cached = probes.get(url);
+    if (cached && Date.now() - cached.at < PROBE_TTL_MS) return cached.answer;
+    const answer = fetch(`${url}/readyz`, { signal: AbortSignal.timeout(PROBE_TIMEOUT_MS) })
+      .then(async (response): Promise<Pick<Region, "status" | "replication">> => {
+        const body = (await response.json()) as Readiness;
+        const status = response.ok
+          ? "up"
+          : body.checks.store && body.checks.engine && body.checks.replication === false
+            ? "catching-up"
+            : "down";
+        return { status, ...(body.replication ? { replication: body.replication } : {}) };
+      })
+      .catch(() => ({ status: "down" as const }));
+    probes.set(url, { at: Date.now(), answer });
+    return answer;
+  };
+
   return {
     Health_live: (c) => c.json({ status: "ok" } satisfies ResponseBody<"Health_live", 200>),
     Health_ready: async (c) => {
-      // An engine that fails its ping is simply not ready: that is what this endpoint reports.
-      const [store, engine] = await Promise.all([deps.store.ping(), deps.engine.ping().catch(() => false)]);
-      const ok = store && engine;
-      const body = { status: ok ? "ok" : "unavailable", checks: { store, engine } } as const;
-      return ok
+      const body = await readiness();
+      return body.status === "ok"
         ? c.json(body satisfies ResponseBody<"Health_ready", 200>)
         : c.json(body satisfies ResponseBody<"Health_ready", 503>, 503);
     },
-    Health_regions: (c) => {
+    Health_regions: async (c) => {
       const base = baseUrlOf(c, deps.config);
-      const regions = REGIONS.map((r) => ({ ...r, url: deps.config.regionUrls[r.id] ?? base }));
+      const regions = await Promise.all(
+        REGIONS.map(async (r): Promise<Region> => {
+          const url = deps.config.regionUrls[r.id] ?? base;
+          const region: Region = { ...r, url };
+          if (r.id === deps.config.region) {
+            const own = await readiness();
+            region.status = own.status === "ok" ? "up" : own.checks.replication === false ? "catching-up" : "down";
+            if (own.replication) region.replication = own.replication;
+          } else if (url !== base) {
+            Object.assign(region, await probe(url));
+          } else {
+            region.status = "unknown";
+          }
+          return region;
+        }),
+      );
       return c.json({ regions } satisfies ResponseBody<"Health_regions", 200>);
     },
   };
