@@ -1,0 +1,164 @@
+// Regions for real (issue 18, Targets), on loopback: three Sift regions sharing one PostgreSQL
+// and a private three-server NATS JetStream cluster (stream R3), against one Sift process
+// without replication in the same run.
+//   - writes: record writes at a fixed rate spread over the regions; each write's
+//     acknowledgement time, and the time from acknowledgement until both other regions serve it
+//     (a read with minVersion, which the region answers once it has applied the version);
+//   - bulk: one upload of N records to one region, until it is searchable in every region,
+//     against the same upload to the single process.
+// Prints the figures as a Markdown table for bench/RESULTS.md ("Replication").
+//
+//   npm run bench:replication                       500 writes/s for 20 s, 1,000,000 records
+//   npm run bench:replication -- --rate=200 --seconds=10 --records=100000
+import os from "node:os";
+import { Readable } from "node:stream";
+import { createReadStream, statSync, writeFileSync } from "node:fs";
+import { keyed, type Keyed, startRegions } from "../test/support/regions.ts";
+import { siftProcess } from "../test/support/process.ts";
+import { RATE_LIMITS_OFF } from "../test/support/limits.ts";
+import { createKey, signUp } from "../test/support/world.ts";
+import { Http } from "../test/support/http.ts";
+import { percentile } from "./measure.ts";
+
+const args = new Map(process.argv.slice(2).map((a) => a.replace(/^--/, "").split("=") as [string, string]));
+const RATE = Number(args.get("rate") ?? 500);
+const SECONDS = Number(args.get("seconds") ?? 20);
+const RECORDS = Number(args.get("records") ?? 1_000_000);
+process.env.DATABASE_URL ??= "postgres://postgres@127.0.0.1:5432/test";
+
+const WORDS = "amber birch cedar delta ember fjord grove harbor island jasper kestrel lumen meadow nectar".split(" ");
+const title = (i: number) => `${WORDS[(i * 7) % 14]} ${WORDS[(i * 13 + 5) % 14]} ${i % 9973}`;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const ms = (n: number) => `${n.toFixed(1)} ms`;
+
+/** Writes at RATE per second for SECONDS to the given regions in turn; lag measured on the others. */
+async function writeLoad(regions: Keyed[], index: string) {
+  const acks: number[] = [];
+  const lags: number[] = [];
+  let failed = 0;
+  const why = new Map<string, number>();
+  const pending: Promise<void>[] = [];
+  const started = performance.now();
+  const total = RATE * SECONDS;
+  for (let i = 0; i < total; i++) {
+    const due = started + (i * 1000) / RATE;
+    const wait = due - performance.now();
+    if (wait > 1) await sleep(wait);
+    const origin = i % regions.length;
+    pending.push(
+      (async () => {
+        const t0 = performance.now();
+        const reply = await regions[origin]!.put(`/v1/indexes/${index}/records/w-${i}`, { title: title(i) });
+        const acked = performance.now();
+        if (reply.status !== 200) {
+          failed++;
+          const reason = `${reply.status} ${String(reply.body?.detail ?? "").slice(0, 80)}`;
+          why.set(reason, (why.get(reason) ?? 0) + 1);
+          return;
+        }
+        acks.push(acked - t0);
+        if (regions.length === 1) return;
+        const version = reply.body.indexVersion as string;
+        const others = regions.filter((_, n) => n !== origin);
+        const reads = await Promise.all(
+          others.map(async (r) => {
+            const read = await r.get(`/v1/indexes/${index}/records/w-${i}?minVersion=${version}`);
+            return { ok: read.status === 200, at: performance.now() };
+          }),
+        );
+        if (reads.some((r) => !r.ok)) failed++;
+        else lags.push(Math.max(...reads.map((r) => r.at)) - acked);
+      })(),
+    );
+  }
+  await Promise.all(pending);
+  if (why.size) console.log("failed writes:", Object.fromEntries(why));
+  return { acks, lags, failed, seconds: (performance.now() - started) / 1000 };
+}
+
+async function uploadAndWait(origin: Keyed, index: string, file: string, others: Keyed[]) {
+  const started = await origin.post("/v1/uploads/start", { indexName: index });
+  if (started.status !== 200) throw new Error(`upload start: ${started.status} ${started.text}`);
+  const t0 = performance.now();
+  const put = await fetch(started.body.uploadUrl, {
+    method: "PUT",
+    body: Readable.toWeb(createReadStream(file)) as ReadableStream,
+    duplex: "half",
+  } as RequestInit);
+  if (put.status !== 200) throw new Error(`upload PUT: ${put.status}`);
+  const version = started.body.indexVersion as string;
+  await origin.post("/v1/uploads/complete", { indexName: index, indexVersion: version });
+  for (;;) {
+    const status = await origin.get(`/v1/uploads/${index}/${version}`);
+    if (status.body.state === "succeeded") break;
+    if (status.body.state === "failed") throw new Error(`ingest failed: ${status.text}`);
+    await sleep(100);
+  }
+  const here = performance.now() - t0;
+  await Promise.all(
+    others.map(async (r) => {
+      for (;;) {
+        const read = await r.get(`/v1/indexes/${index}/records/b-1?minVersion=${version}`);
+        if (read.status === 200) return;
+        await sleep(100);
+      }
+    }),
+  );
+  return { here, everywhere: performance.now() - t0 };
+}
+
+async function main() {
+  const file = `${os.tmpdir()}/sift-replication-bench-${RECORDS}.csv`;
+  try {
+    statSync(file);
+  } catch {
+    const lines = ["id,title,weight"];
+    for (let i = 0; i < RECORDS; i++) lines.push(`b-${i},${title(i)},${(i % 1000) + 1}`);
+    writeFileSync(file, `${lines.join("\n")}\n`);
+  }
+  const mb = statSync(file).size / 1e6;
+  console.log(`bulk file: ${RECORDS} records, ${mb.toFixed(0)} MB`);
+
+  // One process, no replication: the baseline of the same run.
+  const single = await siftProcess({ ...RATE_LIMITS_OFF });
+  await single.start();
+  const session = await signUp(new Http(single.url), `bench-${Date.now()}@example.com`);
+  const singleKey = await createKey(session, "adm");
+  const one = keyed(single.url, singleKey);
+  await one.post("/v1/services", { name: `bench-${Date.now()}` }).then(async (s) => {
+    await one.post("/v1/indexes", { name: "products", serviceName: s.body.name, visibility: "PUBLIC" });
+  });
+  console.log("single process: writes");
+  const singleWrites = await writeLoad([one], "products");
+  console.log("single process: bulk");
+  const singleBulk = await uploadAndWait(one, "products", file, []);
+  await single.destroy();
+
+  const r = await startRegions(["frankfurt", "london", "newark"], { ...RATE_LIMITS_OFF });
+  try {
+    const regions = [0, 1, 2].map((n) => r.http(n));
+    console.log("three regions: writes");
+    const writes = await writeLoad(regions, r.index);
+    console.log("three regions: bulk");
+    const bulk = await uploadAndWait(regions[0]!, r.index, file, regions.slice(1));
+
+    const cpu = os.cpus()[0]?.model ?? "unknown CPU";
+    const table = [
+      `Run ${new Date().toISOString().slice(0, 16)}Z, ${os.cpus().length} cores ${cpu}, ${Math.round(os.totalmem() / 2 ** 30)} GB, Node ${process.versions.node}; NATS ${"2.9"} cluster of 3 on loopback, stream R3; PostgreSQL shared.`,
+      "",
+      "| figure | one process, no replication | three regions | target |",
+      "| --- | --- | --- | --- |",
+      `| write acknowledgement p50 / p99 (${RATE}/s for ${SECONDS} s) | ${ms(percentile(singleWrites.acks, 0.5))} / ${ms(percentile(singleWrites.acks, 0.99))} | ${ms(percentile(writes.acks, 0.5))} / ${ms(percentile(writes.acks, 0.99))} | p99 ≤ 15 ms |`,
+      `| acknowledged to readable in both other regions p50 / p99 | – | ${ms(percentile(writes.lags, 0.5))} / ${ms(percentile(writes.lags, 0.99))} | p50 ≤ 10 ms, p99 ≤ 50 ms |`,
+      `| writes answered / failed | ${singleWrites.acks.length} / ${singleWrites.failed} | ${writes.acks.length} / ${writes.failed} | 0 failed |`,
+      `| bulk of ${RECORDS.toLocaleString("en")} records (${mb.toFixed(0)} MB): ingested where uploaded | ${(singleBulk.here / 1000).toFixed(1)} s | ${(bulk.here / 1000).toFixed(1)} s | |`,
+      `| bulk: searchable in every region | – | ${(bulk.everywhere / 1000).toFixed(1)} s (${(bulk.everywhere / singleBulk.here).toFixed(2)}x one process) | ≤ 2x |`,
+    ].join("\n");
+    console.log(`\n${table}\n`);
+    writeFileSync(`${os.tmpdir()}/sift-replication-bench.md`, `${table}\n`);
+  } finally {
+    await r.stop();
+  }
+}
+
+await main();
