@@ -13,6 +13,7 @@ import {
   type FieldProblem as DomainFieldProblem,
   type DomainErrorKind,
 } from "../domain/errors.ts";
+import { isStoreUnreachable } from "../store/errors.ts";
 
 export type Problem = components["schemas"]["Problem"];
 export type FieldProblem = components["schemas"]["FieldProblem"];
@@ -124,6 +125,12 @@ export function problemFor(error: unknown): HttpProblem | undefined {
           ? { "retry-after": String(error.retryAfterSeconds) }
           : {},
     );
+  }
+  if (isStoreUnreachable(error)) {
+    // The database went away (a restart, a network cut): nothing the client did, and not a bug.
+    return new HttpProblem(503, "the metadata store is unreachable; try again shortly", undefined, {
+      "retry-after": "5",
+    });
   }
   if (error instanceof HTTPException && error.status < 500) {
     const status = ([400, 401, 403, 404, 409, 413, 415] as const).find((s) => s === error.status) ?? 400;

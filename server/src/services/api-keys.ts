@@ -16,7 +16,7 @@ import {
   sha256,
   type KeyType,
 } from "../auth/secrets.ts";
-import { NotFoundError, UnauthenticatedError } from "../domain/errors.ts";
+import { NotFoundError, UnauthenticatedError, UnavailableError } from "../domain/errors.ts";
 import type { Logger } from "../log.ts";
 import type { Db } from "../store/open.ts";
 import { apiKeys, users } from "../store/schema.ts";
@@ -26,6 +26,8 @@ type ApiKeyCreated = components["schemas"]["ApiKeyCreated"];
 type KeyRow = typeof apiKeys.$inferSelect;
 
 const CACHE_TTL_MS = 30_000;
+/** How long a verification is still used when the store cannot be asked again. */
+const STALE_IF_ERROR_MS = 15 * 60_000;
 const LAST_USED_EVERY_MS = 60_000;
 
 const toMetadata = (row: KeyRow): ApiKey => ({
@@ -123,12 +125,25 @@ export class ApiKeyService implements ApiKeyAuthenticator {
       await this.touch(cached.principal.keyId, now);
       return cached.principal;
     }
-    const [found] = await this.db
-      .select({ key: apiKeys, userId: users.id })
-      .from(apiKeys)
-      .leftJoin(users, eq(users.id, apiKeys.userId))
-      .where(eq(apiKeys.keyHash, hash))
-      .limit(1);
+    let found: { key: typeof apiKeys.$inferSelect; userId: string | null } | undefined;
+    try {
+      [found] = await this.db
+        .select({ key: apiKeys, userId: users.id })
+        .from(apiKeys)
+        .leftJoin(users, eq(users.id, apiKeys.userId))
+        .where(eq(apiKeys.keyHash, hash))
+        .limit(1);
+    } catch (error) {
+      // The store is unreachable: a key verified before keeps working for a while (a revocation
+      // made meanwhile cannot be seen until the store answers again).
+      if (cached && now - cached.until < STALE_IF_ERROR_MS && !isExpired(cached.principal, now)) {
+        this.log.warn("the store did not answer; using a cached key verification", {
+          error: (error as Error).message,
+        });
+        return cached.principal;
+      }
+      throw new UnavailableError("the metadata store is unreachable; try again shortly", { retryAfterSeconds: 5 });
+    }
     if (!found || !constantTimeEqual(found.key.keyHash, hash))
       throw new UnauthenticatedError("the API key is not valid");
     if (found.key.revokedAt !== null) throw new UnauthenticatedError("the API key has been revoked");

@@ -36,6 +36,8 @@ export interface IndexRef {
 }
 
 const CACHE_TTL_MS = 5_000;
+/** How long a lookup is still used when the store cannot be asked again. */
+const STALE_IF_ERROR_MS = 15 * 60_000;
 
 /** Per-tenant limits of the catalog (docs/api.md, Limits). */
 export interface CatalogQuotas {
@@ -283,7 +285,18 @@ export class CatalogService {
     const now = this.now();
     if (hit && hit.until > now) return hit.ref;
     const generation = this.generation;
-    const ref = await load();
+    let ref: IndexRef | undefined;
+    try {
+      ref = await load();
+    } catch (error) {
+      // The store is unreachable: searches go on with what was looked up before, for a while
+      // (docs/replication.md); /readyz says the store is down meanwhile.
+      if (hit && now - hit.until < STALE_IF_ERROR_MS) {
+        this.log.warn("the store did not answer; using a cached index lookup", { error: (error as Error).message });
+        return hit.ref;
+      }
+      throw new UnavailableError("the metadata store is unreachable; try again shortly", { retryAfterSeconds: 5 });
+    }
     // An invalidation during the load may mean the rows changed after they were read: answer
     // what was read, but do not keep it.
     if (generation === this.generation) this.cache.set(key, { ref, until: now + CACHE_TTL_MS });

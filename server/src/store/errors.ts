@@ -7,3 +7,27 @@ export function isUniqueViolation(error: unknown): boolean {
   }
   return false;
 }
+
+/** Codes of a database that cannot be reached (postgres.js and Node's own), not of a bad query. */
+const UNREACHABLE = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ETIMEDOUT",
+  "EHOSTUNREACH",
+  "ENOTFOUND",
+  "EPIPE",
+  "CONNECT_TIMEOUT",
+  "CONNECTION_CLOSED",
+  "CONNECTION_ENDED",
+  "CONNECTION_DESTROYED",
+  "57P01", // admin_shutdown
+  "57P03", // cannot_connect_now
+]);
+
+/** True when the store could not be reached at all: the answer is 503, try again, not a bug. */
+export function isStoreUnreachable(error: unknown): boolean {
+  for (let e = error as { code?: string; cause?: unknown } | undefined; e; e = e.cause as typeof e) {
+    if (e.code !== undefined && UNREACHABLE.has(e.code)) return true;
+  }
+  return false;
+}

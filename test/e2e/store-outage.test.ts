@@ -1,0 +1,93 @@
+// PostgreSQL unreachable for a while (issue 18: a region keeps answering searches with what it
+// has cached, and says so in /readyz). The server reaches its database through a TCP proxy this
+// test controls; closing the proxy refuses every connection, as a database that went away does.
+import { createServer, type Server, type Socket, connect } from "node:net";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createTempDatabase } from "../../server/test/support/store.ts";
+import { Http } from "../support/http.ts";
+import { freePort } from "../support/ports.ts";
+import { type SiftProcess, siftProcess } from "../support/process.ts";
+import { keyed } from "../support/regions.ts";
+import { createKey, signUp } from "../support/world.ts";
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** A TCP proxy to PostgreSQL that can be cut and restored. */
+async function postgresProxy(target: URL) {
+  const port = await freePort();
+  const sockets = new Set<Socket>();
+  let server: Server | undefined;
+  const open = () =>
+    new Promise<void>((resolve) => {
+      if (server?.listening) return resolve();
+      server = createServer((client) => {
+        const upstream = connect(Number(target.port || 5432), target.hostname);
+        for (const s of [client, upstream]) {
+          sockets.add(s);
+          s.on("close", () => sockets.delete(s));
+          s.on("error", () => s.destroy());
+        }
+        client.pipe(upstream).pipe(client);
+      }).listen(port, "127.0.0.1", () => resolve());
+    });
+  await open();
+  return {
+    port,
+    open,
+    cut: () =>
+      new Promise<void>((resolve) => {
+        for (const s of sockets) s.destroy();
+        if (!server?.listening) return resolve();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+describe.skipIf(!process.env.DATABASE_URL)("the metadata store goes away", () => {
+  let node: SiftProcess;
+  let proxy: Awaited<ReturnType<typeof postgresProxy>>;
+  let database: { url: string; drop(): Promise<void> };
+  beforeAll(async () => {
+    database = await createTempDatabase(process.env.DATABASE_URL!);
+    const url = new URL(database.url);
+    proxy = await postgresProxy(new URL(database.url));
+    url.host = `127.0.0.1:${proxy.port}`;
+    node = await siftProcess({}, { sharedDatabase: url.toString() });
+    await node.start();
+  });
+  afterAll(async () => {
+    await node?.destroy();
+    await proxy?.cut();
+    await database?.drop();
+  });
+
+  it("searches go on from the cache, /readyz says the store is down, writes are 503", async () => {
+    const session = await signUp(new Http(node.url), `outage-${Date.now()}@example.com`);
+    const admin = keyed(node.url, await createKey(session, "adm"));
+    const service = `outage-${process.pid}-${Date.now()}`;
+    expect((await admin.post("/v1/services", { name: service })).status).toBe(201);
+    expect((await admin.post("/v1/indexes", { name: "shop", serviceName: service, visibility: "PUBLIC" })).status).toBe(
+      201,
+    );
+    expect((await admin.put("/v1/indexes/shop/records/lamp", { title: "Desk lamp" })).status).toBe(200);
+    const search = () => fetch(`${node.url}/v1/search?query=desk&indexName=shop&serviceName=${service}`);
+    expect((await (await search()).json()).suggestions[0].id).toBe("lamp");
+
+    await proxy.cut();
+    // Past the 5-second lifetime of a cached lookup: it is used because the store cannot answer.
+    await sleep(6_000);
+    const during = await search();
+    expect(during.status).toBe(200);
+    expect((await during.json()).suggestions[0].id).toBe("lamp");
+    const ready = await fetch(`${node.url}/readyz`);
+    expect(ready.status).toBe(503);
+    expect((await ready.json()).checks.store).toBe(false);
+    // A write needs the store: a clear 503, never a 500.
+    const write = await admin.put("/v1/indexes/shop/records/chair", { title: "Chair" });
+    expect(write.status, write.text).toBe(503);
+
+    await proxy.open();
+    await expect.poll(async () => (await fetch(`${node.url}/readyz`)).status, { timeout: 20_000 }).toBe(200);
+    expect((await admin.put("/v1/indexes/shop/records/chair", { title: "Chair" })).status).toBe(200);
+  }, 60_000);
+});
