@@ -1,0 +1,85 @@
+// The change-log port in memory, for tests of the replica without NATS: one array shared by the
+// "nodes" of a test, delivered in order to every follower. `hold` stops delivery (a node that
+// lags), `release` resumes it. The compare-and-set can be turned off, as NATS 2.9 clusters
+// effectively do under concurrency, to show the replica decides on its own.
+import { cpSync, mkdirSync } from "node:fs";
+import { basename, join } from "node:path";
+import type { AppliedEntry, ChangeLog, LogEntry } from "../../src/ports/change-log.ts";
+import { StaleAppendError } from "../../src/ports/change-log.ts";
+
+export class MemoryLog {
+  readonly entries: LogEntry[] = [];
+  private readonly files = new Map<string, { name: string; path: string }[]>();
+  private readonly wakers = new Set<() => void>();
+  enforceCompareAndSet = true;
+
+  /** A client of the log for one node. */
+  client(): ChangeLog & { hold(): void; release(): void } {
+    let held = false;
+    let wake: (() => void) | undefined;
+    const log = this;
+    return {
+      hold: () => {
+        held = true;
+      },
+      release: () => {
+        held = false;
+        wake?.();
+      },
+      async append(entry: LogEntry, expectedLast: number | undefined) {
+        if (log.enforceCompareAndSet && expectedLast !== undefined) {
+          const last = log.entries.reduce((at, e, i) => (e.index === entry.index ? i + 1 : at), 0);
+          if (last !== expectedLast) throw new StaleAppendError("stale");
+        }
+        log.entries.push(structuredClone(entry));
+        for (const w of log.wakers) w();
+        return log.entries.length;
+      },
+      lastSeq: async () => log.entries.length,
+      lastSeqOf: async (indexKey: string) => log.entries.reduce((at, e, i) => (e.index === indexKey ? i + 1 : at), 0),
+      firstSeq: async () => 1,
+      follow(fromSeq: number, deliver: (applied: AppliedEntry) => Promise<void>) {
+        let stopped = false;
+        const done = (async () => {
+          for (let seq = fromSeq; !stopped; ) {
+            if (held || seq > log.entries.length) {
+              await new Promise<void>((resolve) => {
+                wake = resolve;
+                log.wakers.add(resolve);
+                setTimeout(resolve, 50);
+              });
+              continue;
+            }
+            await deliver({ seq, entry: structuredClone(log.entries[seq - 1]!) });
+            seq++;
+          }
+        })();
+        return {
+          stop: async () => {
+            stopped = true;
+            await done;
+          },
+        };
+      },
+      async putFiles(name: string, files: { name: string; path: string }[]) {
+        const kept = `${process.env.TMPDIR ?? "/tmp"}/sift-memory-log-${process.pid}/${name.replaceAll("/", "_")}`;
+        mkdirSync(kept, { recursive: true });
+        for (const f of files) cpSync(f.path, join(kept, f.name));
+        log.files.set(
+          name,
+          files.map((f) => ({ name: f.name, path: join(kept, basename(f.path)) })),
+        );
+      },
+      async getFiles(name: string, dir: string) {
+        const files = log.files.get(name);
+        if (!files) throw new Error(`no files published as ${name}`);
+        mkdirSync(dir, { recursive: true });
+        for (const f of files) cpSync(f.path, join(dir, f.name));
+        return files.map((f) => f.name);
+      },
+      deleteFiles: async () => {},
+      ping: async () => true,
+      close: async () => {},
+    };
+  }
+}

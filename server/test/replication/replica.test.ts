@@ -1,0 +1,158 @@
+// The replica without NATS (docs/replication.md): two nodes over one in-memory change log and one
+// store. Each entry is accepted or skipped where it is applied, the same on every node, even when
+// the log lets concurrent appends through its compare-and-set (as NATS 2.9 clusters do); a node
+// that lags says so and makes minVersion reads wait, then 503.
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import type { Principal } from "../../src/auth/principal.ts";
+import { UnavailableError } from "../../src/domain/errors.ts";
+import { createEmbeddedEngine } from "../../src/engine/embedded/index.ts";
+import { createLogger } from "../../src/log.ts";
+import { Replica } from "../../src/replication/replica.ts";
+import { replicatedEngine } from "../../src/replication/replicated-engine.ts";
+import { CatalogService } from "../../src/services/catalog.ts";
+import { RecordService } from "../../src/services/records.ts";
+import { VersionService } from "../../src/services/versions.ts";
+import { IndexLocks } from "../../src/services/versions/lock.ts";
+import type { Store } from "../../src/store/open.ts";
+import { tenants } from "../../src/store/schema.ts";
+import { storeTargets } from "../support/store.ts";
+import { MemoryLog } from "./memory-log.ts";
+
+const admin: Principal = { kind: "key", keyId: "key_r", tenantId: "ten_r", type: "adm", userId: null };
+const silent = createLogger("silent", {}, () => {});
+
+async function openNode(memory: MemoryLog, store: Store, name: string) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `sift-replica-${name}-`));
+  const inner = createEmbeddedEngine({ dataDir: path.join(dir, "engine") });
+  await inner.open();
+  const log = memory.client();
+  const replica = new Replica({ node: name, log, engine: inner, db: store.db, logger: silent, dataDir: dir });
+  const engine = replicatedEngine(inner, replica, log);
+  const locks = new IndexLocks();
+  locks.setCatchUp(() => replica.catchUp());
+  const catalog = new CatalogService(store.db, engine, silent);
+  replica.onActivated((id, version) => catalog.setActive(id, version));
+  catalog.useLocalActive((id) => replica.active(id));
+  const versions = new VersionService({
+    db: store.db,
+    engine,
+    catalog,
+    log: silent,
+    locks,
+    replica,
+    policy: { coalesceAfter: 1_000, retainVersions: 100 },
+  });
+  const records = new RecordService({ catalog, versions, engine });
+  await replica.start();
+  return {
+    log,
+    replica,
+    catalog,
+    versions,
+    records,
+    engine: inner,
+    async close() {
+      await replica.stop();
+      await inner.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+describe("two nodes on one change log", () => {
+  let store: Store;
+  const memory = new MemoryLog();
+  let a: Awaited<ReturnType<typeof openNode>>;
+  let b: Awaited<ReturnType<typeof openNode>>;
+
+  beforeAll(async () => {
+    store = await storeTargets()[0]!.open();
+    await store.db.insert(tenants).values({ id: "ten_r", name: "ten_r", createdAt: 0 });
+    a = await openNode(memory, store, "a");
+    b = await openNode(memory, store, "b");
+    await a.catalog.createService("ten_r", { name: "ten_r-shop", regions: ["frankfurt"] });
+    await a.catalog.createIndex("ten_r", { name: "shop", serviceName: "ten_r-shop" });
+  });
+  afterAll(async () => {
+    await a?.close();
+    await b?.close();
+    await store?.close();
+  });
+
+  test("racing writers whose appends all pass the log get distinct versions and one order", async () => {
+    // What NATS 2.9 clusters do under concurrency: the compare-and-set lets them all through.
+    memory.enforceCompareAndSet = false;
+    const writes = Array.from({ length: 30 }, (_, i) =>
+      (i % 2 ? a : b).records.put(admin, "shop", `r${i}`, { title: `Record ${i}` }).then((version) => ({ i, version })),
+    );
+    const done = await Promise.all(writes);
+    memory.enforceCompareAndSet = true;
+    expect(new Set(done.map((d) => d.version)).size).toBe(30);
+    // Some appends were overtaken and skipped, on both nodes alike, and written again.
+    expect(memory.entries.filter((e) => e.op === "change").length).toBeGreaterThan(30);
+    const newest = done
+      .map((d) => d.version)
+      .sort((x, y) => Number(x.split(".")[1]) - Number(y.split(".")[1]))
+      .at(-1)!;
+    for (const node of [a, b]) {
+      const ref = (await node.catalog.byName("ten_r", "shop"))!;
+      await node.replica.waitFor(ref.id, newest, 5_000);
+      expect(node.replica.active(ref.id)).toBe(newest);
+      for (const { i } of done) {
+        expect((await node.records.get(admin, "shop", `r${i}`))?.title).toBe(`Record ${i}`);
+      }
+    }
+    const ref = (await a.catalog.byName("ten_r", "shop"))!;
+    const versionsOf = async (node: typeof a) =>
+      (await node.engine.versions(ref.id)).map((v) => `${v.version}<${v.parent}`);
+    expect(await versionsOf(b)).toEqual(await versionsOf(a));
+  });
+
+  test("an entry that no longer fits is skipped on every node", async () => {
+    const ref = (await a.catalog.byName("ten_r", "shop"))!;
+    const active = a.replica.active(ref.id)!;
+    const before = memory.entries.length;
+    // A change built on a version that is no longer active, appended past the compare-and-set.
+    await a.log.append(
+      {
+        op: "change",
+        index: ref.id,
+        node: "elsewhere",
+        at: Date.now(),
+        change: {
+          version: "0.999",
+          parent: "0.1",
+          upserts: [{ id: "ghost", title: "Ghost" }],
+          deletes: [],
+          activate: true,
+        },
+      },
+      undefined,
+    );
+    await a.replica.catchUp();
+    await b.replica.catchUp();
+    expect(memory.entries.length).toBe(before + 1);
+    for (const node of [a, b]) {
+      expect(node.replica.active(ref.id)).toBe(active);
+      expect(node.replica.has(ref.id, "0.999")).toBe(false);
+      await expect(node.records.get(admin, "shop", "ghost")).rejects.toThrow(/does not exist/);
+    }
+  });
+
+  test("a node that lags is not caught up, and minVersion waits for it, then answers 503", async () => {
+    b.log.hold();
+    const version = await a.records.put(admin, "shop", "late", { title: "Late record" });
+    const ref = (await b.catalog.byName("ten_r", "shop"))!;
+    expect(await b.replica.caughtUp()).toMatchObject({ ready: false, behind: 1 });
+    const waited = b.replica.waitFor(ref.id, version, 300);
+    await expect(waited).rejects.toBeInstanceOf(UnavailableError);
+    await expect(waited).rejects.toMatchObject({ retryAfterSeconds: 1 });
+    const reading = b.records.get(admin, "shop", "late", undefined, version);
+    setTimeout(() => b.log.release(), 100);
+    expect((await reading).title).toBe("Late record");
+    expect(await b.replica.caughtUp()).toMatchObject({ ready: true, behind: 0 });
+  });
+});
