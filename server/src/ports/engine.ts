@@ -174,6 +174,8 @@ export interface SearchEngine {
   /** Versions the engine holds, for reconciliation at start-up. */
   versions(indexKey: string): Promise<EngineVersionInfo[]>;
 
+  /** Replication: whether the engine holds `version` (cheap; asked for every entry applied). */
+  has?(indexKey: string, version: VersionId): Promise<boolean>;
   /**
    * Replication (docs/replication.md), engines whose majors are files: the files of a committed
    * major, for the node that built it to publish.

@@ -413,6 +413,7 @@ export class Replica {
   }
 
   private async engineHas(indexId: string, version: VersionId): Promise<boolean> {
+    if (this.engine.has) return this.engine.has(indexId, version);
     return (await this.engine.versions(indexId)).some((v) => v.version === version);
   }
 

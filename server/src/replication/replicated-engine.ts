@@ -18,7 +18,7 @@ import type { ChangeLog } from "../ports/change-log.ts";
 import type { Replica } from "./replica.ts";
 
 export function replicatedEngine(inner: SearchEngine, replica: Replica, log: ChangeLog): SearchEngine {
-  if (!inner.segmentFiles || !inner.importMajor) {
+  if (!inner.segmentFiles || !inner.importMajor || !inner.has) {
     throw new Error(`replication needs an engine that stores majors as files; "${inner.name}" does not`);
   }
   return new ReplicatedEngine(inner, replica, log);

@@ -264,6 +264,10 @@ class EmbeddedEngine implements SearchEngine {
     }
   }
 
+  async has(indexKey: string, version: VersionId): Promise<boolean> {
+    return this.indexes.get(indexKey)?.has(version) ?? false;
+  }
+
   async segmentFiles(indexKey: string, major: number): Promise<{ name: string; path: string }[]> {
     const node = this.index(indexKey).majors.get(major);
     if (node === undefined) throw new Error(`index ${indexKey}: unknown major version ${major}`);
