@@ -27,14 +27,6 @@ interface Verdict {
   error?: Error;
 }
 
-export interface ReplicaLag {
-  index: string;
-  /** Entries of the log this node has not applied yet (all indexes). */
-  behind: number;
-  /** From append to applied here, for the newest entry of the index. */
-  lagMs: number;
-}
-
 export class Replica {
   readonly node: string;
   private readonly log: ChangeLog;
@@ -51,7 +43,7 @@ export class Replica {
   private onActive: (indexId: string, version: VersionId) => void = () => {};
   /** Entries of one index are applied one after the other, indexes side by side. */
   private readonly chains = new IndexLocks();
-  /** Outcomes of this node's own entries, until their writers collect them. */
+  /** Outcomes of this node's own entries, until their writers collect them (see keepVerdict). */
   private readonly verdicts = new Map<number, Verdict>();
   private stopping = false;
   /** The newest position known in the log, refreshed by readiness checks and catch-up. */
@@ -150,6 +142,15 @@ export class Replica {
     }
   }
 
+  /**
+   * An append whose confirmation was lost (a 503 to its writer) may still be applied: its
+   * verdict is never collected, so only the newest ones are kept.
+   */
+  private keepVerdict(seq: number, verdict: Verdict): void {
+    this.verdicts.set(seq, verdict);
+    if (this.verdicts.size > 10_000) this.verdicts.delete(this.verdicts.keys().next().value!);
+  }
+
   /** Waits for the outcome of applying this node's own entry at `seq`. */
   private async verdictOf(seq: number): Promise<Verdict> {
     const until = Date.now() + VERDICT_WAIT_MS;
@@ -237,15 +238,6 @@ export class Replica {
     return { caughtUp: ready, behind, lagMs: ready || newest === 0 ? 0 : Math.max(0, Date.now() - newest) };
   }
 
-  lag(): ReplicaLag[] {
-    const behind = Math.max(0, this.logLast - this.state.position);
-    return [...this.state.indexes].map(([index, r]) => ({
-      index,
-      behind,
-      lagMs: Math.max(0, r.appliedAt - r.appendedAt),
-    }));
-  }
-
   ping(): Promise<boolean> {
     return this.log.ping();
   }
@@ -294,8 +286,7 @@ export class Replica {
           attempt,
           error: (error as Error).message,
         });
-        if (entry.node === this.node && attempt === 1)
-          this.verdicts.set(seq, { accepted: true, error: error as Error });
+        if (entry.node === this.node && attempt === 1) this.keepVerdict(seq, { accepted: true, error: error as Error });
         this.notify();
         if (this.stopping) return;
         await new Promise((resolve) => setTimeout(resolve, Math.min(30_000, 250 * 2 ** attempt)));
@@ -313,12 +304,12 @@ export class Replica {
       // Seen all the same: the log server's compare-and-set counts every entry of the subject.
       if (r !== undefined) r.last = seq;
       this.logger.info("skipped an entry another one overtook", { seq, index: entry.index, op: entry.op });
-      if (entry.node === this.node) this.verdicts.set(seq, { accepted: false });
+      if (entry.node === this.node) this.keepVerdict(seq, { accepted: false });
       return;
     }
     const result = await this.applyEffect(entry);
     this.noteApplied(seq, entry);
-    if (entry.node === this.node) this.verdicts.set(seq, { accepted: true, result });
+    if (entry.node === this.node) this.keepVerdict(seq, { accepted: true, result });
   }
 
   /**
