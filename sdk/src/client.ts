@@ -1,7 +1,7 @@
 // The full client: every operation typed from the contract through `api` (openapi-fetch), plus
 // helpers that return data or throw SiftError.
 import type { components, paths } from "@sift/contract";
-import { createApi, searchCalls, unwrap, type ClientOptions } from "./search-client.ts";
+import { createApi, searchCalls, unwrap, withMinVersion, type ClientOptions } from "./search-client.ts";
 import { uploadFile, waitForIngest, type UploadOptions, type UploadSource } from "./uploads.ts";
 
 type Schemas = components["schemas"];
@@ -11,9 +11,40 @@ export type WriteResult = Schemas["WriteResult"];
 export type IngestStatus = Schemas["IngestStatus"];
 export type IndexVersion = Schemas["IndexVersion"];
 export type Paths = paths;
+/** Which version a record read uses: `version` to read a retained one, `minVersion` to wait for one. */
+export interface RecordReadOptions {
+  version?: string | undefined;
+  minVersion?: string | undefined;
+}
+
+/** Whether `a` is a later version than `b` (`<major>.<minor>`, compared as numbers). */
+function isLater(a: string, b: string): boolean {
+  const [am = Number.NaN, an = 0] = a.split(".").map(Number);
+  const [bm = Number.NaN, bn = 0] = b.split(".").map(Number);
+  // A version id of another shape cannot be compared: the newer answer wins.
+  if ([am, an, bm, bn].some(Number.isNaN)) return true;
+  return am !== bm ? am > bm : an > bn;
+}
 
 export function createClient(options: ClientOptions) {
   const { api, router } = createApi(options);
+  // Read your writes: per index name, the latest version a write through this client returned.
+  // The latest, not the last to answer: of two concurrent writes, a read must see both.
+  const written = new Map<string, string>();
+  const readYourWrites = options.readYourWrites ?? true;
+  const versionOf = (indexName: string) => (readYourWrites ? written.get(indexName) : undefined);
+  const wrote = async <T extends { indexVersion: string }>(indexName: string, call: Promise<T>): Promise<T> => {
+    const result = await call;
+    const known = written.get(indexName);
+    if (known === undefined || isLater(result.indexVersion, known)) written.set(indexName, result.indexVersion);
+    return result;
+  };
+  // A new index of the same name starts its versions again: what the old one reached means nothing.
+  const forget = async <T>(indexName: string, call: Promise<T>): Promise<T> => {
+    const result = await call;
+    written.delete(indexName);
+    return result;
+  };
   const index = (indexName: string) => ({ path: { indexName } });
   const record = (indexName: string, recordId: string) => ({ path: { indexName, recordId } });
   const customFetch = options.fetch;
@@ -28,29 +59,51 @@ export function createClient(options: ClientOptions) {
     /** Every operation of the contract, typed: `api.GET("/v1/indexes/{indexName}", …)`. */
     api,
     router,
-    ...searchCalls(api),
+    ...searchCalls(api, router, versionOf),
+    /**
+     * The version reads of `indexName` through this client wait for (`minVersion`): the latest a
+     * write through it returned. Hand it to another client (a browser's) to read the same writes.
+     */
+    writtenVersion: (indexName: string): string | undefined => written.get(indexName),
     records: {
-      get: (indexName: string, recordId: string, version?: string): Promise<IndexRecord> =>
+      /**
+       * A record of the active version, or of `version` (a string, or `{ version }`); after a
+       * write through this client it waits for that write (`minVersion`) unless told otherwise.
+       */
+      get: (indexName: string, recordId: string, version?: string | RecordReadOptions): Promise<IndexRecord> =>
         unwrap(
           api.GET("/v1/indexes/{indexName}/records/{recordId}", {
-            params: { ...record(indexName, recordId), query: { version } },
+            params: {
+              ...record(indexName, recordId),
+              query: withMinVersion(typeof version === "string" ? { version } : { ...version }, indexName, versionOf),
+            },
           }),
         ),
       put: (indexName: string, recordId: string, body: RecordInput): Promise<WriteResult> =>
-        unwrap(api.PUT("/v1/indexes/{indexName}/records/{recordId}", { params: record(indexName, recordId), body })),
-      delete: (indexName: string, recordId: string) =>
-        unwrap(api.DELETE("/v1/indexes/{indexName}/records/{recordId}", { params: record(indexName, recordId) })),
+        wrote(
+          indexName,
+          unwrap(api.PUT("/v1/indexes/{indexName}/records/{recordId}", { params: record(indexName, recordId), body })),
+        ),
+      delete: (indexName: string, recordId: string): Promise<WriteResult> =>
+        wrote(
+          indexName,
+          unwrap(api.DELETE("/v1/indexes/{indexName}/records/{recordId}", { params: record(indexName, recordId) })),
+        ),
       /** Erases the record from every retained version (docs/versions.md, Erasure). */
-      purge: (indexName: string, recordId: string) =>
-        unwrap(api.POST("/v1/indexes/{indexName}/records/{recordId}/purge", { params: record(indexName, recordId) })),
+      purge: (indexName: string, recordId: string): Promise<WriteResult> =>
+        wrote(
+          indexName,
+          unwrap(api.POST("/v1/indexes/{indexName}/records/{recordId}/purge", { params: record(indexName, recordId) })),
+        ),
     },
     indexes: {
       list: () => unwrap(api.GET("/v1/indexes")),
       get: (indexName: string) => unwrap(api.GET("/v1/indexes/{indexName}", { params: index(indexName) })),
-      create: (body: Schemas["IndexCreateRequest"]) => unwrap(api.POST("/v1/indexes", { body })),
+      create: (body: Schemas["IndexCreateRequest"]) => forget(body.name, unwrap(api.POST("/v1/indexes", { body }))),
       update: (indexName: string, body: Schemas["IndexUpdateRequest"]) =>
         unwrap(api.PATCH("/v1/indexes/{indexName}", { params: index(indexName), body })),
-      delete: (indexName: string) => unwrap(api.DELETE("/v1/indexes/{indexName}", { params: index(indexName) })),
+      delete: (indexName: string) =>
+        forget(indexName, unwrap(api.DELETE("/v1/indexes/{indexName}", { params: index(indexName) }))),
     },
     services: {
       list: () => unwrap(api.GET("/v1/services")),
@@ -86,9 +139,14 @@ export function createClient(options: ClientOptions) {
     },
     versions: {
       list: (indexName: string) => unwrap(api.GET("/v1/indexes/{indexName}/versions", { params: index(indexName) })),
-      activate: (indexName: string, version: string) =>
-        unwrap(
-          api.POST("/v1/indexes/{indexName}/versions/{version}/activate", { params: { path: { indexName, version } } }),
+      activate: (indexName: string, version: string): Promise<WriteResult> =>
+        wrote(
+          indexName,
+          unwrap(
+            api.POST("/v1/indexes/{indexName}/versions/{version}/activate", {
+              params: { path: { indexName, version } },
+            }),
+          ),
         ),
       coalesce: (indexName: string) =>
         unwrap(api.POST("/v1/indexes/{indexName}/coalesce", { params: index(indexName) })),
@@ -99,7 +157,7 @@ export function createClient(options: ClientOptions) {
       uploadFile(uploads, indexName, source, { ...options, ...(customFetch ? { fetch: customFetch } : {}) }),
     /** Resolves when the ingest succeeds; throws SiftIngestFailedError (with line numbers) when it fails. */
     waitForIngest: (indexName: string, indexVersion: string, options?: Parameters<typeof waitForIngest>[3]) =>
-      waitForIngest(uploads, indexName, indexVersion, options),
+      wrote(indexName, waitForIngest(uploads, indexName, indexVersion, options)),
   };
 }
 

@@ -38,12 +38,17 @@ export class SiftApiError extends SiftError {
   }
 }
 
-/** No host answered (network errors, timeouts or 5xx); `causes` holds each attempt's reason. */
+/**
+ * No host answered (network errors, timeouts, 502/503/504 from every region); `causes` holds each
+ * attempt's region, host and what it answered, e.g. `HTTP 503: this region has not applied …`.
+ */
 export class SiftUnreachableError extends SiftError {
-  readonly causes: { host: string; reason: string }[];
+  readonly causes: { host: string; region?: string; reason: string }[];
 
-  constructor(causes: { host: string; reason: string }[]) {
-    super(`no Sift host answered: ${causes.map((c) => `${c.host} (${c.reason})`).join(", ")}`);
+  constructor(causes: { host: string; region?: string; reason: string }[]) {
+    super(
+      `no Sift host answered: ${causes.map((c) => `${c.region ? `${c.region} ` : ""}${c.host} (${c.reason})`).join(", ")}`,
+    );
     this.name = "SiftUnreachableError";
     this.causes = causes;
   }

@@ -6,6 +6,7 @@ export {
   type WriteResult,
   type IngestStatus,
   type IndexVersion,
+  type RecordReadOptions,
 } from "./client.ts";
 export {
   createSearchClient,

@@ -1,7 +1,9 @@
 // Host selection in the manner of Algolia's retry strategy: requests go to the region with the
 // lowest measured latency; a host that fails (network error, timeout, 502/503/504) is set aside
-// for a while and the request moves to the next-closest one, transparently. A request naming a
-// `regionId` goes to that region first.
+// for a while and the request moves to the next-closest one, transparently. A 503 with
+// Retry-After (a region that has not applied a read's `minVersion` yet, or is briefly busy) sets
+// the host aside only for that long: it is healthy, just behind. A request naming a `regionId`
+// goes to that region first.
 import { SiftUnreachableError } from "./errors.ts";
 
 export interface RegionEndpoint {
@@ -31,6 +33,34 @@ export interface Router {
   fetch(request: Request): Promise<Response>;
   /** Hosts in the order the next request will try them. */
   hosts(): Promise<HostState[]>;
+  /**
+   * Sets aside, for `ms`, the host that answered `response` (one this router returned), so the
+   * next request goes elsewhere; answers whether there is another host to go to.
+   */
+  setAside(response: Response, ms: number): boolean;
+}
+
+/** Longest Retry-After honoured as "briefly": a longer one is treated as an outright failure. */
+const MAX_BRIEF_MS = 30_000;
+
+/** Retry-After in milliseconds (seconds or an HTTP date), or undefined when absent or unreadable. */
+function retryAfterMs(value: string | null): number | undefined {
+  if (value === null || value.trim() === "") return undefined;
+  const seconds = Number(value);
+  const ms = Number.isFinite(seconds) ? seconds * 1_000 : Date.parse(value) - Date.now();
+  return Number.isNaN(ms) ? undefined : Math.max(0, ms);
+}
+
+/** What a failing answer said, for SiftUnreachableError: its status and the problem's detail. */
+async function describe(response: Response, aside: number | undefined): Promise<string> {
+  let detail = "";
+  // biome-ignore lint/plugin: a body that is not a problem document leaves just the status.
+  try {
+    const problem = JSON.parse(await response.text()) as { detail?: unknown; title?: unknown };
+    const text = problem.detail ?? problem.title;
+    if (typeof text === "string") detail = `: ${text}`;
+  } catch {}
+  return `HTTP ${response.status}${detail}${aside === undefined ? "" : ` (retry after ${aside / 1_000} s)`}`;
 }
 
 const RETRYABLE_STATUS = new Set([502, 503, 504]);
@@ -47,6 +77,13 @@ export function createRouter(options: RouterOptions): Router {
   const downForMs = options.downForMs ?? 120_000;
   const base = options.baseUrl.replace(/\/+$/, "");
   let ready: Promise<HostState[]> | undefined;
+  let loaded: HostState[] = [];
+  // Which host answered each response handed out, for setAside (a multi-search's per-search 503).
+  const answeredBy = new WeakMap<Response, HostState>();
+  /** Every region served from that URL is set aside together: they are one server. */
+  const setAsideUrl = (url: string, until: number) => {
+    for (const o of loaded) if (o.url === url) o.downUntil = until;
+  };
 
   const host = (id: string, url: string): HostState => ({
     id,
@@ -71,7 +108,10 @@ export function createRouter(options: RouterOptions): Router {
   }
 
   async function load(): Promise<HostState[]> {
-    if (options.regions === undefined) return [host("default", base)];
+    if (options.regions === undefined) {
+      loaded = [host("default", base)];
+      return loaded;
+    }
     let endpoints = options.regions;
     if (endpoints === "discover") {
       const r = await doFetch(`${base}/v1/regions`, { signal: AbortSignal.timeout(timeoutMs) });
@@ -79,8 +119,22 @@ export function createRouter(options: RouterOptions): Router {
       endpoints = ((await r.json()) as { regions: RegionEndpoint[] }).regions;
     }
     const hosts = endpoints.map((e) => host(e.id, e.url));
-    await Promise.all(hosts.map(probe));
+    // One probe per URL: regions without an endpoint of their own share the default one.
+    const byUrl = new Map(hosts.map((h) => [h.url, h]));
+    await Promise.all([...byUrl.values()].map(probe));
+    for (const h of hosts)
+      Object.assign(h, { latencyMs: byUrl.get(h.url)!.latencyMs, downUntil: byUrl.get(h.url)!.downUntil });
+    loaded = hosts;
     return hosts;
+  }
+
+  /** The hosts, loaded once; a failed discovery is tried again by the next call, not kept. */
+  function loading(): Promise<HostState[]> {
+    ready ??= load().catch((error) => {
+      ready = undefined;
+      throw error;
+    });
+    return ready;
   }
 
   function order(hosts: HostState[], preferred: string | null): HostState[] {
@@ -93,21 +147,22 @@ export function createRouter(options: RouterOptions): Router {
 
   return {
     async hosts() {
-      ready ??= load();
-      return order(await ready, null);
+      return order(await loading(), null);
     },
     async fetch(request) {
-      ready ??= load().catch((error) => {
-        ready = undefined;
-        throw error;
-      });
       const url = new URL(request.url);
-      const candidates = order(await ready, url.searchParams.get("regionId"));
+      const candidates = order(await loading(), url.searchParams.get("regionId"));
       const rest = request.url.startsWith(base) ? request.url.slice(base.length) : url.pathname + url.search;
       // Read once so that every attempt can send it again.
       const body = request.body ? await request.arrayBuffer() : undefined;
-      const causes: { host: string; reason: string }[] = [];
+      const causes: { host: string; region: string; reason: string }[] = [];
+      // Regions without an endpoint of their own share one URL: ask each URL once per request.
+      const tried = new Set<string>();
       for (const h of candidates) {
+        if (tried.has(h.url)) continue;
+        tried.add(h.url);
+        // How long this host is set aside: its Retry-After when it gave one, otherwise downForMs.
+        let aside: number | undefined;
         // A connection the server closed as idle just as it was reused fails at once: that host is
         // not down, so it gets one more try before the request moves on.
         for (let attempt = 0; attempt < 2; attempt++) {
@@ -120,22 +175,34 @@ export function createRouter(options: RouterOptions): Router {
               body,
               signal,
             });
-            if (!RETRYABLE_STATUS.has(response.status)) return response;
-            causes.push({ host: h.url, reason: `HTTP ${response.status}` });
+            if (!RETRYABLE_STATUS.has(response.status)) {
+              answeredBy.set(response, h);
+              return response;
+            }
+            const brief = response.status === 503 ? retryAfterMs(response.headers.get("retry-after")) : undefined;
+            aside = brief !== undefined && brief <= MAX_BRIEF_MS ? Math.max(brief, 1_000) : undefined;
+            causes.push({ host: h.url, region: h.id, reason: await describe(response, aside) });
             break;
           } catch (error) {
             // The caller gave up (a newer keystroke, say): never retry that.
             if (request.signal?.aborted) throw error;
             causes.push({
               host: h.url,
+              region: h.id,
               reason: timeout.aborted ? `no answer in ${timeoutMs} ms` : String((error as Error).message),
             });
             if (timeout.aborted || !isConnectionReset(error)) break;
           }
         }
-        h.downUntil = Date.now() + downForMs;
+        setAsideUrl(h.url, Date.now() + (aside ?? downForMs));
       }
       throw new SiftUnreachableError(causes);
+    },
+    setAside(response, ms) {
+      const h = answeredBy.get(response);
+      if (!h) return false;
+      setAsideUrl(h.url, Math.max(h.downUntil, Date.now() + ms));
+      return loaded.some((o) => o.url !== h.url);
     },
   };
 }

@@ -4,6 +4,8 @@ import type { components, paths } from "@sift/contract";
 import { SiftApiError, type Problem } from "./errors.ts";
 import { createRouter, type RegionEndpoint, type Router } from "./routing.ts";
 
+export type { RegionEndpoint } from "./routing.ts";
+
 type Schemas = components["schemas"];
 type ContractSearchParams = paths["/v1/search"]["get"]["parameters"]["query"];
 
@@ -54,6 +56,26 @@ export interface ClientOptions {
   timeoutMs?: number | undefined;
   fetch?: typeof fetch | undefined;
   headers?: Record<string, string> | undefined;
+  /**
+   * Read your writes (default true, createClient only): after a write through this client, its
+   * searches and record reads of that index pass the version it returned as `minVersion`, so a
+   * region that has not applied it yet waits for it or hands the request to the next region.
+   */
+  readYourWrites?: boolean | undefined;
+}
+
+/** The version a read of `indexName` must see (the newest a write through the client returned). */
+export type VersionOf = (indexName: string) => string | undefined;
+
+/** Params with `minVersion` added from `versionOf`, unless they name a version of their own. */
+export function withMinVersion<P extends { version?: string | undefined; minVersion?: string | undefined }>(
+  params: P,
+  indexName: string,
+  versionOf: VersionOf | undefined,
+): P {
+  if (!versionOf || params.version !== undefined || params.minVersion !== undefined) return params;
+  const minVersion = versionOf(indexName);
+  return minVersion === undefined ? params : { ...params, minVersion };
 }
 
 export function createApi(options: ClientOptions) {
@@ -92,7 +114,7 @@ export function isSearchProblem(result: MultiSearchResult): result is Problem {
 }
 
 /** search() and multiSearch() over a typed client; the full client shares them. */
-export function searchCalls(api: ReturnType<typeof createApi>["api"]) {
+export function searchCalls(api: ReturnType<typeof createApi>["api"], router: Router, versionOf?: VersionOf) {
   return {
     /**
      * Ranked suggestions for `params.query`, with `totalHits` and, when asked, facet counts; pass
@@ -105,32 +127,45 @@ export function searchCalls(api: ReturnType<typeof createApi>["api"]) {
     ): Promise<SearchResponse<F>> =>
       unwrap(
         api.GET("/v1/search", {
-          params: { query: contractParams(params) },
+          params: { query: contractParams(withMinVersion(params, params.indexName, versionOf)) },
           ...(init.signal ? { signal: init.signal } : {}),
         }),
       ) as Promise<SearchResponse<F>>,
     /**
      * Up to 10 searches in one request, answered in order; a search that fails answers its own
-     * problem (isSearchProblem) without failing the others.
+     * problem (isSearchProblem) without failing the others. A search a region answers 503 (it has
+     * not applied that search's `minVersion` yet) is asked again of the next region.
      */
     multiSearch: async (
       searches: readonly MultiSearchQuery[],
       init: { signal?: AbortSignal } = {},
-    ): Promise<MultiSearchResult[]> =>
-      (
-        await unwrap(
-          api.POST("/v1/search/multi", {
-            body: { searches: searches.map(contractParams) },
-            ...(init.signal ? { signal: init.signal } : {}),
-          }),
-        )
-      ).results as MultiSearchResult[],
+    ): Promise<MultiSearchResult[]> => {
+      const queries = searches.map((s) => contractParams(withMinVersion(s, s.indexName, versionOf)));
+      const results: MultiSearchResult[] = [];
+      let pending = queries.map((_, i) => i);
+      // Each other host once at most: a search every region answers 503 keeps its problem.
+      for (let left = new Set((await router.hosts()).map((h) => h.url)).size; ; left--) {
+        const call = api.POST("/v1/search/multi", {
+          body: { searches: pending.map((i) => queries[i]!) },
+          ...(init.signal ? { signal: init.signal } : {}),
+        });
+        const { response } = await call;
+        const answers = (await unwrap(call)).results as MultiSearchResult[];
+        const behind: number[] = [];
+        answers.forEach((answer, k) => {
+          results[pending[k]!] = answer;
+          if (isSearchProblem(answer) && answer.status === 503) behind.push(pending[k]!);
+        });
+        if (!behind.length || left <= 1 || !router.setAside(response, 1_000)) return results;
+        pending = behind;
+      }
+    },
   };
 }
 
 export function createSearchClient(options: ClientOptions) {
   const { api, router } = createApi(options);
-  return { router, ...searchCalls(api) };
+  return { router, ...searchCalls(api, router) };
 }
 
 export type SearchClient = ReturnType<typeof createSearchClient>;

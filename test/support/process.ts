@@ -26,7 +26,8 @@ export interface SiftProcess {
 
 export async function siftProcess(
   env: Record<string, string> = {},
-  options: { sharedDatabase?: string } = {},
+  /** `port`: listen there (the caller allocated it, to tell other processes before this one starts). */
+  options: { sharedDatabase?: string; port?: number } = {},
 ): Promise<SiftProcess> {
   const dataDir = mkdtempSync(join(tmpdir(), "sift-proc-"));
   // Regions share one database (made by the caller); a lone process gets its own.
@@ -35,7 +36,7 @@ export async function siftProcess(
     : process.env.DATABASE_URL
       ? await createTempDatabase(process.env.DATABASE_URL)
       : undefined;
-  const port = await freePort();
+  const port = options.port ?? (await freePort());
   let child: ChildProcess | undefined;
   let output = "";
   const kill = (signal: NodeJS.Signals = "SIGKILL") =>

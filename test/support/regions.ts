@@ -4,6 +4,7 @@ import { createTempDatabase } from "../../server/test/support/store.ts";
 import { createKey, signUp } from "./world.ts";
 import { Http, type Reply } from "./http.ts";
 import { type NatsCluster, natsAvailable, startNatsCluster } from "./nats.ts";
+import { freePort } from "./ports.ts";
 import { type SiftProcess, siftProcess } from "./process.ts";
 
 /** Replication needs a real PostgreSQL (shared by the regions) and nats-server. */
@@ -12,6 +13,8 @@ export const regionsAvailable = natsAvailable && Boolean(process.env.DATABASE_UR
 export interface Regions {
   nats: NatsCluster;
   nodes: SiftProcess[];
+  /** The region id of each node, in the order of `nodes`. */
+  regionIds: string[];
   /** An `adm` key of a tenant with service `shop` and the PUBLIC index `products`. */
   key: string;
   service: string;
@@ -47,15 +50,32 @@ export async function startRegions(
   const database = await createTempDatabase(process.env.DATABASE_URL!);
   const nodes: SiftProcess[] = [];
   try {
-    for (const region of regionIds) {
+    // Every node's port before any node starts, so that each one's GET /v1/regions names them all
+    // (SIFT_REGION_URL_<ID>) and an SDK with regions: "discover" can fail over between them.
+    const ports: number[] = [];
+    while (ports.length < regionIds.length) {
+      const port = await freePort();
+      if (!ports.includes(port)) ports.push(port);
+    }
+    const urls = Object.fromEntries(
+      regionIds.map((region, i) => [`SIFT_REGION_URL_${region.toUpperCase()}`, `http://127.0.0.1:${ports[i]}`]),
+    );
+    for (const [i, region] of regionIds.entries()) {
       const node = await siftProcess(
-        { SIFT_NATS_URL: nats.urls, SIFT_NATS_REPLICAS: "3", SIFT_REGION: region, SIFT_NODE_ID: region, ...env },
-        { sharedDatabase: database.url },
+        {
+          SIFT_NATS_URL: nats.urls,
+          SIFT_NATS_REPLICAS: "3",
+          SIFT_REGION: region,
+          SIFT_NODE_ID: region,
+          ...urls,
+          ...env,
+        },
+        { sharedDatabase: database.url, port: ports[i]! },
       );
       nodes.push(node);
-      // One at a time: the first one migrates the shared database.
-      await node.start();
     }
+    // One at a time: the first one migrates the shared database.
+    for (const node of nodes) await node.start();
     const first = new Http(nodes[0]!.url);
     const session = await signUp(first, `regions-${process.pid}-${Date.now()}@example.com`);
     const key = await createKey(session, "adm");
@@ -68,6 +88,7 @@ export async function startRegions(
     return {
       nats,
       nodes,
+      regionIds,
       key,
       service,
       index: "products",

@@ -4,6 +4,7 @@
 import { createSearchClient, type SearchClient, type SearchParams, type SearchResult } from "@sift/sdk/search";
 import { AutocompleteController, type State } from "./controller.ts";
 import { locate, type Position } from "./geo.ts";
+import { regionsOf } from "./regions.ts";
 import { renderRow } from "./render.ts";
 import { styles } from "./styles.ts";
 
@@ -24,6 +25,7 @@ export class SiftAutocomplete extends HTMLElement {
     "limit",
     "scope",
     "region",
+    "regions",
     "filter",
     "geo",
     "placeholder",
@@ -74,7 +76,15 @@ export class SiftAutocomplete extends HTMLElement {
     this.input.addEventListener("input", () => this.controller.input(this.input.value));
     this.input.addEventListener("keydown", (e) => this.onKey(e));
     this.input.addEventListener("blur", () => this.controller.close());
-    this.input.addEventListener("focus", () => this.askPosition());
+    this.input.addEventListener("focus", () => {
+      this.askPosition();
+      // Measure the regions while the user starts typing, not after the first keystroke.
+      if (!this.hasAttribute("regions")) return;
+      // biome-ignore lint/plugin: a failed look-up is retried by the first search, which reports it.
+      void this.searchClient()
+        .router.hosts()
+        .catch(() => undefined);
+    });
     // Keeps focus in the input when an option is pressed (mouse, and touch's compatibility events).
     this.listbox.addEventListener("mousedown", (e) => e.preventDefault());
     this.listbox.addEventListener("pointerdown", (e) => (this.pointerDown = [e.clientX, e.clientY]));
@@ -112,7 +122,7 @@ export class SiftAutocomplete extends HTMLElement {
   }
 
   attributeChangedCallback(name: string): void {
-    if (name === "base-url" || name === "api-key") this.client = undefined;
+    if (name === "base-url" || name === "api-key" || name === "regions") this.client = undefined;
     this.controller.reset();
     this.label();
   }
@@ -129,11 +139,16 @@ export class SiftAutocomplete extends HTMLElement {
     this.input.disabled = disabled;
   }
 
-  private search(query: string, signal: AbortSignal): Promise<SearchResult[]> {
+  private searchClient(): SearchClient {
     this.client ??= createSearchClient({
       baseUrl: this.getAttribute("base-url") || location.origin,
       apiKey: this.getAttribute("api-key") || undefined,
+      regions: regionsOf(this.getAttribute("regions")),
     });
+    return this.client;
+  }
+
+  private search(query: string, signal: AbortSignal): Promise<SearchResult[]> {
     const params: SearchParams = {
       query,
       indexName: this.getAttribute("index") ?? "",
@@ -153,7 +168,9 @@ export class SiftAutocomplete extends HTMLElement {
     const filter = this.getAttribute("filter");
     if (filter) params.filter = filter;
     if (this.position) Object.assign(params, this.position);
-    return this.client.search(params, { signal }).then((r) => r.suggestions);
+    return this.searchClient()
+      .search(params, { signal })
+      .then((r) => r.suggestions);
   }
 
   /** Geolocation is asked for only when the page opted in, and only once the user shows intent. */
