@@ -91,6 +91,14 @@ describe.skipIf(!regionsAvailable)("regions writing, failing and coming back", (
   it("a region killed with SIGKILL catches up on writes and a bulk version made while it was down", async () => {
     const down = r.nodes[2]!;
     await down.kill("SIGKILL");
+    // The regions list tells which region answers.
+    const regionsNow = async () =>
+      Object.fromEntries(
+        (await r.http(0).get("/v1/regions")).body.regions
+          .filter((g: { id: string }) => ["frankfurt", "london", "newark"].includes(g.id))
+          .map((g: { id: string; status: string }) => [g.id, g.status]),
+      );
+    await expect.poll(regionsNow, { timeout: 10_000 }).toEqual({ frankfurt: "up", london: "up", newark: "down" });
     const put = await r.http(0).put(`/v1/indexes/${r.index}/records/late-1`, { title: "Lantern while away" });
     expect(put.status, put.text).toBe(200);
 
@@ -124,5 +132,8 @@ describe.skipIf(!regionsAvailable)("regions writing, failing and coming back", (
     }
     const lists = await Promise.all([0, 1, 2].map((n) => versionsIn(r, n)));
     expect(lists[2]).toEqual(lists[0]);
+    await expect.poll(regionsNow, { timeout: 10_000 }).toEqual({ frankfurt: "up", london: "up", newark: "up" });
+    const newark = (await r.http(0).get("/v1/regions")).body.regions.find((g: { id: string }) => g.id === "newark");
+    expect(newark.replication).toMatchObject({ caughtUp: true, behind: 0 });
   });
 });

@@ -85,6 +85,14 @@ export async function startRegions(
     if (made.status !== 201) throw new Error(`service: ${made.status} ${made.text}`);
     const index = await admin.post("/v1/indexes", { name: "products", serviceName: service, visibility: "PUBLIC" });
     if (index.status !== 201) throw new Error(`index: ${index.status} ${index.text}`);
+    // Every region has received the index before a test starts (until then it answers 503).
+    for (const node of nodes) {
+      const deadline = Date.now() + 30_000;
+      while ((await keyed(node.url, key).get("/v1/indexes/products")).status !== 200) {
+        if (Date.now() > deadline) throw new Error(`${node.url} never received the index`);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    }
     return {
       nats,
       nodes,
