@@ -126,6 +126,28 @@ export class MatchSet {
   }
 
   /**
+   * A bucket no member of the level's set ranks above: the bound of its first stream that holds
+   * a document (the streams of a level split its set by bucket, best bound first).
+   */
+  bestBound(level: Level): number {
+    const streams = this.streams.filter((s) => typosOf(s.bound) > 0 === (level === "typos"));
+    streams.sort((a, b) => a.bound - b.bound);
+    for (const s of streams) {
+      const source = s.source("weight");
+      // Unknown without reading it whole: its bound is still a bound.
+      if (source === null || source.open().next() !== END) return s.bound;
+    }
+    return Infinity;
+  }
+
+  /** The packed rank (bucket * 4 + fine) of members of the level's set (collect's docs). */
+  ranker(level: Level): (doc: number) => number {
+    const terms = this.level(level)?.terms;
+    const matcher = this.matcher;
+    return terms === undefined ? () => -1 : (doc) => matcher.rank(doc, terms, false);
+  }
+
+  /**
    * Every match at a level, ascending (views of buffers the next search reuses: read them before
    * anything awaits), with its packed rank (bucket * 4 + fine) when `ranks` (for
    * sorting); ranks cost a full match per document, so counting sets leave them out.
