@@ -244,7 +244,8 @@ describe("embedded engine ranking equals the brute-force reference", () => {
   ];
   const rewritten: [string, Partial<EmbeddedEngineOptions>, Downgrade][] = [
     ["a segment built before value columns (filters, facets, sort read records)", {}, "before value columns"],
-    ["value columns that keep only presence (too many values)", {}, "values overflowed"],
+    ["value columns that keep numbers and booleans only (too many strings)", {}, "strings overflowed"],
+    ["value columns that keep only presence (built before D-200)", {}, "values overflowed"],
   ];
 
   it.each([...configurations.map(([n, o]) => [n, o, null] as const), ...rewritten])(
@@ -289,9 +290,14 @@ describe("embedded engine ranking equals the brute-force reference", () => {
   );
 });
 
-type Downgrade = "before value columns" | "values overflowed";
+type Downgrade = "before value columns" | "strings overflowed" | "values overflowed";
 
-/** Rewrites every segment's index as a build before value columns, or with every column overflowed, would have. */
+/**
+ * Rewrites every segment's index as a build before value columns would have, or with every
+ * column's strings overflowed (numbers and booleans kept), or every column overflowed as builds
+ * before D-200 did (presence only; those builds also wrote filter columns, which this one lacks,
+ * so scalar filters read the records).
+ */
 async function downgradeSegments(dataDir: string, how: Downgrade): Promise<void> {
   const files = fs.readdirSync(dataDir, { recursive: true, encoding: "utf8" }).filter((f) => f.endsWith(INDEX_FILE));
   expect(files.length).toBeGreaterThan(0);
@@ -305,7 +311,9 @@ async function downgradeSegments(dataDir: string, how: Downgrade): Promise<void>
       delete m.valueOverflow;
       for (const name of Object.keys(sections)) if (name.startsWith("value")) delete sections[name];
     } else {
+      expect(m.scalarsKept).toBe(true);
       m.valueOverflow = m.valuePaths!.map((_, i) => i);
+      if (how === "values overflowed") delete m.scalarsKept;
     }
     await writeSegmentFile(at, m, sections);
   }

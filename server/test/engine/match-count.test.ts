@@ -3,8 +3,9 @@ import { RunSource } from "../../src/engine/embedded/postings/sources.ts";
 import { countByBitmap } from "../../src/engine/embedded/search/match-set.ts";
 import { random } from "../support/random.ts";
 
-// The count reads a block of documents at a time (and probes from a rare input): sets spanning
-// many blocks, inputs of many overlapping runs, and caps reached mid-block check it against sets.
+// The count reads a block of documents at a time (and probes from a rare input, or tests dense
+// runs as bitmaps): sets spanning many blocks, inputs of many overlapping runs, dense runs beside
+// sparse ones, and caps reached mid-block check it against sets.
 describe("counting an intersection of unions of runs", () => {
   const rand = random(11);
   const documents = 300_000;
@@ -43,6 +44,20 @@ describe("counting an intersection of unions of runs", () => {
       [20_000, 2],
       [80_000, 4],
       [150_000, 6],
+    ],
+    // Dense runs (a 32nd of the documents) are tested as bitmaps, beside sparse runs of the same input.
+    [
+      [2_000, 1],
+      [60_000, 1],
+      [5_000, 40],
+    ],
+    [
+      [70_000, 3],
+      [9_000, 50],
+    ],
+    [
+      [200, 12],
+      [150_000, 3],
     ],
   ];
   for (const shape of shapes) {

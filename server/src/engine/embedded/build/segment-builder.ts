@@ -8,7 +8,6 @@ import fs from "node:fs";
 import path from "node:path";
 import type { SearchRecord } from "../../../ports/engine.ts";
 import { walkData } from "../columns/data-fields.ts";
-import { FilterColumnsWriter } from "../columns/filter-columns-writer.ts";
 import { GeoWriter } from "../columns/geo-writer.ts";
 import { IdsWriter } from "../columns/ids-writer.ts";
 import { ValueColumnsWriter } from "../columns/value-columns-writer.ts";
@@ -42,9 +41,8 @@ export class SegmentBuilder {
   private readonly ids = new IdsWriter();
   private readonly geo = new GeoWriter();
   private readonly terms = new TermDictWriter();
-  private readonly filters = new FilterColumnsWriter();
   private readonly values = new ValueColumnsWriter();
-  /** Per slot: JSON length, title and data term ids, filter values (slot-codec.ts). */
+  /** Per slot: JSON length, title and data term ids, data values (slot-codec.ts). */
   private readonly log: SlotLog;
   /** The slot being added. */
   private readonly slot = new SlotInput();
@@ -71,7 +69,7 @@ export class SegmentBuilder {
   add(record: SearchRecord): void {
     const slot = this.ids.size;
     const jsonBytes = this.records.append(record);
-    const { title, data, filters, values } = this.slot;
+    const { title, data, values } = this.slot;
     this.terms.addTitle(record.title, slot, title);
     // Tokens as the forward index will hold them; units of the title as stored.
     this.ids.add(record.id, record.weight ?? 0, titleLengthKey(title.length, record.title.length));
@@ -81,7 +79,6 @@ export class SegmentBuilder {
     walkData(
       record.data,
       (text) => this.terms.addText(text, slot, data),
-      (leafPath, value) => this.filters.add(leafPath, value, filters),
       (path, value) => this.values.add(path, value, values),
     );
     appendSlot(this.log, jsonBytes, this.slot);
@@ -133,7 +130,6 @@ export class SegmentBuilder {
     const termCount = termOrder.length;
     const finalTerm = invert(termOrder);
     await writeDataPostings(out, slots, finalTerm, window, pacer);
-    const filterPaths = await this.filters.write(out, slots, n, window);
     const valueColumns = await this.values.write(out, slots, n, window);
     await writeForwardIndex(out, slots, titleCounts.offsets!, finalTerm, window);
     titleCounts.offsets = null;
@@ -154,10 +150,12 @@ export class SegmentBuilder {
       docCount: n,
       maxPrefix: this.maxPrefix,
       maxTitleTokens,
-      filterPaths,
+      // Numbers and booleans are in the value columns only (D-200): no filter columns.
+      filterPaths: [],
       laterRuns: true,
       valuePaths: valueColumns.paths,
       valueOverflow: valueColumns.overflow,
+      scalarsKept: true,
     };
   }
 

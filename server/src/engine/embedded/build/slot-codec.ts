@@ -3,16 +3,25 @@
 // record is in. In 32-bit words:
 //
 //   JSON length | title count, title term ids… | data count, data term ids… |
-//   filter value count, then per value: column, kind, and for KIND_NUMBER the value as two words |
-//   value column entry count, then per entry: column, the builder's value id (NONE: present only)
+//   value words (so passes that skip them skip at once), then per entry: column, a code (the
+//   builder's id of a string, or NONE: present only, ARRAY, FALSE, TRUE, NUMBER) and after NUMBER
+//   the number as two words
 //
+// Numbers and booleans need no dictionary while records arrive: each is stored once, in its
+// value column (columns/value-columns-writer.ts), which serves filters, facets and sort.
 // Term ids are the builder's temporary ones (in order of first use); data terms are those not
 // already in the record's title or earlier in its data.
-import { KIND_NUMBER } from "../columns/filter-columns.ts";
 import type { Pacer } from "../util/pacer.ts";
 import type { SlotLog, SlotLogReader } from "./slot-log.ts";
 
 const NONE = 0xffff_ffff;
+/** Value codes above any string id (columns/value-columns-writer.ts). */
+export const VALUE_NONE = NONE;
+export const VALUE_ARRAY = 0xffff_fffe;
+export const VALUE_FALSE = 0xffff_fffd;
+export const VALUE_TRUE = 0xffff_fffc;
+/** The entry's number follows the code. */
+export const VALUE_NUMBER = 0xffff_fffb;
 /** Slots between asking the pacer whether to give the event loop back. */
 const CHECK_EVERY = 0x3fff;
 
@@ -20,9 +29,7 @@ const CHECK_EVERY = 0x3fff;
 export class SlotInput {
   readonly title: number[] = [];
   readonly data: number[] = [];
-  /** Triples: column, kind, number (0 unless the kind is KIND_NUMBER). */
-  readonly filters: number[] = [];
-  /** Pairs: value column, value id (columns/value-columns-writer.ts). */
+  /** Value column, code, and after VALUE_NUMBER the number (columns/value-columns-writer.ts). */
   readonly values: number[] = [];
 }
 
@@ -33,24 +40,27 @@ export function appendSlot(log: SlotLog, jsonBytes: number, slot: SlotInput): vo
     for (const t of list) log.push(t);
     list.length = 0;
   }
-  const filters = slot.filters;
-  log.push(filters.length / 3);
-  for (let i = 0; i < filters.length; i += 3) {
-    log.push(filters[i]!);
-    log.push(filters[i + 1]!);
-    if (filters[i + 1] === KIND_NUMBER) log.pushNumber(filters[i + 2]!);
-  }
-  filters.length = 0;
   const values = slot.values;
-  log.push(values.length / 2);
-  for (const word of values) log.push(word);
+  // Two words an entry, two more for a number (three array elements for two words and one number).
+  let numbers = 0;
+  for (let i = 0; i < values.length; i += values[i + 1] === VALUE_NUMBER ? 3 : 2)
+    if (values[i + 1] === VALUE_NUMBER) numbers++;
+  log.push(values.length + numbers);
+  for (let i = 0; i < values.length; ) {
+    log.push(values[i]!);
+    const code = values[i + 1]!;
+    log.push(code);
+    if (code === VALUE_NUMBER) {
+      log.pushNumber(values[i + 2]!);
+      i += 3;
+    } else i += 2;
+  }
   values.length = 0;
 }
 
 /** Parts of a slot a pass decodes (a bit set); the others are skipped. The counts are always set. */
 export const TITLE = 1;
 export const DATA = 2;
-export const FILTERS = 4;
 export const VALUES = 8;
 
 /** Reads slots one after another; after next(), the fields hold the slot read. */
@@ -62,15 +72,12 @@ export class SlotDecoder {
   dataCount = 0;
   /** data[0, dataCount) when DATA was decoded. */
   data = new Uint32Array(64);
-  filterCount = 0;
-  /** filterColumns, filterKinds, filterValues [0, filterCount) when FILTERS was decoded. */
-  filterColumns = new Uint32Array(16);
-  filterKinds = new Uint32Array(16);
-  filterValues = new Float64Array(16);
+  /** Entries decoded (0 when VALUES was not). */
   valueCount = 0;
-  /** valueColumns, valueIds [0, valueCount) when VALUES was decoded. */
+  /** valueColumns, valueCodes, valueNumbers (for VALUE_NUMBER) [0, valueCount) when VALUES was decoded. */
   valueColumns = new Uint32Array(16);
-  valueIds = new Uint32Array(16);
+  valueCodes = new Uint32Array(16);
+  valueNumbers = new Float64Array(16);
   private readonly reader: SlotLogReader;
 
   constructor(reader: SlotLogReader) {
@@ -96,39 +103,31 @@ export class SlotDecoder {
       const data = this.data;
       for (let i = 0; i < dataCount; i++) data[i] = reader.next();
     }
-    const filterCount = reader.next();
-    this.filterCount = filterCount;
-    const decodeFilters = (parts & FILTERS) !== 0;
-    if (decodeFilters && filterCount > this.filterColumns.length) {
-      this.filterColumns = new Uint32Array(filterCount * 2);
-      this.filterKinds = new Uint32Array(filterCount * 2);
-      this.filterValues = new Float64Array(filterCount * 2);
+    const words = reader.next();
+    if ((parts & VALUES) === 0) {
+      this.valueCount = 0;
+      reader.skip(words);
+      return;
     }
-    const { filterColumns, filterKinds, filterValues } = this;
-    for (let i = 0; i < filterCount; i++) {
-      const column = reader.next();
-      const kind = reader.next();
-      const value = kind === KIND_NUMBER ? reader.nextNumber() : 0;
-      if (decodeFilters) {
-        filterColumns[i] = column;
-        filterKinds[i] = kind;
-        filterValues[i] = value;
+    // At most words / 2 entries.
+    if (words > this.valueColumns.length * 2) {
+      this.valueColumns = new Uint32Array(words);
+      this.valueCodes = new Uint32Array(words);
+      this.valueNumbers = new Float64Array(words);
+    }
+    const { valueColumns, valueCodes, valueNumbers } = this;
+    let count = 0;
+    for (let read = 0; read < words; count++) {
+      valueColumns[count] = reader.next();
+      const code = reader.next();
+      valueCodes[count] = code;
+      read += 2;
+      if (code === VALUE_NUMBER) {
+        valueNumbers[count] = reader.nextNumber();
+        read += 2;
       }
     }
-    const valueCount = reader.next();
-    this.valueCount = valueCount;
-    if ((parts & VALUES) === 0) reader.skip(valueCount * 2);
-    else {
-      if (valueCount > this.valueColumns.length) {
-        this.valueColumns = new Uint32Array(valueCount * 2);
-        this.valueIds = new Uint32Array(valueCount * 2);
-      }
-      const { valueColumns, valueIds } = this;
-      for (let i = 0; i < valueCount; i++) {
-        valueColumns[i] = reader.next();
-        valueIds[i] = reader.next();
-      }
-    }
+    this.valueCount = count;
   }
 }
 

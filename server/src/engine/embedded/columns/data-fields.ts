@@ -1,9 +1,7 @@
 // What the engine reads from a record's free-form `data`: every string (searchable with
-// scope=all, inside arrays too), every number or boolean reachable through object keys (the
-// numeric filter columns: data.a.b) and every path reachable through object keys with its value
-// (the value columns: strings, array elements, presence; columns/value-columns.ts).
-
-export type FilterLeaf = number | boolean;
+// scope=all, inside arrays too) and every path reachable through object keys with its value
+// (the value columns: numbers, booleans, strings, array elements, presence;
+// columns/value-columns.ts).
 
 /** Deeper nesting is not searched or filterable (and cannot overflow the stack). */
 const MAX_DEPTH = 256;
@@ -11,7 +9,6 @@ const MAX_DEPTH = 256;
 export function walkData(
   data: unknown,
   onText: (text: string) => void,
-  onLeaf?: (path: readonly string[], value: FilterLeaf) => void,
   onPath?: (path: readonly string[], value: unknown) => void,
 ): void {
   // One path array, pushed and popped, keeps the walk allocation-free on the hot bulk path.
@@ -19,10 +16,7 @@ export function walkData(
   const visit = (value: unknown, addressable: boolean, depth: number): void => {
     if (onPath && addressable && path.length > 0 && value !== null) onPath(path, value);
     if (typeof value === "string") onText(value);
-    else if (typeof value === "number" || typeof value === "boolean") {
-      if (onLeaf && addressable && path.length > 0 && (typeof value === "boolean" || Number.isFinite(value)))
-        onLeaf(path, value);
-    } else if (depth < MAX_DEPTH && typeof value === "object" && value !== null) {
+    else if (depth < MAX_DEPTH && typeof value === "object" && value !== null) {
       if (Array.isArray(value)) {
         for (const item of value) visit(item, false, depth + 1);
       } else {

@@ -1,9 +1,10 @@
-// Filter columns: each numeric or boolean data path (data.a.b) of a segment's records is a column
-// of a kind and a number per document (sections.ts, filterColumnSections). compileFilter evaluates
-// a FilterExpr over the segment's columns with the semantics of src/search/filter.ts: the value
-// columns (value-columns.ts) for strings, array elements, IN and EXISTS, and the filter columns
-// for scalars. Where a segment lacks a column (built before value columns, or a path with too many
-// distinct values) the predicate reads the document's record instead.
+// compileFilter evaluates a FilterExpr over a segment's columns with the semantics of
+// src/search/filter.ts: its value columns (value-columns.ts), which hold every number, boolean and
+// string of a path. Segments built before D-200 also have filter columns: each numeric or boolean
+// data path (data.a.b) a column of a kind and a number per document (sections.ts,
+// filterColumnSections), used where their value columns lack the values. Where a segment lacks a
+// column (built before value columns, or a path with too many distinct strings) the predicate
+// reads the document's record instead.
 import type { FilterComparison, FilterExpr, FilterValue } from "../../../ports/engine.ts";
 import { compareValue, matchesFilter } from "../../../search/filter.ts";
 import type { Segment } from "../segment/segment.ts";
@@ -60,6 +61,10 @@ function compile(expr: FilterExpr, segment: Segment, records: RecordData): DocPr
       const found = segment.valueColumn(expr.path);
       if (found.kind === "none") return never;
       if (found.kind === "column") return leafOnColumn(expr, found.column);
+      // A column that kept its numbers and booleans but not its strings decides their comparisons.
+      if (found.scalars !== undefined && expr.kind === "cmp" && typeof expr.value !== "string") {
+        return leafOnColumn(expr, found.scalars);
+      }
       // Unindexed: what the filter columns know (scalar numbers and booleans), else the record.
       const fromRecord: DocPredicate = (doc) => matchesFilter(expr, records.of(doc));
       const presence = found.presence;

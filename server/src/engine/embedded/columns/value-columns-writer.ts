@@ -1,21 +1,33 @@
 // Writes the value columns (columns/value-columns.ts): a column per data path some record reaches
 // through objects, numbered in order of first appearance. While records arrive each column keeps a
-// dictionary of its distinct values (the builder's ids, in order of first use) and the slot log
-// gets (column, id) pairs; once every record is in, each dictionary is sorted into facet order and
-// the columns are written a window of columns per pass over the slot log.
-import { VALUES, type SlotPasses } from "../build/slot-codec.ts";
+// dictionary of its distinct strings (the builder's ids, in order of first use) and the slot log
+// gets (column, code) pairs: a string's id, or a number (itself), false, true, an array, nothing.
+// Numbers and booleans need no dictionary then: once every record is in, the columns are written a
+// window of columns per pass over the slot log, each column's numbers sorted into its dictionary
+// there, and each string dictionary sorted into facet order. One column per path serves filters,
+// facets and sort (there are no separate filter columns: D-200).
+import {
+  VALUE_ARRAY,
+  VALUE_FALSE,
+  VALUE_NONE,
+  VALUE_NUMBER,
+  VALUE_TRUE,
+  VALUES,
+  type SlotPasses,
+} from "../build/slot-codec.ts";
 import type { SegmentFileWriter } from "../segment/segment-file.ts";
 import { valueColumnSections } from "../segment/sections.ts";
 import { Growable, release } from "../util/arrays.ts";
-import { compareFacetValues, isFacetValue, type FacetValue } from "./value-columns.ts";
+import { NO_VALUE } from "./value-columns.ts";
 
-const NONE = 0xffff_ffff;
-/** In the slot log: the value at the path is an array (its elements follow as ids). */
-const ARRAY = 0xffff_fffe;
+/** A slot replaced by a later record of the same id (slot-codec.ts). */
+const NO_DOC = 0xffff_ffff;
+
 /**
- * Bounds on the dictionaries held during a build: a path of unique values (a description per
- * record) would otherwise hold all of them in memory. A column over a bound keeps only presence;
- * filters and facets on it read the records (docs/engine.md, Value columns).
+ * Bounds on the string dictionaries held during a build: a path of unique strings (a description
+ * per record) would otherwise hold all of them in memory. A column over a bound keeps presence,
+ * numbers and booleans; string filters, facets and sort on it read the records (docs/engine.md,
+ * Value columns). Numbers are not held while records arrive, so they have no bound.
  */
 const MAX_DISTINCT_PER_COLUMN = 1 << 20;
 const MAX_STRING_UNITS = 64 << 20;
@@ -23,8 +35,8 @@ const MAX_STRING_UNITS = 64 << 20;
 interface ValueColumn {
   path: string[];
   index: number;
-  ids: Map<FacetValue, number> | null;
-  values: FacetValue[];
+  ids: Map<string, number> | null;
+  strings: string[];
 }
 
 interface ColumnNode {
@@ -34,6 +46,7 @@ interface ColumnNode {
 
 export interface ValueColumnsWritten {
   paths: string[][];
+  /** Columns whose strings were not kept (their numbers and booleans were). */
   overflow: number[];
 }
 
@@ -42,15 +55,26 @@ export class ValueColumnsWriter {
   private readonly tree: ColumnNode = { children: new Map() };
   private stringUnits = 0;
 
-  /** Appends (column, value id) pairs for the value at a data path to `into`. */
+  /** Appends (column, code[, number]) entries for the value at a data path to `into`. */
   add(path: readonly string[], value: unknown, into: number[]): void {
     const column = this.columnOf(path);
-    const before = into.length;
+    const index = column.index;
     if (Array.isArray(value)) {
-      into.push(column.index, ARRAY);
-      for (const item of value) if (isFacetValue(item)) into.push(column.index, this.idOf(column, item));
-    } else if (isFacetValue(value)) into.push(column.index, this.idOf(column, value));
-    if (into.length === before) into.push(column.index, NONE);
+      into.push(index, VALUE_ARRAY);
+      for (const item of value) this.addValue(column, item, into);
+    } else if (!this.addValue(column, value, into)) into.push(index, VALUE_NONE);
+  }
+
+  /** Appends a scalar's entry; false when the value is none (an object, a non-finite number). */
+  private addValue(column: ValueColumn, value: unknown, into: number[]): boolean {
+    if (typeof value === "number") {
+      if (!Number.isFinite(value)) return false;
+      // -0 is 0 to a filter and a facet, as the dictionary's Map made it before.
+      into.push(column.index, VALUE_NUMBER, value === 0 ? 0 : value);
+    } else if (typeof value === "boolean") into.push(column.index, value ? VALUE_TRUE : VALUE_FALSE);
+    else if (typeof value === "string") into.push(column.index, this.idOf(column, value));
+    else return false;
+    return true;
   }
 
   private columnOf(path: readonly string[]): ValueColumn {
@@ -64,26 +88,26 @@ export class ValueColumnsWriter {
       node = child;
     }
     if (node.column === undefined) {
-      node.column = { path: [...path], index: this.columns.length, ids: new Map(), values: [] };
+      node.column = { path: [...path], index: this.columns.length, ids: new Map(), strings: [] };
       this.columns.push(node.column);
     }
     return node.column;
   }
 
-  private idOf(column: ValueColumn, value: FacetValue): number {
+  private idOf(column: ValueColumn, value: string): number {
     const ids = column.ids;
-    if (ids === null) return NONE;
+    if (ids === null) return VALUE_NONE;
     let id = ids.get(value);
     if (id === undefined) {
-      if (typeof value === "string") this.stringUnits += value.length;
+      this.stringUnits += value.length;
       if (ids.size >= MAX_DISTINCT_PER_COLUMN || this.stringUnits > MAX_STRING_UNITS) {
         column.ids = null;
-        column.values = [];
-        return NONE;
+        column.strings = [];
+        return VALUE_NONE;
       }
-      id = column.values.length;
+      id = column.strings.length;
       ids.set(value, id);
-      column.values.push(value);
+      column.strings.push(value);
     }
     return id;
   }
@@ -92,53 +116,62 @@ export class ValueColumnsWriter {
   async write(out: SegmentFileWriter, slots: SlotPasses, n: number, windowBytes: number): Promise<ValueColumnsWritten> {
     const columns = this.columns;
     const overflow = columns.filter((c) => c.ids === null).map((c) => c.index);
-    // The builder's ids to final ids (positions in facet order), and the sorted dictionaries.
+    // The builder's string ids to positions in code unit order, and the sorted strings.
     const finalOf: Uint32Array[] = [];
-    const sorted: FacetValue[][] = [];
+    const sorted: string[][] = [];
     for (const column of columns) {
-      const order = column.values
-        .map((_, i) => i)
-        .sort((a, b) => compareFacetValues(column.values[a]!, column.values[b]!));
+      const strings = column.strings;
+      const order = strings.map((_, i) => i).sort((a, b) => (strings[a]! < strings[b]! ? -1 : 1));
       const final = new Uint32Array(order.length);
       order.forEach((temp, position) => {
         final[temp] = position;
       });
       finalOf.push(final);
-      sorted.push(order.map((temp) => column.values[temp]!));
+      sorted.push(order.map((temp) => strings[temp]!));
       column.ids = null;
-      column.values = [];
+      column.strings = [];
     }
-    const perPass = Math.max(1, Math.floor(windowBytes / (13 * Math.max(1, n))));
+    // Per entry held in a pass: document and code (8 bytes), a number (8 more), presence per document.
+    const perPass = Math.max(1, Math.floor(windowBytes / (17 * Math.max(1, n))));
     for (let first = 0; first < columns.length; first += perPass) {
       const count = Math.min(perPass, columns.length - first);
       const present = Array.from({ length: count }, () => new Uint8Array(n));
       const docs = Array.from({ length: count }, () => new Growable(Uint32Array));
-      const ids = Array.from({ length: count }, () => new Growable(Uint32Array));
+      const codes = Array.from({ length: count }, () => new Growable(Uint32Array));
+      const numbers = Array.from({ length: count }, () => new Growable(Float64Array));
+      const dropStrings = Array.from({ length: count }, (_, c) => overflow.includes(first + c));
       await slots.forEach(VALUES, (d, slot) => {
-        if (d === NONE) return;
-        const { valueColumns, valueIds } = slot;
+        if (d === NO_DOC) return;
+        const { valueColumns, valueCodes, valueNumbers } = slot;
         for (let i = 0, entries = slot.valueCount; i < entries; i++) {
           const c = valueColumns[i]! - first;
           if (c < 0 || c >= count) continue;
-          const id = valueIds[i]!;
-          if (id === ARRAY) present[c]![d] = 2;
+          const code = valueCodes[i]!;
+          if (code === VALUE_ARRAY) present[c]![d] = 2;
           else if (present[c]![d] === 0) present[c]![d] = 1;
-          if (id === NONE || id === ARRAY) continue;
+          if (code === VALUE_NONE || code === VALUE_ARRAY) continue;
+          // Strings of a column that overflowed (ids given before it did) are not kept.
+          if (code < VALUE_NUMBER && dropStrings[c]) continue;
           docs[c]!.push(d);
-          ids[c]!.push(finalOf[first + c]![id]!);
+          codes[c]!.push(code);
+          if (code === VALUE_NUMBER) numbers[c]!.push(valueNumbers[i]!);
         }
       });
       for (let c = 0; c < count; c++) {
         const sections = valueColumnSections(first + c);
         await out.add(sections.present, present[c]!);
         release(present[c]!);
-        const { offsets, values } = docRuns(docs[c]!.view(), ids[c]!.view(), n);
+        const dictionary = finalIds(codes[c]!.view(), numbers[c]!.view(), finalOf[first + c]!);
+        numbers[c]!.release();
+        codes[c]!.release();
+        const { offsets, values } = docRuns(docs[c]!.view(), dictionary.ids, n);
         docs[c]!.release();
-        ids[c]!.release();
+        release(dictionary.ids);
         await out.add(sections.offsets, offsets);
         await out.add(sections.ids, values);
-        await writeDictionary(out, first + c, sorted[first + c]!);
-        const postings = valuePostings(offsets, values, n, sorted[first + c]!.length);
+        await writeDictionary(out, first + c, dictionary.numbers, dictionary.booleans, sorted[first + c]!);
+        const size = dictionary.numbers.length + dictionary.booleans.length + sorted[first + c]!.length;
+        const postings = valuePostings(offsets, values, n, size);
         release(values);
         await out.add(sections.postingOffsets, postings.offsets);
         await out.add(sections.postingDocs, postings.docs);
@@ -147,6 +180,54 @@ export class ValueColumnsWriter {
     }
     return { paths: columns.map((c) => c.path), overflow };
   }
+}
+
+/**
+ * The final id of each entry of a column (codes as in the slot log, numbers in entry order) and
+ * its dictionary in facet order: the distinct numbers ascending, false, true, then the strings
+ * (`stringIds`: the builder's string id -> position among the sorted strings).
+ */
+function finalIds(
+  codes: Uint32Array,
+  numbers: Float64Array,
+  stringIds: Uint32Array,
+): { ids: Uint32Array; numbers: Float64Array; booleans: Uint8Array } {
+  const sorted = numbers.slice().sort();
+  let distinct = 0;
+  for (let i = 0; i < sorted.length; i++) if (i === 0 || sorted[i] !== sorted[i - 1]) sorted[distinct++] = sorted[i]!;
+  const dictionary = sorted.slice(0, distinct);
+  release(sorted);
+  let hasFalse = false;
+  let hasTrue = false;
+  for (let i = 0; i < codes.length; i++) {
+    if (codes[i] === VALUE_FALSE) hasFalse = true;
+    else if (codes[i] === VALUE_TRUE) hasTrue = true;
+  }
+  const booleans = Uint8Array.from([...(hasFalse ? [0] : []), ...(hasTrue ? [1] : [])]);
+  const falseId = distinct;
+  const trueId = distinct + (hasFalse ? 1 : 0);
+  const stringBase = distinct + booleans.length;
+  const ids = new Uint32Array(codes.length);
+  let next = 0;
+  for (let i = 0; i < codes.length; i++) {
+    const code = codes[i]!;
+    if (code === VALUE_NUMBER) ids[i] = lowerBoundF64(dictionary, numbers[next++]!);
+    else if (code === VALUE_FALSE) ids[i] = falseId;
+    else if (code === VALUE_TRUE) ids[i] = trueId;
+    else ids[i] = stringBase + stringIds[code]!;
+  }
+  return { ids, numbers: dictionary, booleans };
+}
+
+function lowerBoundF64(values: Float64Array, target: number): number {
+  let lo = 0;
+  let hi = values.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (values[mid]! < target) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }
 
 /**
@@ -174,7 +255,7 @@ function docRuns(docs: Uint32Array, ids: Uint32Array, n: number): { offsets: Uin
   }
   starts[n] = out;
   if (multi) return { offsets: starts, values: runs.slice(0, out) };
-  const single = new Uint32Array(n).fill(NONE);
+  const single = new Uint32Array(n).fill(NO_VALUE);
   for (let d = 0; d < n; d++) if (starts[d + 1]! > starts[d]!) single[d] = runs[starts[d]!]!;
   release(starts);
   release(runs);
@@ -193,7 +274,7 @@ function valuePostings(
   const forEach = (visit: (doc: number, id: number) => void) => {
     for (let d = 0; d < n; d++) {
       if (single) {
-        if (ids[d] !== NONE) visit(d, ids[d]!);
+        if (ids[d] !== NO_VALUE) visit(d, ids[d]!);
       } else for (let i = offsets[d]!; i < offsets[d + 1]!; i++) visit(d, ids[i]!);
     }
   };
@@ -209,16 +290,16 @@ function valuePostings(
   return { offsets: starts, docs };
 }
 
-async function writeDictionary(out: SegmentFileWriter, column: number, values: FacetValue[]): Promise<void> {
+async function writeDictionary(
+  out: SegmentFileWriter,
+  column: number,
+  numbers: Float64Array,
+  booleans: Uint8Array,
+  strings: string[],
+): Promise<void> {
   const sections = valueColumnSections(column);
-  const numbers = values.filter((v): v is number => typeof v === "number");
-  const booleans = values.filter((v): v is boolean => typeof v === "boolean");
-  const strings = values.filter((v): v is string => typeof v === "string");
-  await out.add(sections.numbers, Float64Array.from(numbers));
-  await out.add(
-    sections.booleans,
-    Uint8Array.from(booleans, (b) => (b ? 1 : 0)),
-  );
+  await out.add(sections.numbers, numbers);
+  await out.add(sections.booleans, booleans);
   const offsets = new Uint32Array(strings.length + 1);
   let total = 0;
   for (let i = 0; i < strings.length; i++) {

@@ -7,6 +7,7 @@
 // matching rule; the buckets only order them), so they are checked against the filter and the
 // version only. A selective filter's value postings may drive the read instead.
 import { AndSource, END, type RunSource, UnionSource, type Source } from "../postings/sources.ts";
+import { isDense, runBitmap } from "../postings/run-bitmaps.ts";
 import { lowerBound } from "../util/arrays.ts";
 import type { FilterCandidates } from "../columns/filter-columns.ts";
 import type { Matcher } from "./matching.ts";
@@ -125,6 +126,28 @@ export class MatchSet {
   }
 
   /**
+   * A bucket no member of the level's set ranks above: the bound of its first stream that holds
+   * a document (the streams of a level split its set by bucket, best bound first).
+   */
+  bestBound(level: Level): number {
+    const streams = this.streams.filter((s) => typosOf(s.bound) > 0 === (level === "typos"));
+    streams.sort((a, b) => a.bound - b.bound);
+    for (const s of streams) {
+      const source = s.source("weight");
+      // Unknown without reading it whole: its bound is still a bound.
+      if (source === null || source.open().next() !== END) return s.bound;
+    }
+    return Infinity;
+  }
+
+  /** The packed rank (bucket * 4 + fine) of members of the level's set (collect's docs). */
+  ranker(level: Level): (doc: number) => number {
+    const terms = this.level(level)?.terms;
+    const matcher = this.matcher;
+    return terms === undefined ? () => -1 : (doc) => matcher.rank(doc, terms, false);
+  }
+
+  /**
    * Every match at a level, ascending (views of buffers the next search reuses: read them before
    * anything awaits), with its packed rank (bucket * 4 + fine) when `ranks` (for
    * sorting); ranks cost a full match per document, so counting sets leave them out.
@@ -192,7 +215,7 @@ const collected = { docs: new Uint32Array(0), ranks: new Uint32Array(0) };
 const BLOCK = 1 << 16;
 const BLOCK_WORDS = BLOCK >>> 5;
 /** Reused bitmaps of one block, left cleared after each use. */
-const marks = [new Uint32Array(BLOCK_WORDS), new Uint32Array(BLOCK_WORDS)];
+const marks = [new Int32Array(BLOCK_WORDS), new Int32Array(BLOCK_WORDS)];
 
 /**
  * The size of the intersection of unions of runs, counted in bitmaps in tight loops over the runs
@@ -200,37 +223,90 @@ const marks = [new Uint32Array(BLOCK_WORDS), new Uint32Array(BLOCK_WORDS)];
  * ascending order: in a block the smallest input is marked, each next one keeps the marked
  * documents it holds, and the last counts them. Blockwise, the count stops at the cap having read
  * only the blocks before it (two common words: a fraction of both lists), and the bitmaps stay in
- * L1 instead of spanning every document.
+ * L1 instead of spanning every document. Dense runs (a 32nd of the documents or more: common
+ * words, short prefixes) are never read as lists: their cached bitmaps (run-bitmaps.ts) are
+ * ANDed in by words, or, when every input but the smallest is dense, only the smallest is read
+ * and its documents tested a bit each (countAgainstBitmaps).
  */
 export function countByBitmap(inputs: RunSource[][], documents: number, cap: number): MatchCount {
   const size = (runs: RunSource[]) => runs.reduce((sum, r) => sum + r.size, 0);
   const order = inputs.map((runs) => ({ runs, size: size(runs) })).sort((a, b) => a.size - b.size);
   const rest = order.slice(1);
-  if (
-    rest.length > 0 &&
-    order[0]!.runs.length <= 4 &&
-    rest.every((input) => input.runs.length <= 4) &&
-    order[0]!.size * 16 < rest.reduce((sum, input) => sum + input.size, 0)
-  ) {
-    return countByProbing(
-      order[0]!.runs,
-      rest.map((input) => input.runs),
-      cap,
-    );
+  const smallest = order[0]!;
+  const bitmapWords = documents / 32;
+  if (rest.length > 0) {
+    // Every other input dense (common words, short prefixes): the smallest input's entries are
+    // read and each tested by a bit per run (run-bitmaps.ts), unless ANDing the bitmaps' words
+    // (a block at a time below) is cheaper.
+    const runs = rest.reduce((sum, input) => sum + input.runs.length, 0);
+    if (
+      rest.every((input) => input.runs.every((r) => isDense(r, documents))) &&
+      smallest.size * 4 < bitmapWords * (runs + smallest.runs.length)
+    ) {
+      return countAgainstBitmaps(
+        smallest.runs,
+        rest.map((input) => input.runs.map((r) => runBitmap(r, documents, true))),
+        documents,
+        cap,
+      );
+    }
+    // Probing from a rare input costs a gallop per other run for each of its documents; marking
+    // reads every entry of the sparse runs and a block's words per dense run.
+    let probe = 0;
+    let mark = 0;
+    for (const r of smallest.runs) mark += isDense(r, documents) ? bitmapWords : r.size;
+    for (const input of rest) {
+      for (const r of input.runs) {
+        probe += isDense(r, documents) ? 2 : 8;
+        mark += isDense(r, documents) ? bitmapWords : r.size;
+      }
+    }
+    if (smallest.runs.length <= 4 && smallest.size * (8 + probe) < mark) {
+      return countByProbing(
+        smallest.runs,
+        rest.map((input) => input.runs),
+        documents,
+        cap,
+      );
+    }
   }
-  // Each run's read position; a run's documents in a block are those from it below the block's end.
-  const cursors = order.map((input) => Uint32Array.from(input.runs, (r) => r.start));
+  // Dense runs (run-bitmaps.ts) are not read: their bitmap's words are ANDed in, a block's 2,048
+  // words per run instead of its (32 or more times as many) entries. The others are read, with
+  // each run's read position; a run's documents in a block are those from it below the block's end.
+  const dense = order.map((input) =>
+    input.runs.filter((r) => isDense(r, documents)).map((r) => runBitmap(r, documents, true)),
+  );
+  const sparse = order.map((input) => input.runs.filter((r) => !isDense(r, documents)));
+  const cursors = sparse.map((runs) => Uint32Array.from(runs, (r) => r.start));
   let count = 0;
   for (let lo = 0; lo < documents; lo += BLOCK) {
     const hi = lo + BLOCK;
-    let current: Uint32Array | null = null;
+    const base = lo >>> 5;
+    const words = Math.min(BLOCK_WORDS, (documents - lo + 31) >>> 5);
+    let current: Int32Array | null = null;
     let any = true;
     for (let k = 0; k < order.length && any; k++) {
       const last = k === order.length - 1;
-      const next: Uint32Array = marks[current === marks[0] ? 1 : 0]!;
-      const runs = order[k]!.runs;
-      const at = cursors[k]!;
+      const next: Int32Array = marks[current === marks[0] ? 1 : 0]!;
       any = false;
+      for (const bitmap of dense[k]!) {
+        let seen = 0;
+        for (let w = 0; w < words; w++) {
+          const v = current === null ? bitmap[base + w]! : current[w]! & bitmap[base + w]!;
+          // The last input counts the documents it marks first (two of its runs may share some).
+          if (last && (v & ~next[w]!) !== 0) count += popcount(v & ~next[w]!);
+          next[w]! |= v;
+          seen |= v;
+        }
+        if (seen !== 0) any = true;
+      }
+      if (last && count >= cap) {
+        current?.fill(0);
+        next.fill(0);
+        return { count: cap, exact: false };
+      }
+      const runs = sparse[k]!;
+      const at = cursors[k]!;
       for (let r = 0; r < runs.length; r++) {
         const run = runs[r]!;
         const { values, end } = run;
@@ -262,21 +338,87 @@ export function countByBitmap(inputs: RunSource[][], documents: number, cap: num
 }
 
 /**
+ * The size of the intersection when every input but the smallest is given as bitmaps (one per
+ * run): the smallest input's entries are read once (a block at a time, marked so that a document
+ * in two of its runs counts once) and each is tested in the bitmaps.
+ */
+function countAgainstBitmaps(
+  smallest: RunSource[],
+  others: Int32Array[][],
+  documents: number,
+  cap: number,
+): MatchCount {
+  const seen = marks[0]!;
+  const single = smallest.length === 1;
+  const at = Uint32Array.from(smallest, (r) => r.start);
+  const k = others.length;
+  let count = 0;
+  for (let lo = 0; lo < documents; lo += BLOCK) {
+    const hi = lo + BLOCK;
+    for (let r = 0; r < smallest.length; r++) {
+      const { values, end } = smallest[r]!;
+      let i = at[r]!;
+      for (; i < end; i++) {
+        const doc = values[i]!;
+        if (doc >= hi) break;
+        if (!single) {
+          const w = (doc - lo) >>> 5;
+          const b = 1 << (doc & 31);
+          if ((seen[w]! & b) !== 0) continue;
+          seen[w]! |= b;
+        }
+        const word = doc >>> 5;
+        const bit = 1 << (doc & 31);
+        let all = true;
+        for (let o = 0; o < k && all; o++) {
+          const maps = others[o]!;
+          let found = false;
+          for (let m = 0; m < maps.length && !found; m++) found = (maps[m]![word]! & bit) !== 0;
+          all = found;
+        }
+        if (all && ++count >= cap) {
+          if (!single) seen.fill(0);
+          return { count, exact: false };
+        }
+      }
+      at[r] = i;
+    }
+    if (!single) seen.fill(0);
+  }
+  return { count, exact: true };
+}
+
+/**
  * The intersection counted from its smallest input, each of whose documents is looked up in the
  * other inputs' few runs by galloping from a cursor that only moves forward: much cheaper than a
  * bitmap when one input is rare (a rare word next to a common prefix), and in ascending order it
  * stops at the cap without reading the rest of either side.
  */
-function countByProbing(smallest: RunSource[], others: RunSource[][], cap: number): MatchCount {
-  const it = new UnionSource(smallest).open();
-  const cursors = others.map((runs) => Uint32Array.from(runs, (r) => r.start));
-  let count = 0;
-  for (let doc = it.next(); doc !== END; doc = it.next()) {
-    let all = true;
-    for (let k = 0; k < others.length && all; k++) {
-      const runs = others[k]!;
-      const at = cursors[k]!;
+function countByProbing(smallest: RunSource[], others: RunSource[][], documents: number, cap: number): MatchCount {
+  // Dense runs are tested by a bit of their bitmap (run-bitmaps.ts), the others by galloping. A
+  // bitmap not yet built is built only if galloping would read much of the run anyway.
+  const probes = smallest.reduce((sum, r) => sum + r.size, 0);
+  const dense: Int32Array[][] = [];
+  const sparse: RunSource[][] = [];
+  for (const runs of others) {
+    const maps: Int32Array[] = [];
+    const lists: RunSource[] = [];
+    for (const r of runs) {
+      const bitmap = isDense(r, documents) ? runBitmap(r, documents, probes * 16 >= r.size) : null;
+      if (bitmap === null) lists.push(r);
+      else maps.push(bitmap);
+    }
+    dense.push(maps);
+    sparse.push(lists);
+  }
+  const cursors = sparse.map((runs) => Uint32Array.from(runs, (r) => r.start));
+  const holds = (doc: number): boolean => {
+    for (let k = 0; k < others.length; k++) {
+      const maps = dense[k]!;
       let found = false;
+      for (let m = 0; m < maps.length && !found; m++) found = (maps[m]![doc >>> 5]! & (1 << (doc & 31))) !== 0;
+      const runs = sparse[k]!;
+      const at = cursors[k]!;
       // A run left behind keeps its cursor: a later seek gallops from there, still correct.
       for (let r = 0; r < runs.length && !found; r++) {
         const run = runs[r]!;
@@ -284,11 +426,57 @@ function countByProbing(smallest: RunSource[], others: RunSource[][], cap: numbe
         at[r] = p;
         if (p < run.end && run.values[p] === doc) found = true;
       }
-      all = found;
+      if (!found) return false;
     }
-    if (all && ++count >= cap) return { count, exact: false };
+    return true;
+  };
+  let count = 0;
+  if (smallest.length <= 4) {
+    const it = smallest.length === 1 ? smallest[0]!.open() : new UnionSource(smallest).open();
+    for (let doc = it.next(); doc !== END; doc = it.next()) {
+      if (holds(doc) && ++count >= cap) return { count, exact: false };
+    }
+    return { count, exact: true };
+  }
+  // Many runs (a typo's or a long prefix's terms) are not merged: marked a block at a time, and
+  // the marks read back in order.
+  const bits = marks[0]!;
+  const at = Uint32Array.from(smallest, (r) => r.start);
+  for (let lo = 0; lo < documents; lo += BLOCK) {
+    const hi = lo + BLOCK;
+    let first = BLOCK_WORDS;
+    let last = -1;
+    for (let r = 0; r < smallest.length; r++) {
+      const { values, end } = smallest[r]!;
+      let i = at[r]!;
+      for (; i < end; i++) {
+        const doc = values[i]!;
+        if (doc >= hi) break;
+        const w = (doc - lo) >>> 5;
+        bits[w]! |= 1 << (doc & 31);
+        if (w < first) first = w;
+        if (w > last) last = w;
+      }
+      at[r] = i;
+    }
+    for (let w = first; w <= last; w++) {
+      for (let word = bits[w]!; word !== 0; word &= word - 1) {
+        const doc = lo + w * 32 + (31 - Math.clz32(word & -word));
+        if (holds(doc) && ++count >= cap) {
+          bits.fill(0, first, last + 1);
+          return { count, exact: false };
+        }
+      }
+    }
+    if (last >= 0) bits.fill(0, first, last + 1);
   }
   return { count, exact: true };
+}
+
+function popcount(v: number): number {
+  v -= (v >>> 1) & 0x55555555;
+  v = (v & 0x33333333) + ((v >>> 2) & 0x33333333);
+  return (((v + (v >>> 4)) & 0x0f0f0f0f) * 0x01010101) >>> 24;
 }
 
 /** lowerBound from `lo` by doubling steps then a binary search: cheap when the target is near. */

@@ -4,8 +4,9 @@
 //
 // Without facets or sort only the top offset + limit are read from the segment (reading-orders.ts)
 // and the total is counted apart (match-set.ts), exactly up to tuning.exactTotalUpTo. Facets read
-// the whole set (so totals are exact then); a sort ranks the whole set, since neither stored order
-// of the postings is the order of an arbitrary field.
+// the whole set (so totals are exact then); a sort reads the whole set, since neither stored order
+// of the postings is the order of an arbitrary field, but ranks its members in the order of the
+// sort's value column, stopping once the best bucket has the page (sortedByColumn).
 import type { FacetResult, SearchHit, SearchPage, SearchRequest } from "../../../ports/engine.ts";
 import { FacetTally } from "../../../search/facets.ts";
 import { resolvePath } from "../../../search/filter.ts";
@@ -19,6 +20,7 @@ import type { Level } from "./match-set.ts";
 import { compareRanked, compareSortValues, sortValueOf, type RankedHit, type SortValue } from "./ranked.ts";
 import { searchSegment, type SearchTuning, type SegmentHit } from "./segment-search.ts";
 import { TopK } from "./top-k.ts";
+import { NO_VALUE, type ValueColumn } from "../columns/value-columns.ts";
 
 export function searchVersion(
   segment: Segment,
@@ -61,11 +63,24 @@ export function searchVersion(
   let fromSegment: RankedHit[];
   let docs: Uint32Array | null = null;
   if (sort !== undefined) {
-    const collected = matches.collect(level, true);
-    docs = collected.docs;
-    fromSegment = sortedSegmentHits(segment, docs, collected.ranks!, sort, need, (doc) => matcher.distanceOf(doc)).map(
-      (h) => rankedOf(segment, h, h.sortValue),
-    );
+    const found = segment.valueColumn(sort.path);
+    const distanceOf = (doc: number) => matcher.distanceOf(doc);
+    let sorted: (SegmentHit & { sortValue: SortValue })[];
+    if (found.kind === "column") {
+      // Members in the column's order, ranked only until the best bucket has the page.
+      docs = matches.collect(level, false).docs;
+      sorted = sortedByColumn(found.column, docs, sort.direction, need, {
+        best: matches.bestBound(level),
+        rank: matches.ranker(level),
+        distanceOf,
+        lengthRank: segment.lengthOrder.rankOf,
+      });
+    } else {
+      const collected = matches.collect(level, true);
+      docs = collected.docs;
+      sorted = sortedSegmentHits(segment, docs, collected.ranks!, sort, need, distanceOf);
+    }
+    fromSegment = sorted.map((h) => rankedOf(segment, h, h.sortValue));
   } else {
     fromSegment = search.hits
       .filter((h) => level !== "exact" || typosOf(h.bucket) === 0)
@@ -122,7 +137,8 @@ function rankedOf(segment: Segment, hit: SegmentHit, sortValue?: SortValue): Ran
 
 /**
  * The best `need` of the segment's matches (docs, with their packed ranks) in the sort's order:
- * bucket, the sort field, distance, fine, then the length order (title length key, then id).
+ * bucket, the sort field, distance, fine, then the length order (title length key, then id). For
+ * paths without a value column (sortedByColumn serves the others): every match is offered.
  */
 function sortedSegmentHits(
   segment: Segment,
@@ -134,14 +150,12 @@ function sortedSegmentHits(
 ): (SegmentHit & { sortValue: SortValue })[] {
   const found = segment.valueColumn(sort.path);
   const sortValueAt: (doc: number) => SortValue =
-    found.kind === "column"
-      ? (doc) => found.column.sortValue(doc)
-      : found.kind === "none"
-        ? () => null
-        : (doc) =>
-            found.presence && found.presence[doc] !== 1
-              ? null
-              : sortValueOf(resolvePath(segment.records.read(doc).data, sort.path));
+    found.kind !== "unindexed"
+      ? () => null
+      : (doc) =>
+          found.presence && found.presence[doc] !== 1
+            ? null
+            : sortValueOf(resolvePath(segment.records.read(doc).data, sort.path));
   const lengthRank = segment.lengthOrder.rankOf;
   const direction = sort.direction;
   type Hit = SegmentHit & { sortValue: SortValue };
@@ -159,4 +173,96 @@ function sortedSegmentHits(
     top.offer({ doc, bucket: packed >>> 2, fine: packed & 3, distance: distanceOf(doc), sortValue: sortValueAt(doc) });
   }
   return top.sorted();
+}
+
+/**
+ * The best `need` of the segment's matches (docs, ascending) in the sort's order, read in the
+ * order of the sort column: each document's position in it is a key (its value id, reversed for
+ * desc; numbers before strings either way; no single number or string last), the documents are
+ * sorted by key (counting sort over the dictionary, or a typed sort when the dictionary is much
+ * larger than the matches) and ranked (a full match each) one group of equal keys at a time. Once
+ * `need` of them are in the best bucket the level allows, no later document can rank above them:
+ * its key is larger and its bucket no better. A query whose matches all start the title reads
+ * about a page of them instead of all; otherwise every match is ranked, as before.
+ */
+function sortedByColumn(
+  column: ValueColumn,
+  docs: Uint32Array,
+  direction: "asc" | "desc",
+  need: number,
+  by: {
+    best: number;
+    rank: (doc: number) => number;
+    distanceOf: (doc: number) => number;
+    lengthRank: Uint32Array;
+  },
+): (SegmentHit & { sortValue: SortValue })[] {
+  const n = docs.length;
+  const { present, ids, offsets } = column;
+  const numberEnd = column.numberEnd;
+  const booleanEnd = column.booleanEnd;
+  const size = column.size;
+  const none = size;
+  // Keys in [0, size]: numbers first, then strings, each in the direction asked; `none` last.
+  const keys = new Uint32Array(n);
+  for (let i = 0; i < n; i++) {
+    const doc = docs[i]!;
+    let id = NO_VALUE;
+    if (present[doc] === 1) {
+      if (!column.multiValued) id = ids[doc]!;
+      else if (offsets[doc + 1]! - offsets[doc]! === 1) id = ids[offsets[doc]!]!;
+    }
+    let key = none;
+    if (id !== NO_VALUE && (id < numberEnd || id >= booleanEnd)) {
+      if (direction === "asc") key = id;
+      else key = id < numberEnd ? numberEnd - 1 - id : numberEnd + (size - 1 - id);
+    }
+    keys[i] = key;
+  }
+  // Positions of docs by key, ties in document order.
+  let order: Uint32Array;
+  if (size <= 4 * n + 1024 || (size + 1) * 2 ** Math.ceil(Math.log2(n + 1)) >= 2 ** 53) {
+    const starts = new Uint32Array(size + 2);
+    for (let i = 0; i < n; i++) starts[keys[i]! + 1]!++;
+    for (let k = 0; k <= size; k++) starts[k + 1]! += starts[k]!;
+    order = new Uint32Array(n);
+    for (let i = 0; i < n; i++) order[starts[keys[i]!]!++] = i;
+  } else {
+    // (key, position) as one double: exact while (size + 1) * scale stays below 2^53.
+    const scale = 2 ** Math.ceil(Math.log2(n + 1));
+    const packed = new Float64Array(n);
+    for (let i = 0; i < n; i++) packed[i] = keys[i]! * scale + i;
+    packed.sort();
+    order = Uint32Array.from(packed, (p) => p % scale);
+  }
+  type Hit = SegmentHit & { key: number };
+  const lengthRank = by.lengthRank;
+  const top = new TopK<Hit>(need, (a, b) => {
+    if (a.bucket !== b.bucket) return a.bucket - b.bucket;
+    if (a.key !== b.key) return a.key - b.key;
+    if (a.distance !== b.distance) return a.distance < b.distance ? -1 : 1;
+    if (a.fine !== b.fine) return a.fine - b.fine;
+    return lengthRank[a.doc]! - lengthRank[b.doc]!;
+  });
+  let inBest = 0;
+  for (let at = 0; at < n; ) {
+    const key = keys[order[at]!]!;
+    // A whole group of equal keys is ranked before stopping: its ties order by what follows.
+    for (; at < n && keys[order[at]!] === key; at++) {
+      const doc = docs[order[at]!]!;
+      const packed = by.rank(doc);
+      if (packed < 0) continue;
+      const bucket = packed >>> 2;
+      if (bucket === by.best) inBest++;
+      top.offer({ doc, bucket, fine: packed & 3, distance: by.distanceOf(doc), key });
+    }
+    if (inBest >= need) break;
+  }
+  return top.sorted().map((h) => ({
+    doc: h.doc,
+    bucket: h.bucket,
+    fine: h.fine,
+    distance: h.distance,
+    sortValue: h.key === none ? null : column.sortValue(h.doc),
+  }));
 }

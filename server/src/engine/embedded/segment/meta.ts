@@ -12,7 +12,10 @@ export interface SegmentMeta {
   maxPrefix: number;
   /** The most title tokens of one document (the size of the matching scratch). */
   maxTitleTokens: number;
-  /** The data path of each filter column, in column order. */
+  /**
+   * The data path of each filter column (a number or boolean per document), in column order.
+   * Empty in segments built with scalarsKept: their value columns hold numbers and booleans.
+   */
   filterPaths: string[][];
   /**
    * True when a split posting's later run holds every document with the key at a later title
@@ -25,8 +28,14 @@ export interface SegmentMeta {
    */
   valuePaths?: string[][];
   /**
-   * Value columns whose values were not kept (too many distinct values for the build's memory):
-   * only their presence is; filters and facets on them read the records.
+   * Value columns whose values were not kept (too many distinct strings for the build's memory):
+   * only their presence is, and with scalarsKept their numbers and booleans; filters and facets
+   * on them read the records for the rest.
    */
   valueOverflow?: number[];
+  /**
+   * True when every number and boolean is in the value columns, overflowed ones included, and no
+   * filter columns are written (D-200); absent in segments built before.
+   */
+  scalarsKept?: boolean;
 }

@@ -116,7 +116,10 @@ export class Segment {
   readonly lengthOrdered: boolean;
   readonly weight: Uint32Array;
   readonly geo: GeoIndex;
-  /** Per filter column (meta.filterPaths): each document's KIND_* and numeric value. */
+  /**
+   * Per filter column (meta.filterPaths): each document's KIND_* and numeric value. Segments
+   * built before D-200 only; later ones keep numbers and booleans in their value columns.
+   */
   readonly filterKinds: Uint8Array[];
   readonly filterNums: Float64Array[];
   readonly records: RecordStore;
@@ -166,16 +169,25 @@ export class Segment {
   /**
    * The value column of a data path: "none" when no record has the path, "unindexed" when the
    * segment has no value columns (built before them) or keeps only the path's presence (then
-   * `presence` is set); callers read the records for what the column lacks.
+   * `presence` is set) and, in segments with meta.scalarsKept, its numbers and booleans (then
+   * `scalars` is the column, whose dictionary lacks the strings); callers read the records for
+   * what the column lacks.
    */
   valueColumn(
     path: readonly string[],
-  ): { kind: "column"; column: ValueColumn } | { kind: "none" } | { kind: "unindexed"; presence?: Uint8Array } {
+  ):
+    | { kind: "column"; column: ValueColumn }
+    | { kind: "none" }
+    | { kind: "unindexed"; presence?: Uint8Array; scalars?: ValueColumn } {
     if (this.valueColumns === null) return { kind: "unindexed" };
     const key = JSON.stringify(path);
     const column = this.valueColumns.get(key);
     if (column === undefined) return { kind: "none" };
-    if (this.overflowPaths.has(key)) return { kind: "unindexed", presence: column.present };
+    if (this.overflowPaths.has(key)) {
+      return this.meta.scalarsKept
+        ? { kind: "unindexed", presence: column.present, scalars: column }
+        : { kind: "unindexed", presence: column.present };
+    }
     return { kind: "column", column };
   }
 
