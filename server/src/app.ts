@@ -35,7 +35,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
 
   app.use(requestContext(deps.log));
   // Before anything reads a body or a credential. The health probes are exempt: orchestrators
-  // call them by the machine's address, and they tell nothing (D-261).
+  // call them by the machine's address, and they tell nothing (D-260).
   const hosts = hostPolicy(deps.config);
   app.use(hostCheck(hosts, { exempt: ["/healthz", "/readyz"] }));
   app.get("/openapi.json", (c) => c.body(openapiJson, 200, { "content-type": "application/json" }));
