@@ -33,7 +33,7 @@ export type paths = {
         /**
          * MCP JSON-RPC
          * @description Model Context Protocol over Streamable HTTP in stateless JSON mode: one JSON-RPC message in,
-         *     one JSON response out, no session. Read-only tools: `search` and `lookupById`.
+         *     one JSON response out, no session. Read-only tools: `listIndexes`, `search` and `lookupById`.
          */
         post: operations["Mcp_call"];
         delete?: never;

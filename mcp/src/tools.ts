@@ -1,4 +1,4 @@
-// Sift's two read-only MCP tools. The same definitions serve POST /mcp (in the server) and, via
+// Sift's three read-only MCP tools. The same definitions serve POST /mcp (in the server) and, via
 // the stdio bin, local hosts; descriptions are written for a model deciding what to call.
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
@@ -15,6 +15,19 @@ export interface SearchToolResult {
   /** False when counting stopped early (past 10,000): totalHits is then a lower bound. */
   totalHitsExact: boolean;
   results: JsonRecord[];
+}
+
+export interface IndexSummary {
+  name: string;
+  serviceName: string;
+  visibility: "PUBLIC" | "PRIVATE";
+  activeVersion: string;
+  /** Records in the active version. */
+  records: number;
+}
+
+export interface ListIndexesToolResult {
+  indexes: IndexSummary[];
 }
 
 export interface LookupToolResult {
@@ -36,7 +49,13 @@ export interface SiftMcpBackend {
     filter?: string;
     /** 1..100; absent means 10. */
     limit?: number;
+    /** Rank records with a higher weight first among equal matches; absent means off (the REST default). */
+    weighted?: boolean;
+    /** A retained version to search instead of the active one. */
+    version?: string;
   }): Promise<SearchToolResult>;
+  /** The indexes this caller may search, by name. */
+  listIndexes(): Promise<ListIndexesToolResult>;
   /** Undefined when the index has no record with that id. */
   lookupById(input: { indexName: string; id: string }): Promise<LookupToolResult | undefined>;
 }
@@ -120,22 +139,60 @@ const searchOutput = {
     .describe("The best matches, best first."),
 };
 const lookupOutput = { indexName: z.string(), indexVersion: z.string(), record };
+const listIndexesOutput = {
+  indexes: z
+    .array(
+      z.object({
+        name: z.string().describe("Pass it as indexName to search and lookupById."),
+        serviceName: z.string(),
+        visibility: z.enum(["PUBLIC", "PRIVATE"]),
+        activeVersion: z.string().describe("The version searches read unless given another."),
+        records: z.number().int().describe("Records in the active version."),
+      }),
+    )
+    .describe("Every index this caller may search, by name."),
+};
 
 /** A successful answer: the JSON as text, and the same object as structured content. */
-const structured = (value: SearchToolResult | LookupToolResult): CallToolResult => ({
+const structured = (value: SearchToolResult | LookupToolResult | ListIndexesToolResult): CallToolResult => ({
   content: [{ type: "text", text: JSON.stringify(value) }],
   structuredContent: value as unknown as Record<string, unknown>,
   isError: false,
 });
 
 /** A boolean, or its spelling as a string for hosts that pass every argument as text. */
-const typoTolerance = z
-  .union([z.boolean(), z.enum(["true", "false"])], {
-    error: 'typoTolerance must be true or false (or "true" or "false")',
-  })
+const flag = (name: string) =>
+  z
+    .union([z.boolean(), z.enum(["true", "false"])], {
+      error: `${name} must be true or false (or "true" or "false")`,
+    })
+    .transform((v) => v === true || v === "true")
+    .optional();
+
+const typoTolerance = flag("typoTolerance").describe(
+  "Optional; true (the default) lets words match with small typos (one from 4 letters, two from 8), ranked after exact matches. false matches only the exact words.",
+);
+
+const weighted = flag("weighted").describe(
+  "Optional; true ranks records with a higher weight first among equally good matches (e.g. best sellers or larger places). Default false.",
+);
+
+/** The version ids of docs/versions.md: "7" (a major version) or "7.3" (a change on top of it). */
+const VERSION_ERROR = 'version must be a version id such as "7" or "7.3", as indexVersion or listIndexes give it';
+const version = z
+  .union(
+    [
+      z.string().regex(/^(0|[1-9]\d*)(\.[1-9]\d*)?$/, VERSION_ERROR),
+      z.number().int({ error: VERSION_ERROR }).nonnegative({ error: VERSION_ERROR }),
+    ],
+    {
+      error: VERSION_ERROR,
+    },
+  )
+  .transform(String)
   .optional()
   .describe(
-    "Optional; true (the default) lets words match with small typos (one from 4 letters, two from 8), ranked after exact matches. false matches only the exact words.",
+    "Optional retained version to search instead of the active one, e.g. the indexVersion of an earlier answer, so that several searches read the same records.",
   );
 
 const filter = z
@@ -164,7 +221,8 @@ export function createSiftMcpServer(backend: SiftMcpBackend): McpServer {
     capabilities: { tools: {} },
     instructions:
       "Sift holds search indexes of records (id, title, optional weight, images, coordinates and free-form data). " +
-      "Use `search` to find records by what they are called, then `lookupById` with an id from the results to read one record in full.",
+      "Use `listIndexes` to learn which indexes you may search, `search` to find records in one by what they are called, " +
+      "then `lookupById` with an id from the results to read one record in full.",
   });
 
   server.registerTool(
@@ -175,19 +233,21 @@ export function createSiftMcpServer(backend: SiftMcpBackend): McpServer {
         "Finds records in a Sift index whose title matches a phrase, best matches first (every word must match; the last word may be the start of a word, as in autocomplete). " +
         "Small typos are tolerated unless typoTolerance is false; exact matches rank first. " +
         "Give latitude and longitude to rank nearby records first among equally good matches. " +
-        "Give filter to keep only records whose data match it, and limit to get more or fewer results. " +
+        "Give filter to keep only records whose data match it, limit to get more or fewer results, weighted to favour records of higher weight, and version to read a retained version instead of the active one. " +
         "Returns JSON: { indexName, indexVersion, phrase, totalHits, totalHitsExact, results: [{ id, title, ...fields, highlight: { title: [[start, end], ...] } }] }, " +
         "where totalHits counts every matching record (results holds the first `limit` of them), and " +
         "highlight gives the matched parts of each title as UTF-16 offsets, end exclusive (a typed prefix, a whole word, or a whole word matched with typos). " +
         "Use an id with lookupById for the full record.",
       inputSchema: {
-        indexName: z.string().min(1).describe('Name of the index to search, e.g. "cities".'),
+        indexName: z.string().min(1).describe("Name of the index to search, as listIndexes gives it."),
         phrase: z.string().min(1).max(512).describe('What to look for, e.g. "new yo" or "spring".'),
         latitude: coordinate("latitude", 90),
         longitude: coordinate("longitude", 180),
         typoTolerance,
         filter,
         limit,
+        weighted,
+        version,
       },
       outputSchema: searchOutput,
       annotations: { title: "Search an index", ...READ_ONLY },
@@ -203,14 +263,29 @@ export function createSiftMcpServer(backend: SiftMcpBackend): McpServer {
           ...(args.latitude !== undefined && args.longitude !== undefined
             ? { latitude: args.latitude, longitude: args.longitude }
             : {}),
-          ...(args.typoTolerance !== undefined
-            ? { typoTolerance: args.typoTolerance === true || args.typoTolerance === "true" }
-            : {}),
+          ...(args.typoTolerance !== undefined ? { typoTolerance: args.typoTolerance } : {}),
           ...(args.filter !== undefined && args.filter.trim() !== "" ? { filter: args.filter } : {}),
           ...(args.limit !== undefined ? { limit: args.limit } : {}),
+          ...(args.weighted !== undefined ? { weighted: args.weighted } : {}),
+          ...(args.version !== undefined ? { version: args.version } : {}),
         });
         return structured(result);
       }),
+  );
+
+  server.registerTool(
+    "listIndexes",
+    {
+      title: "List the indexes you may search",
+      description:
+        "Lists the Sift indexes this connection may search, by name, with each index's service, visibility (PUBLIC or PRIVATE), active version and number of records. " +
+        "Call it first to learn which indexName to pass to search and lookupById. " +
+        "Returns JSON: { indexes: [{ name, serviceName, visibility, activeVersion, records }] }.",
+      inputSchema: {},
+      outputSchema: listIndexesOutput,
+      annotations: { title: "List the indexes you may search", ...READ_ONLY },
+    },
+    () => run(async () => structured(await backend.listIndexes())),
   );
 
   server.registerTool(
@@ -218,7 +293,7 @@ export function createSiftMcpServer(backend: SiftMcpBackend): McpServer {
     {
       title: "Read a record by id",
       description:
-        "Reads one record of a Sift index by its id (take ids from search results). " +
+        "Reads one record of a Sift index by its id (take ids from search results), from the active version. " +
         "Returns JSON: { indexName, indexVersion, record: { id, title, weight?, images?, latitude?, longitude?, data? } }.",
       inputSchema: {
         indexName: z.string().min(1).describe("Name of the index holding the record."),

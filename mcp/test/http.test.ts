@@ -13,6 +13,7 @@ const backend: SiftMcpBackend = {
     totalHitsExact: true,
     results: [],
   }),
+  listIndexes: async () => ({ indexes: [] }),
   lookupById: async () => undefined,
 };
 

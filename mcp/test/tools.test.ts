@@ -29,6 +29,7 @@ test("search passes coordinates as numbers and returns the documented JSON text"
         results: [{ id: "1", title: "Lyon" }],
       };
     },
+    listIndexes: async () => ({ indexes: [] }),
     lookupById: async () => undefined,
   });
   const result = await client.callTool({
@@ -73,6 +74,7 @@ test("both tools declare an output schema that their answers satisfy", async () 
       totalHitsExact: true,
       results: [{ id: "1", title: "Lyon", data: { country: "FR" }, highlight: { title: [[0, 2]] } }],
     }),
+    listIndexes: async () => ({ indexes: [] }),
     lookupById: async (input) => ({
       indexName: input.indexName,
       indexVersion: "1",
@@ -108,6 +110,7 @@ test("a refusal the caller can act on is shown as is; a server failure is not le
     search: async () => {
       throw Object.assign(new Error('index "nope" does not exist'), { status: 404 });
     },
+    listIndexes: async () => ({ indexes: [] }),
     lookupById: async () => {
       throw new Error("connection to the database lost at db.ts:42");
     },
@@ -133,6 +136,7 @@ test("typoTolerance is passed on as a boolean, given as one or as a string; anyt
         results: [{ id: "1", title: "Lyon", highlight: { title: [[0, 3]] } }],
       };
     },
+    listIndexes: async () => ({ indexes: [] }),
     lookupById: async () => undefined,
   });
   const search = (extra: Record<string, unknown>) =>
@@ -159,6 +163,7 @@ test("typoTolerance is passed on as a boolean, given as one or as a string; anyt
 test("the search tool documents typoTolerance and the highlight its results carry", async () => {
   const client = await connect({
     search: async () => Promise.reject(new Error("unused")),
+    listIndexes: async () => ({ indexes: [] }),
     lookupById: async () => undefined,
   });
   const { tools } = await client.listTools();
@@ -183,6 +188,7 @@ test("filter and limit reach the backend; a limit out of range or not a number i
         results: [],
       };
     },
+    listIndexes: async () => ({ indexes: [] }),
     lookupById: async () => undefined,
   });
   const search = (extra: Record<string, unknown>) =>
@@ -206,6 +212,7 @@ test("filter and limit reach the backend; a limit out of range or not a number i
 test("the search tool documents filter, limit and totalHits", async () => {
   const client = await connect({
     search: async () => Promise.reject(new Error("unused")),
+    listIndexes: async () => ({ indexes: [] }),
     lookupById: async () => undefined,
   });
   const search = (await client.listTools()).tools.find((t) => t.name === "search")!;
@@ -213,4 +220,75 @@ test("the search tool documents filter, limit and totalHits", async () => {
   expect(Object.keys(search.inputSchema.properties!)).toEqual(expect.arrayContaining(["filter", "limit"]));
   expect(search.inputSchema.required).toEqual(["indexName", "phrase"]);
   expect(JSON.stringify(search.inputSchema.properties!.filter)).toMatch(/IN \[/);
+});
+
+test("listIndexes answers the backend's indexes as structured content matching its output schema", async () => {
+  const indexes = [
+    { name: "products", serviceName: "shop", visibility: "PUBLIC" as const, activeVersion: "3.2", records: 120 },
+    { name: "staff", serviceName: "shop", visibility: "PRIVATE" as const, activeVersion: "1", records: 7 },
+  ];
+  const client = await connect({
+    search: async () => Promise.reject(new Error("unused")),
+    listIndexes: async () => ({ indexes }),
+    lookupById: async () => undefined,
+  });
+  const listed = (await client.listTools()).tools.find((t) => t.name === "listIndexes")!;
+  expect(listed.annotations).toMatchObject({ readOnlyHint: true });
+  expect(listed.inputSchema.required ?? []).toEqual([]);
+  // The client checks structuredContent against the declared outputSchema; a mismatch throws.
+  const result = await client.callTool({ name: "listIndexes", arguments: {} });
+  expect(result.isError).toBe(false);
+  expect(result.structuredContent).toEqual({ indexes });
+  expect(JSON.parse(text(result))).toEqual({ indexes });
+});
+
+test("weighted and version reach the backend; a version that is no version id is refused before it", async () => {
+  const calls: { weighted?: boolean; version?: string }[] = [];
+  const client = await connect({
+    search: async (input) => {
+      calls.push(input);
+      return {
+        indexName: input.indexName,
+        indexVersion: input.version ?? "9",
+        phrase: input.phrase,
+        totalHits: 0,
+        totalHitsExact: true,
+        results: [],
+      };
+    },
+    listIndexes: async () => ({ indexes: [] }),
+    lookupById: async () => undefined,
+  });
+  const search = (extra: Record<string, unknown>) =>
+    client.callTool({ name: "search", arguments: { indexName: "shop", phrase: "shoe", ...extra } });
+  for (const extra of [{ weighted: true, version: "7.3" }, { weighted: "false", version: 7 }, {}]) {
+    expect((await search(extra)).isError, JSON.stringify(extra)).toBe(false);
+  }
+  expect(calls.map((c) => [c.weighted, c.version])).toEqual([
+    [true, "7.3"],
+    [false, "7"],
+    [undefined, undefined],
+  ]);
+  for (const version of ["7.0", "latest", "07", -1]) {
+    const refused = await search({ version });
+    expect(refused.isError, String(version)).toBe(true);
+    expect(text(refused)).toMatch(/version must be a version id such as "7" or "7.3"/);
+  }
+  const badWeight = await search({ weighted: "yes" });
+  expect(text(badWeight)).toMatch(/weighted must be true or false/);
+  expect(calls).toHaveLength(3);
+});
+
+test("no tool description or schema names an index: a new tenant's host would try it and fail", async () => {
+  const client = await connect({
+    search: async () => Promise.reject(new Error("unused")),
+    listIndexes: async () => ({ indexes: [] }),
+    lookupById: async () => undefined,
+  });
+  const { tools } = await client.listTools();
+  expect(tools.map((t) => t.name).sort()).toEqual(["listIndexes", "lookupById", "search"]);
+  // The demo tenant's `cities` once served as the example index name.
+  expect(JSON.stringify(tools)).not.toMatch(/cities/);
+  const search = tools.find((t) => t.name === "search")!;
+  expect(JSON.stringify(search.inputSchema.properties!.indexName)).toMatch(/listIndexes/);
 });

@@ -7,6 +7,7 @@ import type { Config } from "./config.ts";
 import { renderReference } from "./docs/reference.ts";
 import { mountContract, type Contract, type Handlers } from "./http/contract.ts";
 import type { AppEnv } from "./http/env.ts";
+import { hostCheck, hostPolicy, mcpOriginCheck } from "./http/host-check.ts";
 import { authenticate, csrfOriginCheck, openReadCors, requestContext } from "./http/middleware.ts";
 import { HttpProblem, problemFor, problemResponse } from "./http/problem.ts";
 import { rateLimit } from "./http/rate-limit.ts";
@@ -33,6 +34,10 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   const openapiJson = JSON.stringify(deps.contract.document);
 
   app.use(requestContext(deps.log));
+  // Before anything reads a body or a credential. The health probes are exempt: orchestrators
+  // call them by the machine's address, and they tell nothing (D-260).
+  const hosts = hostPolicy(deps.config);
+  app.use(hostCheck(hosts, { exempt: ["/healthz", "/readyz"] }));
   app.get("/openapi.json", (c) => c.body(openapiJson, 200, { "content-type": "application/json" }));
   app.get("/openapi.yaml", async (c) => {
     const { readFile } = await import("node:fs/promises");
@@ -54,6 +59,8 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
 
   app.use("/v1/*", authenticate(deps.apiKeys, deps.sessions));
   app.use("/mcp", authenticate(deps.apiKeys, deps.sessions));
+  // After authentication: an srh key's own list of origins counts as allowed (D-261).
+  app.use("/mcp", mcpOriginCheck(hosts, deps.config.allowedOrigins));
   const limited = rateLimit(deps.rateLimits, deps.config.trustedProxyHops);
   app.use("/v1/*", limited);
   app.use("/mcp", limited);

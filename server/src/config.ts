@@ -3,6 +3,7 @@
 import { hostname } from "node:os";
 import { resolve } from "node:path";
 import type { Caller } from "./auth/authority.ts";
+import { hostnameOf, isLoopback } from "./http/host-check.ts";
 import { parseRatePolicy, type RatePolicies, type RatePolicy } from "./limits/rate-limits.ts";
 import type { LogLevel } from "./log.ts";
 import { REGIONS, isRegionId, type RegionId } from "./regions.ts";
@@ -33,8 +34,13 @@ export interface Config {
   maxBodyBytes: number;
   maxUploadBytes: number;
   sessionTtlMs: number;
-  /** Origins allowed to send cookie-authenticated writes besides the server's own. */
+  /** Origins allowed to send cookie-authenticated writes besides the server's own (and to call /mcp). */
   allowedOrigins: string[];
+  /**
+   * Host names the server answers to besides the loopback names (when it listens on loopback) and
+   * the hosts of SIFT_PUBLIC_URL and the region URLs; `*.example.com` covers subdomains, `*` any.
+   */
+  allowedHosts: string[];
   /** Load the bundled demo tenant, service and PUBLIC index on first start. */
   demo: boolean;
   /** Checkpoint automatically once a version's chain of changes is this long. */
@@ -255,6 +261,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       .split(",")
       .map((s) => s.trim())
       .filter(Boolean),
+    allowedHosts: (env.SIFT_ALLOWED_HOSTS ?? "")
+      .split(",")
+      .map((s) => s.trim().toLowerCase())
+      .filter(Boolean),
     demo: bool("SIFT_DEMO", true),
     coalesceAfter: int("SIFT_COALESCE_AFTER", 1000, 2, 1_000_000),
     retainVersions: int("SIFT_RETAIN_VERSIONS", 50, 1, 100_000),
@@ -290,6 +300,19 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   for (const origin of config.allowedOrigins) {
     if (!URL.canParse(origin))
       problems.push(`SIFT_ALLOWED_ORIGINS entries must be origins like https://app.example (got "${origin}")`);
+  }
+  for (const host of config.allowedHosts) {
+    const name = host.startsWith("*.") ? host.slice(2) : host;
+    if (host !== "*" && (hostnameOf(name) === undefined || /:\d*$/.test(name.replace(/^\[.*\]$/, ""))))
+      problems.push(
+        `SIFT_ALLOWED_HOSTS entries must be host names without a port, like api.example.com or *.example.com (got "${host}")`,
+      );
+  }
+  // Off loopback, the Host check needs a name to accept, or every request would be refused (D-260).
+  if (!isLoopback(config.host) && !config.publicUrl && config.allowedHosts.length === 0) {
+    problems.push(
+      `HOST=${config.host} is not a loopback address: set SIFT_PUBLIC_URL (its host is the name clients use) or SIFT_ALLOWED_HOSTS (names, or * for any)`,
+    );
   }
   if (problems.length) throw new ConfigError(problems);
   return config;

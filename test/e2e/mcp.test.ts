@@ -119,9 +119,9 @@ describe("the SDK's Client over Streamable HTTP", () => {
     expect(client.getServerCapabilities()?.tools).toBeDefined();
   });
 
-  test("tools/list lists exactly search and lookupById, read-only, with schemas", async () => {
+  test("tools/list lists exactly listIndexes, search and lookupById, read-only, with schemas", async () => {
     const { tools } = await client.listTools();
-    expect(tools.map((t) => t.name).sort()).toEqual(["lookupById", "search"]);
+    expect(tools.map((t) => t.name).sort()).toEqual(["listIndexes", "lookupById", "search"]);
     const search = tools.find((t) => t.name === "search")!;
     expect(Object.keys(search.inputSchema.properties!).sort()).toEqual([
       "filter",
@@ -131,6 +131,8 @@ describe("the SDK's Client over Streamable HTTP", () => {
       "longitude",
       "phrase",
       "typoTolerance",
+      "version",
+      "weighted",
     ]);
     expect(search.inputSchema.required!.sort()).toEqual(["indexName", "phrase"]);
     const lookup = tools.find((t) => t.name === "lookupById")!;
@@ -225,6 +227,65 @@ describe("the SDK's Client over Streamable HTTP", () => {
     expect(firstText(broken)).toMatch(/^filter: at character 13: /);
   });
 
+  test("listIndexes names the tenant's indexes with what REST says of them, and no other tenant's", async () => {
+    const result = await client.callTool({ name: "listIndexes", arguments: {} });
+    expect(result.isError).toBe(false);
+    const { indexes } = result.structuredContent as { indexes: Record<string, unknown>[] };
+    expect(indexes.map((i) => i.name).sort()).toEqual([world.a.privateIndex, world.a.publicIndex].sort());
+    for (const listed of indexes) {
+      const rest = (await world.a.session.get(`/v1/indexes/${listed.name}`)).body;
+      expect(listed).toEqual({
+        name: rest.name,
+        serviceName: world.a.service,
+        visibility: rest.visibility,
+        activeVersion: rest.activeVersion,
+        records: rest.records,
+      });
+    }
+    expect(indexes.find((i) => i.name === index)).toMatchObject({ visibility: "PUBLIC", records: places.length + 1 });
+    // A name from the list is one search accepts.
+    const found = await client.callTool({
+      name: "search",
+      arguments: { indexName: indexes[0]!.name as string, phrase: "amster" },
+    });
+    expect(parseText(found).results.map((r: { id: string }) => r.id)).toEqual(["r1"]);
+  });
+
+  test("search takes weighted and version, as REST does", async () => {
+    const call = async (extra: Record<string, unknown>) =>
+      parseText(await client.callTool({ name: "search", arguments: { indexName: index, phrase: "spring", ...extra } }));
+    const rest = async (extra: Record<string, string>) => {
+      const q = new URLSearchParams({ query: "spring", indexName: index, serviceName: world.a.service, ...extra });
+      return (await world.http.get(`/v1/search?${q}`, { key: world.a.keys.svc })).body.suggestions.map(
+        (s: { id: string }) => s.id,
+      );
+    };
+    const weighted = (await call({ weighted: true })).results.map((r: { id: string }) => r.id);
+    expect(weighted).toEqual(await rest({ weighted: "true" }));
+    // Springfield MA (155,000) before Springfield IL (114,000) only when weighted.
+    expect(weighted.indexOf("springfield-ma")).toBeLessThan(weighted.indexOf("springfield-il"));
+
+    // A version from before a new record still answers without it.
+    const before = (await call({})).indexVersion;
+    const put = await world.a.session.put(`/v1/indexes/${index}/records/spring-valley`, { title: "Spring Valley" });
+    expect(put.status).toBe(200);
+    const now = await call({});
+    expect(now.indexVersion).not.toBe(before);
+    expect(now.results.map((r: { id: string }) => r.id)).toContain("spring-valley");
+    const old = await call({ version: before });
+    expect(old.indexVersion).toBe(before);
+    expect(old.results.map((r: { id: string }) => r.id)).not.toContain("spring-valley");
+    expect(old.results.map((r: { id: string }) => r.id)).toEqual(await rest({ version: before }));
+    const gone = await client.callTool({
+      name: "search",
+      arguments: { indexName: index, phrase: "a", version: "999" },
+    });
+    expect(gone.isError).toBe(true);
+    expect(firstText(gone)).toMatch(/version 999 of index .* does not exist/);
+    const del = await world.a.session.request("DELETE", `/v1/indexes/${index}/records/spring-valley`);
+    expect(del.status).toBe(200);
+  });
+
   test("search always reads the active version", async () => {
     const live = (await world.a.session.get(`/v1/indexes/${index}`)).body.activeVersion;
     const body = parseText(
@@ -266,6 +327,30 @@ describe("the SDK's Client over Streamable HTTP", () => {
     const missing = await client.callTool({ name: "search", arguments: { indexName: "no-such-index", phrase: "a" } });
     expect(other.isError && missing.isError).toBe(true);
     expect(firstText(other).replace(world.b.privateIndex, "X")).toBe(firstText(missing).replace("no-such-index", "X"));
+  });
+});
+
+describe("listIndexes shows what the key may search", () => {
+  const listed = async (key: string) => {
+    const reply = await rpc(
+      { jsonrpc: "2.0", id: 3, method: "tools/call", params: { name: "listIndexes", arguments: {} } },
+      { key },
+    );
+    expect(reply.status).toBe(200);
+    expect(reply.body.result.isError).toBe(false);
+    return reply.body.result.structuredContent.indexes.map((i: { name: string }) => i.name) as string[];
+  };
+
+  test("a public srh key sees the PUBLIC index only; a key with an index list sees those listed", async () => {
+    expect(await listed(world.a.keys.srh)).toEqual([world.a.publicIndex]);
+    const created = await world.a.session.post("/v1/api-keys", {
+      type: "svc",
+      name: "private only",
+      indexes: [world.a.privateIndex],
+    });
+    expect(created.status).toBe(200);
+    expect(await listed(created.body.key)).toEqual([world.a.privateIndex]);
+    expect(await listed(world.b.keys.pat)).toEqual([world.b.privateIndex, world.b.publicIndex].sort());
   });
 });
 
@@ -337,7 +422,7 @@ describe("raw JSON-RPC over HTTP", () => {
 });
 
 describe("outside clients agree", () => {
-  test("the MCP Inspector CLI lists and calls the tools", async () => {
+  test("the MCP Inspector CLI with a pasted key lists the tools, lists indexes and searches", async () => {
     const base = [
       inspectorCli,
       "--cli",
@@ -352,7 +437,11 @@ describe("outside clients agree", () => {
       JSON.parse(listed.stdout)
         .tools.map((t: { name: string }) => t.name)
         .sort(),
-    ).toEqual(["lookupById", "search"]);
+    ).toEqual(["listIndexes", "lookupById", "search"]);
+    const indexes = await run(process.execPath, [...base, "--method", "tools/call", "--tool-name", "listIndexes"], {
+      timeout: 60_000,
+    });
+    expect(parseText(JSON.parse(indexes.stdout)).indexes.map((i: { name: string }) => i.name)).toContain(index);
     const called = await run(
       process.execPath,
       [
@@ -386,7 +475,9 @@ describe("outside clients agree", () => {
     );
     try {
       const { tools } = await client.listTools();
-      expect(tools.map((t) => t.name).sort()).toEqual(["lookupById", "search"]);
+      expect(tools.map((t) => t.name).sort()).toEqual(["listIndexes", "lookupById", "search"]);
+      const listed = await client.callTool({ name: "listIndexes", arguments: {} });
+      expect(listed.structuredContent).toEqual({ indexes: [expect.objectContaining({ name: index })] });
       const result = await client.callTool({ name: "search", arguments: { indexName: index, phrase: "spring" } });
       expect(parseText(result).results.map((r: { id: string }) => r.id)).toEqual(await restIds("spring"));
       // An srh key reaches PUBLIC indexes only.

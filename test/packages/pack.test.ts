@@ -219,7 +219,7 @@ console.log(JSON.stringify({
     expect(found.body.suggestions.map((s: { id: string }) => s.id).sort()).toEqual(["c1", "c2"]);
   });
 
-  test("sift-mcp, started as an MCP host starts it, lists the tools", async () => {
+  test("sift-mcp, started as an MCP host starts it, lists the tools and the key's indexes", async () => {
     const client = new Client({ name: "pack-test", version: "1.0.0" });
     await client.connect(
       new StdioClientTransport({
@@ -231,7 +231,10 @@ console.log(JSON.stringify({
     );
     try {
       const { tools } = await client.listTools();
-      expect(tools.map((t) => t.name).sort()).toEqual(["lookupById", "search"]);
+      expect(tools.map((t) => t.name).sort()).toEqual(["listIndexes", "lookupById", "search"]);
+      const listed = await client.callTool({ name: "listIndexes", arguments: {} });
+      const { indexes } = listed.structuredContent as { indexes: { name: string }[] };
+      expect(indexes.map((i) => i.name)).toContain(world.a.publicIndex);
     } finally {
       await client.close();
     }

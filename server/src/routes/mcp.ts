@@ -4,6 +4,7 @@ import { handleMcpHttp, type JsonRecord, type SiftMcpBackend } from "@sift/mcp";
 import type { Hono } from "hono";
 import { authorize, authorizeIndex } from "../auth/authority.ts";
 import type { Principal } from "../auth/principal.ts";
+import { indexAllowed } from "../auth/restrictions.ts";
 import { InvalidArgumentError } from "../domain/errors.ts";
 import { unstorableReason } from "../domain/storable-text.ts";
 import { type Handlers, readBodyLimited } from "../http/contract.ts";
@@ -38,7 +39,24 @@ function backendFor(
     return authorizeIndex(p, "mcp", await deps.catalog.byName(p.tenantId, indexName), indexName);
   };
   return {
-    search: ({ indexName, phrase, latitude, longitude, typoTolerance, filter, limit }) =>
+    // What search and lookupById would let this caller reach, so a host never has to guess a
+    // name: an srh key sees its tenant's PUBLIC indexes, a key with an index list those listed.
+    listIndexes: () =>
+      asProblem(async () => {
+        const cell = authorize(p, "mcp");
+        const all = await deps.catalog.listIndexes(p.tenantId);
+        const indexes = all
+          .filter((i) => (cell === "ownPublic" ? i.visibility === "PUBLIC" : true) && indexAllowed(p, i.name))
+          .map(({ name, serviceName, visibility, activeVersion, records }) => ({
+            name,
+            serviceName,
+            visibility,
+            activeVersion,
+            records,
+          }));
+        return { indexes };
+      }),
+    search: ({ indexName, phrase, latitude, longitude, typoTolerance, filter, limit, weighted, version }) =>
       asProblem(async () => {
         const parsed = filterOf(filter);
         const ref = await index(indexName);
@@ -52,6 +70,8 @@ function backendFor(
           highlight: true,
           filter: parsed,
           limit,
+          weighted,
+          version,
         });
         return {
           indexName,
