@@ -1,7 +1,7 @@
 // The dashboard's shell: who is signed in, the navigation, and which screen the path names.
 import type { components } from "@sift/sdk";
 import { type ComponentChildren, render } from "preact";
-import { useEffect, useState } from "preact/hooks";
+import { useEffect, useLayoutEffect, useState } from "preact/hooks";
 import { isUnauthenticated, sift } from "./api.ts";
 import { linkTo, navigate, usePath } from "./router.ts";
 import { SignIn, SignUp } from "./screens/auth.tsx";
@@ -31,13 +31,15 @@ function App() {
     );
   useEffect(() => void check(), []);
 
-  // A new screen moves focus to its heading, so keyboard and screen-reader users start there.
-  useEffect(() => {
+  // A new screen moves focus to its heading, so keyboard and screen-reader users start there. In a
+  // layout effect, so it happens before the browser handles the next key.
+  const signedInNow = Boolean(me);
+  useLayoutEffect(() => {
     if (me === undefined) return;
     const title = document.querySelector<HTMLElement>("main h1");
     document.title = `${title?.textContent ?? "Dashboard"} · Sift`;
-    if (document.activeElement === document.body || document.activeElement?.closest("nav, .auth p")) title?.focus();
-  }, [path, me]);
+    title?.focus();
+  }, [path, signedInNow, me === undefined]);
 
   const signedIn = () => {
     void check().then(() => navigate("/", true));

@@ -1,6 +1,7 @@
 // The dashboard in Debian's Chromium against a real Sift: a new tenant's whole journey done with
 // the keyboard alone, axe-core on every screen, and the budgets of issue 19 (size, first screen).
 import { readdirSync, readFileSync } from "node:fs";
+import { createServer } from "node:http";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
 import type { Browser, BrowserContext, Page } from "playwright-core";
@@ -9,7 +10,7 @@ import { dashboardDist } from "../../server/src/routes/dashboard.ts";
 import { Http } from "../support/http.ts";
 import { startSift, type RunningSift } from "../support/server.ts";
 import { launchChromium } from "./support/browser.ts";
-import { activate, expectAccessible, tabTo } from "./support/dashboard.ts";
+import { activate, expectAccessible, follow, tabTo } from "./support/dashboard.ts";
 
 let sift: RunningSift;
 let browser: Browser;
@@ -61,7 +62,7 @@ test("a new tenant signs up, makes a service, an index and a key, uploads, edits
   // Signed out: the sign-in screen, and the way to an account.
   await expect.poll(() => heading(page).textContent()).toBe("Sign in to Sift");
   await expectAccessible(page, "sign in");
-  await activate(page, page.getByRole("link", { name: "Create an account" }));
+  await follow(page, page.getByRole("link", { name: "Create an account" }));
   await expect.poll(() => heading(page).textContent()).toBe("Create your Sift account");
   await expectAccessible(page, "sign up");
 
@@ -111,7 +112,7 @@ test("a new tenant signs up, makes a service, an index and a key, uploads, edits
   await expectAccessible(page, "catalog");
 
   // A search key, shown once with a copy button and the warning.
-  await activate(page, page.getByRole("navigation", { name: "Dashboard" }).getByRole("link", { name: "API keys" }));
+  await follow(page, page.getByRole("navigation", { name: "Dashboard" }).getByRole("link", { name: "API keys" }));
   await expect.poll(() => heading(page).textContent()).toBe("API keys");
   await expect.poll(() => page.getByText("No keys yet").isVisible()).toBe(true);
   await tabTo(page, page.getByLabel("Name", { exact: true }));
@@ -128,12 +129,12 @@ test("a new tenant signs up, makes a service, an index and a key, uploads, edits
   await expectAccessible(page, "keys with a new secret");
 
   // The index: empty, then a CSV uploaded by picking the file with the keyboard.
-  await activate(page, page.getByRole("link", { name: "Services and indexes" }).first());
-  await activate(page, page.getByRole("link", { name: "products" }));
+  await follow(page, page.getByRole("link", { name: "Services and indexes" }).first());
+  await follow(page, page.getByRole("link", { name: "products" }));
   await expect.poll(() => heading(page).textContent()).toBe("Index “products”");
   await expect.poll(() => page.getByText("This version holds no records").isVisible()).toBe(true);
   await expectAccessible(page, "empty index");
-  await activate(page, section(page, "Upload"));
+  await follow(page, section(page, "Upload"));
   await expect.poll(() => page.getByRole("heading", { name: "Upload a file" }).isVisible()).toBe(true);
   await expectAccessible(page, "upload");
   await tabTo(page, page.locator("#upload-file"));
@@ -147,7 +148,7 @@ test("a new tenant signs up, makes a service, an index and a key, uploads, edits
   const bulkVersion = await page.getByTestId("active-version").textContent();
 
   // Find a record with the widget, edit its JSON, save.
-  await activate(page, section(page, "Records"));
+  await follow(page, section(page, "Records"));
   await tabTo(page, page.locator("#record-search"));
   await page.keyboard.type("garden h");
   await expect
@@ -177,24 +178,44 @@ test("a new tenant signs up, makes a service, an index and a key, uploads, edits
   const editVersion = await page.getByTestId("active-version").textContent();
 
   // Roll back to the upload: the record is as it was.
-  await activate(page, section(page, "Versions"));
+  await follow(page, section(page, "Versions"));
   await expect.poll(() => page.getByText("edited a record").isVisible()).toBe(true);
   expect(await page.getByText("bulk upload of 50 records").isVisible()).toBe(true);
   await expectAccessible(page, "versions");
   await activate(page, page.getByRole("button", { name: `Roll back to version ${bulkVersion}` }));
   await expect.poll(() => page.getByTestId("active-version").textContent()).toBe(bulkVersion);
   // The edit is not lost: it can be activated again.
-  expect(await page.getByRole("button", { name: `Activate version ${editVersion}` }).isVisible()).toBe(true);
+  await expect.poll(() => page.getByRole("button", { name: `Activate version ${editVersion}` }).isVisible()).toBe(true);
   expect((await (await asUser(email, password)).get("/v1/indexes/products/records/hose-1")).body.title).toBe(
     "Garden hose",
   );
 
   // The "use it" panel names this service, index and server.
-  await activate(page, section(page, "Use it"));
+  await follow(page, section(page, "Use it"));
   const snippet = await page.locator(".code pre").first().textContent();
   expect(snippet).toContain(`service="${service}" index="products"`);
   expect(snippet).toContain(`${sift.url}/widget/sift-autocomplete.iife.js`);
   await expectAccessible(page, "use it");
+
+  // The snippet, with the key put in, works on the tenant's own site: a page of another origin,
+  // served by a real server (Chromium keeps pages that did not come from loopback off loopback).
+  const shopPage = `<!doctype html><html lang="en"><head><title>Shop</title></head><body><main>${snippet!.replace(
+    "pk-sift-srh-YOUR-KEY",
+    key,
+  )}</main></body></html>`;
+  const site = createServer((_req, res) =>
+    res.writeHead(200, { "content-type": "text/html; charset=utf-8" }).end(shopPage),
+  );
+  await new Promise<void>((r) => site.listen(0, "127.0.0.1", () => r()));
+  const shop = await page.context().newPage();
+  await shop.goto(`http://127.0.0.1:${(site.address() as { port: number }).port}/`);
+  await shop.getByRole("combobox", { name: "Search" }).click();
+  await shop.keyboard.type("gar");
+  await expect
+    .poll(() => shop.locator("sift-autocomplete [role=option]").allTextContents())
+    .toEqual(expect.arrayContaining([expect.stringContaining("Garden hose")]));
+  await shop.close();
+  site.close();
 
   // Revoke the key, after confirming in a dialog; a page using it is refused from then on.
   const search = () =>
@@ -202,7 +223,7 @@ test("a new tenant signs up, makes a service, an index and a key, uploads, edits
       headers: { authorization: `Bearer ${key}` },
     }).then((r) => r.status);
   expect(await search()).toBe(200);
-  await activate(page, page.getByRole("navigation", { name: "Dashboard" }).getByRole("link", { name: "API keys" }));
+  await follow(page, page.getByRole("navigation", { name: "Dashboard" }).getByRole("link", { name: "API keys" }));
   await activate(page, page.getByRole("button", { name: "Revoke shop search" }));
   const dialog = page.getByRole("dialog", { name: "Revoke the key “shop search”?" });
   await expect.poll(() => dialog.isVisible()).toBe(true);
@@ -321,5 +342,66 @@ describe("upload errors", () => {
     await expect.poll(() => ingest.textContent(), { timeout: 30_000 }).toContain("Ingested bad.csv");
     expect(await ingest.textContent()).toContain("2 records ingested, 2 invalid");
     await expect.poll(() => page.getByTestId("record-count").textContent()).toBe("2");
+  });
+});
+
+/** A signed-up tenant with a service and an index, and a browser holding its session. */
+async function signedIn(label: string): Promise<{ page: Page; http: Http; service: string }> {
+  const http = new Http(sift.url);
+  const email = `${label}-${process.pid}@dash.example`;
+  expect((await http.post("/v1/auth/signup", { email, password: "correct horse battery" })).status).toBe(201);
+  const service = `${label}-${process.pid}`;
+  expect((await http.post("/v1/services", { name: service })).status).toBe(201);
+  expect((await http.post("/v1/indexes", { name: `${label}-idx`, serviceName: service })).status).toBe(201);
+  const { page } = await open();
+  await page.context().addCookies([{ name: "sift_session", value: http.sessionCookie!, url: sift.url }]);
+  await page.reload();
+  await expect.poll(() => heading(page).textContent()).toBe("Services and indexes");
+  return { page, http, service };
+}
+
+describe("catalog and records", () => {
+  test("deleting asks first; a service that holds an index is refused with the reason in the dialog", async () => {
+    const { page, service } = await signedIn("del");
+    await activate(page, page.getByRole("button", { name: `Delete service ${service}` }));
+    const dialog = page.getByRole("dialog", { name: `Delete the service “${service}”?` });
+    await expect.poll(() => dialog.isVisible()).toBe(true);
+    await activate(page, dialog.getByRole("button", { name: "Delete service" }));
+    await expect.poll(() => dialog.getByRole("alert").textContent()).toMatch(/index/i);
+    // Escape closes the dialog and nothing was deleted.
+    await page.keyboard.press("Escape");
+    await expect.poll(() => dialog.isVisible()).toBe(false);
+    expect(await page.getByRole("rowheader", { name: service }).isVisible()).toBe(true);
+
+    await activate(page, page.getByRole("button", { name: "Delete index del-idx" }));
+    await activate(page, page.getByRole("dialog").getByRole("button", { name: "Delete index" }));
+    await expect.poll(() => page.getByText("No indexes yet").isVisible()).toBe(true);
+    await activate(page, page.getByRole("button", { name: `Delete service ${service}` }));
+    await activate(
+      page,
+      page.getByRole("dialog", { name: /Delete the service/ }).getByRole("button", { name: "Delete service" }),
+    );
+    await expect.poll(() => page.getByText("No services yet").isVisible()).toBe(true);
+    await expectAccessible(page, "catalog emptied");
+  });
+
+  test("a record is added from the record browser, found, and deleted after confirmation", async () => {
+    const { page, http } = await signedIn("rec");
+    await follow(page, page.getByRole("link", { name: "rec-idx" }));
+    await activate(page, page.getByRole("button", { name: "Add a record" }));
+    await tabTo(page, page.getByLabel("Record id"));
+    await page.keyboard.type("kettle-1");
+    await tabTo(page, page.getByLabel("The new record as JSON"));
+    await page.keyboard.press("ControlOrMeta+A");
+    await page.keyboard.type('{ "title": "Copper kettle", "weight": 3 }');
+    await activate(page, page.getByRole("button", { name: "Add record" }));
+    await expect.poll(() => page.getByTestId("record-count").textContent()).toBe("1");
+    await expect.poll(() => page.getByLabel("The record as JSON").inputValue()).toContain("Copper kettle");
+    expect((await http.get("/v1/indexes/rec-idx/records/kettle-1")).body.title).toBe("Copper kettle");
+
+    await activate(page, page.getByRole("button", { name: "Delete record" }));
+    await activate(page, page.getByRole("dialog").getByRole("button", { name: "Delete record" }));
+    await expect.poll(() => page.getByTestId("record-count").textContent()).toBe("0");
+    expect((await http.get("/v1/indexes/rec-idx/records/kettle-1")).status).toBe(404);
   });
 });

@@ -44,3 +44,9 @@ export async function axeViolations(page: Page, screen: string): Promise<string[
 export async function expectAccessible(page: Page, screen: string): Promise<void> {
   expect(await axeViolations(page, screen)).toEqual([]);
 }
+
+/** Follows a link of the dashboard by keyboard; the new screen puts focus on its heading. */
+export async function follow(page: Page, link: Locator): Promise<void> {
+  await activate(page, link);
+  await expect.poll(() => page.evaluate(() => document.activeElement?.matches("main h1") ?? false)).toBe(true);
+}
