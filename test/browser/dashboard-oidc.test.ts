@@ -109,19 +109,30 @@ test("a callback replayed from another browser is refused: the state is bound to
   expect(await replay?.json()).toMatchObject({ errors: [{ field: "state" }] });
 });
 
-test("an ID token whose claims were changed after signing is refused, and no one is signed in", async () => {
+test("an ID token whose claims were changed after signing is refused: back on the sign-in screen with the reason", async () => {
   const page = await open();
   idp.forgeIdTokens = true;
   try {
-    const callback = page.waitForResponse((r) => r.url().startsWith(`${sift.url}/v1/auth/oauth/idp/callback`));
     await activate(page, page.getByRole("link", { name: "Sign in with Test ID" }));
     await signInAtProvider(page, "carol");
-    const answer = await callback;
-    expect(answer.status()).toBe(401);
-    expect((await answer.json()).detail).toMatch(/Test ID's answer failed validation/);
+    await page.waitForURL((url) => url.pathname === "/dashboard/signin");
   } finally {
     idp.forgeIdTokens = false;
   }
-  await page.goto(`${sift.url}/dashboard`);
   await expect.poll(() => page.locator("main h1").textContent()).toBe("Sign in to Sift");
+  expect(await page.getByRole("alert").textContent()).toMatch(/Test ID's answer failed validation/);
+  await expectAccessible(page, "sign-in refused");
+  // No session was made: the API says so too.
+  const me = await page.evaluate(() => fetch("/v1/auth/me").then((r) => r.status));
+  expect(me).toBe(401);
+});
+
+test("cancelling at the provider brings the person back to the sign-in screen, told why", async () => {
+  const page = await open();
+  await activate(page, page.getByRole("link", { name: "Sign in with Test ID" }));
+  await page.waitForURL((url) => url.origin === idp.issuer);
+  await activate(page, page.getByRole("link", { name: "[ Cancel ]" }));
+  await page.waitForURL((url) => url.pathname === "/dashboard/signin");
+  expect(await page.getByRole("alert").textContent()).toBe("Test ID did not sign you in: access_denied");
+  await expect.poll(() => page.getByRole("link", { name: "Sign in with Test ID" }).isVisible()).toBe(true);
 });

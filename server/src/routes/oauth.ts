@@ -11,7 +11,13 @@ import { openJson, sealJson } from "../auth/signing.ts";
 import type { Config, OAuthProviderConfig } from "../config.ts";
 import type { Handlers, ResponseBody } from "../http/contract.ts";
 import type { AppEnv } from "../http/env.ts";
-import { InvalidArgumentError, NotFoundError, UnauthenticatedError, UnavailableError } from "../domain/errors.ts";
+import {
+  DomainError,
+  InvalidArgumentError,
+  NotFoundError,
+  UnauthenticatedError,
+  UnavailableError,
+} from "../domain/errors.ts";
 import type { AccountService } from "../services/accounts.ts";
 import { baseUrlOf } from "./health.ts";
 import { isLocal, setSessionCookie } from "./session-cookie.ts";
@@ -146,51 +152,70 @@ export function oauthHandlers(deps: { config: Config; accounts: AccountService; 
       const { config: p, client } = provider(path.provider);
       const pending = openJson<PendingSignIn>(deps.secret, getCookie(c, STATE_COOKIE));
       deleteCookie(c, STATE_COOKIE, { path: "/v1/auth/oauth" });
-      if (query.error) throw new UnauthenticatedError(`${p.name} did not sign you in: ${query.error}`);
-      if (!pending || pending.provider !== p.id || pending.expiresAt < Date.now() || pending.state !== query.state) {
-        throw new InvalidArgumentError("the sign-in attempt expired or did not start here: start again", [
-          { field: "state", message: "does not match the sign-in started by this browser" },
-        ]);
+      try {
+        return await finish(c, p, client, pending, query);
+      } catch (error) {
+        // A person in a browser who started from the dashboard goes back to its sign-in screen
+        // with the reason, rather than to a JSON document; API clients get the problem as before.
+        const back = pending?.provider === p.id && pending.redirectTo.startsWith("/dashboard");
+        if (back && c.req.header("sec-fetch-mode") === "navigate" && error instanceof DomainError)
+          return c.redirect(`/dashboard/signin?error=${encodeURIComponent(error.message)}`, 302);
+        throw error;
       }
-      if (!query.code)
-        throw new InvalidArgumentError("the provider sent no authorization code", [
-          { field: "code", message: "is required" },
-        ]);
-      const config = await client();
-
-      // The callback URL as the provider was told it (behind a proxy the request's own URL
-      // differs), with every parameter the provider sent: `iss` is checked when it is there.
-      const current = new URL(callbackUrl(c, p.id));
-      current.search = new URL(c.req.url).search;
-      const tokens = await oidc
-        .authorizationCodeGrant(config, current, {
-          pkceCodeVerifier: pending.verifier,
-          expectedState: pending.state,
-          ...(pending.nonce ? { expectedNonce: pending.nonce, idTokenExpected: true } : {}),
-        })
-        .catch((error: Error) => {
-          throw refusal(p, error);
-        });
-
-      const claims = tokens.claims();
-      let subject: unknown = claims?.sub;
-      let email: unknown = claims?.email;
-      let verified: unknown = claims?.email_verified;
-      if (claims === undefined || email === undefined) {
-        const profile = await userinfo(p, config, tokens.access_token, claims?.sub);
-        subject ??= profile.sub ?? profile.id;
-        email = profile.email;
-        verified = profile.email_verified;
-      }
-      if (subject === undefined || subject === null)
-        throw new UnavailableError(`${p.name} returned a profile without an id`);
-      // An address the provider says it has not verified is not recorded as the user's.
-      const address = typeof email === "string" && verified !== false ? email : undefined;
-      const signedIn = await deps.accounts.oauthSignIn(p.id, String(subject), address);
-      setSessionCookie(c, signedIn.token, signedIn.expiresAt);
-      return c.redirect(pending.redirectTo, 302);
     },
   };
+
+  async function finish(
+    c: Context<AppEnv>,
+    p: OAuthProviderConfig,
+    client: () => Promise<oidc.Configuration>,
+    pending: PendingSignIn | undefined,
+    query: { code?: string; state?: string; error?: string },
+  ): Promise<Response> {
+    if (query.error) throw new UnauthenticatedError(`${p.name} did not sign you in: ${query.error}`);
+    if (!pending || pending.provider !== p.id || pending.expiresAt < Date.now() || pending.state !== query.state) {
+      throw new InvalidArgumentError("the sign-in attempt expired or did not start here: start again", [
+        { field: "state", message: "does not match the sign-in started by this browser" },
+      ]);
+    }
+    if (!query.code)
+      throw new InvalidArgumentError("the provider sent no authorization code", [
+        { field: "code", message: "is required" },
+      ]);
+    const config = await client();
+
+    // The callback URL as the provider was told it (behind a proxy the request's own URL
+    // differs), with every parameter the provider sent: `iss` is checked when it is there.
+    const current = new URL(callbackUrl(c, p.id));
+    current.search = new URL(c.req.url).search;
+    const tokens = await oidc
+      .authorizationCodeGrant(config, current, {
+        pkceCodeVerifier: pending.verifier,
+        expectedState: pending.state,
+        ...(pending.nonce ? { expectedNonce: pending.nonce, idTokenExpected: true } : {}),
+      })
+      .catch((error: Error) => {
+        throw refusal(p, error);
+      });
+
+    const claims = tokens.claims();
+    let subject: unknown = claims?.sub;
+    let email: unknown = claims?.email;
+    let verified: unknown = claims?.email_verified;
+    if (claims === undefined || email === undefined) {
+      const profile = await userinfo(p, config, tokens.access_token, claims?.sub);
+      subject ??= profile.sub ?? profile.id;
+      email = profile.email;
+      verified = profile.email_verified;
+    }
+    if (subject === undefined || subject === null)
+      throw new UnavailableError(`${p.name} returned a profile without an id`);
+    // An address the provider says it has not verified is not recorded as the user's.
+    const address = typeof email === "string" && verified !== false ? email : undefined;
+    const signedIn = await deps.accounts.oauthSignIn(p.id, String(subject), address);
+    setSessionCookie(c, signedIn.token, signedIn.expiresAt);
+    return c.redirect(pending.redirectTo, 302);
+  }
 }
 
 /** A provider's profile: only `sub`/`id`, `email` and `email_verified` are read, each checked before use. */
