@@ -4,7 +4,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
-import type { Browser, BrowserContext, Page } from "playwright-core";
+import type { Browser, BrowserContext, FileChooser, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
 import { dashboardDist } from "../../server/src/routes/dashboard.ts";
 import { Http } from "../support/http.ts";
@@ -57,6 +57,10 @@ const CSV = [
 
 test("a new tenant signs up, makes a service, an index and a key, uploads, edits, rolls back and revokes: keyboard only, no axe violations", async () => {
   const { page, errors } = await open();
+  // Listening from the start: Playwright intercepts file choosers only once a listener is set,
+  // and a key press is quicker than that takes.
+  const choosers: FileChooser[] = [];
+  page.on("filechooser", (chooser) => choosers.push(chooser));
   const email = `journey-${process.pid}@dash.example`;
 
   // Signed out: the sign-in screen, and the way to an account.
@@ -138,8 +142,9 @@ test("a new tenant signs up, makes a service, an index and a key, uploads, edits
   await expect.poll(() => page.getByRole("heading", { name: "Upload a file" }).isVisible()).toBe(true);
   await expectAccessible(page, "upload");
   await tabTo(page, page.locator("#upload-file"));
-  const [chooser] = await Promise.all([page.waitForEvent("filechooser"), page.keyboard.press("Space")]);
-  await chooser.setFiles({ name: "products.csv", mimeType: "text/csv", buffer: Buffer.from(CSV) });
+  await page.keyboard.press("Space");
+  await expect.poll(() => choosers.length).toBe(1);
+  await choosers[0]!.setFiles({ name: "products.csv", mimeType: "text/csv", buffer: Buffer.from(CSV) });
   const ingest = page.getByTestId("ingest");
   await expect.poll(() => ingest.textContent(), { timeout: 30_000 }).toContain("Ingested products.csv");
   expect(await ingest.textContent()).toContain("50 records ingested, 0 invalid");
@@ -180,7 +185,8 @@ test("a new tenant signs up, makes a service, an index and a key, uploads, edits
   // Roll back to the upload: the record is as it was.
   await follow(page, section(page, "Versions"));
   await expect.poll(() => page.getByText("edited a record").isVisible()).toBe(true);
-  expect(await page.getByText("bulk upload of 50 records").isVisible()).toBe(true);
+  expect(await page.getByText("bulk upload · 50 records").isVisible()).toBe(true);
+  expect(await page.getByText("index created, empty").isVisible()).toBe(true);
   await expectAccessible(page, "versions");
   await activate(page, page.getByRole("button", { name: `Roll back to version ${bulkVersion}` }));
   await expect.poll(() => page.getByTestId("active-version").textContent()).toBe(bulkVersion);
@@ -268,11 +274,12 @@ describe("budgets", () => {
     const context = await browser.newContext();
     contexts.push(context);
     const page = await context.newPage();
-    const started = Date.now();
     await page.goto(`${sift.url}/dashboard`);
-    await page.getByLabel("E-mail").waitFor();
     await page.getByLabel("E-mail").fill("typed@once.example");
-    expect(Date.now() - started).toBeLessThanOrEqual(1_000);
+    // The app marks the moment its first screen is drawn and focused, from navigation start.
+    const interactive = await page.evaluate(() => performance.getEntriesByName("dashboard-interactive")[0]?.startTime);
+    expect(interactive).toBeGreaterThan(0);
+    expect(interactive).toBeLessThanOrEqual(1_000);
   });
 });
 

@@ -405,7 +405,7 @@ function UploadProgress({ state }: { state: UploadState }) {
 /** What a version did, from its kind and the record counts of it and its parent. */
 function changeOf(v: Version, parent: Version | undefined): string {
   if (v.kind === "purge") return `erased record ${v.purge?.recordId ?? ""} from every version`;
-  if (v.kind === "bulk") return `bulk upload of ${v.records?.toLocaleString() ?? "?"} records`;
+  if (v.kind === "bulk") return v.parent === null && v.records === 0 ? "index created, empty" : "bulk upload";
   if (v.kind === "checkpoint") return `checkpoint of ${parent ? `version ${parent.version}` : "the chain"}`;
   if (v.records === undefined || parent?.records === undefined) return "record change";
   const delta = v.records - parent.records;
