@@ -342,10 +342,16 @@ describe("upload errors", () => {
     await expectAccessible(page, "failed upload");
     expect(await page.getByTestId("record-count").textContent()).toBe("0");
 
+    // The same file dropped on the drop zone, with invalid lines skipped this time.
     await page.getByLabel(/Skip invalid lines/).check();
-    await page
-      .locator("#upload-file")
-      .setInputFiles({ name: "bad.csv", mimeType: "text/csv", buffer: Buffer.from(bad) });
+    const dropped = await page.evaluateHandle((text) => {
+      const transfer = new DataTransfer();
+      transfer.items.add(new File([text], "bad.csv", { type: "text/csv" }));
+      return transfer;
+    }, bad);
+    await page.locator(".dropzone").dispatchEvent("dragover", { dataTransfer: dropped });
+    expect(await page.locator(".dropzone").getAttribute("class")).toContain("dragging");
+    await page.locator(".dropzone").dispatchEvent("drop", { dataTransfer: dropped });
     await expect.poll(() => ingest.textContent(), { timeout: 30_000 }).toContain("Ingested bad.csv");
     expect(await ingest.textContent()).toContain("2 records ingested, 2 invalid");
     await expect.poll(() => page.getByTestId("record-count").textContent()).toBe("2");
@@ -410,5 +416,20 @@ describe("catalog and records", () => {
     await activate(page, page.getByRole("dialog").getByRole("button", { name: "Delete record" }));
     await expect.poll(() => page.getByTestId("record-count").textContent()).toBe("0");
     expect((await http.get("/v1/indexes/rec-idx/records/kettle-1")).status).toBe(404);
+  });
+
+  test("coalescing folds the changes into a checkpoint, which becomes active", async () => {
+    const { page, http } = await signedIn("coal");
+    for (const id of ["a", "b", "c"])
+      expect((await http.put(`/v1/indexes/coal-idx/records/${id}`, { title: `Thing ${id}` })).status).toBe(200);
+    await page.goto(`${sift.url}/dashboard/indexes/coal-idx/versions`);
+    await expect.poll(() => page.getByText("added 1 record").count()).toBe(3);
+    const before = await page.getByTestId("active-version").textContent();
+    await activate(page, page.getByRole("button", { name: "Coalesce changes into a checkpoint" }));
+    await expect.poll(() => page.getByTestId("active-version").textContent()).not.toBe(before);
+    const checkpoint = page.locator(".timeline li.active");
+    await expect.poll(() => checkpoint.textContent()).toContain(`checkpoint of version ${before}`);
+    expect(await checkpoint.textContent()).toContain("3 records");
+    await expectAccessible(page, "versions after coalesce");
   });
 });
