@@ -12,8 +12,13 @@ export interface Failure {
   status?: number;
 }
 
+/** Dispatched on window when a call finds the session gone (expired, or signed out elsewhere). */
+export const SESSION_ENDED = "sift-session-ended";
+
 export function failureOf(error: unknown): Failure {
   if (error instanceof SiftApiError) {
+    // The shell decides whether a 401 means anything: signed out, it is a wrong password.
+    if (error.status === 401) dispatchEvent(new Event(SESSION_ENDED));
     const fields: Record<string, string> = {};
     for (const f of error.fieldErrors) {
       const key = f.field ?? "";

@@ -1,8 +1,8 @@
 // The dashboard's shell: who is signed in, the navigation, and which screen the path names.
 import type { components } from "@sift/sdk";
 import { type ComponentChildren, render } from "preact";
-import { useEffect, useLayoutEffect, useState } from "preact/hooks";
-import { isUnauthenticated, sift } from "./api.ts";
+import { useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
+import { isUnauthenticated, SESSION_ENDED, sift } from "./api.ts";
 import { linkTo, navigate, usePath } from "./router.ts";
 import { SignIn, SignUp } from "./screens/auth.tsx";
 import { IndexPage } from "./screens/index-page.tsx";
@@ -30,6 +30,19 @@ function App() {
       },
     );
   useEffect(() => void check(), []);
+  const [ended, setEnded] = useState(false);
+  const signedInRef = useRef(false);
+  signedInRef.current = Boolean(me);
+  useEffect(() => {
+    const onEnded = () => {
+      if (!signedInRef.current) return;
+      setMe(null);
+      setEnded(true);
+      navigate("/signin", true);
+    };
+    addEventListener(SESSION_ENDED, onEnded);
+    return () => removeEventListener(SESSION_ENDED, onEnded);
+  }, []);
 
   // A new screen moves focus to its heading, so keyboard and screen-reader users start there. In a
   // layout effect, so it happens before the browser handles the next key.
@@ -44,6 +57,7 @@ function App() {
   }, [path, signedInNow, me === undefined]);
 
   const signedIn = () => {
+    setEnded(false);
     void check().then(() => navigate("/", true));
   };
 
@@ -51,7 +65,12 @@ function App() {
   if (failure) screen = <FormError failure={failure} />;
   else if (me === undefined) screen = <Loading what="your account" />;
   else if (me === null) {
-    screen = path === "/signup" ? <SignUp onSignedIn={signedIn} /> : <SignIn onSignedIn={signedIn} />;
+    screen =
+      path === "/signup" ? (
+        <SignUp onSignedIn={signedIn} />
+      ) : (
+        <SignIn onSignedIn={signedIn} notice={ended ? "Your session ended: sign in again." : undefined} />
+      );
   } else {
     const indexMatch = /^\/indexes\/([^/]+)(?:\/([^/]+))?$/.exec(path);
     if (path === "/keys") screen = <Keys />;

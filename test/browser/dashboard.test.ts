@@ -433,3 +433,23 @@ describe("catalog and records", () => {
     await expectAccessible(page, "versions after coalesce");
   });
 });
+
+test("a session that ends while the dashboard is open leads back to sign-in, saying so", async () => {
+  const { page } = await signedIn("ended");
+  // Signed out elsewhere (another tab): the cookie is cleared and the session deleted.
+  expect(await page.evaluate(() => fetch("/v1/auth/logout", { method: "POST" }).then((r) => r.status))).toBe(204);
+  await follow(page, page.getByRole("navigation", { name: "Dashboard" }).getByRole("link", { name: "API keys" }));
+  await expect.poll(() => heading(page).textContent()).toBe("Sign in to Sift");
+  expect(await page.getByRole("alert").textContent()).toBe("Your session ended: sign in again.");
+  expect(new URL(page.url()).pathname).toBe("/dashboard/signin");
+
+  // A wrong password there is the form's error, not another "session ended".
+  await page.getByLabel("E-mail").fill(`ended-${process.pid}@dash.example`);
+  await page.getByLabel("Password").fill("not the password at all");
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await expect.poll(() => page.locator("form .error").textContent()).toMatch(/e-mail or the password/i);
+  await page.getByLabel("Password").fill("correct horse battery");
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await expect.poll(() => heading(page).textContent()).toBe("Services and indexes");
+  expect(await page.getByRole("alert").count()).toBe(0);
+});

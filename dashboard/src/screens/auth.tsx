@@ -39,11 +39,11 @@ function providerError(): string | undefined {
   return new URLSearchParams(location.search).get("error") ?? undefined;
 }
 
-export function SignIn({ onSignedIn }: { onSignedIn: () => void }) {
+export function SignIn({ onSignedIn, notice }: { onSignedIn: () => void; notice?: string | undefined }) {
   const action = useAction();
   const [email, setEmail] = useState("");
   const [password, setPassword] = useState("");
-  const error = providerError();
+  const error = providerError() ?? notice;
   return (
     <div class="auth">
       <h1 tabIndex={-1}>Sign in to Sift</h1>
