@@ -42,7 +42,7 @@ export function Field(
 ) {
   const { name, label, failure, hint, form, ...input } = props;
   const id = `${form ?? "f"}-${name}`;
-  const error = failure?.fields[name];
+  const error = fieldError(failure, name);
   const describedBy = [hint ? `${id}-hint` : "", error ? `${id}-error` : ""].filter(Boolean).join(" ") || undefined;
   return (
     <div class="field">
@@ -69,10 +69,21 @@ export function Field(
   );
 }
 
+/** Whether a problem's field name belongs to a form field: `referrers[1]` belongs to `referrers`. */
+const belongsTo = (field: string, name: string) => field === name || field.startsWith(`${name}[`);
+
+/** The messages a failure has for one form field (and its items), joined. */
+export function fieldError(failure: Failure | undefined, name: string): string | undefined {
+  const messages = Object.entries(failure?.fields ?? {})
+    .filter(([field]) => belongsTo(field, name))
+    .map(([, message]) => message);
+  return messages.length ? messages.join("; ") : undefined;
+}
+
 /** The part of a failure no field shows. */
 export function FormError({ failure, shown = [] }: { failure: Failure | undefined; shown?: string[] }) {
   if (!failure) return null;
-  const others = Object.entries(failure.fields).filter(([field]) => !shown.includes(field));
+  const others = Object.entries(failure.fields).filter(([field]) => !shown.some((name) => belongsTo(field, name)));
   return (
     <div class="error" role="alert">
       <p>{failure.message}</p>

@@ -453,3 +453,22 @@ test("a session that ends while the dashboard is open leads back to sign-in, say
   await expect.poll(() => heading(page).textContent()).toBe("Services and indexes");
   expect(await page.getByRole("alert").count()).toBe(0);
 });
+
+test("a search key restricted to a site: a bad origin is explained under its field, a good one is listed", async () => {
+  const { page } = await signedIn("origins");
+  await follow(page, page.getByRole("navigation", { name: "Dashboard" }).getByRole("link", { name: "API keys" }));
+  await page.getByLabel("Name", { exact: true }).fill("shop widget");
+  await page.getByLabel("Allowed origins (optional)").fill("https://shop.example, shop.example/path");
+  await page.getByRole("button", { name: "Create key" }).click();
+  const error = page.locator("#key-referrers-error");
+  await expect.poll(() => error.isVisible()).toBe(true);
+  expect(await page.getByLabel("Allowed origins (optional)").getAttribute("aria-invalid")).toBe("true");
+  await expectAccessible(page, "key form with an origin refused");
+
+  await page.getByLabel("Allowed origins (optional)").fill("https://shop.example https://*.shop.example");
+  await page.getByRole("button", { name: "Create key" }).click();
+  await expect.poll(() => page.getByLabel("The new key").inputValue()).toMatch(/^pk-sift-srh-/);
+  await expect
+    .poll(() => page.getByRole("rowheader", { name: /shop widget/ }).textContent())
+    .toContain("sites: https://shop.example, https://*.shop.example");
+});

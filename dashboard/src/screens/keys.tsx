@@ -20,6 +20,8 @@ export function Keys() {
   const create = useAction();
   const [name, setName] = useState("");
   const [type, setType] = useState<KeyType>("srh");
+  const [origins, setOrigins] = useState("");
+  const [indexes, setIndexes] = useState("");
   const [created, setCreated] = useState<{ key: string; name: string } | undefined>();
 
   const load = () => list.run(async () => setKeys(await sift.apiKeys.list()));
@@ -34,10 +36,19 @@ export function Keys() {
           class="inline-form"
           onSubmit={async (e) => {
             e.preventDefault();
-            const made = await create.run(() => sift.apiKeys.create({ type, name }));
+            const list = (text: string) => text.split(/[\s,]+/).filter(Boolean);
+            const body = {
+              type,
+              name,
+              ...(list(indexes).length ? { indexes: list(indexes) } : {}),
+              ...(type === "srh" && list(origins).length ? { referrers: list(origins) } : {}),
+            };
+            const made = await create.run(() => sift.apiKeys.create(body));
             if (!made) return;
             setCreated({ key: made.key, name: made.name });
             setName("");
+            setOrigins("");
+            setIndexes("");
             announce(`Key ${made.name} created`);
             await load();
           }}
@@ -63,7 +74,27 @@ export function Keys() {
               ))}
             </select>
           </div>
-          <FormError failure={create.failure} shown={["name"]} />
+          {type === "srh" && (
+            <Field
+              form="key"
+              name="referrers"
+              label="Allowed origins (optional)"
+              hint="Web sites whose pages may use this key, such as https://shop.example or https://*.shop.example; empty: any site."
+              value={origins}
+              onInput={(e) => setOrigins(e.currentTarget.value)}
+              failure={create.failure}
+            />
+          )}
+          <Field
+            form="key"
+            name="indexes"
+            label="Indexes (optional)"
+            hint="Index names this key may reach, * as a wildcard; empty: every index."
+            value={indexes}
+            onInput={(e) => setIndexes(e.currentTarget.value)}
+            failure={create.failure}
+          />
+          <FormError failure={create.failure} shown={["name", "referrers", "indexes"]} />
           <button type="submit" class="primary" disabled={create.busy}>
             Create key
           </button>
@@ -111,7 +142,16 @@ export function Keys() {
             <tbody>
               {keys.map((k) => (
                 <tr key={k.id}>
-                  <th scope="row">{k.name}</th>
+                  <th scope="row">
+                    {k.name}
+                    {(k.referrers || k.indexes) && (
+                      <span class="restrictions">
+                        {k.referrers && `sites: ${k.referrers.join(", ")}`}
+                        {k.referrers && k.indexes && " · "}
+                        {k.indexes && `indexes: ${k.indexes.join(", ")}`}
+                      </span>
+                    )}
+                  </th>
                   <td>{k.type}</td>
                   <td>
                     <code>{k.displayPrefix}…</code>
