@@ -190,7 +190,7 @@ export function Code({ children, label }: { children: string; label: string }) {
       <pre>
         <code>{children}</code>
       </pre>
-      <CopyButton text={children} label={`Copy ${label.toLowerCase()}`} />
+      <CopyButton text={children} label={`Copy ${label}`} />
     </div>
   );
 }

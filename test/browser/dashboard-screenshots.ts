@@ -78,7 +78,7 @@ try {
   await shot("versions");
 
   await page.getByRole("link", { name: "Use it", exact: true }).click();
-  await page.getByText("Widget snippet", { exact: false }).first().waitFor();
+  await page.getByRole("button", { name: "Copy widget snippet" }).waitFor();
   await shot("use-it");
 } finally {
   await browser.close();

@@ -516,7 +516,7 @@ await sift.records.put("${index.name}", "my-id", { title: "A new record", weight
         Create an <strong>srh</strong> key on the <a {...linkTo("/keys")}>API keys</a> screen, put it in place of{" "}
         <code>pk-sift-srh-YOUR-KEY</code>, and paste this into your page:
       </p>
-      <Code label="Widget snippet">{snippet}</Code>
+      <Code label="widget snippet">{snippet}</Code>
       <h3>From your code</h3>
       <p>
         <code>npm install @sift/sdk</code>, then:
