@@ -19,6 +19,7 @@ import { apiKeyHandlers } from "./routes/api-keys.ts";
 import { authHandlers } from "./routes/auth.ts";
 import { catalogHandlers } from "./routes/catalog.ts";
 import { healthHandlers } from "./routes/health.ts";
+import { mountDashboard } from "./routes/dashboard.ts";
 import { mountDemo } from "./routes/demo.ts";
 import { mcpHandlers, mcpMethodNotAllowed } from "./routes/mcp.ts";
 import { oauthHandlers } from "./routes/oauth.ts";
@@ -238,6 +239,7 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
     extraRoutes: (app) => {
       mcpMethodNotAllowed(app);
       mountDemo(app, { demo: demo ? { serviceName: demo.serviceName, indexName: demo.indexName } : undefined });
+      mountDashboard(app);
     },
   });
 

@@ -13,9 +13,12 @@ export interface OAuthProviderConfig {
   name: string;
   clientId: string;
   clientSecret: string;
-  authorizeUrl: string;
-  tokenUrl: string;
-  userinfoUrl: string;
+  /** An OpenID Connect provider's issuer: its endpoints and keys are discovered from it. */
+  issuer?: string;
+  /** A plain OAuth 2.0 provider's endpoints (set when there is no issuer). */
+  authorizeUrl?: string;
+  tokenUrl?: string;
+  userinfoUrl?: string;
   scopes: string;
 }
 
@@ -106,7 +109,7 @@ export class ConfigError extends Error {
 
 const PRESETS: Record<
   string,
-  Pick<OAuthProviderConfig, "name" | "authorizeUrl" | "tokenUrl" | "userinfoUrl" | "scopes">
+  Pick<OAuthProviderConfig, "name" | "issuer" | "authorizeUrl" | "tokenUrl" | "userinfoUrl" | "scopes">
 > = {
   github: {
     name: "GitHub",
@@ -115,11 +118,10 @@ const PRESETS: Record<
     userinfoUrl: "https://api.github.com/user",
     scopes: "read:user user:email",
   },
+  // OpenID Connect: discovery, nonce and ID-token validation (routes/oauth.ts).
   google: {
     name: "Google",
-    authorizeUrl: "https://accounts.google.com/o/oauth2/v2/auth",
-    tokenUrl: "https://oauth2.googleapis.com/token",
-    userinfoUrl: "https://openidconnect.googleapis.com/v1/userinfo",
+    issuer: "https://accounts.google.com",
     scopes: "openid email profile",
   },
 };
@@ -187,22 +189,29 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     const prefix = `SIFT_OAUTH_${id.toUpperCase().replace(/[^A-Z0-9]/g, "_")}_`;
     const preset = PRESETS[id];
     const pick = (key: string, fallback?: string) => env[prefix + key] || fallback;
+    const issuer = pick("ISSUER", preset?.issuer);
     const provider = {
       id,
       name: pick("NAME", preset?.name ?? id)!,
       clientId: pick("CLIENT_ID"),
       clientSecret: pick("CLIENT_SECRET"),
-      authorizeUrl: pick("AUTHORIZE_URL", preset?.authorizeUrl),
-      tokenUrl: pick("TOKEN_URL", preset?.tokenUrl),
-      userinfoUrl: pick("USERINFO_URL", preset?.userinfoUrl),
+      ...(issuer
+        ? { issuer: issuer.replace(/\/+$/, "") }
+        : {
+            authorizeUrl: pick("AUTHORIZE_URL", preset?.authorizeUrl),
+            tokenUrl: pick("TOKEN_URL", preset?.tokenUrl),
+            userinfoUrl: pick("USERINFO_URL", preset?.userinfoUrl),
+          }),
       scopes: pick("SCOPES", preset?.scopes ?? "openid email"),
     };
-    const missing = (["clientId", "clientSecret", "authorizeUrl", "tokenUrl", "userinfoUrl"] as const).filter(
-      (k) => !provider[k],
-    );
+    // With an issuer everything else is discovered; without one, the three endpoints are needed.
+    const required = issuer
+      ? (["clientId", "clientSecret"] as const)
+      : (["clientId", "clientSecret", "authorizeUrl", "tokenUrl", "userinfoUrl"] as const);
+    const missing = required.filter((k) => !provider[k as keyof typeof provider]);
     if (missing.length) {
       problems.push(
-        `OAuth provider "${id}" needs ${missing.map((k) => prefix + k.replace(/[A-Z]/g, (c) => `_${c}`).toUpperCase()).join(", ")}`,
+        `OAuth provider "${id}" needs ${issuer ? "" : `${prefix}ISSUER (OpenID Connect) or `}${missing.map((k) => prefix + k.replace(/[A-Z]/g, (c) => `_${c}`).toUpperCase()).join(", ")}`,
       );
       continue;
     }

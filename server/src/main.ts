@@ -29,6 +29,7 @@ const server = listen(sift.app, config, (info) => {
   log.info("listening", { url: base });
   const lines = [
     `Sift is running at ${base}`,
+    `  Dashboard       ${base}/dashboard`,
     `  API reference   ${base}/docs`,
     `  OpenAPI         ${base}/openapi.yaml`,
     `  Health          ${base}/healthz`,

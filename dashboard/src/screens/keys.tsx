@@ -1,0 +1,190 @@
+// API keys: create one (its secret shown this once), list them, revoke with confirmation.
+import type { components } from "@sift/sdk";
+import { useEffect, useState } from "preact/hooks";
+import { formatDate, sift } from "../api.ts";
+import { announce, ConfirmButton, CopyButton, Empty, Field, FormError, Loading, useAction } from "../ui.tsx";
+
+type ApiKey = components["schemas"]["ApiKey"];
+type KeyType = components["schemas"]["ApiKeyType"];
+
+const TYPES: { type: KeyType; label: string }[] = [
+  { type: "srh", label: "srh: public search key, for web pages and the widget" },
+  { type: "svc", label: "svc: secret, for your back-end services (read, write records)" },
+  { type: "adm", label: "adm: secret, full control of services and indexes" },
+  { type: "pat", label: "pat: secret, your own scripts; acts as you" },
+];
+
+export function Keys() {
+  const [keys, setKeys] = useState<ApiKey[] | undefined>();
+  const list = useAction();
+  const create = useAction();
+  const [name, setName] = useState("");
+  const [type, setType] = useState<KeyType>("srh");
+  const [origins, setOrigins] = useState("");
+  const [indexes, setIndexes] = useState("");
+  const [created, setCreated] = useState<{ key: string; name: string } | undefined>();
+
+  const load = () => list.run(async () => setKeys(await sift.apiKeys.list()));
+  useEffect(() => void load(), []);
+
+  return (
+    <>
+      <h1 tabIndex={-1}>API keys</h1>
+      <section aria-labelledby="new-key">
+        <h2 id="new-key">Create a key</h2>
+        <form
+          class="inline-form"
+          onSubmit={async (e) => {
+            e.preventDefault();
+            const list = (text: string) => text.split(/[\s,]+/).filter(Boolean);
+            const body = {
+              type,
+              name,
+              ...(list(indexes).length ? { indexes: list(indexes) } : {}),
+              ...(type === "srh" && list(origins).length ? { referrers: list(origins) } : {}),
+            };
+            const made = await create.run(() => sift.apiKeys.create(body));
+            if (!made) return;
+            setCreated({ key: made.key, name: made.name });
+            setName("");
+            setOrigins("");
+            setIndexes("");
+            announce(`Key ${made.name} created`);
+            await load();
+          }}
+        >
+          <Field
+            form="key"
+            name="name"
+            label="Name"
+            hint="A label to tell keys apart, such as “shop search”."
+            required
+            maxLength={100}
+            value={name}
+            onInput={(e) => setName(e.currentTarget.value)}
+            failure={create.failure}
+          />
+          <div class="field">
+            <label for="key-type">Type</label>
+            <select id="key-type" name="type" value={type} onChange={(e) => setType(e.currentTarget.value as KeyType)}>
+              {TYPES.map((t) => (
+                <option key={t.type} value={t.type}>
+                  {t.label}
+                </option>
+              ))}
+            </select>
+          </div>
+          {type === "srh" && (
+            <Field
+              form="key"
+              name="referrers"
+              label="Allowed origins (optional)"
+              hint="Web sites whose pages may use this key, such as https://shop.example or https://*.shop.example; empty: any site."
+              value={origins}
+              onInput={(e) => setOrigins(e.currentTarget.value)}
+              failure={create.failure}
+            />
+          )}
+          <Field
+            form="key"
+            name="indexes"
+            label="Indexes (optional)"
+            hint="Index names this key may reach, * as a wildcard; empty: every index."
+            value={indexes}
+            onInput={(e) => setIndexes(e.currentTarget.value)}
+            failure={create.failure}
+          />
+          <FormError failure={create.failure} shown={["name", "referrers", "indexes"]} />
+          <button type="submit" class="primary" disabled={create.busy}>
+            Create key
+          </button>
+        </form>
+      </section>
+      {created && (
+        <section class="secret" aria-labelledby="secret-title">
+          <h2 id="secret-title">Your new key “{created.name}”</h2>
+          <p class="warning">
+            <strong>Copy it now: Sift will not show it again.</strong> Only a hash of it is stored.
+          </p>
+          <div class="code">
+            <label for="new-secret" class="visually-hidden">
+              The new key
+            </label>
+            <input id="new-secret" readOnly value={created.key} onFocus={(e) => e.currentTarget.select()} />
+            <CopyButton text={created.key} label="Copy key" />
+          </div>
+          <button type="button" onClick={() => setCreated(undefined)}>
+            I have stored it, hide it
+          </button>
+        </section>
+      )}
+      <section aria-labelledby="key-list">
+        <h2 id="key-list">Your keys</h2>
+        <FormError failure={list.failure} />
+        {!keys ? (
+          !list.failure && <Loading what="keys" />
+        ) : keys.length === 0 ? (
+          <Empty>
+            <p>No keys yet. A web page needs an srh key; a server needs an svc key.</p>
+          </Empty>
+        ) : (
+          <table>
+            <thead>
+              <tr>
+                <th scope="col">Name</th>
+                <th scope="col">Type</th>
+                <th scope="col">Key</th>
+                <th scope="col">Created</th>
+                <th scope="col">Last used</th>
+                <th scope="col">Status</th>
+              </tr>
+            </thead>
+            <tbody>
+              {keys.map((k) => (
+                <tr key={k.id}>
+                  <th scope="row">
+                    {k.name}
+                    {(k.referrers || k.indexes) && (
+                      <span class="restrictions">
+                        {k.referrers && `sites: ${k.referrers.join(", ")}`}
+                        {k.referrers && k.indexes && " · "}
+                        {k.indexes && `indexes: ${k.indexes.join(", ")}`}
+                      </span>
+                    )}
+                  </th>
+                  <td>{k.type}</td>
+                  <td>
+                    <code>{k.displayPrefix}…</code>
+                  </td>
+                  <td>{formatDate(k.createdAt)}</td>
+                  <td>{formatDate(k.lastUsedAt)}</td>
+                  <td>
+                    {k.revokedAt ? (
+                      `revoked ${formatDate(k.revokedAt)}`
+                    ) : (
+                      <ConfirmButton
+                        label="Revoke"
+                        accessibleLabel={`Revoke ${k.name}`}
+                        title={`Revoke the key “${k.name}”?`}
+                        confirmLabel="Revoke key"
+                        onConfirm={async () => {
+                          await sift.apiKeys.revoke(k.id);
+                          announce(`Key ${k.name} revoked`);
+                          await load();
+                        }}
+                      >
+                        <p>
+                          Everything using <code>{k.displayPrefix}…</code> stops working at once. This cannot be undone.
+                        </p>
+                      </ConfirmButton>
+                    )}
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        )}
+      </section>
+    </>
+  );
+}
