@@ -25,9 +25,11 @@ const RATE = Number(args.get("rate") ?? 500);
 const SECONDS = Number(args.get("seconds") ?? 20);
 const RECORDS = Number(args.get("records") ?? 1_000_000);
 /** Writes to one index are serial (each version builds on the last): the rate is spread over these. */
-const INDEXES = Number(args.get("indexes") ?? 5);
+const INDEXES = Number(args.get("indexes") ?? 6);
+const CONTENDED = args.has("contended");
 /** The open-loop load opens a connection per write in flight; the per-client cap would refuse them. */
-const ENV = { ...RATE_LIMITS_OFF, SIFT_MAX_CONNECTIONS_PER_CLIENT: "100000" };
+// One tenant writes everything here: its bound on writes in progress would be the bottleneck.
+const ENV = { ...RATE_LIMITS_OFF, SIFT_MAX_CONNECTIONS_PER_CLIENT: "100000", SIFT_WRITES_PER_TENANT: "64" };
 process.env.DATABASE_URL ??= "postgres://postgres@127.0.0.1:5432/test";
 
 const WORDS = "amber birch cedar delta ember fjord grove harbor island jasper kestrel lumen meadow nectar".split(" ");
@@ -48,13 +50,19 @@ async function writeLoad(regions: Keyed[], indexes: string[]) {
     const due = started + (i * 1000) / RATE;
     const wait = due - performance.now();
     if (wait > 1) await sleep(wait);
-    const origin = i % regions.length;
-    const index = indexes[i % indexes.length]!;
+    // Each index is written in one region (its writers are near it), the regions in turn; with
+    // --contended every index is written from every region, which costs retries (D-211).
+    const k = i % indexes.length;
+    const index = indexes[k]!;
+    const origin = (CONTENDED ? i : k) % regions.length;
     pending.push(
       (async () => {
         const t0 = performance.now();
         const reply = await regions[origin]!.put(`/v1/indexes/${index}/records/w-${i}`, { title: title(i) }).catch(
-          (error: Error) => ({ status: 0, body: { detail: `${error.message}: ${String((error.cause as Error)?.message)}` } }),
+          (error: Error) => ({
+            status: 0,
+            body: { detail: `${error.message}: ${String((error.cause as Error)?.message)}` },
+          }),
         );
         const acked = performance.now();
         if (reply.status !== 200) {
@@ -69,7 +77,11 @@ async function writeLoad(regions: Keyed[], indexes: string[]) {
         const others = regions.filter((_, n) => n !== origin);
         const reads = await Promise.all(
           others.map(async (r) => {
-            const read = await r.get(`/v1/indexes/${index}/records/w-${i}?minVersion=${version}`).catch(() => undefined);
+            // A read that fails outright is counted below with the reads that answer otherwise.
+            // biome-ignore lint/plugin: counted as a failed read, with its reason, just below.
+            const read = await r
+              .get(`/v1/indexes/${index}/records/w-${i}?minVersion=${version}`)
+              .catch(() => undefined);
             if (read?.status !== 200) {
               const reason = `read ${read?.status ?? "network error"} ${String(read?.body?.detail ?? "").slice(0, 60)}`;
               why.set(reason, (why.get(reason) ?? 0) + 1);
