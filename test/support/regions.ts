@@ -3,6 +3,7 @@
 import { createTempDatabase } from "../../server/test/support/store.ts";
 import { createKey, signUp } from "./world.ts";
 import { Http, type Reply } from "./http.ts";
+import { RATE_LIMITS_OFF } from "./limits.ts";
 import { type NatsCluster, natsAvailable, startNatsCluster } from "./nats.ts";
 import { freePort } from "./ports.ts";
 import { type SiftProcess, siftProcess } from "./process.ts";
@@ -63,6 +64,8 @@ export async function startRegions(
     for (const [i, region] of regionIds.entries()) {
       const node = await siftProcess(
         {
+          // Rate limits would refuse the tests' own load (32 search loops on one key).
+          ...RATE_LIMITS_OFF,
           SIFT_NATS_URL: nats.urls,
           SIFT_NATS_REPLICAS: "3",
           SIFT_REGION: region,
