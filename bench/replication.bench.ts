@@ -130,6 +130,26 @@ async function uploadAndWait(origin: Keyed, index: string, file: string, others:
   return { here, everywhere: performance.now() - t0 };
 }
 
+/** Kills the last region, writes while it is down, restarts it: how long until it serves again. */
+async function killAndRestart(r: Awaited<ReturnType<typeof startRegions>>, index: string) {
+  const node = r.nodes.at(-1)!;
+  await node.kill("SIGKILL");
+  const missed = 200;
+  let version = "";
+  for (let i = 0; i < missed; i++) {
+    const put = await r.http(0).put(`/v1/indexes/${index}/records/down-${i}`, { title: title(i) });
+    version = put.body.indexVersion;
+  }
+  const t0 = performance.now();
+  await node.start();
+  const serving = performance.now() - t0;
+  const back = keyed(node.url, r.key);
+  while ((await back.get(`/v1/indexes/${index}/records/down-${missed - 1}?minVersion=${version}`)).status !== 200) {
+    await sleep(20);
+  }
+  return { missed, serving, caughtUp: performance.now() - t0 };
+}
+
 async function main() {
   const file = `${os.tmpdir()}/sift-replication-bench-${RECORDS}.csv`;
   try {
@@ -170,6 +190,8 @@ async function main() {
     const writes = await writeLoad(regions, names);
     console.log("three regions: bulk");
     const bulk = await uploadAndWait(regions[0]!, r.index, file, regions.slice(1));
+    console.log("three regions: a region killed and restarted");
+    const restart = await killAndRestart(r, names[0]!);
 
     const cpu = os.cpus()[0]?.model ?? "unknown CPU";
     const table = [
@@ -182,6 +204,7 @@ async function main() {
       `| writes answered / failed | ${singleWrites.acks.length} / ${singleWrites.failed} | ${writes.acks.length} / ${writes.failed} | 0 failed |`,
       `| bulk of ${RECORDS.toLocaleString("en")} records (${mb.toFixed(0)} MB): ingested where uploaded | ${(singleBulk.here / 1000).toFixed(1)} s | ${(bulk.here / 1000).toFixed(1)} s | |`,
       `| bulk: searchable in every region | – | ${(bulk.everywhere / 1000).toFixed(1)} s (${(bulk.everywhere / singleBulk.here).toFixed(2)}x one process) | ≤ 2x |`,
+      `| a region killed with SIGKILL (${restart.missed} writes made meanwhile): restart to serving, to caught up and serving the newest write | – | ${(restart.serving / 1000).toFixed(1)} s, ${(restart.caughtUp / 1000).toFixed(1)} s | |`,
     ].join("\n");
     console.log(`\n${table}\n`);
     writeFileSync(`${os.tmpdir()}/sift-replication-bench.md`, `${table}\n`);
