@@ -19,6 +19,14 @@ const children: ChildProcess[] = [];
 
 function run(name: string, command: string, args: string[], env: Record<string, string> = {}): ChildProcess {
   const child = spawn(command, args, { env: { ...process.env, ...env }, stdio: ["ignore", "inherit", "inherit"] });
+  child.on("error", (error: NodeJS.ErrnoException) => {
+    process.stderr.write(
+      error.code === "ENOENT"
+        ? `${name}: ${command} is not installed or not on the PATH (set NATS_SERVER=/path/to/nats-server)\n`
+        : `${name}: ${error.message}\n`,
+    );
+    stop();
+  });
   child.on("exit", (code, signal) => {
     if (!stopping) process.stderr.write(`${name} exited (${code ?? signal})\n`);
   });

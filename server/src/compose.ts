@@ -110,21 +110,15 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
     throw error;
   }
   // Replication (docs/replication.md): the services write through the change log, and the
-  // replica applies every node's entries to this node's engine under the same index locks.
+  // replica applies every node's entries to this node's engine; a write overtaken by another
+  // node's catches up and runs again under the index's lock.
   const locks = new IndexLocks();
-  let replica: Replica | undefined;
-  if (changeLog) {
-    replica = new Replica({
-      node: config.nodeId,
-      log: changeLog,
-      engine,
-      db: store.db,
-      logger: log,
-      dataDir: config.dataDir,
-    });
+  const replica = changeLog
+    ? new Replica({ node: config.nodeId, log: changeLog, engine, db: store.db, logger: log, dataDir: config.dataDir })
+    : undefined;
+  if (replica && changeLog) {
     engine = replicatedEngine(engine, replica, changeLog);
-    const caughtUp = replica;
-    locks.setCatchUp(() => caughtUp.catchUp());
+    locks.setCatchUp(() => replica.catchUp());
   }
   const secret = signingSecret(config);
   const rateStore = await openRateStore(config, log);
@@ -134,9 +128,8 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
   const apiKeys = new ApiKeyService(store.db, log);
   const catalog = new CatalogService(store.db, engine, log, Date.now, { indexes: config.quotaIndexes });
   if (replica) {
-    const local = replica;
-    local.onActivated((indexId, version) => catalog.setActive(indexId, version));
-    catalog.useLocalActive((indexId) => local.active(indexId));
+    replica.onActivated((indexId, version) => catalog.setActive(indexId, version));
+    catalog.useLocalActive((indexId) => replica.active(indexId));
   }
   const versions = new VersionService({
     db: store.db,

@@ -1,21 +1,16 @@
 // No acknowledged write is lost (docs/replication.md): writers keep writing to all three regions
 // while one NATS server and then one Sift node are killed with SIGKILL and started again.
 // Afterwards every region holds every write that was acknowledged, with the content written.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { regionsAvailable, type Regions, startRegions } from "../support/regions.ts";
+import { describe, expect, it } from "vitest";
+import { regionsAvailable, useRegions } from "../support/regions.ts";
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe.skipIf(!regionsAvailable)("kill -9 during writes", () => {
-  let r: Regions;
-  beforeAll(async () => {
-    r = await startRegions();
-  }, 180_000);
-  afterAll(async () => {
-    await r?.stop();
-  });
+  const regions = useRegions();
 
   it("loses no acknowledged write when a NATS server and a Sift node die mid-write", async () => {
+    const r = regions();
     const acknowledged: { id: string; version: string; title: string }[] = [];
     const refused = new Map<string, number>();
     let writing = true;

@@ -2,24 +2,28 @@
 // one shared PostgreSQL, a private three-server NATS JetStream cluster. A write in one region is
 // searchable in the others; a region that was down catches up; concurrent writers end with one
 // order everywhere.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { regionsAvailable, type Regions, startRegions } from "../support/regions.ts";
+import { describe, expect, it } from "vitest";
+import { regionsAvailable, type Regions, useRegions } from "../support/regions.ts";
 
 const search = (r: Regions, node: number, query: string, extra = "") =>
   r
     .http(node)
     .get(`/v1/search?query=${encodeURIComponent(query)}&indexName=${r.index}&serviceName=${r.service}${extra}`);
 
+const ids = (reply: { body: { suggestions: { id: string }[] } }) => reply.body.suggestions.map((s) => s.id).sort();
+
+/** What a region holds of the index: its version list (id, parent, count) and the active version. */
+async function versionsIn(r: Regions, node: number) {
+  const reply = await r.http(node).get(`/v1/indexes/${r.index}/versions`);
+  expect(reply.status, reply.text).toBe(200);
+  return reply.body.versions.map((v: { version: string; parent: string | null }) => `${v.version}<${v.parent}`).sort();
+}
+
 describe.skipIf(!regionsAvailable)("three regions on one change log", () => {
-  let r: Regions;
-  beforeAll(async () => {
-    r = await startRegions();
-  }, 180_000);
-  afterAll(async () => {
-    await r?.stop();
-  });
+  const regions = useRegions();
 
   it("a write acknowledged in one region is searchable in every region", async () => {
+    const r = regions();
     const put = await r.http(0).put(`/v1/indexes/${r.index}/records/hose-1`, { title: "Garden hose", weight: 4 });
     expect(put.status).toBe(200);
     const version = put.body.indexVersion as string;
@@ -42,27 +46,9 @@ describe.skipIf(!regionsAvailable)("three regions on one change log", () => {
       });
     }
   });
-});
-
-const ids = (reply: { body: { suggestions: { id: string }[] } }) => reply.body.suggestions.map((s) => s.id).sort();
-
-/** What a region holds of the index: its version list (id, parent, count) and the active version. */
-async function versionsIn(r: Regions, node: number) {
-  const reply = await r.http(node).get(`/v1/indexes/${r.index}/versions`);
-  expect(reply.status, reply.text).toBe(200);
-  return reply.body.versions.map((v: { version: string; parent: string | null }) => `${v.version}<${v.parent}`).sort();
-}
-
-describe.skipIf(!regionsAvailable)("regions writing, failing and coming back", () => {
-  let r: Regions;
-  beforeAll(async () => {
-    r = await startRegions();
-  }, 180_000);
-  afterAll(async () => {
-    await r?.stop();
-  });
 
   it("two regions writing the same record at once end with one order everywhere", async () => {
+    const r = regions();
     const writes = Array.from({ length: 24 }, (_, i) =>
       r.http(i % 2).put(`/v1/indexes/${r.index}/records/contested`, { title: `Contested ${i}`, weight: i + 1 }),
     );
@@ -89,6 +75,7 @@ describe.skipIf(!regionsAvailable)("regions writing, failing and coming back", (
   });
 
   it("a region killed with SIGKILL catches up on writes and a bulk version made while it was down", async () => {
+    const r = regions();
     const down = r.nodes[2]!;
     await down.kill("SIGKILL");
     // The regions list tells which region answers.

@@ -2,21 +2,16 @@
 // writes in a region other than the one that took them, and keeps searching with zero failures
 // while the region it prefers is killed with SIGKILL.
 import { createClient, type SearchResponse } from "@sift/sdk";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { regionsAvailable, type Regions, startRegions } from "../support/regions.ts";
+import { describe, expect, it } from "vitest";
+import { regionsAvailable, useRegions } from "../support/regions.ts";
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe.skipIf(!regionsAvailable)("the SDK across three regions", () => {
-  let r: Regions;
-  beforeAll(async () => {
-    r = await startRegions();
-  }, 180_000);
-  afterAll(async () => {
-    await r?.stop();
-  });
+  const regions = useRegions();
 
   it("reads its own writes in another region: minVersion goes with every search after a write", async () => {
+    const r = regions();
     const sent: { url: URL; region: string | null }[] = [];
     const sift = createClient({
       baseUrl: r.nodes[0]!.url,
@@ -47,6 +42,7 @@ describe.skipIf(!regionsAvailable)("the SDK across three regions", () => {
   });
 
   it("keeps 32 concurrent searches going with zero failures while the preferred region is killed", async () => {
+    const r = regions();
     const admin = r.http(0);
     let indexVersion = "";
     for (let n = 0; n < 10; n++) {

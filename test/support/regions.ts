@@ -1,5 +1,6 @@
 // Several Sift regions as separate processes, each with its own data directory, sharing one
 // PostgreSQL database and one private NATS JetStream cluster (docs/replication.md).
+import { afterAll, beforeAll } from "vitest";
 import { createTempDatabase } from "../../server/test/support/store.ts";
 import { createKey, signUp } from "./world.ts";
 import { Http, type Reply } from "./http.ts";
@@ -116,4 +117,16 @@ export async function startRegions(
     await nats.stop();
     throw error;
   }
+}
+
+/** Three regions for the tests of one describe block: started before them, stopped after. */
+export function useRegions(): () => Regions {
+  let regions: Regions | undefined;
+  beforeAll(async () => {
+    regions = await startRegions();
+  }, 180_000);
+  afterAll(async () => {
+    await regions?.stop();
+  });
+  return () => regions!;
 }

@@ -89,6 +89,10 @@ export class UnavailableError extends DomainError {
   }
 }
 
+/** With replication: this node has not applied the index's first entries yet; another may have. */
+export const notInThisRegionYet = (): UnavailableError =>
+  new UnavailableError("this region has not received the index yet; try again shortly", { retryAfterSeconds: 1 });
+
 /** Too many attempts: the caller may try again after `retryAfterSeconds`. */
 export class RateLimitedError extends DomainError {
   readonly kind = "rate-limited";

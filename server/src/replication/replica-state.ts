@@ -17,10 +17,8 @@ export interface IndexReplica {
   majors: number[];
   /** Per major, the highest minor applied here. */
   maxMinor: Record<string, number>;
-  /** When the newest applied entry was appended (epoch ms), for the lag in /v1/regions. */
+  /** When the newest applied entry was appended (epoch ms), for the lag in /readyz. */
   appendedAt: number;
-  /** When it was applied here. */
-  appliedAt: number;
 }
 
 interface Persisted {
@@ -53,7 +51,7 @@ export class ReplicaState {
   index(id: string): IndexReplica {
     let r = this.indexes.get(id);
     if (r === undefined) {
-      r = { last: 0, active: undefined, majors: [], maxMinor: {}, appendedAt: 0, appliedAt: 0 };
+      r = { last: 0, active: undefined, majors: [], maxMinor: {}, appendedAt: 0 };
       this.indexes.set(id, r);
     }
     return r;

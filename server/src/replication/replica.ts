@@ -1,7 +1,8 @@
 // One node's replica (docs/replication.md): follows the change log from where it left off and
-// applies every entry to its own engine, in order per index, idempotently. Its own writes go the
-// other way through `commit`: appended with compare-and-set, then applied here at once, so the
-// node that acknowledged a write serves it immediately; the other nodes apply it as it arrives.
+// applies every entry to its own engine, in order per index, idempotently. Its own writes go
+// through `commit`: appended, then awaited until this node has applied them from the log like
+// any other entry, so the node that acknowledges a write serves it at once and every node decides
+// in the same place, in log order, whether the entry still fits.
 import { and, eq, lt } from "drizzle-orm";
 import { join } from "node:path";
 import { UnavailableError } from "../domain/errors.ts";
@@ -95,7 +96,9 @@ export class Replica {
   async stop(): Promise<void> {
     this.stopping = true;
     await this.follower?.stop();
-    await Promise.all([...this.inFlight].map(() => this.waitChange()));
+    // Entries still being applied end soon (a failing one stops retrying once `stopping` is set).
+    const until = Date.now() + 5_000;
+    while (this.inFlight.size && Date.now() < until) await this.waitChange(until - Date.now());
     await this.state.save();
   }
 
@@ -438,7 +441,6 @@ export class Replica {
     const r = this.state.index(entry.index);
     r.last = Math.max(r.last, seq);
     r.appendedAt = entry.at;
-    r.appliedAt = Date.now();
     let activated: VersionId | undefined;
     switch (entry.op) {
       case "create":
@@ -473,10 +475,7 @@ export class Replica {
           }),
         );
     }
-    void this.state
-      .save()
-      .catch((error: Error) => this.logger.error("could not save the replica state", { error: error.message }));
-    this.notify();
+    // Saved and announced by advance(), once the entry counts into the position.
   }
 
   private notify(): void {

@@ -20,6 +20,14 @@ export interface ReplicationStatus {
 export const baseUrlOf = (c: Context<AppEnv>, config: Pick<Config, "publicUrl">) =>
   config.publicUrl ?? new URL(c.req.url).origin;
 
+/** A region as its readiness describes it: up, replaying the log, or not answering as it should. */
+const regionStatus = (ready: Readiness): Region["status"] =>
+  ready.status === "ok"
+    ? "up"
+    : ready.checks.store && ready.checks.engine && ready.checks.replication === false
+      ? "catching-up"
+      : "down";
+
 /** How long a region's readiness, once asked, is reused by /v1/regions. */
 const PROBE_TTL_MS = 2_000;
 const PROBE_TIMEOUT_MS = 800;
@@ -52,12 +60,7 @@ export function healthHandlers(deps: {
     const answer = fetch(`${url}/readyz`, { signal: AbortSignal.timeout(PROBE_TIMEOUT_MS) })
       .then(async (response): Promise<Pick<Region, "status" | "replication">> => {
         const body = (await response.json()) as Readiness;
-        const status = response.ok
-          ? "up"
-          : body.checks.store && body.checks.engine && body.checks.replication === false
-            ? "catching-up"
-            : "down";
-        return { status, ...(body.replication ? { replication: body.replication } : {}) };
+        return { status: regionStatus(body), ...(body.replication ? { replication: body.replication } : {}) };
       })
       .catch(() => ({ status: "down" as const }));
     probes.set(url, { at: Date.now(), answer });
@@ -80,7 +83,7 @@ export function healthHandlers(deps: {
           const region: Region = { ...r, url };
           if (r.id === deps.config.region) {
             const own = await readiness();
-            region.status = own.status === "ok" ? "up" : own.checks.replication === false ? "catching-up" : "down";
+            region.status = regionStatus(own);
             if (own.replication) region.replication = own.replication;
           } else if (url !== base) {
             Object.assign(region, await probe(url));

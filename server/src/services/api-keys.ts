@@ -16,7 +16,8 @@ import {
   sha256,
   type KeyType,
 } from "../auth/secrets.ts";
-import { NotFoundError, UnauthenticatedError, UnavailableError } from "../domain/errors.ts";
+import { NotFoundError, UnauthenticatedError } from "../domain/errors.ts";
+import { isStoreUnreachable } from "../store/errors.ts";
 import type { Logger } from "../log.ts";
 import type { Db } from "../store/open.ts";
 import { apiKeys, users } from "../store/schema.ts";
@@ -135,14 +136,12 @@ export class ApiKeyService implements ApiKeyAuthenticator {
         .limit(1);
     } catch (error) {
       // The store is unreachable: a key verified before keeps working for a while (a revocation
-      // made meanwhile cannot be seen until the store answers again).
-      if (cached && now - cached.until < STALE_IF_ERROR_MS && !isExpired(cached.principal, now)) {
-        this.log.warn("the store did not answer; using a cached key verification", {
-          error: (error as Error).message,
-        });
-        return cached.principal;
-      }
-      throw new UnavailableError("the metadata store is unreachable; try again shortly", { retryAfterSeconds: 5 });
+      // made meanwhile cannot be seen until the store answers again). Otherwise the error goes
+      // on, and is a 503 (http/problem.ts).
+      const usable = cached && now - cached.until < STALE_IF_ERROR_MS && !isExpired(cached.principal, now);
+      if (!usable || !isStoreUnreachable(error)) throw error;
+      this.log.warn("the store did not answer; using a cached key verification", { error: (error as Error).message });
+      return cached.principal;
     }
     if (!found || !constantTimeEqual(found.key.keyHash, hash))
       throw new UnauthenticatedError("the API key is not valid");

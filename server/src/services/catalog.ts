@@ -9,13 +9,13 @@ import {
   ConflictError,
   InvalidArgumentError,
   NotFoundError,
+  notInThisRegionYet,
   QuotaExceededError,
-  UnavailableError,
 } from "../domain/errors.ts";
 import type { Logger } from "../log.ts";
 import type { SearchEngine } from "../ports/engine.ts";
 import { REGION_IDS, isRegionId } from "../regions.ts";
-import { isUniqueViolation } from "../store/errors.ts";
+import { isStoreUnreachable, isUniqueViolation } from "../store/errors.ts";
 import type { Db } from "../store/open.ts";
 import { indexes, services, versions } from "../store/schema.ts";
 
@@ -290,12 +290,11 @@ export class CatalogService {
       ref = await load();
     } catch (error) {
       // The store is unreachable: searches go on with what was looked up before, for a while
-      // (docs/replication.md); /readyz says the store is down meanwhile.
-      if (hit && now - hit.until < STALE_IF_ERROR_MS) {
-        this.log.warn("the store did not answer; using a cached index lookup", { error: (error as Error).message });
-        return hit.ref;
-      }
-      throw new UnavailableError("the metadata store is unreachable; try again shortly", { retryAfterSeconds: 5 });
+      // (docs/replication.md); /readyz says the store is down meanwhile. Without such a lookup
+      // the error goes on, and is a 503 (http/problem.ts).
+      if (!hit || now - hit.until >= STALE_IF_ERROR_MS || !isStoreUnreachable(error)) throw error;
+      this.log.warn("the store did not answer; using a cached index lookup", { error: (error as Error).message });
+      return hit.ref;
     }
     // An invalidation during the load may mean the rows changed after they were read: answer
     // what was read, but do not keep it.
@@ -325,11 +324,7 @@ export class CatalogService {
   private async describe(ref: IndexRef): Promise<SiftIndex> {
     // With replication, what this node serves; an index it has not received yet is 503.
     const active = this.localActive ? this.localActive(ref.id) : ref.activeVersion;
-    if (active === undefined) {
-      throw new UnavailableError("this region has not received the index yet; try again shortly", {
-        retryAfterSeconds: 1,
-      });
-    }
+    if (active === undefined) throw notInThisRegionYet();
     return {
       name: ref.name,
       serviceName: ref.serviceName,

@@ -43,10 +43,10 @@ export function finishBulk(
         // below makes it live when asked to.
         activate: false,
       });
-      await undoOnFailure(ctx, ref.id, live, async () => {
-        await ctx.db
-          .insert(versions)
-          .values({
+      // With replication the replica records the row, on every node (replication/replica.ts).
+      if (!ctx.replica) {
+        await undoOnFailure(ctx, ref.id, live, async () => {
+          await ctx.db.insert(versions).values({
             indexId: ref.id,
             version: live,
             major,
@@ -56,9 +56,9 @@ export function finishBulk(
             state: "ready",
             records: await ctx.engine.count(ref.id, live),
             createdAt: ctx.now(),
-          })
-          .onConflictDoNothing();
-      });
+          });
+        });
+      }
     }
     if (options.activate) await setActive(ctx, ref.id, live);
     return live;

@@ -6,6 +6,7 @@ import { NotFoundError, QuotaExceededError } from "../../domain/errors.ts";
 import { formatVersion, majorOf, minorOf, type VersionId } from "../../domain/version-id.ts";
 import type { SearchRecord } from "../../ports/engine.ts";
 import { indexes, tombstones, versions } from "../../store/schema.ts";
+import type { Db } from "../../store/open.ts";
 import type { IndexRef } from "../catalog.ts";
 import { coalesce } from "./coalesce.ts";
 import type { VersionContext } from "./context.ts";
@@ -68,44 +69,60 @@ export async function writeChange(
     activate: true,
     ...(change.purge ? { purge: change.purge } : {}),
   });
+  const deleted = [...(change.deletes ?? []), ...(change.purge ? [change.purge.recordId] : [])];
+  const rewritten = upserts.map((r) => r.id);
+  if (ctx.replica) {
+    // The change is in the log and applied: nothing to undo. Its version row and the active
+    // version are recorded by the replica, on every node (replication/replica.ts); the
+    // tombstones are this node's to write.
+    await ctx.db.transaction((tx) => writeTombstones(tx, ref.id, version, ctx.now(), rewritten, deleted));
+    return version;
+  }
   await undoOnFailure(ctx, ref.id, version, async () => {
     // Counted once now, while the version is fresh in the engine: a listing of thousands of
     // versions then reads the counts instead of rebuilding every version to count it.
     const records = await ctx.engine.count(ref.id, version);
     const now = ctx.now();
     await ctx.db.transaction(async (tx) => {
-      await tx
-        .insert(versions)
-        .values({
-          indexId: ref.id,
-          version,
-          major,
-          minor: minorOf(version),
-          parent,
-          kind: change.purge ? "purge" : "change",
-          state: "ready",
-          records,
-          createdAt: now,
-          purgedRecordId: change.purge?.recordId ?? null,
-          purgedBy: change.purge?.by ?? null,
-        })
-        // With replication another node applying the log may have recorded it first.
-        .onConflictDoNothing();
-      if (!ctx.replica) await tx.update(indexes).set({ activeVersion: version }).where(eq(indexes.id, ref.id));
-      const rewritten = upserts.map((r) => r.id);
-      if (rewritten.length) {
-        await tx.delete(tombstones).where(and(eq(tombstones.indexId, ref.id), inArray(tombstones.recordId, rewritten)));
-      }
-      for (const recordId of [...(change.deletes ?? []), ...(change.purge ? [change.purge.recordId] : [])]) {
-        await tx
-          .insert(tombstones)
-          .values({ indexId: ref.id, recordId, version, createdAt: now })
-          .onConflictDoUpdate({ target: [tombstones.indexId, tombstones.recordId], set: { version, createdAt: now } });
-      }
+      await tx.insert(versions).values({
+        indexId: ref.id,
+        version,
+        major,
+        minor: minorOf(version),
+        parent,
+        kind: change.purge ? "purge" : "change",
+        state: "ready",
+        records,
+        createdAt: now,
+        purgedRecordId: change.purge?.recordId ?? null,
+        purgedBy: change.purge?.by ?? null,
+      });
+      await tx.update(indexes).set({ activeVersion: version }).where(eq(indexes.id, ref.id));
+      await writeTombstones(tx, ref.id, version, now, rewritten, deleted);
     });
   });
   ctx.catalog.setActive(ref.id, version);
   return version;
+}
+
+/** Rewritten ids lose their tombstone; deleted (and purged) ids get one (docs/versions.md). */
+async function writeTombstones(
+  tx: Pick<Db, "insert" | "delete">,
+  indexId: string,
+  version: VersionId,
+  now: number,
+  rewritten: string[],
+  deleted: string[],
+): Promise<void> {
+  if (rewritten.length) {
+    await tx.delete(tombstones).where(and(eq(tombstones.indexId, indexId), inArray(tombstones.recordId, rewritten)));
+  }
+  for (const recordId of deleted) {
+    await tx
+      .insert(tombstones)
+      .values({ indexId, recordId, version, createdAt: now })
+      .onConflictDoUpdate({ target: [tombstones.indexId, tombstones.recordId], set: { version, createdAt: now } });
+  }
 }
 
 /** The highest minor of a major: from the store, or with replication from what this node applied. */

@@ -26,7 +26,7 @@ export class IndexLocks {
     return this.runOnce(indexId, fn).catch(async (error: unknown) => {
       if (!(error instanceof StaleAppendError) || this.catchUp === undefined) throw error;
       for (let attempt = 1; ; attempt++) {
-        // Outside the lock: applying the other node's entries needs it.
+        // Outside the lock: the index's other writes need not wait while this one catches up.
         await this.catchUp();
         try {
           return await this.runOnce(indexId, fn);

@@ -33,7 +33,9 @@ export function planRetention(rows: readonly PlannedRow[], active: VersionId, re
 }
 
 /** Applies retention to one index under its write lock; returns the versions it dropped. */
-export function applyRetention(ctx: VersionContext, indexId: string): Promise<VersionId[]> {
+export async function applyRetention(ctx: VersionContext, indexId: string): Promise<VersionId[]> {
+  // With replication, an index this node has not received yet is not its to retain.
+  if (ctx.replica && ctx.replica.active(indexId) === undefined) return [];
   return ctx.locks.run(indexId, async () => {
     const rows = await ctx.db
       .select()

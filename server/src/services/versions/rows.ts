@@ -1,7 +1,7 @@
 // The version graph as the store holds it: the `versions` rows of an index and the index's active
 // version and next major id. Queries only; what they mean is up to the callers.
 import { and, eq, sql } from "drizzle-orm";
-import { DomainError, NotFoundError, UnavailableError } from "../../domain/errors.ts";
+import { DomainError, NotFoundError, notInThisRegionYet } from "../../domain/errors.ts";
 import type { VersionId } from "../../domain/version-id.ts";
 import type { Db } from "../../store/open.ts";
 import { indexes, versions } from "../../store/schema.ts";
@@ -44,9 +44,7 @@ export async function liveVersion(
   const active = ctx.replica.active(indexId);
   if (active === undefined) {
     await activeVersionOf(ctx.db, indexId); // a deleted index is a 404
-    throw new UnavailableError("this region has not received the index yet; try again shortly", {
-      retryAfterSeconds: 1,
-    });
+    throw notInThisRegionYet();
   }
   return active;
 }
