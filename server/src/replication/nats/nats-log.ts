@@ -4,7 +4,7 @@
 // acknowledgement comes once the stream's replicas have a quorum, which is the durability a write
 // waits for.
 import { createReadStream, createWriteStream } from "node:fs";
-import { mkdir } from "node:fs/promises";
+import { mkdir, open } from "node:fs/promises";
 import { join } from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
@@ -238,12 +238,16 @@ class NatsLog implements ChangeLog {
     for (const file of names) {
       const result = await this.files.get(`${name}/${file}`);
       if (result === null) throw new Error(`file ${file} of segment ${name} is missing from the object store`);
+      const path = join(dir, file);
       await pipeline(
         Readable.fromWeb(result.data as import("node:stream/web").ReadableStream<Uint8Array>),
-        createWriteStream(join(dir, file)),
+        createWriteStream(path),
       );
-      if (!(await result.error)) continue;
-      throw await result.error;
+      const error = await result.error;
+      if (error) throw error;
+      // On disk before the engine's catalog names the segment, as a segment built here is.
+      const handle = await open(path, "r");
+      await handle.sync().finally(() => handle.close());
     }
     return names;
   }
