@@ -34,6 +34,8 @@ export type paths = {
          * MCP JSON-RPC
          * @description Model Context Protocol over Streamable HTTP in stateless JSON mode: one JSON-RPC message in,
          *     one JSON response out, no session. Read-only tools: `listIndexes`, `search` and `lookupById`.
+         *     A 401 carries `WWW-Authenticate: Bearer resource_metadata="…"` naming the protected resource
+         *     metadata (RFC 9728), from which an MCP host finds the OAuth authorization server.
          */
         post: operations["Mcp_call"];
         delete?: never;
@@ -431,6 +433,46 @@ export type paths = {
          */
         post: operations["Versions_activate"];
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/mcp-connections": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List MCP connections
+         * @description Lists the MCP hosts connected to the tenant through OAuth (docs/mcp-auth.md). Dashboard session only.
+         */
+        get: operations["McpConnections_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/mcp-connections/{connectionId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke an MCP connection
+         * @description Ends a connection at once: its access and refresh tokens stop working. An unknown id is 404.
+         */
+        delete: operations["McpConnections_revoke"];
         options?: never;
         head?: never;
         patch?: never;
@@ -942,6 +984,36 @@ export type components = {
         LoginRequest: {
             email: string;
             password: string;
+        };
+        /**
+         * @description An MCP host connected through OAuth: a grant one of the tenant's users consented to in the browser.
+         * @example {
+         *       "id": "jT3v8Qn2bXc5LmA0pRk7s",
+         *       "clientId": "Yl4kq0r8XbN2cV6mJ9sTa",
+         *       "clientName": "Claude",
+         *       "clientUri": null,
+         *       "createdAt": 1795000000000,
+         *       "lastUsedAt": 1795000360000,
+         *       "expiresAt": 1797592000000
+         *     }
+         */
+        McpConnection: {
+            id: string;
+            /** @description The client id the host registered with (RFC 7591). */
+            clientId: string;
+            /** @description The name the host registered under; null when it gave none. Chosen by the host, not checked. */
+            clientName: string | null;
+            /** @description The web page the host registered; null when it gave none. */
+            clientUri: string | null;
+            createdAt: components["schemas"]["EpochMillis"];
+            /** @description Last time /mcp accepted one of its access tokens (to the minute); null when never. */
+            lastUsedAt: components["schemas"]["EpochMillis"] | null;
+            /** @description When the connection ends and the host must sign in again. */
+            expiresAt: components["schemas"]["EpochMillis"] | null;
+        };
+        McpConnectionList: {
+            /** @description Newest first. */
+            connections: components["schemas"]["McpConnection"][];
         };
         /** @description The signed-in user and their tenant. */
         Me: {
@@ -3702,6 +3774,187 @@ export interface operations {
             };
             /** @description The resource is in a state that does not allow this operation. */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description Too many requests (`RATE_LIMITED`: the caller's rate limit is spent, or too many failed log-ins),
+             *     or a quota on work in progress used up (`QUOTA_EXCEEDED`, `errors` naming the quota): wait
+             *     `Retry-After` seconds, then try again.
+             */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before the next attempt. */
+                    "retry-after": number;
+                    /** @description The caller's rate policies, e.g. `"srh";q=50;w=1, "srh-burst";q=250;w=10` (absent for log-in throttling). */
+                    "ratelimit-policy"?: string;
+                    /** @description Where the caller stands, e.g. `"srh-burst";r=0;t=1`: requests left and seconds until more. */
+                    ratelimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the body never carries a stack trace, only the request id to quote. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A dependency (store or engine) is unavailable, or this region has not applied `minVersion` yet; retry later or ask another region. */
+            503: {
+                headers: {
+                    /** @description Seconds after which trying again may work (sent when it is known). */
+                    "retry-after"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    McpConnections_list: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The request has succeeded. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpConnectionList"];
+                };
+            };
+            /** @description The request is malformed: a parameter or body field is missing or invalid, or the JSON does not parse. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No credential was given where one is required, or the credential is invalid or revoked. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), a signed URL is invalid or expired, or a tenant quota would be exceeded (`QUOTA_EXCEEDED`, `errors` naming the quota). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description Too many requests (`RATE_LIMITED`: the caller's rate limit is spent, or too many failed log-ins),
+             *     or a quota on work in progress used up (`QUOTA_EXCEEDED`, `errors` naming the quota): wait
+             *     `Retry-After` seconds, then try again.
+             */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before the next attempt. */
+                    "retry-after": number;
+                    /** @description The caller's rate policies, e.g. `"srh";q=50;w=1, "srh-burst";q=250;w=10` (absent for log-in throttling). */
+                    "ratelimit-policy"?: string;
+                    /** @description Where the caller stands, e.g. `"srh-burst";r=0;t=1`: requests left and seconds until more. */
+                    ratelimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the body never carries a stack trace, only the request id to quote. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A dependency (store or engine) is unavailable, or this region has not applied `minVersion` yet; retry later or ask another region. */
+            503: {
+                headers: {
+                    /** @description Seconds after which trying again may work (sent when it is known). */
+                    "retry-after"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    McpConnections_revoke: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                connectionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description There is no content to send for this request, but the headers may be useful. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is malformed: a parameter or body field is missing or invalid, or the JSON does not parse. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No credential was given where one is required, or the credential is invalid or revoked. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), a signed URL is invalid or expired, or a tenant quota would be exceeded (`QUOTA_EXCEEDED`, `errors` naming the quota). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The resource does not exist, or belongs to another tenant. */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -2,17 +2,19 @@
 // services ready-made; choosing adapters is the composition root's job (compose.ts).
 import { createRequire } from "node:module";
 import { Hono } from "hono";
-import type { ApiKeyAuthenticator, SessionAuthenticator } from "./auth/credentials.ts";
+import type { ApiKeyAuthenticator, McpTokenAuthenticator, SessionAuthenticator } from "./auth/credentials.ts";
 import type { Config } from "./config.ts";
 import { renderReference } from "./docs/reference.ts";
 import { mountContract, type Contract, type Handlers } from "./http/contract.ts";
 import type { AppEnv } from "./http/env.ts";
 import { hostCheck, hostPolicy, mcpOriginCheck } from "./http/host-check.ts";
-import { authenticate, csrfOriginCheck, openReadCors, requestContext } from "./http/middleware.ts";
+import { authenticate, csrfOriginCheck, mcpChallenge, openReadCors, requestContext } from "./http/middleware.ts";
 import { HttpProblem, problemFor, problemResponse } from "./http/problem.ts";
 import { rateLimit } from "./http/rate-limit.ts";
 import type { RateLimits } from "./limits/rate-limits.ts";
 import type { Logger } from "./log.ts";
+import { resourceMetadataUrl } from "./mcp-auth/routes.ts";
+import { baseUrlOf } from "./routes/health.ts";
 
 export interface AppDeps {
   config: Config;
@@ -22,6 +24,8 @@ export interface AppDeps {
   apiKeys: ApiKeyAuthenticator;
   /** Resolves session cookies (the account service). */
   sessions: SessionAuthenticator;
+  /** Resolves MCP hosts' OAuth access tokens on /mcp (mcp-auth/); without it /mcp takes API keys only. */
+  mcpTokens?: McpTokenAuthenticator;
   rateLimits: RateLimits;
   handlers: Handlers;
   /** Extra non-contract routes (the demo page, widget assets, the MCP GET/DELETE answers). */
@@ -58,20 +62,30 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   app.use("/v1/search/multi", openReadCors({ ...openReadOptions, methods: ["POST"] }));
 
   app.use("/v1/*", authenticate(deps.apiKeys, deps.sessions));
-  app.use("/mcp", authenticate(deps.apiKeys, deps.sessions));
+  const issuer = (c: Parameters<typeof baseUrlOf>[0]) => baseUrlOf(c, deps.config);
+  // Before authentication, so that its 401s too tell an MCP host where to sign in.
+  app.use(
+    "/mcp",
+    mcpChallenge((c) => resourceMetadataUrl(issuer(c))),
+  );
+  app.use(
+    "/mcp",
+    authenticate(deps.apiKeys, deps.sessions, deps.mcpTokens ? { tokens: deps.mcpTokens, issuer } : undefined),
+  );
+  // The consent screen's calls (mcp-auth/routes.ts) act as the dashboard's signed-in user.
+  app.use("/oauth2/interaction/*", authenticate(deps.apiKeys, deps.sessions));
   // After authentication: an srh key's own list of origins counts as allowed (D-261).
   app.use("/mcp", mcpOriginCheck(hosts, deps.config.allowedOrigins));
   const limited = rateLimit(deps.rateLimits, deps.config.trustedProxyHops);
   app.use("/v1/*", limited);
   app.use("/mcp", limited);
-  app.use(
-    "/v1/*",
-    csrfOriginCheck({
-      allowedOrigins: deps.config.allowedOrigins,
-      cookieSetters: ["/v1/auth/signup", "/v1/auth/login"],
-      ownOrigin: deps.config.publicUrl ? new URL(deps.config.publicUrl).origin : undefined,
-    }),
-  );
+  const csrf = csrfOriginCheck({
+    allowedOrigins: deps.config.allowedOrigins,
+    cookieSetters: ["/v1/auth/signup", "/v1/auth/login"],
+    ownOrigin: deps.config.publicUrl ? new URL(deps.config.publicUrl).origin : undefined,
+  });
+  app.use("/v1/*", csrf);
+  app.use("/oauth2/interaction/*", csrf);
 
   deps.extraRoutes?.(app);
   mountContract(app, deps.contract, deps.handlers, { maxBodyBytes: deps.config.maxBodyBytes });

@@ -39,6 +39,11 @@ import type { ChangeLog } from "./ports/change-log.ts";
 import { Replica } from "./replication/replica.ts";
 import { replicatedEngine } from "./replication/replicated-engine.ts";
 import { IndexLocks } from "./services/versions/lock.ts";
+import { McpConnections } from "./mcp-auth/connections.ts";
+import { DrizzleOAuthEntries } from "./mcp-auth/entries.ts";
+import { McpProviders } from "./mcp-auth/provider.ts";
+import { mountMcpAuth } from "./mcp-auth/routes.ts";
+import { mcpConnectionHandlers } from "./routes/mcp-connections.ts";
 
 export interface Sift {
   app: Hono<AppEnv>;
@@ -54,6 +59,8 @@ export interface Sift {
   search: SearchService;
   uploads: UploadService;
   ingest: IngestRunner;
+  /** MCP hosts' OAuth connections (mcp-auth/). */
+  mcpConnections: McpConnections;
   /** Lines telling a newcomer what to try, given the base URL (set when the demo is loaded). */
   demoHint?: (baseUrl: string) => string[];
   /** Stops background work and closes the engine and the store. */
@@ -180,6 +187,15 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
   } else {
     await versions.reconcile();
   }
+  // The OAuth authorization server for MCP hosts (docs/mcp-auth.md), its state in the store.
+  const oauthEntries = new DrizzleOAuthEntries(store.db);
+  const mcpProviders = new McpProviders({
+    entries: oauthEntries,
+    secret,
+    userExists: (id) => accounts.userExists(id),
+    log,
+  });
+  const mcpConnections = new McpConnections(oauthEntries, mcpProviders);
   const demo = config.demo ? await seedDemo({ db: store.db, engine, catalog, versions, log }) : undefined;
   await ingest.start();
   const timers = [
@@ -189,6 +205,15 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
           .purgeExpiredSessions()
           .catch((error: Error) =>
             log.warn("could not purge expired sessions; the next run tries again", { error: error.message }),
+          ),
+      3_600_000,
+    ).unref(),
+    setInterval(
+      () =>
+        void mcpConnections
+          .purgeExpired()
+          .catch((error: Error) =>
+            log.warn("could not purge expired OAuth tokens; the next run tries again", { error: error.message }),
           ),
       3_600_000,
     ).unref(),
@@ -216,12 +241,14 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
     contract,
     apiKeys,
     sessions: accounts,
+    mcpTokens: mcpConnections,
     rateLimits,
     handlers: {
       ...healthHandlers({ config, store, engine, replication: replica }),
       ...authHandlers(accounts, config),
       ...oauthHandlers({ config, accounts, secret }),
       ...apiKeyHandlers(apiKeys),
+      ...mcpConnectionHandlers(mcpConnections),
       ...catalogHandlers(catalog),
       ...searchHandlers(search),
       ...recordHandlers(records),
@@ -231,6 +258,7 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
     },
     extraRoutes: (app) => {
       mcpMethodNotAllowed(app);
+      mountMcpAuth(app, { providers: mcpProviders, config, accounts });
       mountDemo(app, { demo: demo ? { serviceName: demo.serviceName, indexName: demo.indexName } : undefined });
       mountDashboard(app);
     },
@@ -250,6 +278,7 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
     search,
     uploads,
     ingest,
+    mcpConnections,
     ...(demo ? { demoHint } : {}),
     async close() {
       for (const t of timers) clearInterval(t);

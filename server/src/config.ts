@@ -94,6 +94,7 @@ export const DEFAULT_RATE_LIMITS: Record<Caller, RatePolicy> = {
   anonymous: { rate: 50, burst: 250 },
   srh: { rate: 50, burst: 250 },
   session: { rate: 50, burst: 250 },
+  oauth: { rate: 50, burst: 250 },
   svc: { rate: 500, burst: 2500 },
   pat: { rate: 500, burst: 2500 },
   adm: { rate: 500, burst: 2500 },

@@ -1,3 +1,4 @@
+/// <reference path="../../server/src/mcp-auth/oidc-provider.d.ts" />
 // A real OpenID provider for tests: panva's oidc-provider (certified by the OpenID Foundation),
 // with its development login and consent pages (any login name, any password).
 import { generateKeyPairSync } from "node:crypto";

@@ -8,6 +8,8 @@ import type { components } from "@sift/contract";
 export type KeyType = components["schemas"]["ApiKeyType"];
 
 export interface Tenant {
+  /** The signed-up user's e-mail; the password is PASSWORD. */
+  email: string;
   session: Http;
   keys: Record<KeyType, string>;
   service: string;
@@ -26,10 +28,11 @@ export interface World {
 }
 
 let counter = 0;
+export const PASSWORD = "correct horse battery staple";
 
 export async function signUp(http: Http, email: string): Promise<Http> {
   const session = http.fresh();
-  const reply = await session.post("/v1/auth/signup", { email, password: "correct horse battery staple" });
+  const reply = await session.post("/v1/auth/signup", { email, password: PASSWORD });
   if (reply.status !== 201) throw new Error(`signup failed: ${reply.status} ${reply.text}`);
   return session;
 }
@@ -42,7 +45,8 @@ export async function createKey(session: Http, type: KeyType, name: string = typ
 
 async function tenant(http: Http, label: string): Promise<Tenant> {
   const n = ++counter;
-  const session = await signUp(http, `${label}${n}@${label}.example`);
+  const email = `${label}${n}@${label}.example`;
+  const session = await signUp(http, email);
   const keys = {} as Record<KeyType, string>;
   for (const type of ["pat", "svc", "adm", "srh"] as const) keys[type] = await createKey(session, type);
   const service = `${label}-svc-${n}-${process.pid}`;
@@ -58,7 +62,7 @@ async function tenant(http: Http, label: string): Promise<Tenant> {
   for (const index of [publicIndex, privateIndex]) {
     await must(session.put(`/v1/indexes/${index}/records/r1`, { title: "Amsterdam", weight: 5 }), 200);
   }
-  return { session, keys, service, publicIndex, privateIndex };
+  return { email, session, keys, service, publicIndex, privateIndex };
 }
 
 export async function startWorld(env: Record<string, string> = {}): Promise<World> {

@@ -20,7 +20,7 @@ export type Action =
  * PUBLIC indexes; deny: 401; forbid: 403 (a valid key without the authority).
  */
 export type Cell = "public" | "own" | "ownPublic" | "deny" | "forbid";
-export type Caller = "anonymous" | "srh" | "svc" | "pat" | "adm" | "session";
+export type Caller = "anonymous" | "srh" | "svc" | "pat" | "adm" | "session" | "oauth";
 
 const secret = {
   search: "own",
@@ -55,17 +55,32 @@ export const AUTHORITY: Record<Caller, Record<Action, Cell>> = {
   pat: secret,
   adm: secret,
   session: { ...secret, apiKeys: "own", mcp: "deny" },
+  // An MCP host's OAuth token: the MCP tools (all of them reads) over its user's tenant, nothing else.
+  oauth: {
+    search: "deny",
+    "records.read": "deny",
+    "index.write": "deny",
+    "catalog.read": "deny",
+    "catalog.write": "deny",
+    apiKeys: "deny",
+    mcp: "own",
+  },
 };
 
 export const callerOf = (p: Principal): Caller =>
-  p.kind === "anonymous" ? "anonymous" : p.kind === "session" ? "session" : p.type;
+  p.kind === "anonymous" || p.kind === "session" || p.kind === "oauth" ? p.kind : p.type;
 
 function denial(p: Principal, action: Action): UnauthenticatedError {
   if (action === "apiKeys" && p.kind === "key") {
     return new UnauthenticatedError("API keys cannot manage keys: sign in to the dashboard and use its session");
   }
   if (action === "mcp" && p.kind === "session") {
-    return new UnauthenticatedError("the MCP endpoint takes an API key: send Authorization: Bearer <key>");
+    return new UnauthenticatedError(
+      "the MCP endpoint takes an API key or an MCP host's OAuth access token: send Authorization: Bearer <key>",
+    );
+  }
+  if (p.kind === "oauth") {
+    return new UnauthenticatedError("an MCP access token is good for /mcp only: use an API key or the dashboard");
   }
   if (p.kind === "key" && p.type === "srh") {
     return new UnauthenticatedError("a public srh key can only search PUBLIC indexes; use a secret key for this");

@@ -14,9 +14,15 @@ export type Principal =
       indexes?: readonly string[] | null;
       referrers?: readonly string[] | null;
     }
-  | { kind: "session"; tenantId: string; userId: string; tokenHash: string };
+  | { kind: "session"; tenantId: string; userId: string; tokenHash: string }
+  /**
+   * An MCP host holding an OAuth access token (mcp-auth/): read-only, on /mcp only, for the
+   * tenant of the user who consented. `grantId` names the connection the dashboard lists.
+   */
+  | { kind: "oauth"; tenantId: string; userId: string; clientId: string; grantId: string };
 
 export type KeyPrincipal = Extract<Principal, { kind: "key" }>;
 export type SessionPrincipal = Extract<Principal, { kind: "session" }>;
+export type OAuthPrincipal = Extract<Principal, { kind: "oauth" }>;
 
 export const ANONYMOUS: Principal = { kind: "anonymous" };

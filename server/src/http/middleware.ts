@@ -1,8 +1,9 @@
 // Cross-cutting middleware, each small and composable in the manner of Hono's own.
 import { randomUUID } from "node:crypto";
-import type { MiddlewareHandler } from "hono";
+import type { Context, MiddlewareHandler } from "hono";
 import { getCookie } from "hono/cookie";
-import type { ApiKeyAuthenticator, SessionAuthenticator } from "../auth/credentials.ts";
+import type { ApiKeyAuthenticator, McpTokenAuthenticator, SessionAuthenticator } from "../auth/credentials.ts";
+import { looksLikeApiKey } from "../auth/secrets.ts";
 import { ANONYMOUS } from "../auth/principal.ts";
 import { requireReferrerAllowed } from "../auth/restrictions.ts";
 import { ForbiddenError, UnauthenticatedError } from "../domain/errors.ts";
@@ -73,13 +74,23 @@ export function requestContext(log: Logger): MiddlewareHandler<AppEnv> {
  * Resolves the caller: a Bearer API key wins over the session cookie; an invalid key is 401, and
  * an srh key restricted to some web origins is 403 from any other (for every route, MCP included).
  */
-export function authenticate(apiKeys: ApiKeyAuthenticator, sessions: SessionAuthenticator): MiddlewareHandler<AppEnv> {
+export function authenticate(
+  apiKeys: ApiKeyAuthenticator,
+  sessions: SessionAuthenticator,
+  /** Where MCP hosts' OAuth access tokens are accepted too (/mcp), and the issuer they are checked against. */
+  mcpTokens?: { tokens: McpTokenAuthenticator; issuer: (c: Context<AppEnv>) => string },
+): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     const header = c.req.header("authorization");
     if (header !== undefined) {
       const bearer = /^Bearer\s+(\S+)\s*$/i.exec(header);
       if (!bearer) throw new UnauthenticatedError("send the API key as Authorization: Bearer <key>");
-      const principal = await apiKeys.authenticate(bearer[1]!);
+      const value = bearer[1]!;
+      if (mcpTokens && !looksLikeApiKey(value)) {
+        c.set("principal", await mcpTokens.tokens.authenticate(value, mcpTokens.issuer(c)));
+        return next();
+      }
+      const principal = await apiKeys.authenticate(value);
       requireReferrerAllowed(principal, { origin: c.req.header("origin"), referer: c.req.header("referer") });
       c.set("principal", principal);
     } else {
@@ -123,5 +134,19 @@ export function csrfOriginCheck(options: {
       throw new ForbiddenError("cross-site request refused: a dashboard session can only be used from this site");
     }
     return next();
+  };
+}
+
+/**
+ * A 401 from /mcp names where to sign in (MCP authorization; RFC 9728, 5.1): the resource's
+ * metadata URL, and `invalid_token` when the request carried a token that is not (or no longer) one.
+ */
+export function mcpChallenge(metadataUrl: (c: Context<AppEnv>) => string): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    await next();
+    if (c.res.status !== 401) return;
+    const sent = /^Bearer\s+(\S+)\s*$/i.exec(c.req.header("authorization") ?? "");
+    const error = sent && !looksLikeApiKey(sent[1]!) ? ', error="invalid_token"' : "";
+    c.res.headers.set("www-authenticate", `Bearer realm="sift", resource_metadata="${metadataUrl(c)}"${error}`);
   };
 }

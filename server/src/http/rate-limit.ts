@@ -14,6 +14,7 @@ import { problemFor, problemResponse } from "./problem.ts";
 function bucketKey(p: Principal, address: string): string {
   if (p.kind === "anonymous") return `ip:${address}`;
   if (p.kind === "session") return `user:${p.userId}`;
+  if (p.kind === "oauth") return `grant:${p.grantId}`;
   // A public srh key sits in every visitor's browser: one visitor must not spend everyone's rate.
   return p.type === "srh" ? `key:${p.keyId}:${address}` : `key:${p.keyId}`;
 }
@@ -30,7 +31,7 @@ export function rateLimit(limits: RateLimits, trustedProxyHops: number): Middlew
     const headers = rateHeaders(caller, policy.rate, policy.burst, decision);
     if (!decision.allowed) {
       const error = new RateLimitedError(
-        `too many requests for this ${caller === "anonymous" ? "address" : caller === "session" ? "user" : `${caller} key`}: at most ${policy.rate} a second (and ${policy.burst} more over ${BURST_WINDOW_SECONDS} s); try again in ${decision.resetSeconds} s`,
+        `too many requests for this ${caller === "anonymous" ? "address" : caller === "session" ? "user" : caller === "oauth" ? "MCP connection" : `${caller} key`}: at most ${policy.rate} a second (and ${policy.burst} more over ${BURST_WINDOW_SECONDS} s); try again in ${decision.resetSeconds} s`,
         decision.resetSeconds,
       );
       const response = problemResponse(problemFor(error)!, c.get("requestId"));

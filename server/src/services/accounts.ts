@@ -105,6 +105,12 @@ export class AccountService implements SessionAuthenticator {
     };
   }
 
+  /** For the MCP authorization server: only existing users hold grants. */
+  async userExists(userId: string): Promise<boolean> {
+    const [row] = await this.db.select({ id: users.id }).from(users).where(eq(users.id, userId)).limit(1);
+    return row !== undefined;
+  }
+
   async purgeExpiredSessions(): Promise<void> {
     await this.db.delete(sessions).where(lt(sessions.expiresAt, this.now()));
   }

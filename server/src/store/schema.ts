@@ -209,3 +209,37 @@ export const tombstones = pgTable(
   },
   (t) => [primaryKey({ columns: [t.indexId, t.recordId] })],
 );
+
+/**
+ * What the OAuth authorization server for MCP hosts keeps (mcp-auth/, on oidc-provider): one row
+ * per stored model instance (registered clients, grants, codes, access and refresh tokens,
+ * interactions, sessions), its payload as oidc-provider gives it. Stored rather than held in
+ * memory so that tokens outlive a restart and a revoked one is gone on every node.
+ */
+export const oauthEntries = pgTable(
+  "oauth_entries",
+  {
+    /** oidc-provider's model name: `Client`, `Grant`, `AccessToken`, `RefreshToken`, … */
+    model: text("model").notNull(),
+    id: text("id").notNull(),
+    payload: jsonb("payload").$type<Record<string, unknown>>().notNull(),
+    /** The grant a code or token belongs to: revoking a connection deletes them all at once. */
+    grantId: text("grant_id"),
+    /** The signed-in user (Grant, Session): a tenant's connections are its users' grants. */
+    accountId: text("account_id"),
+    /** Interaction sessions are found by this. */
+    uid: text("uid"),
+    userCode: text("user_code"),
+    expiresAt: epochMs("expires_at"),
+    consumedAt: epochMs("consumed_at"),
+    /** On a Grant: the last time one of its access tokens was accepted by /mcp. */
+    lastUsedAt: epochMs("last_used_at"),
+  },
+  (t) => [
+    primaryKey({ columns: [t.model, t.id] }),
+    index("oauth_entries_grant_idx").on(t.grantId),
+    index("oauth_entries_account_idx").on(t.model, t.accountId),
+    index("oauth_entries_uid_idx").on(t.uid),
+    index("oauth_entries_expires_idx").on(t.expiresAt),
+  ],
+);

@@ -1,0 +1,172 @@
+// Where oidc-provider's state lives: the `oauth_entries` table, through a small port so that the
+// provider's adapter, the /mcp token check and the dashboard's connection list share one store.
+// Works on PGlite and PostgreSQL alike (plain Drizzle, no dialect extensions).
+import { and, eq, inArray, isNotNull, lt, or, sql } from "drizzle-orm";
+import type { Db } from "../store/open.ts";
+import { oauthEntries, users } from "../store/schema.ts";
+
+export type Payload = Record<string, unknown>;
+
+/** A grant (an MCP host's connection) as the dashboard lists it. */
+export interface GrantRow {
+  id: string;
+  accountId: string;
+  clientId: string;
+  createdAt: number;
+  expiresAt: number | null;
+  lastUsedAt: number | null;
+}
+
+export interface OAuthEntries {
+  upsert(model: string, id: string, payload: Payload, expiresInSeconds: number | undefined): Promise<void>;
+  find(model: string, id: string): Promise<Payload | undefined>;
+  findBy(model: string, column: "uid" | "userCode", value: string): Promise<Payload | undefined>;
+  consume(model: string, id: string): Promise<void>;
+  destroy(model: string, id: string): Promise<void>;
+  /** Deletes the grant and every code and token issued under it. */
+  revokeGrant(grantId: string): Promise<void>;
+  /** The live grants of the tenant's users, newest first. */
+  grantsOfTenant(tenantId: string): Promise<GrantRow[]>;
+  /** The tenant of a grant's user; undefined when the grant or the user is gone. */
+  tenantOfGrant(grantId: string): Promise<{ tenantId: string; accountId: string } | undefined>;
+  touchGrant(grantId: string, at: number): Promise<void>;
+  purgeExpired(now: number): Promise<number>;
+  /** Registered clients' metadata by id, for naming connections. */
+  clients(ids: string[]): Promise<Map<string, Payload>>;
+}
+
+const live = (now: number) => or(sql`${oauthEntries.expiresAt} is null`, sql`${oauthEntries.expiresAt} > ${now}`);
+
+export class DrizzleOAuthEntries implements OAuthEntries {
+  private readonly db: Db;
+  private readonly now: () => number;
+
+  constructor(db: Db, now: () => number = Date.now) {
+    this.db = db;
+    this.now = now;
+  }
+
+  async upsert(model: string, id: string, payload: Payload, expiresInSeconds: number | undefined): Promise<void> {
+    const row = {
+      payload,
+      grantId: typeof payload.grantId === "string" ? payload.grantId : null,
+      accountId: typeof payload.accountId === "string" ? payload.accountId : null,
+      uid: typeof payload.uid === "string" ? payload.uid : null,
+      userCode: typeof payload.userCode === "string" ? payload.userCode : null,
+      expiresAt: expiresInSeconds === undefined ? null : this.now() + expiresInSeconds * 1000,
+    };
+    await this.db
+      .insert(oauthEntries)
+      .values({ model, id, ...row })
+      .onConflictDoUpdate({ target: [oauthEntries.model, oauthEntries.id], set: row });
+  }
+
+  async find(model: string, id: string): Promise<Payload | undefined> {
+    const [row] = await this.db
+      .select()
+      .from(oauthEntries)
+      .where(and(eq(oauthEntries.model, model), eq(oauthEntries.id, id), live(this.now())));
+    return row ? withConsumed(row) : undefined;
+  }
+
+  async findBy(model: string, column: "uid" | "userCode", value: string): Promise<Payload | undefined> {
+    const [row] = await this.db
+      .select()
+      .from(oauthEntries)
+      .where(and(eq(oauthEntries.model, model), eq(oauthEntries[column], value), live(this.now())));
+    return row ? withConsumed(row) : undefined;
+  }
+
+  async consume(model: string, id: string): Promise<void> {
+    await this.db
+      .update(oauthEntries)
+      .set({ consumedAt: this.now() })
+      .where(and(eq(oauthEntries.model, model), eq(oauthEntries.id, id)));
+  }
+
+  async destroy(model: string, id: string): Promise<void> {
+    await this.db.delete(oauthEntries).where(and(eq(oauthEntries.model, model), eq(oauthEntries.id, id)));
+  }
+
+  async revokeGrant(grantId: string): Promise<void> {
+    await this.db
+      .delete(oauthEntries)
+      .where(or(eq(oauthEntries.grantId, grantId), and(eq(oauthEntries.model, "Grant"), eq(oauthEntries.id, grantId))));
+  }
+
+  async grantsOfTenant(tenantId: string): Promise<GrantRow[]> {
+    const rows = await this.db
+      .select({
+        id: oauthEntries.id,
+        accountId: oauthEntries.accountId,
+        payload: oauthEntries.payload,
+        expiresAt: oauthEntries.expiresAt,
+        lastUsedAt: oauthEntries.lastUsedAt,
+      })
+      .from(oauthEntries)
+      .innerJoin(users, eq(users.id, oauthEntries.accountId))
+      .where(and(eq(oauthEntries.model, "Grant"), eq(users.tenantId, tenantId), live(this.now())));
+    return rows
+      .map((r) => ({
+        id: r.id,
+        accountId: r.accountId!,
+        clientId: String(r.payload.clientId),
+        // oidc-provider stamps `iat` in epoch seconds.
+        createdAt: Number(r.payload.iat) * 1000,
+        expiresAt: r.expiresAt,
+        lastUsedAt: r.lastUsedAt,
+      }))
+      .sort((a, b) => b.createdAt - a.createdAt);
+  }
+
+  async tenantOfGrant(grantId: string): Promise<{ tenantId: string; accountId: string } | undefined> {
+    const [row] = await this.db
+      .select({ tenantId: users.tenantId, accountId: users.id })
+      .from(oauthEntries)
+      .innerJoin(users, eq(users.id, oauthEntries.accountId))
+      .where(and(eq(oauthEntries.model, "Grant"), eq(oauthEntries.id, grantId), live(this.now())));
+    return row;
+  }
+
+  async touchGrant(grantId: string, at: number): Promise<void> {
+    await this.db
+      .update(oauthEntries)
+      .set({ lastUsedAt: at })
+      .where(and(eq(oauthEntries.model, "Grant"), eq(oauthEntries.id, grantId)));
+  }
+
+  async purgeExpired(now: number): Promise<number> {
+    const gone = await this.db
+      .delete(oauthEntries)
+      .where(and(isNotNull(oauthEntries.expiresAt), lt(oauthEntries.expiresAt, now)))
+      .returning({ id: oauthEntries.id });
+    return gone.length;
+  }
+
+  async clients(ids: string[]): Promise<Map<string, Payload>> {
+    if (ids.length === 0) return new Map();
+    const rows = await this.db
+      .select({ id: oauthEntries.id, payload: oauthEntries.payload })
+      .from(oauthEntries)
+      .where(and(eq(oauthEntries.model, "Client"), inArray(oauthEntries.id, ids)));
+    return new Map(rows.map((r) => [r.id, r.payload]));
+  }
+}
+
+/** oidc-provider reads `consumed` (epoch seconds) to refuse a code or refresh token used twice. */
+function withConsumed(row: { payload: Payload; consumedAt: number | null }): Payload {
+  return row.consumedAt === null ? row.payload : { ...row.payload, consumed: Math.floor(row.consumedAt / 1000) };
+}
+
+/** The oidc-provider adapter (its documented Adapter interface) over the entries. */
+export function adapterFor(entries: OAuthEntries) {
+  return (model: string) => ({
+    upsert: (id: string, payload: Payload, expiresIn?: number) => entries.upsert(model, id, payload, expiresIn),
+    find: (id: string) => entries.find(model, id),
+    findByUid: (uid: string) => entries.findBy(model, "uid", uid),
+    findByUserCode: (userCode: string) => entries.findBy(model, "userCode", userCode),
+    consume: (id: string) => entries.consume(model, id),
+    destroy: (id: string) => entries.destroy(model, id),
+    revokeByGrantId: (grantId: string) => entries.revokeGrant(grantId),
+  });
+}

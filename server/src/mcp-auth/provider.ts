@@ -1,0 +1,187 @@
+// The OAuth authorization server for MCP hosts (the MCP authorization specification): panva's
+// oidc-provider, certified by the OpenID Foundation, configured for one resource (this server's
+// /mcp) and one read-only scope. It brings RFC 8414 metadata, dynamic client registration
+// (RFC 7591), the authorization code flow with PKCE, refresh-token rotation, revocation and
+// resource indicators (RFC 8707); Sift adds the login and consent step (the dashboard's
+// sign-in, then a consent screen) and keeps the provider's state in its own store.
+import { createHmac, createPrivateKey } from "node:crypto";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import Provider, { type AccessTokenInstance, errors as oidcErrors } from "oidc-provider";
+import type { Logger } from "../log.ts";
+import { adapterFor, type OAuthEntries } from "./entries.ts";
+
+/** The one scope: read the tenant's indexes through the MCP tools. */
+export const MCP_SCOPE = "mcp:read";
+/** Where the provider's endpoints live (its discovery documents are also served at the root). */
+export const OAUTH_PREFIX = "/oauth2";
+
+export const ACCESS_TOKEN_TTL_SECONDS = 10 * 60;
+export const REFRESH_TOKEN_TTL_SECONDS = 30 * 24 * 3600;
+
+export interface ProviderOptions {
+  entries: OAuthEntries;
+  /** Keys the provider's cookies and derives its token-signing key: the deployment's signing secret. */
+  secret: Buffer;
+  /** A user by id, or undefined when there is none (deleted): only existing users hold grants. */
+  userExists(userId: string): Promise<boolean>;
+  log: Logger;
+}
+
+/** An Ed25519 key derived from the signing secret, so every node of a deployment signs alike. */
+function signingJwk(secret: Buffer): Record<string, unknown> {
+  const seed = createHmac("sha256", secret).update("sift mcp-oauth id-token key").digest();
+  const der = Buffer.concat([Buffer.from("302e020100300506032b657004220420", "hex"), seed]);
+  const jwk = createPrivateKey({ key: der, format: "der", type: "pkcs8" }).export({ format: "jwk" });
+  return { ...jwk, alg: "EdDSA", use: "sig", kid: "sift-mcp-1" };
+}
+
+/** A page for errors shown to a person in a browser (a bad authorization request). */
+function errorPage(out: Record<string, string>): string {
+  const html = (s: string) => s.replace(/[&<>"']/g, (ch) => `&#${ch.charCodeAt(0)};`);
+  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>Sign-in failed · Sift</title></head><body><main><h1>The MCP host's sign-in request failed</h1><p>${html(out.error_description ?? out.error ?? "unknown error")}</p><p>Error: <code>${html(out.error ?? "")}</code>. Start the connection again from your MCP host.</p></main></body></html>`;
+}
+
+/**
+ * One provider per issuer. The issuer is SIFT_PUBLIC_URL, or without it the origin a request
+ * reached this server by (the port is known only once it listens); hostCheck has already limited
+ * those to this server's own names, and a few are kept.
+ */
+export class McpProviders {
+  private readonly byIssuer = new Map<string, Provider>();
+  private readonly options: ProviderOptions;
+
+  constructor(options: ProviderOptions) {
+    this.options = options;
+  }
+
+  for(issuer: string): Provider {
+    let provider = this.byIssuer.get(issuer);
+    if (!provider) {
+      provider = this.create(issuer);
+      if (this.byIssuer.size >= 16) this.byIssuer.delete(this.byIssuer.keys().next().value!);
+      this.byIssuer.set(issuer, provider);
+    }
+    return provider;
+  }
+
+  /** The access token behind a Bearer value, if it is one of ours, alive, and issued for `resource`. */
+  async accessToken(issuer: string, value: string, resource: string): Promise<AccessTokenInstance | undefined> {
+    const token = await this.for(issuer).AccessToken.find(value);
+    if (!token || token.isExpired) return undefined;
+    const audience = Array.isArray(token.aud) ? token.aud : [token.aud];
+    return audience.includes(resource) ? token : undefined;
+  }
+
+  private create(issuer: string): Provider {
+    const { entries, secret, log } = this.options;
+    const resource = `${issuer}/mcp`;
+    const cookieKey = createHmac("sha256", secret).update("sift mcp-oauth cookies").digest("base64url");
+    const provider = new Provider(issuer, {
+      adapter: adapterFor(entries),
+      jwks: { keys: [signingJwk(secret)] },
+      cookies: { keys: [cookieKey] },
+      // Accounts are Sift users; a deleted user's grants stop working.
+      findAccount: async (_ctx: unknown, id: string) =>
+        (await this.options.userExists(id)) ? { accountId: id, claims: async () => ({ sub: id }) } : undefined,
+      // mcp:read is the /mcp resource server's scope (getResourceServerInfo), not one of these.
+      scopes: ["openid", "offline_access"],
+      claims: { openid: ["sub"] },
+      clientDefaults: {
+        grant_types: ["authorization_code", "refresh_token"],
+        response_types: ["code"],
+        token_endpoint_auth_method: "none",
+        id_token_signed_response_alg: "EdDSA",
+      },
+      // OAuth 2.1 and the MCP specification: PKCE (S256) for every client.
+      pkce: { required: () => true },
+      features: {
+        devInteractions: { enabled: false },
+        // Open registration (RFC 7591): an MCP host meets this server for the first time.
+        registration: { enabled: true },
+        revocation: { enabled: true },
+        resourceIndicators: {
+          enabled: true,
+          // A host that names no resource still gets a token for /mcp, the only one there is.
+          defaultResource: () => resource,
+          useGrantedResource: () => true,
+          getResourceServerInfo: (_ctx: unknown, indicator: string) => {
+            if (indicator !== resource) throw new oidcErrors.InvalidTarget(`the only resource here is ${resource}`);
+            return {
+              scope: MCP_SCOPE,
+              audience: resource,
+              accessTokenTTL: ACCESS_TOKEN_TTL_SECONDS,
+              // Opaque: each use is looked up in the store, so a revoked token fails at once.
+              accessTokenFormat: "opaque",
+            };
+          },
+        },
+      },
+      // Every connection is consented to in the browser; a grant is found only as the
+      // consent step just made it, never from an earlier one the provider's session remembers.
+      loadExistingGrant: async (ctx: { oidc: { result?: { consent?: { grantId?: string } }; provider: Provider } }) => {
+        const grantId = ctx.oidc.result?.consent?.grantId;
+        return grantId
+          ? (ctx.oidc.provider as unknown as { Grant: { find(id: string): unknown } }).Grant.find(grantId)
+          : undefined;
+      },
+      // Refresh tokens for every client that registered the grant type, rotated at each use.
+      issueRefreshToken: async (_ctx: unknown, client: { grantTypeAllowed(t: string): boolean }) =>
+        client.grantTypeAllowed("refresh_token"),
+      rotateRefreshToken: () => true,
+      // Tokens live as long as their grant, not as long as the browser's session at the provider.
+      expiresWithSession: async () => false,
+      interactions: {
+        url: (_ctx: unknown, interaction: { uid: string }) => `${OAUTH_PREFIX}/interaction/${interaction.uid}`,
+      },
+      renderError: async (ctx: { type: string; body: string }, out: Record<string, string>) => {
+        ctx.type = "html";
+        ctx.body = errorPage(out);
+      },
+      // Hosts that run in a browser call the token endpoint across origins; the tokens are bound
+      // to PKCE and to the host's registration, not to an origin.
+      clientBasedCORS: () => true,
+      ttl: {
+        AccessToken: ACCESS_TOKEN_TTL_SECONDS,
+        AuthorizationCode: 60,
+        Grant: REFRESH_TOKEN_TTL_SECONDS,
+        IdToken: 3600,
+        Interaction: 3600,
+        RefreshToken: REFRESH_TOKEN_TTL_SECONDS,
+        Session: 14 * 24 * 3600,
+      },
+    });
+    // Sift sets the forwarded headers itself from the issuer (forward() below), so the provider
+    // names its endpoints by the issuer's scheme and host even behind a TLS-terminating proxy.
+    provider.proxy = true;
+    // Hosts that read the scopes in this metadata rather than the resource's see the one to ask
+    // for (a post-middleware, as oidc-provider documents them: `discovery` cannot replace a value).
+    provider.use(
+      async (ctx: { oidc?: { route?: string }; body?: { scopes_supported?: string[] } }, next: () => Promise<void>) => {
+        await next();
+        if (ctx.oidc?.route === "discovery" && ctx.body?.scopes_supported) ctx.body.scopes_supported.push(MCP_SCOPE);
+      },
+    );
+    provider.on("server_error", (_ctx: unknown, error: unknown) =>
+      log.error("the MCP authorization server failed", { error: (error as Error).message }),
+    );
+    return provider;
+  }
+}
+
+/**
+ * Hands a request to the provider: `path` is the provider-relative path and query. Its URLs are
+ * built from the mount path (the part of `originalUrl` before `url`) and the forwarded headers.
+ */
+export async function forward(
+  provider: Provider,
+  incoming: IncomingMessage,
+  outgoing: ServerResponse,
+  path: string,
+): Promise<void> {
+  const issuer = new URL(provider.issuer);
+  (incoming as IncomingMessage & { originalUrl?: string }).originalUrl = `${OAUTH_PREFIX}${path}`;
+  incoming.url = path;
+  incoming.headers["x-forwarded-proto"] = issuer.protocol.slice(0, -1);
+  incoming.headers["x-forwarded-host"] = issuer.host;
+  await provider.callback()(incoming, outgoing);
+}

@@ -1,0 +1,312 @@
+// OAuth for MCP hosts over plain HTTP (docs/mcp-auth.md): the discovery documents, the 401's
+// challenge, dynamic registration, the authorization code flow with PKCE through the consent
+// endpoints the dashboard's screen calls, tokens bound to the consenting user's tenant and to
+// /mcp, refresh with rotation, and revocation from the dashboard's API. The same flow in a real
+// browser, driven by the MCP SDK's own client, is test/browser/mcp-oauth.test.ts.
+import { createHash, randomBytes } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { expectContract } from "../support/contract.ts";
+import { Http } from "../support/http.ts";
+import { PASSWORD, startWorld, type World } from "../support/world.ts";
+
+let world: World;
+/** The server itself: the OAuth endpoints are not in the contract, so not behind Prism. */
+let direct: Http;
+let base: string;
+const REDIRECT = "http://127.0.0.1:9/callback";
+
+beforeAll(async () => {
+  world = await startWorld();
+  base = world.server.url;
+  direct = new Http(base);
+});
+afterAll(() => world?.stop());
+
+const form = (fields: Record<string, string>) => ({
+  body: new URLSearchParams(fields).toString(),
+  headers: { "content-type": "application/x-www-form-urlencoded" },
+});
+
+async function register(name = "Test host"): Promise<string> {
+  const reply = await direct.post("/oauth2/reg", {
+    client_name: name,
+    redirect_uris: [REDIRECT],
+    grant_types: ["authorization_code", "refresh_token"],
+    response_types: ["code"],
+    token_endpoint_auth_method: "none",
+  });
+  expect(reply.status, reply.text).toBe(201);
+  return reply.body.client_id;
+}
+
+async function signedIn(email: string): Promise<Http> {
+  const browser = direct.fresh();
+  expect((await browser.post("/v1/auth/login", { email, password: PASSWORD })).status).toBe(200);
+  return browser;
+}
+
+/** What a browser does from the authorization request to the consent screen: returns the interaction. */
+async function startAuthorization(browser: Http, clientId: string) {
+  const verifier = randomBytes(32).toString("base64url");
+  const state = randomBytes(8).toString("hex");
+  const query = new URLSearchParams({
+    response_type: "code",
+    client_id: clientId,
+    redirect_uri: REDIRECT,
+    code_challenge: createHash("sha256").update(verifier).digest("base64url"),
+    code_challenge_method: "S256",
+    state,
+    scope: "mcp:read",
+    resource: `${base}/mcp`,
+  });
+  const start = await browser.get(`/oauth2/auth?${query}`);
+  expect(start.status, start.text).toBe(303);
+  const interaction = new URL(start.headers.get("location")!, base);
+  expect(interaction.pathname).toMatch(/^\/oauth2\/interaction\/[\w-]+$/);
+  const toDashboard = await browser.get(interaction.pathname);
+  expect(toDashboard.status).toBe(303);
+  const uid = interaction.pathname.split("/").at(-1)!;
+  expect(toDashboard.headers.get("location")).toBe(`/dashboard/connect/${uid}`);
+  return { uid, verifier, state };
+}
+
+/** Follows the provider's redirects from the consent's answer to the host's redirect URI. */
+async function followToHost(browser: Http, redirectTo: string): Promise<URL> {
+  let url = new URL(redirectTo, base);
+  for (let hops = 0; hops < 5 && url.origin === base; hops++) {
+    const reply = await browser.get(url.pathname + url.search);
+    expect([302, 303], reply.text).toContain(reply.status);
+    url = new URL(reply.headers.get("location")!, base);
+  }
+  expect(url.origin + url.pathname).toBe(REDIRECT);
+  return url;
+}
+
+async function token(fields: Record<string, string>) {
+  return direct.request("POST", "/oauth2/token", form(fields));
+}
+
+/** The whole flow for the user `email`: tokens for a new connection of client `clientId`. */
+async function connect(email: string, clientId: string) {
+  const browser = await signedIn(email);
+  const { uid, verifier, state } = await startAuthorization(browser, clientId);
+  const confirm = await browser.post(`/oauth2/interaction/${uid}/confirm`, undefined, { headers: { origin: base } });
+  expect(confirm.status, confirm.text).toBe(200);
+  const back = await followToHost(browser, confirm.body.redirectTo);
+  expect(back.searchParams.get("state")).toBe(state);
+  const reply = await token({
+    grant_type: "authorization_code",
+    code: back.searchParams.get("code")!,
+    redirect_uri: REDIRECT,
+    client_id: clientId,
+    code_verifier: verifier,
+    resource: `${base}/mcp`,
+  });
+  expect(reply.status, reply.text).toBe(200);
+  return reply.body as { access_token: string; refresh_token: string; expires_in: number; scope: string };
+}
+
+const listIndexes = (accessToken: string) =>
+  direct.post(
+    "/mcp",
+    { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "listIndexes", arguments: {} } },
+    { key: accessToken, headers: { accept: "application/json, text/event-stream" } },
+  );
+
+describe("discovery", () => {
+  test("a 401 from /mcp names the protected resource metadata, which names the authorization server", async () => {
+    const reply = await world.http.post("/mcp", { jsonrpc: "2.0", id: 1, method: "ping" }, { key: "" });
+    expect(reply.status).toBe(401);
+    expectContract(reply);
+    expect(reply.headers.get("www-authenticate")).toBe(
+      `Bearer realm="sift", resource_metadata="${base}/.well-known/oauth-protected-resource/mcp"`,
+    );
+    for (const path of ["/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"]) {
+      const metadata = await direct.get(path);
+      expect(metadata.status).toBe(200);
+      expect(metadata.body).toMatchObject({
+        resource: `${base}/mcp`,
+        authorization_servers: [base],
+        scopes_supported: ["mcp:read"],
+      });
+    }
+  });
+
+  test("the authorization server's metadata (RFC 8414) offers registration, PKCE S256, refresh and revocation", async () => {
+    for (const path of ["/.well-known/oauth-authorization-server", "/.well-known/openid-configuration"]) {
+      const reply = await direct.get(path);
+      expect(reply.status, reply.text).toBe(200);
+      expect(reply.body).toMatchObject({
+        issuer: base,
+        authorization_endpoint: `${base}/oauth2/auth`,
+        token_endpoint: `${base}/oauth2/token`,
+        registration_endpoint: `${base}/oauth2/reg`,
+        revocation_endpoint: `${base}/oauth2/token/revocation`,
+        code_challenge_methods_supported: ["S256"],
+      });
+      expect(reply.body.grant_types_supported).toEqual(expect.arrayContaining(["authorization_code", "refresh_token"]));
+      expect(reply.body.scopes_supported).toContain("mcp:read");
+    }
+  });
+
+  test("registration refuses what it cannot honour with an OAuth error, not a 500", async () => {
+    const reply = await direct.post("/oauth2/reg", { redirect_uris: ["not a url"] });
+    expect(reply.status).toBe(400);
+    expect(reply.body.error).toBe("invalid_redirect_uri");
+  });
+});
+
+describe("a connection", () => {
+  let clientId: string;
+  let tokens: Awaited<ReturnType<typeof connect>>;
+  beforeAll(async () => {
+    clientId = await register();
+    tokens = await connect(world.a.email, clientId);
+  });
+
+  test("the access token is short-lived, read-only, and comes with a refresh token", () => {
+    expect(tokens.expires_in).toBeLessThanOrEqual(600);
+    expect(tokens.scope).toBe("mcp:read");
+    expect(tokens.refresh_token).toBeTruthy();
+  });
+
+  test("the token reaches the consenting user's tenant through /mcp, PRIVATE indexes included", async () => {
+    const reply = await listIndexes(tokens.access_token);
+    expect(reply.status, reply.text).toBe(200);
+    const listed = JSON.parse(reply.body.result.content[0].text);
+    expect(listed.indexes.map((i: { name: string }) => i.name).sort()).toEqual(
+      [world.a.privateIndex, world.a.publicIndex].sort(),
+    );
+    const other = await direct.post(
+      "/mcp",
+      {
+        jsonrpc: "2.0",
+        id: 2,
+        method: "tools/call",
+        params: { name: "search", arguments: { indexName: world.b.privateIndex, phrase: "ams" } },
+      },
+      { key: tokens.access_token, headers: { accept: "application/json, text/event-stream" } },
+    );
+    expect(other.body.result.isError).toBe(true);
+    expect(other.body.result.content[0].text).toMatch(/does not exist/);
+  });
+
+  test("the token is good for /mcp only: the REST API refuses it", async () => {
+    const q = new URLSearchParams({ query: "ams", indexName: world.a.privateIndex, serviceName: world.a.service });
+    expect((await direct.get(`/v1/search?${q}`, { key: tokens.access_token })).status).toBe(401);
+    expect((await direct.get("/v1/indexes", { key: tokens.access_token })).status).toBe(401);
+  });
+
+  test("refresh rotates: the new tokens work, the spent refresh token does not", async () => {
+    const refreshed = await token({
+      grant_type: "refresh_token",
+      refresh_token: tokens.refresh_token,
+      client_id: clientId,
+      resource: `${base}/mcp`,
+    });
+    expect(refreshed.status, refreshed.text).toBe(200);
+    expect(refreshed.body.refresh_token).not.toBe(tokens.refresh_token);
+    expect((await listIndexes(refreshed.body.access_token)).status).toBe(200);
+    tokens = { ...tokens, ...refreshed.body };
+    const again = await token({ grant_type: "refresh_token", refresh_token: "x".repeat(43), client_id: clientId });
+    expect(again.status).toBe(400);
+    expect(again.body.error).toBe("invalid_grant");
+  });
+
+  test("the dashboard lists the connection; another tenant cannot revoke it; revoking kills both tokens", async () => {
+    const listed = await world.a.session.get("/v1/mcp-connections");
+    expectContract(listed);
+    expect(listed.status).toBe(200);
+    const mine = listed.body.connections.find((c: { clientId: string }) => c.clientId === clientId);
+    expect(mine).toMatchObject({ clientName: "Test host", clientUri: null });
+    expect(mine.lastUsedAt).toBeGreaterThan(0);
+    expect((await world.b.session.get("/v1/mcp-connections")).body.connections).toEqual([]);
+
+    const foreign = await world.b.session.delete(`/v1/mcp-connections/${mine.id}`);
+    expectContract(foreign);
+    expect(foreign.status).toBe(404);
+    expect((await listIndexes(tokens.access_token)).status).toBe(200);
+
+    const revoked = await world.a.session.delete(`/v1/mcp-connections/${mine.id}`);
+    expectContract(revoked);
+    expect(revoked.status).toBe(204);
+    const refused = await listIndexes(tokens.access_token);
+    expect(refused.status).toBe(401);
+    expect(refused.headers.get("www-authenticate")).toMatch(/error="invalid_token"/);
+    const refresh = await token({
+      grant_type: "refresh_token",
+      refresh_token: tokens.refresh_token,
+      client_id: clientId,
+    });
+    expect(refresh.body.error).toBe("invalid_grant");
+    expect((await world.a.session.get("/v1/mcp-connections")).body.connections).toEqual([]);
+    expect((await world.a.session.delete(`/v1/mcp-connections/${mine.id}`)).status).toBe(404);
+  });
+
+  test("API keys are not affected: a key still reaches /mcp", async () => {
+    const reply = await direct.post(
+      "/mcp",
+      { jsonrpc: "2.0", id: 1, method: "ping" },
+      { key: world.a.keys.svc, headers: { accept: "application/json, text/event-stream" } },
+    );
+    expect(reply.status).toBe(200);
+  });
+});
+
+describe("the consent step", () => {
+  test("names the host, the account and the read-only scope, to the signed-in user only", async () => {
+    const clientId = await register("Named host");
+    const browser = await signedIn(world.b.email);
+    const { uid } = await startAuthorization(browser, clientId);
+    const details = await browser.get(`/oauth2/interaction/${uid}/details`);
+    expect(details.status, details.text).toBe(200);
+    expect(details.body).toMatchObject({
+      uid,
+      client: { id: clientId, name: "Named host", redirectUri: REDIRECT },
+      scopes: ["mcp:read"],
+      resource: `${base}/mcp`,
+      account: { email: world.b.email },
+    });
+    // Signed out, the same browser is told to sign in.
+    const anonymous = direct.fresh();
+    const noSession = await anonymous.get(`/oauth2/interaction/${uid}/details`);
+    expect(noSession.status).toBe(401);
+    expect(noSession.headers.get("content-type")).toMatch(/problem\+json/);
+    // Another browser, signed in, did not start this request.
+    const other = await signedIn(world.b.email);
+    const elsewhere = await other.get(`/oauth2/interaction/${uid}/details`);
+    expect(elsewhere.status).toBe(400);
+    expect(elsewhere.body.detail).toMatch(/expired or was started in another browser/);
+  });
+
+  test("declining sends the host access_denied and makes no connection", async () => {
+    const clientId = await register("Declined host");
+    const browser = await signedIn(world.b.email);
+    const { uid, state } = await startAuthorization(browser, clientId);
+    const abort = await browser.post(`/oauth2/interaction/${uid}/abort`, undefined, { headers: { origin: base } });
+    expect(abort.status).toBe(200);
+    const back = await followToHost(browser, abort.body.redirectTo);
+    expect(back.searchParams.get("error")).toBe("access_denied");
+    expect(back.searchParams.get("state")).toBe(state);
+    expect((await world.b.session.get("/v1/mcp-connections")).body.connections).toEqual([]);
+  });
+
+  test("a consent posted from another site is refused (CSRF)", async () => {
+    const clientId = await register("CSRF host");
+    const browser = await signedIn(world.b.email);
+    const { uid } = await startAuthorization(browser, clientId);
+    const forged = await browser.post(`/oauth2/interaction/${uid}/confirm`, undefined, {
+      headers: { origin: "https://evil.example" },
+    });
+    expect(forged.status).toBe(403);
+  });
+
+  test("an authorization request without PKCE is refused", async () => {
+    const clientId = await register("No PKCE");
+    const query = new URLSearchParams({ response_type: "code", client_id: clientId, redirect_uri: REDIRECT });
+    const reply = await direct.get(`/oauth2/auth?${query}`);
+    expect(reply.status).toBe(303);
+    const back = new URL(reply.headers.get("location")!);
+    expect(back.searchParams.get("error")).toBe("invalid_request");
+  });
+});
