@@ -3,8 +3,9 @@ import type { components } from "@sift/sdk";
 import { type ComponentChildren, render } from "preact";
 import { useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
 import { isUnauthenticated, SESSION_ENDED, sift } from "./api.ts";
-import { linkTo, navigate, usePath } from "./router.ts";
+import { currentPath, linkTo, navigate, usePath } from "./router.ts";
 import { SignIn, SignUp } from "./screens/auth.tsx";
+import { Connect } from "./screens/connect.tsx";
 import { IndexPage } from "./screens/index-page.tsx";
 import { Keys } from "./screens/keys.tsx";
 import { Overview } from "./screens/overview.tsx";
@@ -56,9 +57,10 @@ function App() {
     title?.focus();
   }, [path, signedInNow, me === undefined]);
 
+  // An MCP host's connection request stays on screen through the sign-in (mcp-auth's consent).
   const signedIn = () => {
     setEnded(false);
-    void check().then(() => navigate("/", true));
+    void check().then(() => navigate(currentPath().startsWith("/connect/") ? currentPath() : "/", true));
   };
 
   let screen: ComponentChildren;
@@ -69,11 +71,17 @@ function App() {
       path === "/signup" ? (
         <SignUp onSignedIn={signedIn} />
       ) : (
-        <SignIn onSignedIn={signedIn} notice={ended ? "Your session ended: sign in again." : undefined} />
+        <SignIn
+          onSignedIn={signedIn}
+          notice={ended ? "Your session ended: sign in again." : undefined}
+          intro={path.startsWith("/connect/") ? "Sign in to connect your MCP host to Sift." : undefined}
+        />
       );
   } else {
     const indexMatch = /^\/indexes\/([^/]+)(?:\/([^/]+))?$/.exec(path);
+    const connectMatch = /^\/connect\/([^/]+)$/.exec(path);
     if (path === "/keys") screen = <Keys />;
+    else if (connectMatch) screen = <Connect uid={decodeURIComponent(connectMatch[1]!)} />;
     else if (indexMatch) screen = <IndexPage name={decodeURIComponent(indexMatch[1]!)} tab={indexMatch[2]} />;
     else screen = <Overview />;
   }

@@ -119,6 +119,12 @@ export function createClient(options: ClientOptions) {
       create: (body: Schemas["ApiKeyCreateRequest"]) => unwrap(api.POST("/v1/api-keys", { body })),
       revoke: (keyId: string) => unwrap(api.DELETE("/v1/api-keys/{keyId}", { params: { path: { keyId } } })),
     },
+    /** MCP hosts connected through OAuth (dashboard session only); revoking ends their tokens at once. */
+    mcpConnections: {
+      list: () => unwrap(api.GET("/v1/mcp-connections")),
+      revoke: (connectionId: string) =>
+        unwrap(api.DELETE("/v1/mcp-connections/{connectionId}", { params: { path: { connectionId } } })),
+    },
     /**
      * The dashboard's sign-in. It sets the session cookie, which browsers keep (pass
      * `fetch: (r) => fetch(r, { credentials: "include" })` across origins); Node keeps no cookies.

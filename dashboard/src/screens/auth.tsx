@@ -17,7 +17,10 @@ function Providers() {
     );
   }, []);
   if (providers.length === 0) return null;
-  const back = encodeURIComponent("/dashboard");
+  // Back to this screen (an MCP host's connection request waits here), else the dashboard.
+  const back = encodeURIComponent(
+    location.pathname.startsWith("/dashboard/connect/") ? location.pathname : "/dashboard",
+  );
   return (
     <section class="providers" aria-labelledby="providers-title">
       <h2 id="providers-title">Or continue with</h2>
@@ -39,7 +42,16 @@ function providerError(): string | undefined {
   return new URLSearchParams(location.search).get("error") ?? undefined;
 }
 
-export function SignIn({ onSignedIn, notice }: { onSignedIn: () => void; notice?: string | undefined }) {
+export function SignIn({
+  onSignedIn,
+  notice,
+  intro,
+}: {
+  onSignedIn: () => void;
+  notice?: string | undefined;
+  /** Why sign-in is asked for, when it is for something in particular. */
+  intro?: string | undefined;
+}) {
   const action = useAction();
   const [email, setEmail] = useState("");
   const [password, setPassword] = useState("");
@@ -47,6 +59,7 @@ export function SignIn({ onSignedIn, notice }: { onSignedIn: () => void; notice?
   return (
     <div class="auth">
       <h1 tabIndex={-1}>Sign in to Sift</h1>
+      {intro && <p>{intro}</p>}
       {error && (
         <p class="error" role="alert">
           {error}

@@ -5,6 +5,7 @@ import { formatDate, sift } from "../api.ts";
 import { announce, ConfirmButton, CopyButton, Empty, Field, FormError, Loading, useAction } from "../ui.tsx";
 
 type ApiKey = components["schemas"]["ApiKey"];
+type McpConnection = components["schemas"]["McpConnection"];
 type KeyType = components["schemas"]["ApiKeyType"];
 
 const TYPES: { type: KeyType; label: string }[] = [
@@ -26,6 +27,11 @@ export function Keys() {
 
   const load = () => list.run(async () => setKeys(await sift.apiKeys.list()));
   useEffect(() => void load(), []);
+  const [connections, setConnections] = useState<McpConnection[] | undefined>();
+  const listConnections = useAction();
+  const loadConnections = () =>
+    listConnections.run(async () => setConnections((await sift.mcpConnections.list()).connections));
+  useEffect(() => void loadConnections(), []);
 
   return (
     <>
@@ -181,6 +187,61 @@ export function Keys() {
                   </td>
                 </tr>
               ))}
+            </tbody>
+          </table>
+        )}
+      </section>
+      <section aria-labelledby="mcp-list">
+        <h2 id="mcp-list">Connected MCP hosts</h2>
+        <p>
+          Hosts that signed in through the browser with their <code>/mcp</code> URL. Each can only read this
+          organisation's indexes.
+        </p>
+        <FormError failure={listConnections.failure} />
+        {!connections ? (
+          !listConnections.failure && <Loading what="connected MCP hosts" />
+        ) : connections.length === 0 ? (
+          <Empty>
+            <p>No MCP host is connected. Give a host the address of this server's /mcp endpoint to connect one.</p>
+          </Empty>
+        ) : (
+          <table>
+            <thead>
+              <tr>
+                <th scope="col">Host</th>
+                <th scope="col">Connected</th>
+                <th scope="col">Last used</th>
+                <th scope="col">Ends</th>
+                <th scope="col">Status</th>
+              </tr>
+            </thead>
+            <tbody>
+              {connections.map((m) => {
+                const name = m.clientName ?? `Unnamed host ${m.clientId.slice(0, 8)}`;
+                return (
+                  <tr key={m.id}>
+                    <th scope="row">{name}</th>
+                    <td>{formatDate(m.createdAt)}</td>
+                    <td>{formatDate(m.lastUsedAt)}</td>
+                    <td>{formatDate(m.expiresAt)}</td>
+                    <td>
+                      <ConfirmButton
+                        label="Disconnect"
+                        accessibleLabel={`Disconnect ${name}`}
+                        title={`Disconnect “${name}”?`}
+                        confirmLabel="Disconnect host"
+                        onConfirm={async () => {
+                          await sift.mcpConnections.revoke(m.id);
+                          announce(`${name} disconnected`);
+                          await loadConnections();
+                        }}
+                      >
+                        <p>Its access and refresh tokens stop working at once; it must sign in again to reconnect.</p>
+                      </ConfirmButton>
+                    </td>
+                  </tr>
+                );
+              })}
             </tbody>
           </table>
         )}

@@ -87,6 +87,10 @@ function denial(p: Principal, action: Action): UnauthenticatedError {
   }
   if (action === "apiKeys")
     return new UnauthenticatedError("sign in to the dashboard first: the session cookie is missing or expired");
+  if (action === "mcp")
+    return new UnauthenticatedError(
+      "send an API key as Authorization: Bearer <key>, or sign in through OAuth: WWW-Authenticate names the metadata",
+    );
   return new UnauthenticatedError("this operation needs an API key: send Authorization: Bearer <key>");
 }
 

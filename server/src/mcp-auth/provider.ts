@@ -83,8 +83,10 @@ export class McpProviders {
       // Accounts are Sift users; a deleted user's grants stop working.
       findAccount: async (_ctx: unknown, id: string) =>
         (await this.options.userExists(id)) ? { accountId: id, claims: async () => ({ sub: id }) } : undefined,
-      // mcp:read is the /mcp resource server's scope (getResourceServerInfo), not one of these.
-      scopes: ["openid", "offline_access"],
+      // mcp:read is listed for registration (RFC 7591 checks a client's `scope` against these);
+      // the consent grants it for the /mcp resource, whose tokens carry it.
+      scopes: ["openid", "offline_access", MCP_SCOPE],
+      responseTypes: ["code"],
       claims: { openid: ["sub"] },
       clientDefaults: {
         grant_types: ["authorization_code", "refresh_token"],

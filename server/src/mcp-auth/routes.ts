@@ -132,9 +132,11 @@ export function mountMcpAuth(
     const { p, provider, incoming, outgoing, interaction, client } = await pending(c);
     const grant = new provider.Grant({ accountId: p.userId, clientId: client.clientId });
     grant.addResourceScope(`${issuerOf(c)}/mcp`, MCP_SCOPE);
+    // Granted as the provider asks: mcp:read for /mcp, and as one of its own scopes too (it is
+    // listed there for registration), with openid and offline_access when requested.
     const requested = String(interaction.params.scope ?? "").split(" ");
-    const oidc = requested.filter((s) => s === "openid" || s === "offline_access");
-    if (oidc.length) grant.addOIDCScope(oidc.join(" "));
+    const own = requested.filter((s) => s === "openid" || s === "offline_access" || s === MCP_SCOPE);
+    if (own.length) grant.addOIDCScope(own.join(" "));
     const grantId = await grant.save();
     // The dashboard's user is who signs in at the provider, whatever its session remembered.
     const redirectTo = await provider.interactionResult(
