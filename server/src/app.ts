@@ -79,6 +79,8 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   const limited = rateLimit(deps.rateLimits, deps.config.trustedProxyHops);
   app.use("/v1/*", limited);
   app.use("/mcp", limited);
+  // Registration and the token endpoint are open to anyone: an address's anonymous rate applies.
+  app.use("/oauth2/*", limited);
   const csrf = csrfOriginCheck({
     allowedOrigins: deps.config.allowedOrigins,
     cookieSetters: ["/v1/auth/signup", "/v1/auth/login"],
