@@ -30,10 +30,14 @@ test.each(["openapi.yaml", "openapi.json", "types.d.ts"])("generated/%s is what 
   expect(actual === expected, `generated/${file} is stale: run \`npm run generate\` and commit the result`).toBe(true);
 });
 
-test("the contract is OpenAPI 3.1 and declares both security schemes", () => {
+test("the contract is OpenAPI 3.1 and declares its security schemes (an MCP host's OAuth token on /mcp)", () => {
   const doc = JSON.parse(readFileSync(join(committed, "openapi.json"), "utf8"));
   expect(doc.openapi).toBe("3.1.0");
-  expect(Object.keys(doc.components.securitySchemes).sort()).toEqual(["ApiKeyBearer", "SessionCookie"]);
+  expect(Object.keys(doc.components.securitySchemes).sort()).toEqual([
+    "ApiKeyBearer",
+    "McpAccessToken",
+    "SessionCookie",
+  ]);
 });
 
 test("the @sift/contract package's version is the contract's info.version", () => {

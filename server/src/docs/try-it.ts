@@ -23,7 +23,8 @@ curl -X POST -H "authorization: Bearer $SIFT_KEY" $SIFT/v1/indexes/products/vers
 # stay deleted): docs/uploads.md.
 npx @sift/cli upload products.csv --index products --api-key $SIFT_KEY
 
-# MCP: hosts that connect by URL use $SIFT/mcp with the header \`Authorization: Bearer $SIFT_KEY\`; hosts
+# MCP: give a host the URL $SIFT/mcp: it signs in through your browser (OAuth: the dashboard's
+# sign-in, then Allow; docs/mcp-auth.md). Or send \`Authorization: Bearer $SIFT_KEY\` with it; hosts
 # that launch local servers run @sift/mcp (mcp/README.md has a host configuration).
 npx -y @sift/mcp --base-url $SIFT --api-key $SIFT_KEY
 `;

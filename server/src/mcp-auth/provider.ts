@@ -1,3 +1,4 @@
+/// <reference path="./oidc-provider.d.ts" />
 // The OAuth authorization server for MCP hosts (the MCP authorization specification): panva's
 // oidc-provider, certified by the OpenID Foundation, configured for one resource (this server's
 // /mcp) and one read-only scope. It brings RFC 8414 metadata, dynamic client registration

@@ -1,3 +1,4 @@
+/// <reference path="./oidc-provider.d.ts" />
 // The HTTP face of the MCP authorization server: protected resource metadata (RFC 9728), the
 // provider's own endpoints under /oauth2 and its metadata at the root (RFC 8414), and the
 // interaction endpoints the dashboard's consent screen calls. Mounted by the composition root.
