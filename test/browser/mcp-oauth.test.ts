@@ -15,6 +15,7 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, expect, test } from "vitest";
+import { type TestIdp, testIdp } from "../support/oidc.ts";
 import { startSift, type RunningSift } from "../support/server.ts";
 import { PASSWORD } from "../support/world.ts";
 import { launchChromium } from "./support/browser.ts";
@@ -58,6 +59,7 @@ class HostAuth implements OAuthClientProvider {
 }
 
 let sift: RunningSift;
+let idp: TestIdp;
 let browser: Browser;
 let data: PublicIndex;
 let callback: Server;
@@ -65,7 +67,18 @@ let redirectUrl: string;
 const codes: string[] = [];
 
 beforeAll(async () => {
-  [sift, browser] = await Promise.all([startSift(), launchChromium()]);
+  idp = await testIdp();
+  [sift, browser] = await Promise.all([
+    startSift({
+      SIFT_OAUTH_PROVIDERS: "idp",
+      SIFT_OAUTH_IDP_NAME: "Test ID",
+      SIFT_OAUTH_IDP_ISSUER: idp.issuer,
+      SIFT_OAUTH_IDP_CLIENT_ID: idp.clientId,
+      SIFT_OAUTH_IDP_CLIENT_SECRET: idp.clientSecret,
+    }),
+    launchChromium(),
+  ]);
+  await idp.start(`${sift.url}/v1/auth/oauth/idp/callback`);
   data = await publicIndex(sift.url, "mcp-oauth");
   await putRecords(data, [
     { id: "springfield", title: "Springfield", weight: 10 },
@@ -85,6 +98,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
   await sift?.stop();
+  await idp?.stop();
   await new Promise((r) => callback?.close(r));
 });
 
@@ -163,6 +177,49 @@ test("an MCP host given only the /mcp URL signs in through the browser and searc
   expect(refused.headers.get("www-authenticate")).toContain('error="invalid_token"');
   // The host's refresh token died with it: the SDK can only send the person to sign in again.
   await expect(client.callTool({ name: "listIndexes", arguments: {} })).rejects.toThrow();
+  await client.close();
+  await context.close();
+});
+
+test("signing in with a configured provider instead comes back to the consent, for that user's tenant", async () => {
+  const url = new URL(`${sift.url}/mcp`);
+  const auth = new HostAuth(redirectUrl);
+  const first = new Client({ name: "sift-oauth-test", version: "1.0.0" });
+  await expect(first.connect(new StreamableHTTPClientTransport(url, { authProvider: auth }))).rejects.toThrow(
+    UnauthorizedError,
+  );
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  // The provider's development pages ask for a web font; this machine reaches no such site.
+  await page.route(/fonts\.googleapis\.com/, (route) => route.abort());
+  await page.goto(auth.authorizationUrl!.href);
+  await activate(page, page.getByRole("link", { name: "Sign in with Test ID" }));
+  await page.waitForURL((u) => u.origin === idp.issuer);
+  await tabTo(page, page.locator("input[name=login]"));
+  await page.keyboard.type("dora");
+  await tabTo(page, page.locator("input[name=password]"));
+  await page.keyboard.type("any password");
+  await page.keyboard.press("Enter");
+  await activate(page, page.getByRole("button", { name: "Continue" }));
+
+  await page.waitForURL((u) => u.pathname.startsWith("/dashboard/connect/"));
+  await expect.poll(() => page.locator("main h1").textContent()).toBe("Connect an MCP host");
+  await page.getByRole("heading", { name: "Sift test host" }).waitFor();
+  expect(await page.locator("main").textContent()).toContain("dora@idp.example");
+  const before = codes.length;
+  await activate(page, page.getByRole("button", { name: "Allow" }));
+  await page.waitForURL((u) => u.href.startsWith(redirectUrl));
+  expect(codes).toHaveLength(before + 1);
+  expect(idp.errors).toEqual([]);
+
+  await new StreamableHTTPClientTransport(url, { authProvider: auth }).finishAuth(codes.at(-1)!);
+  const client = new Client({ name: "sift-oauth-test", version: "1.0.0" });
+  await client.connect(new StreamableHTTPClientTransport(url, { authProvider: auth }));
+  // Dora's new tenant has no index; the first user's are not hers to see.
+  const listed = JSON.parse(texts(await client.callTool({ name: "listIndexes", arguments: {} }))[0]!);
+  expect(listed.indexes).toEqual([]);
+  const other = await client.callTool({ name: "search", arguments: { indexName: "mcp-oauth", phrase: "spring" } });
+  expect(other.isError).toBe(true);
   await client.close();
   await context.close();
 });

@@ -3,115 +3,32 @@
 // endpoints the dashboard's screen calls, tokens bound to the consenting user's tenant and to
 // /mcp, refresh with rotation, and revocation from the dashboard's API. The same flow in a real
 // browser, driven by the MCP SDK's own client, is test/browser/mcp-oauth.test.ts.
-import { createHash, randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { expectContract } from "../support/contract.ts";
-import { Http } from "../support/http.ts";
-import { PASSWORD, startWorld, type World } from "../support/world.ts";
+import type { Http } from "../support/http.ts";
+import { McpOAuth, REDIRECT, type Tokens } from "../support/mcp-oauth.ts";
+import { startWorld, type World } from "../support/world.ts";
 
 let world: World;
-/** The server itself: the OAuth endpoints are not in the contract, so not behind Prism. */
+let oauth: McpOAuth;
 let direct: Http;
 let base: string;
-const REDIRECT = "http://127.0.0.1:9/callback";
 
 beforeAll(async () => {
   world = await startWorld();
   base = world.server.url;
-  direct = new Http(base);
+  oauth = new McpOAuth(base);
+  direct = oauth.direct;
 });
 afterAll(() => world?.stop());
 
-const form = (fields: Record<string, string>) => ({
-  body: new URLSearchParams(fields).toString(),
-  headers: { "content-type": "application/x-www-form-urlencoded" },
-});
-
-async function register(name = "Test host"): Promise<string> {
-  const reply = await direct.post("/oauth2/reg", {
-    client_name: name,
-    redirect_uris: [REDIRECT],
-    grant_types: ["authorization_code", "refresh_token"],
-    response_types: ["code"],
-    token_endpoint_auth_method: "none",
-  });
-  expect(reply.status, reply.text).toBe(201);
-  return reply.body.client_id;
-}
-
-async function signedIn(email: string): Promise<Http> {
-  const browser = direct.fresh();
-  expect((await browser.post("/v1/auth/login", { email, password: PASSWORD })).status).toBe(200);
-  return browser;
-}
-
-/** What a browser does from the authorization request to the consent screen: returns the interaction. */
-async function startAuthorization(browser: Http, clientId: string) {
-  const verifier = randomBytes(32).toString("base64url");
-  const state = randomBytes(8).toString("hex");
-  const query = new URLSearchParams({
-    response_type: "code",
-    client_id: clientId,
-    redirect_uri: REDIRECT,
-    code_challenge: createHash("sha256").update(verifier).digest("base64url"),
-    code_challenge_method: "S256",
-    state,
-    scope: "mcp:read",
-    resource: `${base}/mcp`,
-  });
-  const start = await browser.get(`/oauth2/auth?${query}`);
-  expect(start.status, start.text).toBe(303);
-  const interaction = new URL(start.headers.get("location")!, base);
-  expect(interaction.pathname).toMatch(/^\/oauth2\/interaction\/[\w-]+$/);
-  const toDashboard = await browser.get(interaction.pathname);
-  expect(toDashboard.status).toBe(303);
-  const uid = interaction.pathname.split("/").at(-1)!;
-  expect(toDashboard.headers.get("location")).toBe(`/dashboard/connect/${uid}`);
-  return { uid, verifier, state };
-}
-
-/** Follows the provider's redirects from the consent's answer to the host's redirect URI. */
-async function followToHost(browser: Http, redirectTo: string): Promise<URL> {
-  let url = new URL(redirectTo, base);
-  for (let hops = 0; hops < 5 && url.origin === base; hops++) {
-    const reply = await browser.get(url.pathname + url.search);
-    expect([302, 303], reply.text).toContain(reply.status);
-    url = new URL(reply.headers.get("location")!, base);
-  }
-  expect(url.origin + url.pathname).toBe(REDIRECT);
-  return url;
-}
-
-async function token(fields: Record<string, string>) {
-  return direct.request("POST", "/oauth2/token", form(fields));
-}
-
-/** The whole flow for the user `email`: tokens for a new connection of client `clientId`. */
-async function connect(email: string, clientId: string) {
-  const browser = await signedIn(email);
-  const { uid, verifier, state } = await startAuthorization(browser, clientId);
-  const confirm = await browser.post(`/oauth2/interaction/${uid}/confirm`, undefined, { headers: { origin: base } });
-  expect(confirm.status, confirm.text).toBe(200);
-  const back = await followToHost(browser, confirm.body.redirectTo);
-  expect(back.searchParams.get("state")).toBe(state);
-  const reply = await token({
-    grant_type: "authorization_code",
-    code: back.searchParams.get("code")!,
-    redirect_uri: REDIRECT,
-    client_id: clientId,
-    code_verifier: verifier,
-    resource: `${base}/mcp`,
-  });
-  expect(reply.status, reply.text).toBe(200);
-  return reply.body as { access_token: string; refresh_token: string; expires_in: number; scope: string };
-}
-
-const listIndexes = (accessToken: string) =>
-  direct.post(
-    "/mcp",
-    { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "listIndexes", arguments: {} } },
-    { key: accessToken, headers: { accept: "application/json, text/event-stream" } },
-  );
+const register = (name?: string) => oauth.register(name);
+const signedIn = (email: string) => oauth.signedIn(email);
+const startAuthorization = (browser: Http, clientId: string) => oauth.startAuthorization(browser, clientId);
+const followToHost = (browser: Http, redirectTo: string) => oauth.followToHost(browser, redirectTo);
+const token = (fields: Record<string, string>) => oauth.token(fields);
+const connect = (email: string, clientId: string) => oauth.connect(email, clientId);
+const listIndexes = (accessToken: string) => oauth.listIndexes(accessToken);
 
 describe("discovery", () => {
   test("a 401 from /mcp names the protected resource metadata, which names the authorization server", async () => {
@@ -158,7 +75,7 @@ describe("discovery", () => {
 
 describe("a connection", () => {
   let clientId: string;
-  let tokens: Awaited<ReturnType<typeof connect>>;
+  let tokens: Tokens;
   beforeAll(async () => {
     clientId = await register();
     tokens = await connect(world.a.email, clientId);

@@ -15,12 +15,23 @@ export interface RunningSift {
   url: string;
   sift: Sift;
   dataDir: string;
-  stop(): Promise<void>;
+  /** The server's own PostgreSQL database, when DATABASE_URL is set. */
+  database: { url: string; drop: () => Promise<void> } | undefined;
+  /** `keepData`: leave the data dir and database for a restart (`startSift(env, { restart })`). */
+  stop(options?: { keepData?: boolean }): Promise<void>;
 }
 
-export async function startSift(env: Record<string, string> = {}): Promise<RunningSift> {
-  const dataDir = mkdtempSync(join(tmpdir(), "sift-e2e-"));
-  const database = process.env.DATABASE_URL ? await createTempDatabase(process.env.DATABASE_URL) : undefined;
+export interface StartOptions {
+  /** Start again on the stopped server's data dir, database and port: a restart. */
+  restart?: RunningSift;
+}
+
+export async function startSift(env: Record<string, string> = {}, options: StartOptions = {}): Promise<RunningSift> {
+  const dataDir = options.restart?.dataDir ?? mkdtempSync(join(tmpdir(), "sift-e2e-"));
+  const database =
+    options.restart?.database ??
+    (process.env.DATABASE_URL ? await createTempDatabase(process.env.DATABASE_URL) : undefined);
+  const listenPort = options.restart ? Number(new URL(options.restart.url).port) : 0;
   const config = loadConfig({
     SIFT_DATA_DIR: dataDir,
     SIFT_DEMO: "false",
@@ -32,19 +43,21 @@ export async function startSift(env: Record<string, string> = {}): Promise<Runni
   });
   const sift = await composeSift(config, createLogger(config.logLevel));
   const server: ServerType = await new Promise((resolve) => {
-    const s = listen(sift.app, { ...config, host: "127.0.0.1", port: 0 }, () => resolve(s));
+    const s = listen(sift.app, { ...config, host: "127.0.0.1", port: listenPort }, () => resolve(s));
   });
   const { port } = server.address() as { port: number };
   return {
     url: `http://127.0.0.1:${port}`,
     sift,
     dataDir,
-    async stop() {
+    database,
+    async stop({ keepData = false } = {}) {
       await new Promise<void>((r) => {
         server.close(() => r());
         (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
       });
       await sift.close();
+      if (keepData) return;
       await database?.drop();
       rmSync(dataDir, { recursive: true, force: true });
     },
