@@ -21,6 +21,9 @@ export interface IndexReplica {
   appendedAt: number;
 }
 
+/** A rename per applied entry cost each node a file write per write to any index. */
+const SAVE_INTERVAL_MS = 50;
+
 interface Persisted {
   position: number;
   indexes: Record<string, IndexReplica>;
@@ -33,6 +36,7 @@ export class ReplicaState {
   private readonly file: string;
   private saving: Promise<void> | undefined;
   private dirty = false;
+  private savedAt = 0;
 
   constructor(file: string) {
     this.file = file;
@@ -75,12 +79,18 @@ export class ReplicaState {
     } else r.maxMinor[major] = Math.max(r.maxMinor[major] ?? 0, minor);
   }
 
-  /** Writes the state soon; writes coalesce, and one is always pending after the last change. */
+  /**
+   * Writes the state soon; writes coalesce, at most one per SAVE_INTERVAL_MS, and one is always
+   * pending after the last change. A file that lags only means entries delivered again.
+   */
   save(): Promise<void> {
     this.dirty = true;
     this.saving ??= (async () => {
       while (this.dirty) {
+        const wait = this.savedAt + SAVE_INTERVAL_MS - Date.now();
+        if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
         this.dirty = false;
+        this.savedAt = Date.now();
         const body: Persisted = { position: this.position, indexes: Object.fromEntries(this.indexes) };
         const tmp = `${this.file}.tmp`;
         await writeFile(tmp, JSON.stringify(body));

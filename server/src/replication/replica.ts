@@ -3,7 +3,6 @@
 // through `commit`: appended, then awaited until this node has applied them from the log like
 // any other entry, so the node that acknowledges a write serves it at once and every node decides
 // in the same place, in log order, whether the entry still fits.
-import { and, eq, lt } from "drizzle-orm";
 import { join } from "node:path";
 import { UnavailableError } from "../domain/errors.ts";
 import { formatVersion, majorOf, minorOf, type VersionId } from "../domain/version-id.ts";
@@ -12,8 +11,8 @@ import { type AppliedEntry, type ChangeLog, type LogEntry, type LogOp, StaleAppe
 import type { SearchEngine } from "../ports/engine.ts";
 import { IndexLocks } from "../services/versions/lock.ts";
 import type { Db } from "../store/open.ts";
-import { indexes, versions } from "../store/schema.ts";
 import { ReplicaState } from "./replica-state.ts";
+import { StoreBackfill } from "./store-backfill.ts";
 
 /** Entries being applied at once across indexes (one at a time per index). */
 const MAX_IN_FLIGHT = 256;
@@ -33,7 +32,7 @@ export class Replica {
   private readonly log: ChangeLog;
   /** The node's own engine (not the replicating wrapper). */
   private readonly engine: SearchEngine;
-  private readonly db: Db;
+  private readonly backfill: StoreBackfill;
   private readonly logger: Logger;
   readonly state: ReplicaState;
   private follower: { stop(): Promise<void> } | undefined;
@@ -62,8 +61,8 @@ export class Replica {
     this.node = deps.node;
     this.log = deps.log;
     this.engine = deps.engine;
-    this.db = deps.db;
     this.logger = deps.logger.child({ component: "replica", node: deps.node });
+    this.backfill = new StoreBackfill(deps.db, this.logger);
     this.state = new ReplicaState(join(deps.dataDir, "replica.json"));
   }
 
@@ -100,6 +99,7 @@ export class Replica {
     const until = Date.now() + 5_000;
     while (this.inFlight.size && Date.now() < until) await this.waitChange(until - Date.now());
     await this.state.save();
+    await this.backfill.flush();
   }
 
   // ---- the node's own writes ----
@@ -411,31 +411,32 @@ export class Replica {
     return (await this.engine.versions(indexId)).some((v) => v.version === version);
   }
 
-  /** A change's row in the shared store, in case its writer died before it recorded it. */
+  /**
+   * A change's row in the shared store, in case its writer died before it recorded it: in the
+   * background, batched (its writer records it before answering).
+   */
   private async recordChangeRow(entry: LogEntry & { op: "change" }, version: VersionId): Promise<void> {
     const { change } = entry;
-    await this.db
-      .insert(versions)
-      .values({
-        indexId: entry.index,
-        version,
-        major: majorOf(version),
-        minor: minorOf(version),
-        parent: change.parent,
-        kind: change.purge ? "purge" : "change",
-        state: "ready",
-        records: await this.engine.count(entry.index, version),
-        createdAt: entry.at,
-        purgedRecordId: change.purge?.recordId ?? null,
-        purgedBy: change.purge?.by ?? null,
-      })
-      .onConflictDoNothing();
+    this.backfill.addRow({
+      indexId: entry.index,
+      version,
+      major: majorOf(version),
+      minor: minorOf(version),
+      parent: change.parent,
+      kind: change.purge ? "purge" : "change",
+      state: "ready",
+      records: await this.engine.count(entry.index, version),
+      createdAt: entry.at,
+      purgedRecordId: change.purge?.recordId ?? null,
+      purgedBy: change.purge?.by ?? null,
+    });
   }
 
   /** Updates what this node knows after applying `entry` at `seq`, here and in the shared store. */
   private noteApplied(seq: number, entry: LogEntry): void {
     if (entry.op === "drop-index") {
       this.state.indexes.delete(entry.index);
+      this.backfill.forget(entry.index);
       return;
     }
     const r = this.state.index(entry.index);
@@ -464,16 +465,7 @@ export class Replica {
       r.active = activated;
       this.onActive(entry.index, activated);
       // Guarded by position: a node that lags never sets the shared active version back.
-      void this.db
-        .update(indexes)
-        .set({ activeVersion: activated, logSeq: seq })
-        .where(and(eq(indexes.id, entry.index), lt(indexes.logSeq, seq)))
-        .catch((error: Error) =>
-          this.logger.warn("could not record the active version in the store", {
-            index: entry.index,
-            error: error.message,
-          }),
-        );
+      this.backfill.setActive(entry.index, activated, seq);
     }
     // Saved and announced by advance(), once the entry counts into the position.
   }
