@@ -114,7 +114,15 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
   // node's catches up and runs again under the index's lock.
   const locks = new IndexLocks();
   const replica = changeLog
-    ? new Replica({ node: config.nodeId, log: changeLog, engine, db: store.db, logger: log, dataDir: config.dataDir })
+    ? new Replica({
+        node: config.nodeId,
+        log: changeLog,
+        engine,
+        db: store.db,
+        logger: log,
+        dataDir: config.dataDir,
+        snapshots: config.nats && { every: config.nats.snapshotEvery, goneAfterMs: config.nats.nodeGoneAfterMs },
+      })
     : undefined;
   if (replica && changeLog) {
     engine = replicatedEngine(engine, replica, changeLog);

@@ -190,6 +190,11 @@ export interface SearchEngine {
     major: { major: number; parent: VersionId | null; records: number },
     fill: (dir: string) => Promise<void>,
   ): Promise<void>;
+  /**
+   * Replication snapshots: the record changes of the minor versions the engine holds, parents
+   * first, as applyChange was given them (without `activate`).
+   */
+  changes?(indexKey: string): Promise<RecordChange[]>;
 
   search(indexKey: string, version: VersionId, request: SearchRequest): Promise<SearchPage>;
   get(indexKey: string, version: VersionId, id: string): Promise<SearchRecord | null>;

@@ -19,6 +19,8 @@ export interface IndexReplica {
   maxMinor: Record<string, number>;
   /** When the newest applied entry was appended (epoch ms), for the lag in /readyz. */
   appendedAt: number;
+  /** Entries of the index processed since its last snapshot mark (replication/snapshots.ts). */
+  sinceSnapshot?: number;
 }
 
 /** A rename per applied entry cost each node a file write per write to any index. */
@@ -27,12 +29,15 @@ const SAVE_INTERVAL_MS = 50;
 interface Persisted {
   position: number;
   indexes: Record<string, IndexReplica>;
+  dropped?: string[];
 }
 
 export class ReplicaState {
   /** Every entry at or before this position is applied. */
   position = 0;
   readonly indexes = new Map<string, IndexReplica>();
+  /** Indexes dropped here: a snapshot of one is never restored. */
+  readonly dropped = new Set<string>();
   private readonly file: string;
   private saving: Promise<void> | undefined;
   private dirty = false;
@@ -50,6 +55,7 @@ export class ReplicaState {
     const parsed = JSON.parse(raw) as Persisted;
     this.position = parsed.position;
     for (const [id, r] of Object.entries(parsed.indexes)) this.indexes.set(id, r);
+    for (const id of parsed.dropped ?? []) this.dropped.add(id);
   }
 
   index(id: string): IndexReplica {
@@ -91,7 +97,11 @@ export class ReplicaState {
         if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
         this.dirty = false;
         this.savedAt = Date.now();
-        const body: Persisted = { position: this.position, indexes: Object.fromEntries(this.indexes) };
+        const body: Persisted = {
+          position: this.position,
+          indexes: Object.fromEntries(this.indexes),
+          dropped: [...this.dropped],
+        };
         const tmp = `${this.file}.tmp`;
         await writeFile(tmp, JSON.stringify(body));
         await rename(tmp, this.file);

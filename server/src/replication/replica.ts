@@ -12,6 +12,7 @@ import type { SearchEngine } from "../ports/engine.ts";
 import { IndexLocks } from "../services/versions/lock.ts";
 import type { Db } from "../store/open.ts";
 import { ReplicaState } from "./replica-state.ts";
+import { Snapshots } from "./snapshots.ts";
 import { StoreBackfill } from "./store-backfill.ts";
 
 /** Entries being applied at once across indexes (one at a time per index). */
@@ -33,6 +34,8 @@ export class Replica {
   /** The node's own engine (not the replicating wrapper). */
   private readonly engine: SearchEngine;
   private readonly backfill: StoreBackfill;
+  private readonly snapshots: Snapshots;
+  private reporter: ReturnType<typeof setInterval> | undefined;
   private readonly logger: Logger;
   readonly state: ReplicaState;
   private follower: { stop(): Promise<void> } | undefined;
@@ -57,6 +60,8 @@ export class Replica {
     db: Db;
     logger: Logger;
     dataDir: string;
+    /** Snapshot an index's log after this many entries; a node silent this long counts as gone. */
+    snapshots?: { every: number; goneAfterMs: number };
   }) {
     this.node = deps.node;
     this.log = deps.log;
@@ -64,6 +69,14 @@ export class Replica {
     this.logger = deps.logger.child({ component: "replica", node: deps.node });
     this.backfill = new StoreBackfill(deps.db, this.logger);
     this.state = new ReplicaState(join(deps.dataDir, "replica.json"));
+    this.snapshots = new Snapshots({
+      log: deps.log,
+      engine: deps.engine,
+      logger: this.logger,
+      node: deps.node,
+      every: deps.snapshots?.every ?? 10_000,
+      goneAfterMs: deps.snapshots?.goneAfterMs ?? 15 * 60_000,
+    });
   }
 
   /** Called with every change of an index's active version here (the catalog's cache follows). */
@@ -76,13 +89,26 @@ export class Replica {
     this.started = true;
     const target = await this.log.lastSeq();
     this.logLast = target;
-    const first = await this.log.firstSeq();
-    if (first > this.state.position + 1 && target > 0) {
-      // Truncated past this node's position: not supported yet (docs/replication.md, Catch-up).
-      this.logger.error("the change log no longer holds entries this node has not applied", {
-        position: this.state.position,
-        first,
-      });
+    // Said before anything is read: from now on no entry this node has not applied is removed.
+    await this.snapshots.report(this.state.position);
+    this.reporter = setInterval(() => {
+      this.snapshots
+        .report(this.state.position)
+        .catch((error: Error) => this.logger.warn("could not report this node's position", { error: error.message }));
+    }, this.snapshots.reportEveryMs);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.restoreTruncated();
+        break;
+      } catch (error) {
+        // Not ready until it succeeds: following the log without the snapshot would skip entries.
+        this.logger.error("could not restore an index from its snapshot; trying again", {
+          attempt,
+          error: (error as Error).message,
+        });
+        if (this.stopping) return;
+        await new Promise((resolve) => setTimeout(resolve, Math.min(30_000, 500 * 2 ** attempt)));
+      }
     }
     this.follower = this.log.follow(this.state.position + 1, (applied) => this.deliver(applied));
     if (target > this.state.position) {
@@ -94,6 +120,7 @@ export class Replica {
 
   async stop(): Promise<void> {
     this.stopping = true;
+    clearInterval(this.reporter);
     await this.follower?.stop();
     // Entries still being applied end soon (a failing one stops retrying once `stopping` is set).
     const until = Date.now() + 5_000;
@@ -308,11 +335,67 @@ export class Replica {
       if (r !== undefined) r.last = seq;
       this.logger.info("skipped an entry another one overtook", { seq, index: entry.index, op: entry.op });
       if (entry.node === this.node) this.keepVerdict(seq, { accepted: false });
+      this.countTowardsSnapshot(entry);
       return;
     }
     const result = await this.applyEffect(entry);
     this.noteApplied(seq, entry);
     if (entry.node === this.node) this.keepVerdict(seq, { accepted: true, result });
+    this.countTowardsSnapshot(entry);
+  }
+
+  /**
+   * Every node counts an index's entries the same way; the node whose own entry reaches the mark
+   * writes the snapshot (once, not once per node) and truncates the log behind it.
+   */
+  private countTowardsSnapshot(entry: LogEntry): void {
+    const r = this.state.indexes.get(entry.index);
+    if (r === undefined) return;
+    r.sinceSnapshot = (r.sinceSnapshot ?? 0) + 1;
+    if (r.sinceSnapshot < this.snapshots.every) return;
+    r.sinceSnapshot = 0;
+    if (entry.node !== this.node) return;
+    // Queued behind the entries of the index already delivered: it sees them all, and none after.
+    void this.chains
+      .run(entry.index, async () => {
+        const current = this.state.indexes.get(entry.index);
+        return current === undefined || this.stopping ? undefined : this.snapshots.take(entry.index, current);
+      })
+      .then((snapshot) => (snapshot ? this.snapshots.truncate(entry.index, snapshot) : undefined))
+      .catch((error: Error) =>
+        this.logger.warn("could not snapshot an index; its log stays as it is", {
+          index: entry.index,
+          error: error.message,
+        }),
+      );
+  }
+
+  /**
+   * At start-up: an index whose entries were removed from the log past this node's position (it
+   * was down longer than SIFT_REPLICATION_NODE_GONE_MS, or is new) is restored from its newest
+   * snapshot; the log then replays what came after it.
+   */
+  private async restoreTruncated(): Promise<void> {
+    for (const [index, pointer] of await this.snapshots.pointers()) {
+      if (this.state.dropped.has(index)) continue;
+      const last = this.state.indexes.get(index)?.last ?? 0;
+      if (last + 1 >= pointer.truncatedBefore) continue;
+      await this.chains.run(index, async () => {
+        const manifest = await this.snapshots.restore(index, pointer);
+        this.state.indexes.set(index, structuredClone(manifest.replica));
+        if (manifest.replica.active !== undefined) this.onActive(index, manifest.replica.active);
+      });
+      // A warning: this node was away long enough for the others to stop waiting for it.
+      this.logger.warn(
+        "restored an index from its snapshot: the log no longer held entries this node had not applied",
+        {
+          index,
+          applied: last,
+          snapshot: pointer.seq,
+        },
+      );
+    }
+    await this.state.save();
   }
 
   /**
@@ -436,6 +519,7 @@ export class Replica {
   private noteApplied(seq: number, entry: LogEntry): void {
     if (entry.op === "drop-index") {
       this.state.indexes.delete(entry.index);
+      this.state.dropped.add(entry.index);
       this.backfill.forget(entry.index);
       return;
     }

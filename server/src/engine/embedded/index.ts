@@ -300,6 +300,16 @@ class EmbeddedEngine implements SearchEngine {
     }
   }
 
+  async changes(indexKey: string): Promise<RecordChange[]> {
+    const rows = [...this.index(indexKey).changes.values()].map((c) => c.row);
+    // Minors are drawn in increasing order, so a parent always sorts before its children.
+    rows.sort((a, b) => compareVersions(a.version, b.version));
+    return rows.map((row) => {
+      const body = JSON.parse(row.body) as Pick<RecordChange, "upserts" | "deletes">;
+      return { version: row.version, parent: row.parent, upserts: body.upserts, deletes: body.deletes };
+    });
+  }
+
   async activate(indexKey: string, version: VersionId): Promise<void> {
     // Loading the segment and the overlay now keeps the first search on the live version fast.
     await this.view(indexKey, version);

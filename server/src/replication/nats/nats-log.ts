@@ -290,6 +290,23 @@ class NatsLog implements ChangeLog {
     await this.files.delete(`${name}/manifest`);
   }
 
+  async putDoc(name: string, value: unknown): Promise<void> {
+    await this.files.putBlob({ name }, Buffer.from(JSON.stringify(value)));
+  }
+
+  async getDoc<T>(name: string): Promise<T | null> {
+    const data = await this.files.getBlob(name);
+    return data === null ? null : (JSON.parse(Buffer.from(data).toString("utf8")) as T);
+  }
+
+  async listDocs(prefix: string): Promise<string[]> {
+    return (await this.files.list()).filter((info) => !info.deleted && info.name.startsWith(prefix)).map((i) => i.name);
+  }
+
+  async truncate(indexKey: string, beforeSeq: number): Promise<void> {
+    await this.jsm.streams.purge(this.options.stream, { filter: subjectOf(indexKey), seq: beforeSeq });
+  }
+
   async ping(): Promise<boolean> {
     if (this.nc.isClosed()) return false;
     try {
