@@ -4,7 +4,7 @@
 // acknowledgement comes once the stream's replicas have a quorum, which is the durability a write
 // waits for.
 import { createReadStream, createWriteStream } from "node:fs";
-import { mkdir, open } from "node:fs/promises";
+import { mkdir, open, stat, truncate } from "node:fs/promises";
 import { join } from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
@@ -45,8 +45,30 @@ interface EntryRef {
 const SUBJECT_ROOT = "sift.log";
 
 type FileEncoding = "zstd" | "identity";
+interface ManifestFile {
+  name: string;
+  encoding: FileEncoding;
+  /** Bytes of the file as written (absent in manifests from before files had parts). */
+  size?: number;
+  /** Published in this many parts of PART_BYTES (absent: one object named like the file). */
+  parts?: number;
+}
 interface Manifest {
-  files: { name: string; encoding: FileEncoding }[];
+  files: ManifestFile[];
+}
+
+/** A file is published in parts of this many bytes, PARTS_AT_ONCE of them at a time. */
+const PART_BYTES = 16 * 1024 * 1024;
+const PARTS_AT_ONCE = 4;
+const partName = (name: string, file: string, part: number) => `${name}/${file}.part-${part}`;
+
+/** Runs the jobs, at most `limit` at once; the first failure fails the whole. */
+async function runLimited(jobs: (() => Promise<void>)[], limit: number): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (next < jobs.length) await jobs[next++]!();
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, jobs.length) }, worker));
 }
 
 /**
@@ -234,49 +256,70 @@ class NatsLog implements ChangeLog {
 
   async putFiles(name: string, list: { name: string; path: string }[]): Promise<void> {
     const encoding: FileEncoding = zstdAvailable ? "zstd" : "identity";
-    // Side by side, compressed, in chunks as large as a message may be: the object store
-    // publishes one chunk at a time and waits for its quorum, so 128 kB chunks of raw segment
-    // files took 2,000 round trips for a 1M-record version (bench/RESULTS.md, Replication).
-    await Promise.all(
-      list.map(async (f) => {
-        const source = createReadStream(f.path);
-        const body = encoding === "zstd" ? source.pipe(zlib.createZstdCompress(ZSTD_FAST)) : source;
-        await this.files.put(
-          { name: `${name}/${f.name}`, options: { max_chunk_size: this.maxPayload } },
-          Readable.toWeb(body) as ReadableStream<Uint8Array>,
-        );
-      }),
-    );
-    const manifest: Manifest = { files: list.map((f) => ({ name: f.name, encoding })) };
-    // Written last: a reader that finds the manifest finds every file it names.
-    await this.files.putBlob({ name: `${name}/manifest` }, Buffer.from(JSON.stringify(manifest)));
+    // Each file in parts, compressed, several parts at a time, in chunks as large as a message
+    // may be: the object store publishes one chunk at a time and waits for its quorum, so 128 kB
+    // chunks of raw segment files took 2,000 round trips in a row for a 1M-record version
+    // (bench/RESULTS.md, Replication).
+    const files: ManifestFile[] = [];
+    const jobs: (() => Promise<void>)[] = [];
+    for (const f of list) {
+      const size = (await stat(f.path)).size;
+      const parts = Math.max(1, Math.ceil(size / PART_BYTES));
+      files.push({ name: f.name, encoding, size, parts });
+      for (let part = 0; part < parts; part++) {
+        jobs.push(async () => {
+          const end = Math.min(size, (part + 1) * PART_BYTES) - 1;
+          const source = createReadStream(f.path, { start: part * PART_BYTES, end: Math.max(end, 0) });
+          const body = encoding === "zstd" ? source.pipe(zlib.createZstdCompress(ZSTD_FAST)) : source;
+          await this.files.put(
+            { name: partName(name, f.name, part), options: { max_chunk_size: this.maxPayload } },
+            Readable.toWeb(body) as ReadableStream<Uint8Array>,
+          );
+        });
+      }
+    }
+    await runLimited(jobs, PARTS_AT_ONCE);
+    // Written last: a reader that finds the manifest finds every part it names.
+    await this.files.putBlob({ name: `${name}/manifest` }, Buffer.from(JSON.stringify({ files } satisfies Manifest)));
   }
 
   async getFiles(name: string, dir: string): Promise<string[]> {
     const files = await this.manifest(name);
     if (files === null) throw new Error(`segment ${name} is missing from the object store`);
     await mkdir(dir, { recursive: true });
-    await Promise.all(
-      files.map(async ({ name: file, encoding }) => {
-        const result = await this.files.get(`${name}/${file}`);
-        if (result === null) throw new Error(`file ${file} of segment ${name} is missing from the object store`);
-        const path = join(dir, file);
-        const source = Readable.fromWeb(result.data as import("node:stream/web").ReadableStream<Uint8Array>);
-        await (encoding === "zstd"
-          ? pipeline(source, zlib.createZstdDecompress(), createWriteStream(path))
-          : pipeline(source, createWriteStream(path)));
-        const error = await result.error;
-        if (error) throw error;
-        // On disk before the engine's catalog names the segment, as a segment built here is.
-        const handle = await open(path, "r");
-        await handle.sync().finally(() => handle.close());
-      }),
-    );
+    const jobs: (() => Promise<void>)[] = [];
+    for (const f of files) {
+      const path = join(dir, f.name);
+      // Sized first: the parts are written into it at their offsets, side by side.
+      await (await open(path, "w")).close();
+      if (f.size !== undefined) await truncate(path, f.size);
+      for (let part = 0; part < (f.parts ?? 1); part++) {
+        jobs.push(async () => {
+          const result = await this.files.get(
+            f.parts === undefined ? `${name}/${f.name}` : partName(name, f.name, part),
+          );
+          if (result === null) throw new Error(`file ${f.name} of segment ${name} is missing from the object store`);
+          const source = Readable.fromWeb(result.data as import("node:stream/web").ReadableStream<Uint8Array>);
+          const target = createWriteStream(path, { flags: "r+", start: part * PART_BYTES });
+          await (f.encoding === "zstd"
+            ? pipeline(source, zlib.createZstdDecompress(), target)
+            : pipeline(source, target));
+          const error = await result.error;
+          if (error) throw error;
+        });
+      }
+    }
+    await runLimited(jobs, PARTS_AT_ONCE);
+    for (const f of files) {
+      // On disk before the engine's catalog names the segment, as a segment built here is.
+      const handle = await open(join(dir, f.name), "r");
+      await handle.sync().finally(() => handle.close());
+    }
     return files.map((f) => f.name);
   }
 
   /** The files published under `name` (a list of names: written before files were compressed). */
-  private async manifest(name: string): Promise<Manifest["files"] | null> {
+  private async manifest(name: string): Promise<ManifestFile[] | null> {
     const data = await this.files.getBlob(`${name}/manifest`);
     if (data === null) return null;
     const parsed = JSON.parse(Buffer.from(data).toString("utf8")) as Manifest | string[];
@@ -286,7 +329,10 @@ class NatsLog implements ChangeLog {
   async deleteFiles(name: string): Promise<void> {
     const files = await this.manifest(name);
     if (files === null) return;
-    for (const file of files) await this.files.delete(`${name}/${file.name}`);
+    for (const f of files) {
+      if (f.parts === undefined) await this.files.delete(`${name}/${f.name}`);
+      else for (let part = 0; part < f.parts; part++) await this.files.delete(partName(name, f.name, part));
+    }
     await this.files.delete(`${name}/manifest`);
   }
 
