@@ -19,6 +19,8 @@ export interface IndexReplica {
   maxMinor: Record<string, number>;
   /** When the newest applied entry was appended (epoch ms), for the lag in /readyz. */
   appendedAt: number;
+  /** The version the newest accepted entry created (a change, a bulk major, a checkpoint). */
+  newest?: VersionId;
   /** Entries of the index processed since its last snapshot mark (replication/snapshots.ts). */
   sinceSnapshot?: number;
 }

@@ -220,6 +220,10 @@ export class Replica {
     return this.state.indexes.get(indexId)?.maxMinor[major] ?? 0;
   }
 
+  newest(indexId: string): VersionId | undefined {
+    return this.state.indexes.get(indexId)?.newest;
+  }
+
   has(indexId: string, version: VersionId): boolean {
     return this.state.has(indexId, version);
   }
@@ -533,13 +537,13 @@ export class Replica {
         break;
       case "change":
         this.state.noteVersion(entry.index, entry.change.version);
+        r.newest = entry.change.version;
         if (entry.change.activate) activated = entry.change.version;
         break;
       case "bulk":
-        this.state.noteVersion(entry.index, formatVersion(entry.major));
-        break;
       case "checkpoint":
         this.state.noteVersion(entry.index, formatVersion(entry.major));
+        r.newest = formatVersion(entry.major);
         break;
       case "activate":
         activated = entry.version;

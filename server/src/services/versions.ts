@@ -55,6 +55,7 @@ export class VersionService {
       ...deps,
       now: deps.now ?? Date.now,
       locks: deps.locks ?? new IndexLocks(),
+      storeOrder: new IndexLocks(),
       autoCoalescing: new Set(),
     };
     const perTenant = deps.policy.writesPerTenant;

@@ -22,10 +22,13 @@ export async function applyRecordChange(
   ref: IndexRef,
   change: { upserts?: SearchRecord[]; deletes?: string[] },
 ): Promise<VersionId> {
+  let stored: Promise<void> | undefined;
   const version = await ctx.locks
-    .run(ref.id, () => writeChange(ctx, ref, change))
+    .run(ref.id, () => writeChange(ctx, ref, change, (p) => (stored = p)))
     // An index deleted while the write waited or ran is a 404, not a failure of the server.
     .catch((error: unknown) => rethrowUnlessDeleted(ctx.db, ref.id, error));
+  // Acknowledged once the store has its row and tombstones, written after the lock is free.
+  await stored?.catch((error: unknown) => rethrowUnlessDeleted(ctx.db, ref.id, error));
   // One automatic checkpoint queued per index at a time, however many writes cross the
   // threshold while it waits for the lock (each used to queue a full rebuild of its own).
   if (minorOf(version) >= ctx.policy.coalesceAfter && !ctx.autoCoalescing.has(ref.id)) {
@@ -47,13 +50,21 @@ export async function writeChange(
   ctx: VersionContext,
   ref: IndexRef,
   change: { upserts?: SearchRecord[]; deletes?: string[]; purge?: { recordId: string; by: string } },
+  /** With replication: the store write is handed over instead of awaited under the lock. */
+  storeAfter?: (stored: Promise<void>) => void,
 ): Promise<VersionId> {
   const parent = await liveVersion(ctx, ref.id);
   const major = majorOf(parent);
   const upserts = change.upserts ?? [];
   // Side by side: each is a store round trip on the index's serial write path, and neither
   // needs the other.
-  const [minor, facts] = await Promise.all([lastMinor(ctx, ref.id, major), parentFacts(ctx.db, ref.id, parent)]);
+  // With replication, a parent that no version was created after has no newer tombstones (they
+  // belong to versions), and its count is the engine's: no store round trip under the lock.
+  const linear = ctx.replica !== undefined && ctx.replica.newest(ref.id) === parent;
+  const [minor, facts] = await Promise.all([
+    lastMinor(ctx, ref.id, major),
+    linear ? { records: undefined, newer: [] } : parentFacts(ctx.db, ref.id, parent),
+  ]);
   // Checked under the lock: two concurrent deletes of one record must not both succeed.
   for (const id of change.deletes ?? []) {
     if (!(await ctx.engine.get(ref.id, parent, id))) {
@@ -88,8 +99,12 @@ export async function writeChange(
     // and the active version in the background (replication/store-backfill.ts); the writer
     // records the row now as well, so that a listing right after the acknowledgement has it,
     // together with the tombstones, which are this node's to write.
-    const records = await ctx.engine.count(ref.id, version);
-    await recordChange(ctx.db, { ...row, records, activate: false, ifAbsent: true });
+    const stored = ctx.storeOrder.run(ref.id, async () => {
+      const records = await ctx.engine.count(ref.id, version);
+      await recordChange(ctx.db, { ...row, records, activate: false, ifAbsent: true });
+    });
+    if (storeAfter) storeAfter(stored);
+    else await stored;
     return version;
   }
   await undoOnFailure(ctx, ref.id, version, async () => {
