@@ -1,6 +1,7 @@
 // What a version changed (docs/versions.md, What a version changed; D-237): record changes against
 // their parent, uploads against the version live before them, checkpoints and purges, a page of
 // ids at a time; computed by the embedded engine from what the versions store.
+import { and, eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import type { Principal } from "../../src/auth/principal.ts";
 import { ConflictError, NotFoundError, NotImplementedError } from "../../src/domain/errors.ts";
@@ -202,6 +203,28 @@ describe.each(storeTargets())("what a version changed on $name", (target) => {
       createdAt: Date.now(),
     });
     await expect(changes(formatVersion(major))).rejects.toBeInstanceOf(ConflictError);
+  });
+
+  test("a version dropped while it was being compared is a 404, not a failure of the server", async () => {
+    const r = await ref();
+    const version = await services.records.put(admin, "shop", "late", { title: "Late" });
+    const engine = Object.create(services.engine) as typeof services.engine;
+    // Retention drops the version between the row being read and the engine comparing.
+    engine.diff = async () => {
+      await services.store.db
+        .update(versionRows)
+        .set({ state: "dropped" })
+        .where(and(eq(versionRows.indexId, r.id), eq(versionRows.version, version)));
+      throw new Error(`index ${r.id}: unknown version ${version}`);
+    };
+    const racing = new VersionService({
+      db: services.store.db,
+      engine,
+      catalog: services.catalog,
+      log: services.log,
+      policy: { coalesceAfter: 1_000, retainVersions: 100 },
+    });
+    await expect(racing.changes(r, version, { limit: 10 })).rejects.toBeInstanceOf(NotFoundError);
   });
 
   test("an engine that cannot compare versions answers 501 for changes and uploads, not for checkpoints", async () => {

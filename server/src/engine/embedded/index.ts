@@ -87,6 +87,8 @@ class EmbeddedEngine implements SearchEngine {
   private readonly indexes = new Map<string, IndexVersions>();
   /** Computed diffs by `<index>\n<base>\n<version>`, oldest first; an index's are forgotten when a purge or a drop changes it. */
   private readonly diffs = new Map<string, Promise<VersionDiff>>();
+  /** Per index, how many times its diffs were forgotten: a comparison that saw it change is made again. */
+  private readonly diffEpochs = new Map<string, number>();
 
   constructor(options: EmbeddedEngineOptions) {
     this.dataDir = options.dataDir;
@@ -482,7 +484,25 @@ class EmbeddedEngine implements SearchEngine {
     return (await computed).page(page.after, page.limit);
   }
 
+  /**
+   * Compares two versions. Not under the index's write lock (a large comparison would hold up
+   * writes): a purge or a drop that lands while it reads replaces segments under it, so a
+   * comparison that saw one is made again, at most twice.
+   */
   private async computeDiff(indexKey: string, base: VersionId | null, version: VersionId): Promise<VersionDiff> {
+    for (let attempt = 1; ; attempt++) {
+      const epoch = this.diffEpochs.get(indexKey) ?? 0;
+      const unchanged = () => (this.diffEpochs.get(indexKey) ?? 0) === epoch || attempt === 3;
+      try {
+        const diff = await this.compare(indexKey, base, version);
+        if (unchanged()) return diff;
+      } catch (error) {
+        if (unchanged()) throw error;
+      }
+    }
+  }
+
+  private async compare(indexKey: string, base: VersionId | null, version: VersionId): Promise<VersionDiff> {
     const target = await this.view(indexKey, version);
     const from = base === null ? { segment: null, overlay: null } : await this.view(indexKey, base);
     // A record change against its parent: the ids it wrote are listed even when their content stayed.
@@ -496,6 +516,7 @@ class EmbeddedEngine implements SearchEngine {
 
   /** Forgets an index's computed diffs: a purge rewrote, or a drop removed, what they refer to. */
   private forgetDiffs(indexKey: string): void {
+    this.diffEpochs.set(indexKey, (this.diffEpochs.get(indexKey) ?? 0) + 1);
     for (const key of [...this.diffs.keys()]) if (key.startsWith(`${indexKey}\n`)) this.diffs.delete(key);
   }
 

@@ -11,7 +11,7 @@ import type { VersionDiffPage } from "../../ports/engine.ts";
 import { versions } from "../../store/schema.ts";
 import type { IndexRef } from "../catalog.ts";
 import type { VersionContext } from "./context.ts";
-import { type VersionRow, versionRow } from "./rows.ts";
+import { rethrowUnlessDeleted, type VersionRow, versionRow } from "./rows.ts";
 
 type VersionChanges = components["schemas"]["VersionChanges"];
 
@@ -23,6 +23,7 @@ export async function versionChanges(
   ref: IndexRef,
   version: VersionId,
   page: { after?: string | undefined; limit: number },
+  retried = false,
 ): Promise<VersionChanges> {
   const row = await versionRow(ctx.db, ref.id, version);
   if (!row || row.state === "dropped") {
@@ -67,7 +68,20 @@ export async function versionChanges(
   for (const v of [version, base]) {
     if (replica && v !== null && !replica.has(ref.id, v)) await replica.waitFor(ref.id, v, APPLY_WAIT_MS);
   }
-  const { counts, changes, next }: VersionDiffPage = await diff(ref.id, base, version, page);
+  let found: VersionDiffPage;
+  try {
+    found = await diff(ref.id, base, version, page);
+  } catch (error) {
+    // Retention may have dropped either version since the rows were read (or the index may
+    // have been deleted): asked again, that is a 404, or a comparison with another base.
+    const stillReady = async (v: VersionId | null) =>
+      v === null || (await versionRow(ctx.db, ref.id, v))?.state === "ready";
+    if (retried || ((await stillReady(version)) && (await stillReady(base)))) {
+      return rethrowUnlessDeleted(ctx.db, ref.id, error);
+    }
+    return versionChanges(ctx, ref, version, page, true);
+  }
+  const { counts, changes, next } = found;
   return { ...answer, base, counts, changes, ...(next === undefined ? {} : { next }) };
 }
 
