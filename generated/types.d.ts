@@ -1240,9 +1240,30 @@ export type components = {
             status?: "up" | "down" | "catching-up" | "unknown";
             /** @description With replication: how far the region trails the change log, as its endpoint reported it. */
             replication?: components["schemas"]["ReplicationState"];
+            /**
+             * @description Asked with an API key or a session that may read the catalog: how far the region trails on
+             *     each of the caller's indexes (at most 100), as its endpoint reported it.
+             */
+            indexes?: components["schemas"]["RegionIndex"][];
         };
         /** @description A region id, one of the 11 regions listed by `GET /v1/regions`. */
         RegionId: string;
+        /** @description How far one region trails on one index. */
+        RegionIndex: {
+            indexName: string;
+            /** @description The version the region serves. */
+            activeVersion: string;
+            /**
+             * Format: int64
+             * @description Versions made live in the index that the region has not applied yet (0: it serves the newest).
+             */
+            behindVersions: number;
+            /**
+             * Format: int64
+             * @description 0 when `behindVersions` is 0; otherwise how long ago the newest version it lacks was written.
+             */
+            lagMs: number;
+        };
         RegionList: {
             regions: components["schemas"]["Region"][];
         };
@@ -3970,7 +3991,10 @@ export interface operations {
     };
     Health_regions: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description `self`: only this server's own region (what regions ask each other); `all` by default. */
+                scope?: "all" | "self";
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -3984,6 +4008,24 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["RegionList"];
+                };
+            };
+            /** @description No credential was given where one is required, or the credential is invalid or revoked. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), a signed URL is invalid or expired, or a tenant quota would be exceeded (`QUOTA_EXCEEDED`, `errors` naming the quota). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /**

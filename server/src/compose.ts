@@ -19,6 +19,7 @@ import { apiKeyHandlers } from "./routes/api-keys.ts";
 import { authHandlers } from "./routes/auth.ts";
 import { catalogHandlers } from "./routes/catalog.ts";
 import { healthHandlers } from "./routes/health.ts";
+import { RegionLagService } from "./services/region-lag.ts";
 import { mountDashboard } from "./routes/dashboard.ts";
 import { mountDemo } from "./routes/demo.ts";
 import { mcpHandlers, mcpMethodNotAllowed } from "./routes/mcp.ts";
@@ -226,7 +227,13 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
     sessions: accounts,
     rateLimits,
     handlers: {
-      ...healthHandlers({ config, store, engine, replication: replica }),
+      ...healthHandlers({
+        config,
+        store,
+        engine,
+        replication: replica,
+        lag: new RegionLagService(store.db, replica),
+      }),
       ...authHandlers(accounts, config),
       ...oauthHandlers({ config, accounts, secret }),
       ...apiKeyHandlers(apiKeys),

@@ -220,6 +220,11 @@ export class Replica {
     return this.state.indexes.get(indexId)?.maxMinor[major] ?? 0;
   }
 
+  /** Log position of the newest entry of the index processed here (0: none). */
+  appliedSeq(indexId: string): number {
+    return this.state.indexes.get(indexId)?.last ?? 0;
+  }
+
   newest(indexId: string): VersionId | undefined {
     return this.state.indexes.get(indexId)?.newest;
   }
