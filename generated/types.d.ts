@@ -438,6 +438,31 @@ export type paths = {
         patch?: never;
         trace?: never;
     };
+    "/v1/indexes/{indexName}/versions/{version}/changes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * What a version changed
+         * @description What a retained version changed: a record change relative to its parent (the id and whether it
+         *     was added, updated or deleted), an upload relative to the version live before it (counts of
+         *     added, updated, deleted and unchanged records, and the changed ids a page at a time), a purge
+         *     (the id it erased, from its audit) or a checkpoint (no record changed). A pending or failed
+         *     version answers 409. The Typesense engine does not compare versions: record changes and
+         *     uploads answer 501 there.
+         */
+        get: operations["Versions_changes"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/mcp-connections": {
         parameters: {
             query?: never;
@@ -1287,9 +1312,30 @@ export type components = {
             status?: "up" | "down" | "catching-up" | "unknown";
             /** @description With replication: how far the region trails the change log, as its endpoint reported it. */
             replication?: components["schemas"]["ReplicationState"];
+            /**
+             * @description Asked with an API key or a session that may read the catalog: how far the region trails on
+             *     each of the caller's indexes (at most 100), as its endpoint reported it.
+             */
+            indexes?: components["schemas"]["RegionIndex"][];
         };
         /** @description A region id, one of the 11 regions listed by `GET /v1/regions`. */
         RegionId: string;
+        /** @description How far one region trails on one index. */
+        RegionIndex: {
+            indexName: string;
+            /** @description The version the region serves. */
+            activeVersion: string;
+            /**
+             * Format: int64
+             * @description Versions made live in the index that the region has not applied yet (0: it serves the newest).
+             */
+            behindVersions: number;
+            /**
+             * Format: int64
+             * @description 0 when `behindVersions` is 0; otherwise how long ago the newest version it lacks was written.
+             */
+            lagMs: number;
+        };
         RegionList: {
             regions: components["schemas"]["Region"][];
         };
@@ -1475,10 +1521,82 @@ export type components = {
             email: string;
             createdAt: components["schemas"]["EpochMillis"];
         };
+        /** @description Records of a version by how they differ from the base, over the whole version (not the page). */
+        VersionChangeCounts: {
+            /** Format: double-int */
+            added: number;
+            /** Format: double-int */
+            updated: number;
+            /**
+             * Format: double-int
+             * @description Deleted ids, and the id a purge erased.
+             */
+            deleted: number;
+            /**
+             * Format: double-int
+             * @description Records with the same content in both versions.
+             */
+            unchanged: number;
+        };
+        /**
+         * @description What a version changed, relative to `base`, with one page of the records it changed.
+         * @example {
+         *       "version": "1.2",
+         *       "kind": "change",
+         *       "base": "1.1",
+         *       "counts": {
+         *         "added": 0,
+         *         "updated": 1,
+         *         "deleted": 0,
+         *         "unchanged": 49
+         *       },
+         *       "changes": [
+         *         {
+         *           "id": "hose-1",
+         *           "change": "updated"
+         *         }
+         *       ]
+         *     }
+         */
+        VersionChanges: {
+            version: components["schemas"]["VersionId"];
+            /** @enum {string} */
+            kind: "bulk" | "change" | "checkpoint" | "purge";
+            /**
+             * @description The version compared with: a change's or a purge's parent; for an upload, the version that was
+             *     live when it finished ingesting (if no longer retained, the newest retained version before
+             *     it); a checkpoint's parent, whose records it holds unchanged. Null when nothing earlier is
+             *     retained: every record counts as added.
+             */
+            base: components["schemas"]["VersionId"] | null;
+            counts: components["schemas"]["VersionChangeCounts"];
+            /**
+             * @description The changed records in id order (code point order), at most `limit`, after `after`. Records
+             *     with the same content are not listed, except those a record change wrote (`unchanged`). A
+             *     checkpoint changes no record: the list is empty.
+             */
+            changes: components["schemas"]["VersionRecordChange"][];
+            /** @description More changed records follow: pass this as `after` for the next page. */
+            next?: string;
+            /** @description For a `purge` version, the audit of the erasure (see `IndexVersion.purge`). */
+            purge?: components["schemas"]["PurgeAudit"];
+        };
         /** @description An index version: `<major>` for a bulk upload or checkpoint, `<major>.<minor>` for a record-level change. */
         VersionId: string;
         VersionList: {
             versions: components["schemas"]["IndexVersion"][];
+        };
+        /** @description How one record differs in a version from the version it is compared with. */
+        VersionRecordChange: {
+            /** @description The record's id. */
+            id: string;
+            /**
+             * @description `added`: absent from the base; `updated`: its content differs; `deleted`: in the base, absent
+             *     here; `unchanged`: written by this record change with the content it already had; `purged`:
+             *     erased from every version by this purge.
+             * @enum {string}
+             */
+            change: "added" | "updated" | "deleted" | "unchanged" | "purged";
         };
         /**
          * @description PUBLIC indexes are searchable anonymously and with `srh` keys; PRIVATE ones need a secret key of the tenant.
@@ -3822,6 +3940,127 @@ export interface operations {
             };
         };
     };
+    Versions_changes: {
+        parameters: {
+            query?: {
+                /** @description Continue after this record id: the `next` of the previous page. */
+                after?: string;
+                /** @description Changed records per page. */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                indexName: components["schemas"]["IndexName"];
+                version: components["schemas"]["VersionId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The request has succeeded. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VersionChanges"];
+                };
+            };
+            /** @description The request is malformed: a parameter or body field is missing or invalid, or the JSON does not parse. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No credential was given where one is required, or the credential is invalid or revoked. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), a signed URL is invalid or expired, or a tenant quota would be exceeded (`QUOTA_EXCEEDED`, `errors` naming the quota). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The resource does not exist, or belongs to another tenant. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The resource is in a state that does not allow this operation. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description Too many requests (`RATE_LIMITED`: the caller's rate limit is spent, or too many failed log-ins),
+             *     or a quota on work in progress used up (`QUOTA_EXCEEDED`, `errors` naming the quota): wait
+             *     `Retry-After` seconds, then try again.
+             */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before the next attempt. */
+                    "retry-after": number;
+                    /** @description The caller's rate policies, e.g. `"srh";q=50;w=1, "srh-burst";q=250;w=10` (absent for log-in throttling). */
+                    "ratelimit-policy"?: string;
+                    /** @description Where the caller stands, e.g. `"srh-burst";r=0;t=1`: requests left and seconds until more. */
+                    ratelimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The server failed; the body never carries a stack trace, only the request id to quote. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The operation is part of the contract but not available on this deployment. */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A dependency (store or engine) is unavailable, or this region has not applied `minVersion` yet; retry later or ask another region. */
+            503: {
+                headers: {
+                    /** @description Seconds after which trying again may work (sent when it is known). */
+                    "retry-after"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     McpConnections_list: {
         parameters: {
             query?: never;
@@ -4005,7 +4244,10 @@ export interface operations {
     };
     Health_regions: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description `self`: only this server's own region (what regions ask each other); `all` by default. */
+                scope?: "all" | "self";
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -4019,6 +4261,24 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["RegionList"];
+                };
+            };
+            /** @description No credential was given where one is required, or the credential is invalid or revoked. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), a signed URL is invalid or expired, or a tenant quota would be exceeded (`QUOTA_EXCEEDED`, `errors` naming the quota). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /**

@@ -78,12 +78,15 @@ function App() {
         />
       );
   } else {
-    const indexMatch = /^\/indexes\/([^/]+)(?:\/([^/]+))?$/.exec(path);
+    const indexMatch = /^\/indexes\/([^/]+)(?:\/([^/]+)(?:\/([^/]+))?)?$/.exec(path);
     const connectMatch = /^\/connect\/([^/]+)$/.exec(path);
     if (path === "/keys") screen = <Keys />;
     else if (connectMatch) screen = <Connect uid={decodeURIComponent(connectMatch[1]!)} />;
-    else if (indexMatch) screen = <IndexPage name={decodeURIComponent(indexMatch[1]!)} tab={indexMatch[2]} />;
-    else screen = <Overview />;
+    else if (indexMatch) {
+      // `/indexes/<name>/records/<id>` opens a record in the record browser.
+      const recordId = indexMatch[2] === "records" && indexMatch[3] ? decodeURIComponent(indexMatch[3]) : undefined;
+      screen = <IndexPage name={decodeURIComponent(indexMatch[1]!)} tab={indexMatch[2]} recordId={recordId} />;
+    } else screen = <Overview />;
   }
 
   return (

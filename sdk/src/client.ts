@@ -10,6 +10,13 @@ export type IndexRecord = Schemas["IndexRecord"];
 export type WriteResult = Schemas["WriteResult"];
 export type IngestStatus = Schemas["IngestStatus"];
 export type IndexVersion = Schemas["IndexVersion"];
+export type VersionChanges = Schemas["VersionChanges"];
+/** One page of a version's changes: continue `after` the `next` of the previous page. */
+export interface VersionChangesOptions {
+  after?: string | undefined;
+  /** Changed records per page, 1..1000 (default 100). */
+  limit?: number | undefined;
+}
 export type Paths = paths;
 /** Which version a record read uses: `version` to read a retained one, `minVersion` to wait for one. */
 export interface RecordReadOptions {
@@ -145,6 +152,23 @@ export function createClient(options: ClientOptions) {
     },
     versions: {
       list: (indexName: string) => unwrap(api.GET("/v1/indexes/{indexName}/versions", { params: index(indexName) })),
+      /**
+       * What a version changed (counts, and a page of changed record ids): a record change against
+       * its parent, an upload against the version live before it, a purge's erased id, a
+       * checkpoint's nothing. Pass the answer's `next` as `after` for the next page.
+       */
+      changes: (indexName: string, version: string, options: VersionChangesOptions = {}): Promise<VersionChanges> =>
+        unwrap(
+          api.GET("/v1/indexes/{indexName}/versions/{version}/changes", {
+            params: {
+              path: { indexName, version },
+              query: {
+                ...(options.after === undefined ? {} : { after: options.after }),
+                ...(options.limit === undefined ? {} : { limit: options.limit }),
+              },
+            },
+          }),
+        ),
       activate: (indexName: string, version: string): Promise<WriteResult> =>
         wrote(
           indexName,

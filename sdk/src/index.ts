@@ -6,6 +6,8 @@ export {
   type WriteResult,
   type IngestStatus,
   type IndexVersion,
+  type VersionChanges,
+  type VersionChangesOptions,
   type RecordReadOptions,
 } from "./client.ts";
 export {

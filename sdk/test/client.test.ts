@@ -54,6 +54,17 @@ describe("against the Prism mock", () => {
     expect(failed).toMatchObject({ status: 400, errors: [{ field: "offset" }] });
   });
 
+  test("versions.changes sends the page it asks for and returns the contract's example, typed", async () => {
+    const sift = createClient({ baseUrl: mock.url, apiKey: `sk-sift-svc-${"a".repeat(40)}` });
+    const result = await sift.versions.changes("cities", "1.2", { after: "hose-0", limit: 50 });
+    expect(result).toMatchObject({ version: "1.2", kind: "change", base: "1.1" });
+    const updated: number = result.counts.updated;
+    expect(updated).toBe(1);
+    expect(result.changes).toEqual([{ id: "hose-1", change: "updated" }]);
+    // A limit the contract refuses is a 400 problem, thrown as SiftApiError.
+    await expect(sift.versions.changes("cities", "1.2", { limit: 0 })).rejects.toMatchObject({ status: 400 });
+  });
+
   test("a record upsert returns a write result with the new version", async () => {
     const sift = createClient({ baseUrl: mock.url, apiKey: `sk-sift-svc-${"a".repeat(40)}` });
     const result = await sift.records.put("cities", "2988507", { title: "Paris", weight: 2138551 });

@@ -19,6 +19,7 @@ import { apiKeyHandlers } from "./routes/api-keys.ts";
 import { authHandlers } from "./routes/auth.ts";
 import { catalogHandlers } from "./routes/catalog.ts";
 import { healthHandlers } from "./routes/health.ts";
+import { RegionLagService } from "./services/region-lag.ts";
 import { mountDashboard } from "./routes/dashboard.ts";
 import { mountDemo } from "./routes/demo.ts";
 import { mcpHandlers, mcpMethodNotAllowed } from "./routes/mcp.ts";
@@ -121,7 +122,15 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
   // node's catches up and runs again under the index's lock.
   const locks = new IndexLocks();
   const replica = changeLog
-    ? new Replica({ node: config.nodeId, log: changeLog, engine, db: store.db, logger: log, dataDir: config.dataDir })
+    ? new Replica({
+        node: config.nodeId,
+        log: changeLog,
+        engine,
+        db: store.db,
+        logger: log,
+        dataDir: config.dataDir,
+        snapshots: config.nats && { every: config.nats.snapshotEvery, goneAfterMs: config.nats.nodeGoneAfterMs },
+      })
     : undefined;
   if (replica && changeLog) {
     engine = replicatedEngine(engine, replica, changeLog);
@@ -244,7 +253,13 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
     mcpTokens: mcpConnections,
     rateLimits,
     handlers: {
-      ...healthHandlers({ config, store, engine, replication: replica }),
+      ...healthHandlers({
+        config,
+        store,
+        engine,
+        replication: replica,
+        lag: new RegionLagService(store.db, replica),
+      }),
       ...authHandlers(accounts, config),
       ...oauthHandlers({ config, accounts, secret }),
       ...apiKeyHandlers(apiKeys),

@@ -84,7 +84,9 @@ export interface Config {
    * Replication (docs/replication.md): the NATS JetStream change log every node applies; off
    * (one process is the whole deployment) when SIFT_NATS_URL is unset.
    */
-  nats: { servers: string[]; stream: string; replicas: number } | undefined;
+  nats:
+    | { servers: string[]; stream: string; replicas: number; snapshotEvery: number; nodeGoneAfterMs: number }
+    | undefined;
   /** This node's name in the change log and in logs. */
   nodeId: string;
 }
@@ -303,7 +305,15 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     maxConnections: int("SIFT_MAX_CONNECTIONS", 10_000, 1, 1_000_000),
     maxConnectionsPerClient: int("SIFT_MAX_CONNECTIONS_PER_CLIENT", 256, 1, 1_000_000),
     nats: natsServers.length
-      ? { servers: natsServers, stream: env.SIFT_NATS_STREAM || "SIFT", replicas: natsReplicas }
+      ? {
+          servers: natsServers,
+          stream: env.SIFT_NATS_STREAM || "SIFT",
+          replicas: natsReplicas,
+          // An index's log is snapshotted and truncated after this many entries (docs/replication.md).
+          snapshotEvery: int("SIFT_REPLICATION_SNAPSHOT_EVERY", 10_000, 2, 100_000_000),
+          // A node that has not reported its position for this long no longer holds truncation back.
+          nodeGoneAfterMs: int("SIFT_REPLICATION_NODE_GONE_MS", 15 * 60_000, 500, 7 * 24 * 3_600_000),
+        }
       : undefined,
     nodeId: env.SIFT_NODE_ID || `${region}-${hostname()}-${env.PORT || 7700}`,
   };

@@ -74,7 +74,10 @@ try {
   await page.getByRole("button", { name: "Save record" }).click();
   await page.waitForFunction(() => document.querySelector("[data-testid=active-version]")?.textContent !== "1");
   await page.getByRole("link", { name: "Versions", exact: true }).click();
-  await page.getByText("edited a record").waitFor();
+  await page.getByText("Updated record hose-1").waitFor();
+  // The upload's list of changed records, open.
+  await page.getByText(/changed records of version 1$/).click();
+  await page.locator(".changed-records li").first().waitFor();
   await shot("versions");
 
   await page.getByRole("link", { name: "Use it", exact: true }).click();

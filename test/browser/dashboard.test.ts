@@ -182,12 +182,37 @@ test("a new tenant signs up, makes a service, an index and a key, uploads, edits
   await expect.poll(() => json.inputValue()).toContain('"title": "Garden hose, 25 m"');
   const editVersion = await page.getByTestId("active-version").textContent();
 
-  // Roll back to the upload: the record is as it was.
+  // The timeline says what each version changed: the edit names its record, the upload counts
+  // what it added, and lists the ids a page at a time.
   await follow(page, section(page, "Versions"));
-  await expect.poll(() => page.getByText("edited a record").isVisible()).toBe(true);
+  const edit = page.getByTestId(`changes-${editVersion}`);
+  await expect.poll(() => edit.textContent()).toBe("Updated record hose-1");
   expect(await page.getByText("bulk upload · 50 records").isVisible()).toBe(true);
   expect(await page.getByText("index created, empty").isVisible()).toBe(true);
+  const upload = page.getByTestId(`changes-${bulkVersion}`);
+  await expect
+    .poll(() => upload.textContent())
+    .toContain("Against version 0: 50 added, 0 updated, 0 deleted, 0 unchanged");
   await expectAccessible(page, "versions");
+  const listed = upload.locator(".changed-records li");
+  await activate(page, upload.getByText("50 changed records of version"));
+  await expect.poll(() => listed.count()).toBe(20);
+  expect(await listed.first().textContent()).toBe("added hose-1");
+  await activate(page, upload.getByRole("button", { name: "Show more changed records" }));
+  await expect.poll(() => listed.count()).toBe(40);
+  await activate(page, upload.getByRole("button", { name: "Show more changed records" }));
+  await expect.poll(() => listed.count()).toBe(50);
+  expect(await upload.getByRole("button", { name: "Show more changed records" }).count()).toBe(0);
+  await expectAccessible(page, "versions with an upload's changes open");
+
+  // The edited record's id opens it in the record browser.
+  await follow(page, edit.getByRole("link", { name: "hose-1" }));
+  await expect.poll(() => page.url()).toContain("/dashboard/indexes/products/records/hose-1");
+  await expect.poll(() => json.inputValue()).toContain('"title": "Garden hose, 25 m"');
+  await expectAccessible(page, "record opened from the timeline");
+
+  // Roll back to the upload: the record is as it was.
+  await follow(page, section(page, "Versions"));
   await activate(page, page.getByRole("button", { name: `Roll back to version ${bulkVersion}` }));
   await expect.poll(() => page.getByTestId("active-version").textContent()).toBe(bulkVersion);
   // The edit is not lost: it can be activated again.
@@ -423,13 +448,14 @@ describe("catalog and records", () => {
     for (const id of ["a", "b", "c"])
       expect((await http.put(`/v1/indexes/coal-idx/records/${id}`, { title: `Thing ${id}` })).status).toBe(200);
     await page.goto(`${sift.url}/dashboard/indexes/coal-idx/versions`);
-    await expect.poll(() => page.getByText("added 1 record").count()).toBe(3);
+    await expect.poll(() => page.getByText(/^Added record [abc]$/).count()).toBe(3);
     const before = await page.getByTestId("active-version").textContent();
     await activate(page, page.getByRole("button", { name: "Coalesce changes into a checkpoint" }));
     await expect.poll(() => page.getByTestId("active-version").textContent()).not.toBe(before);
     const checkpoint = page.locator(".timeline li.active");
     await expect.poll(() => checkpoint.textContent()).toContain(`checkpoint of version ${before}`);
     expect(await checkpoint.textContent()).toContain("3 records");
+    await expect.poll(() => checkpoint.textContent()).toContain("No record changed");
     await expectAccessible(page, "versions after coalesce");
   });
 });

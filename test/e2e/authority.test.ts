@@ -160,7 +160,7 @@ describe.each(Object.keys(TABLE) as Caller[])("as %s", (caller) => {
     }
   });
 
-  test(`record writes, uploads, coalesce, activate: ${row.write}`, async () => {
+  test(`record writes, uploads, coalesce, activate, versions and their changes: ${row.write}`, async () => {
     const send = as(caller, world.a);
     const put = await send("PUT", `/v1/indexes/${world.a.privateIndex}/records/w-${caller}`, {
       title: `written by ${caller}`,
@@ -170,13 +170,19 @@ describe.each(Object.keys(TABLE) as Caller[])("as %s", (caller) => {
     // Re-activating the live version exercises the authority without hiding records from later rows.
     const live = (await world.a.session.get(`/v1/indexes/${world.a.privateIndex}`)).body.activeVersion;
     const activate = await send("POST", `/v1/indexes/${world.a.privateIndex}/versions/${live}/activate`);
+    const list = await send("GET", `/v1/indexes/${world.a.privateIndex}/versions`);
+    const changes = await send("GET", `/v1/indexes/${world.a.privateIndex}/versions/${live}/changes`);
     const otherPut = await send("PUT", `/v1/indexes/${world.b.privateIndex}/records/x`, { title: "nope" });
+    const otherChanges = await send("GET", `/v1/indexes/${world.b.privateIndex}/versions/0.1/changes`);
+    const statuses = [put, upload, coalesce, activate, list, changes].map((r) => r.status);
     if (row.write === 401) {
-      expect([put.status, upload.status, coalesce.status, activate.status]).toEqual([401, 401, 401, 401]);
+      expect(statuses).toEqual([401, 401, 401, 401, 401, 401]);
     } else {
-      expect([put.status, upload.status, coalesce.status, activate.status]).toEqual([200, 200, 200, 200]);
+      expect(statuses).toEqual([200, 200, 200, 200, 200, 200]);
       expect(put.body).toMatchObject({ resultCode: "SUCCESS", message: "OK" });
+      expect(changes.body.version).toBe(live);
       expect(otherPut.status).toBe(404);
+      expect(otherChanges.status).toBe(404);
     }
   });
 

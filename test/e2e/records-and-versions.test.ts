@@ -1,6 +1,7 @@
 // Records and versions over HTTP (docs/versions.md, docs/api.md Records): every write is a new
 // active version visible at once; any retained version is searchable and activatable; deletes
 // outlive branching; coalesce makes a checkpoint; retention drops the rest.
+import { createClient } from "@sift/sdk";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { ok } from "../support/contract.ts";
 import type { Http } from "../support/http.ts";
@@ -182,5 +183,86 @@ describe("automatic coalesce and retention", () => {
       "London",
       "Lyon",
     ]);
+  });
+});
+
+describe("what a version changed", () => {
+  const name = "changes";
+  const path = (version: string, query = "") => `/v1/indexes/${name}/versions/${version}/changes${query}`;
+
+  beforeAll(async () => {
+    ok(await s.post("/v1/indexes", { name, serviceName: service, visibility: "PRIVATE" }), 201);
+  });
+
+  test("each record change names its record and how it changed it", async () => {
+    const write = async (id: string, body?: object) =>
+      ok(
+        body
+          ? await s.put(`/v1/indexes/${name}/records/${id}`, body)
+          : await s.delete(`/v1/indexes/${name}/records/${id}`),
+      ).indexVersion as string;
+    const added = await write("oslo", { title: "Oslo" });
+    await write("bergen", { title: "Bergen" });
+    const updated = await write("oslo", { title: "Oslo, Norway" });
+    const deleted = await write("bergen");
+    expect(ok(await s.get(path(added)))).toEqual({
+      version: added,
+      kind: "change",
+      base: "0",
+      counts: { added: 1, updated: 0, deleted: 0, unchanged: 0 },
+      changes: [{ id: "oslo", change: "added" }],
+    });
+    expect(ok(await s.get(path(updated)))).toMatchObject({
+      counts: { added: 0, updated: 1, deleted: 0, unchanged: 1 },
+      changes: [{ id: "oslo", change: "updated" }],
+    });
+    expect(ok(await s.get(path(deleted))).changes).toEqual([{ id: "bergen", change: "deleted" }]);
+  });
+
+  test("an upload, through the SDK: counts against the version before it and every changed id, paged", async () => {
+    const sift = createClient({ baseUrl: world.server.url, apiKey: world.a.keys.svc });
+    // `oslo` as the PUT left it: unchanged; nine new records.
+    const csv = ["id,title", 'oslo,"Oslo, Norway"', ...Array.from({ length: 9 }, (_, i) => `c${i},City ${i}`)];
+    const before = ok(await s.get(`/v1/indexes/${name}`)).activeVersion as string;
+    const { indexVersion } = await sift.uploadFile(name, new TextEncoder().encode(csv.join("\n")));
+    await sift.waitForIngest(name, indexVersion);
+    const first = await sift.versions.changes(name, indexVersion, { limit: 4 });
+    expect(first).toMatchObject({
+      kind: "bulk",
+      base: before,
+      counts: { added: 9, updated: 0, deleted: 0, unchanged: 1 },
+      next: "c3",
+    });
+    const ids = first.changes.map((c) => c.id);
+    for (let page = first; page.next; ) {
+      page = await sift.versions.changes(name, indexVersion, { limit: 4, after: page.next });
+      ids.push(...page.changes.map((c) => c.id));
+    }
+    expect(ids).toEqual(Array.from({ length: 9 }, (_, i) => `c${i}`));
+  });
+
+  test("a checkpoint changes nothing; a purge names its record; mistakes are problems, never a 500", async () => {
+    ok(await s.put(`/v1/indexes/${name}/records/tromso`, { title: "Tromsø" }));
+    const checkpoint = ok(await s.post(`/v1/indexes/${name}/coalesce`)).indexVersion as string;
+    expect(ok(await s.get(path(checkpoint)))).toMatchObject({
+      kind: "checkpoint",
+      counts: { added: 0, updated: 0, deleted: 0, unchanged: 11 },
+      changes: [],
+    });
+    const purged = ok(await s.post(`/v1/indexes/${name}/records/c0/purge`)).indexVersion as string;
+    expect(ok(await s.get(path(purged)))).toMatchObject({
+      kind: "purge",
+      changes: [{ id: "c0", change: "purged" }],
+      purge: { recordId: "c0" },
+    });
+
+    const missing = await s.get(path("999"));
+    expect(ok(missing, 404).resultCode).toBe("NOT_FOUND");
+    expect(missing.headers.get("content-type")).toContain("application/problem+json");
+    expect(ok(await s.get(path(checkpoint, "?limit=0")), 400).errors[0].field).toBe("limit");
+    expect(ok(await s.get(path(checkpoint, "?limit=5000")), 400).resultCode).toBe("INVALID_ARGUMENT");
+    expect((await s.get(path("not-a-version"))).status).toBe(400);
+    const pending = ok(await s.post("/v1/uploads/start", { indexName: name })).indexVersion as string;
+    expect(ok(await s.get(path(pending)), 409).detail).toContain("pending");
   });
 });

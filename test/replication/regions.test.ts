@@ -36,6 +36,21 @@ describe.skipIf(!regionsAvailable)("three regions on one change log", () => {
       expect(found.body.indexVersion).toBe(version);
       expect(found.body.suggestions.map((s: { id: string }) => s.id)).toEqual(["hose-1"]);
     }
+    // With the key, /v1/regions says per index what each region serves and how far it trails.
+    const listed = await r.http(0).get("/v1/regions");
+    expect(listed.status, listed.text).toBe(200);
+    for (const id of r.regionIds) {
+      const region = listed.body.regions.find((g: { id: string }) => g.id === id);
+      expect(region.indexes, id).toContainEqual({
+        indexName: r.index,
+        activeVersion: version,
+        behindVersions: 0,
+        lagMs: 0,
+      });
+    }
+    // Without one the list stays public and names no index.
+    const anonymous = await fetch(`${r.nodes[0]!.url}/v1/regions`).then((reply) => reply.json());
+    expect(anonymous.regions.filter((g: { indexes?: unknown }) => g.indexes !== undefined)).toEqual([]);
     // Every node says it follows the log and has caught up.
     for (const node of r.nodes) {
       const ready = await fetch(`${node.url}/readyz`).then((reply) => reply.json());

@@ -12,6 +12,8 @@ export const natsAvailable = existsSync(NATS_SERVER);
 export interface NatsServer {
   name: string;
   url: string;
+  /** The server's HTTP monitoring endpoint (/jsz tells what a stream holds). */
+  monitor: string;
   /** SIGKILL: the server dies mid-whatever, its store directory stays. */
   kill(): Promise<void>;
   /** Starts it again on the same ports and store directory. */
@@ -43,6 +45,7 @@ export async function startNatsCluster(size = 3): Promise<NatsCluster> {
     return {
       name: node.name,
       url: `nats://127.0.0.1:${node.port}`,
+      monitor: `http://127.0.0.1:${node.monitor}`,
       running,
       async start() {
         const args = ["-a", "127.0.0.1", "-p", String(node.port), "-m", String(node.monitor), "-js"];

@@ -1,6 +1,8 @@
 // One index: its records (found with the widget, shown as JSON, edited, deleted, added), bulk
-// upload with progress, the versions timeline with rollback, and the code to use it elsewhere.
+// upload with progress, the versions timeline (what each version changed) with rollback, and the
+// code to use it elsewhere.
 import { createClient, SiftIngestFailedError, type components, type IngestStatus } from "@sift/sdk";
+import type { ComponentChildren } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
 import { failureOf, formatBytes, formatDate, progressFetch, sift, type Failure } from "../api.ts";
 import { linkTo, navigate } from "../router.ts";
@@ -8,6 +10,8 @@ import { announce, Code, ConfirmButton, Empty, FormError, Loading, useAction } f
 
 type Index = components["schemas"]["SiftIndex"];
 type Version = components["schemas"]["IndexVersion"];
+type Changes = components["schemas"]["VersionChanges"];
+type Change = Changes["changes"][number];
 
 const TABS = [
   { id: "records", label: "Records" },
@@ -17,7 +21,7 @@ const TABS = [
 ] as const;
 type Tab = (typeof TABS)[number]["id"];
 
-export function IndexPage({ name, tab }: { name: string; tab: string | undefined }) {
+export function IndexPage({ name, tab, recordId }: { name: string; tab: string | undefined; recordId?: string }) {
   const [index, setIndex] = useState<Index | undefined>();
   const load = useAction();
   const reload = () => load.run(async () => setIndex(await sift.indexes.get(name)));
@@ -61,7 +65,7 @@ export function IndexPage({ name, tab }: { name: string; tab: string | undefined
               </a>
             ))}
           </nav>
-          {current === "records" && <Records index={index} changed={reload} />}
+          {current === "records" && <Records index={index} changed={reload} recordId={recordId} />}
           {current === "upload" && <Upload index={index} changed={reload} />}
           {current === "versions" && <Versions index={index} changed={reload} />}
           {current === "use" && <UseIt index={index} />}
@@ -136,9 +140,9 @@ function RecordEditor(props: {
   );
 }
 
-function Records({ index, changed }: { index: Index; changed: () => unknown }) {
+function Records({ index, changed, recordId }: { index: Index; changed: () => unknown; recordId?: string }) {
   const host = useRef<HTMLDivElement>(null);
-  const [selected, setSelected] = useState<string | undefined>();
+  const [selected, setSelected] = useState<string | undefined>(recordId);
   const [record, setRecord] = useState<components["schemas"]["IndexRecord"] | undefined>();
   const [failure, setFailure] = useState<Failure | undefined>();
   const [adding, setAdding] = useState(false);
@@ -161,6 +165,9 @@ function Records({ index, changed }: { index: Index; changed: () => unknown }) {
     });
     return () => widget?.removeEventListener("sift-select", onSelect);
   }, [index.name, index.serviceName]);
+
+  // A link to a record (from the versions timeline) opens it.
+  useEffect(() => setSelected(recordId), [recordId]);
 
   useEffect(() => {
     if (!selected) return;
@@ -402,18 +409,141 @@ function UploadProgress({ state }: { state: UploadState }) {
   );
 }
 
-/** What a version did, from its kind and the record counts of it and its parent. */
-function changeOf(v: Version, parent: Version | undefined): string {
-  if (v.kind === "purge") return `erased record ${v.purge?.recordId ?? ""} from every version`;
-  if (v.kind === "bulk") return v.parent === null && v.records === 0 ? "index created, empty" : "bulk upload";
+/** Version 0: the empty version an index is created with. */
+const isCreation = (v: Version) => v.kind === "bulk" && v.parent === null && v.records === 0;
+
+/** What kind of version it is: the line above what it changed. */
+function kindOf(v: Version, parent: Version | undefined): string {
+  if (v.kind === "purge") return "purge";
+  if (v.kind === "bulk") return isCreation(v) ? "index created, empty" : "bulk upload";
   if (v.kind === "checkpoint") return `checkpoint of ${parent ? `version ${parent.version}` : "the chain"}`;
-  if (v.records === undefined || parent?.records === undefined) return "record change";
-  const delta = v.records - parent.records;
-  return delta > 0
-    ? `added ${delta} record${delta > 1 ? "s" : ""}`
-    : delta < 0
-      ? `deleted ${-delta} record${delta < -1 ? "s" : ""}`
-      : "edited a record";
+  return "record change";
+}
+
+/** Changed ids per page of the list under an entry. */
+const PAGE = 20;
+/** How a record change reads: the words before and after the record's id. */
+const SAID: Record<Change["change"], [string, string]> = {
+  added: ["Added record", ""],
+  updated: ["Updated record", ""],
+  deleted: ["Deleted record", ""],
+  unchanged: ["Saved record", " again, with no change"],
+  purged: ["Erased record", " from every version"],
+};
+
+const plural = (n: number, one: string) => `${n.toLocaleString()} ${one}${n === 1 ? "" : "s"}`;
+
+/** A record id: a link that opens it in the record browser, unless this version no longer holds it. */
+function RecordRef({ index, change }: { index: Index; change: Change }) {
+  if (change.change === "deleted" || change.change === "purged") return <code>{change.id}</code>;
+  return (
+    <a {...linkTo(`/indexes/${encodeURIComponent(index.name)}/records/${encodeURIComponent(change.id)}`)}>
+      <code>{change.id}</code>
+    </a>
+  );
+}
+
+/**
+ * What one version changed (GET …/versions/{version}/changes), loaded once its entry scrolls into
+ * view: a record change names its record, an upload counts what it added, updated and deleted and
+ * lists the ids a page at a time.
+ */
+function VersionChanges({ index, v }: { index: Index; v: Version }) {
+  const host = useRef<HTMLDivElement>(null);
+  const [changes, setChanges] = useState<Changes | undefined>();
+  const [failure, setFailure] = useState<Failure | undefined>();
+  const more = useAction();
+  const ready = v.state === "ready" && !isCreation(v);
+  useEffect(() => {
+    const el = host.current;
+    if (!el || !ready) return;
+    let done = false;
+    const load = () => {
+      if (done) return;
+      done = true;
+      sift.versions.changes(index.name, v.version, { limit: PAGE }).then(setChanges, (e) => setFailure(failureOf(e)));
+    };
+    if (typeof IntersectionObserver === "undefined") return load();
+    const seen = new IntersectionObserver((entries) => {
+      if (entries.some((e) => e.isIntersecting)) load();
+    });
+    seen.observe(el);
+    return () => seen.disconnect();
+    // Again after each write: a purge rewrites what earlier versions hold.
+  }, [index.name, v.version, ready, index.activeVersion]);
+
+  if (!ready) return null;
+  let body: ComponentChildren = "Loading what it changed…";
+  if (failure) {
+    // 501: the engine cannot compare versions; anything else is worth saying as it is.
+    body = failure.status === 501 ? "What it changed is not known on this deployment." : failure.message;
+  } else if (changes) {
+    const { counts, changes: listed } = changes;
+    const total = counts.added + counts.updated + counts.deleted;
+    const only = listed.length === 1 && !changes.next ? listed[0] : undefined;
+    if (changes.kind === "checkpoint") body = "No record changed: the same records, written as one checkpoint.";
+    else if (only && changes.kind !== "bulk") {
+      const [before, after] = SAID[only.change];
+      body = (
+        <>
+          {before} <RecordRef index={index} change={only} />
+          {after}
+        </>
+      );
+    } else if (total === 0 && listed.length === 0) body = "No record changed.";
+    else {
+      const parts = [
+        `${counts.added.toLocaleString()} added`,
+        `${counts.updated.toLocaleString()} updated`,
+        `${counts.deleted.toLocaleString()} deleted`,
+        `${counts.unchanged.toLocaleString()} unchanged`,
+      ];
+      body = (
+        <>
+          {changes.base ? `Against version ${changes.base}: ` : "Against an empty index: "}
+          {parts.join(", ")}
+          {listed.length > 0 && (
+            <details>
+              <summary>
+                {plural(total, "changed record")} of version {v.version}
+              </summary>
+              <ul class="changed-records">
+                {listed.map((c) => (
+                  <li key={c.id}>
+                    <span class={`change ${c.change}`}>{c.change}</span> <RecordRef index={index} change={c} />
+                  </li>
+                ))}
+              </ul>
+              {changes.next && (
+                <button
+                  type="button"
+                  disabled={more.busy}
+                  onClick={() =>
+                    more.run(async () => {
+                      const page = await sift.versions.changes(index.name, v.version, {
+                        limit: PAGE,
+                        after: changes.next,
+                      });
+                      setChanges({ ...page, changes: [...listed, ...page.changes] });
+                      announce(`${page.changes.length} more changed records of version ${v.version}`);
+                    })
+                  }
+                >
+                  Show more changed records
+                </button>
+              )}
+              <FormError failure={more.failure} />
+            </details>
+          )}
+        </>
+      );
+    }
+  }
+  return (
+    <div ref={host} class="version-changes" data-testid={`changes-${v.version}`}>
+      {body}
+    </div>
+  );
 }
 
 function Versions({ index, changed }: { index: Index; changed: () => unknown }) {
@@ -452,11 +582,12 @@ function Versions({ index, changed }: { index: Index; changed: () => unknown }) 
                 <strong>Version {v.version}</strong> {v.active && <span class="badge">active</span>}{" "}
                 {v.state !== "ready" && <span class="badge warn">{v.state}</span>}
                 <p>
-                  {changeOf(v, v.parent ? byId.get(v.parent) : undefined)}
+                  {kindOf(v, v.parent ? byId.get(v.parent) : undefined)}
                   {v.records !== undefined ? ` · ${v.records.toLocaleString()} records` : ""} ·{" "}
                   {formatDate(v.createdAt)}
                   {v.parent ? ` · from ${v.parent}` : ""}
                 </p>
+                <VersionChanges index={index} v={v} />
               </div>
               {!v.active && v.state === "ready" && (
                 <button

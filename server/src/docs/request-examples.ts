@@ -79,6 +79,8 @@ const SDK: Record<string, (p: Record<string, string>, body: unknown) => string> 
   Records_delete: (p) => `await sift.records.delete(${q(p.indexName!)}, ${q(p.recordId!)});`,
   Records_purge: (p) => `await sift.records.purge(${q(p.indexName!)}, ${q(p.recordId!)});`,
   Versions_list: (p) => `const { versions } = await sift.versions.list(${q(p.indexName!)});`,
+  Versions_changes: (p) =>
+    `const { counts, changes, next } = await sift.versions.changes(${q(p.indexName!)}, ${q(p.version!)});`,
   Versions_activate: (p) => `await sift.versions.activate(${q(p.indexName!)}, ${q(p.version!)});`,
   Versions_coalesce: (p) => `await sift.versions.coalesce(${q(p.indexName!)});`,
   Search_search: (p) => {

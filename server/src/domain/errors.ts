@@ -22,7 +22,8 @@ export type DomainErrorKind =
   | "rate-limited"
   | "quota-exceeded"
   | "quota-in-use"
-  | "unavailable";
+  | "unavailable"
+  | "not-implemented";
 
 export abstract class DomainError extends Error {
   abstract readonly kind: DomainErrorKind;
@@ -87,6 +88,12 @@ export class UnavailableError extends DomainError {
     super(message);
     this.retryAfterSeconds = options.retryAfterSeconds;
   }
+}
+
+/** The operation exists in the contract but this deployment cannot do it (its engine, say). */
+export class NotImplementedError extends DomainError {
+  readonly kind = "not-implemented";
+  override name = "NotImplementedError";
 }
 
 /** With replication: this node has not applied the index's first entries yet; another may have. */

@@ -91,6 +91,7 @@ export const STATUS_OF: Record<DomainErrorKind, ProblemStatus> = {
   "quota-exceeded": 403,
   "quota-in-use": 429,
   unavailable: 503,
+  "not-implemented": 501,
 };
 
 /** RFC 9110: a 401 names the scheme the client should answer with. */

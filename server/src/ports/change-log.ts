@@ -59,6 +59,13 @@ export interface ChangeLog {
   /** Writes the files published under `name` into `dir`. */
   getFiles(name: string, dir: string): Promise<string[]>;
   deleteFiles(name: string): Promise<void>;
+  /** Small JSON documents beside the files (snapshot manifests, node positions), replicated too. */
+  putDoc(name: string, value: unknown): Promise<void>;
+  getDoc<T>(name: string): Promise<T | null>;
+  /** The names of the documents under `prefix`. */
+  listDocs(prefix: string): Promise<string[]>;
+  /** Removes the entries of one index before position `beforeSeq` (a snapshot holds them). */
+  truncate(indexKey: string, beforeSeq: number): Promise<void>;
   /** True while the log answers. */
   ping(): Promise<boolean>;
   close(): Promise<void>;

@@ -138,6 +138,26 @@ export interface PurgeResult {
   changed: { version: VersionId; records: number }[];
 }
 
+/** How a record differs between two versions (SearchEngine.diff). */
+export type RecordDiff = "added" | "updated" | "deleted" | "unchanged";
+
+/** Records of a version by how they differ from the base, over the whole version. */
+export interface DiffCounts {
+  added: number;
+  updated: number;
+  deleted: number;
+  unchanged: number;
+}
+
+/** One page of what a version changed relative to a base (SearchEngine.diff). */
+export interface VersionDiffPage {
+  counts: DiffCounts;
+  /** Changed ids after `after` in code point order, at most `limit` of them. */
+  changes: { id: string; change: RecordDiff }[];
+  /** The last id of the page, when more changed ids follow. */
+  next?: string;
+}
+
 export interface SearchEngine {
   readonly name: string;
   /** Opens or creates storage; reloads persisted indexes. */
@@ -190,6 +210,25 @@ export interface SearchEngine {
     major: { major: number; parent: VersionId | null; records: number },
     fill: (dir: string) => Promise<void>,
   ): Promise<void>;
+  /**
+   * Replication snapshots: the record changes of the minor versions the engine holds, parents
+   * first, as applyChange was given them (without `activate`).
+   */
+  changes?(indexKey: string): Promise<RecordChange[]>;
+
+  /**
+   * What `version` changed relative to `base` (null: an empty index), by content: ids only in
+   * `version` were added, ids only in `base` deleted, ids in both with different content updated.
+   * When `version` is a record change and `base` its parent, the ids the change wrote with the
+   * content they had are listed too, as `unchanged`. Optional: an engine without it cannot tell
+   * what a version changed (the service answers 501, docs/DECISIONS.md D-237).
+   */
+  diff?(
+    indexKey: string,
+    base: VersionId | null,
+    version: VersionId,
+    page: { after?: string | undefined; limit: number },
+  ): Promise<VersionDiffPage>;
 
   search(indexKey: string, version: VersionId, request: SearchRequest): Promise<SearchPage>;
   get(indexKey: string, version: VersionId, id: string): Promise<SearchRecord | null>;

@@ -19,20 +19,31 @@ export interface IndexReplica {
   maxMinor: Record<string, number>;
   /** When the newest applied entry was appended (epoch ms), for the lag in /readyz. */
   appendedAt: number;
+  /** The version the newest accepted entry created (a change, a bulk major, a checkpoint). */
+  newest?: VersionId;
+  /** Entries of the index processed since its last snapshot mark (replication/snapshots.ts). */
+  sinceSnapshot?: number;
 }
+
+/** A rename per applied entry cost each node a file write per write to any index. */
+const SAVE_INTERVAL_MS = 50;
 
 interface Persisted {
   position: number;
   indexes: Record<string, IndexReplica>;
+  dropped?: string[];
 }
 
 export class ReplicaState {
   /** Every entry at or before this position is applied. */
   position = 0;
   readonly indexes = new Map<string, IndexReplica>();
+  /** Indexes dropped here: a snapshot of one is never restored. */
+  readonly dropped = new Set<string>();
   private readonly file: string;
   private saving: Promise<void> | undefined;
   private dirty = false;
+  private savedAt = 0;
 
   constructor(file: string) {
     this.file = file;
@@ -46,6 +57,7 @@ export class ReplicaState {
     const parsed = JSON.parse(raw) as Persisted;
     this.position = parsed.position;
     for (const [id, r] of Object.entries(parsed.indexes)) this.indexes.set(id, r);
+    for (const id of parsed.dropped ?? []) this.dropped.add(id);
   }
 
   index(id: string): IndexReplica {
@@ -75,13 +87,23 @@ export class ReplicaState {
     } else r.maxMinor[major] = Math.max(r.maxMinor[major] ?? 0, minor);
   }
 
-  /** Writes the state soon; writes coalesce, and one is always pending after the last change. */
+  /**
+   * Writes the state soon; writes coalesce, at most one per SAVE_INTERVAL_MS, and one is always
+   * pending after the last change. A file that lags only means entries delivered again.
+   */
   save(): Promise<void> {
     this.dirty = true;
     this.saving ??= (async () => {
       while (this.dirty) {
+        const wait = this.savedAt + SAVE_INTERVAL_MS - Date.now();
+        if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
         this.dirty = false;
-        const body: Persisted = { position: this.position, indexes: Object.fromEntries(this.indexes) };
+        this.savedAt = Date.now();
+        const body: Persisted = {
+          position: this.position,
+          indexes: Object.fromEntries(this.indexes),
+          dropped: [...this.dropped],
+        };
         const tmp = `${this.file}.tmp`;
         await writeFile(tmp, JSON.stringify(body));
         await rename(tmp, this.file);

@@ -3,7 +3,6 @@
 // through `commit`: appended, then awaited until this node has applied them from the log like
 // any other entry, so the node that acknowledges a write serves it at once and every node decides
 // in the same place, in log order, whether the entry still fits.
-import { and, eq, lt } from "drizzle-orm";
 import { join } from "node:path";
 import { UnavailableError } from "../domain/errors.ts";
 import { formatVersion, majorOf, minorOf, type VersionId } from "../domain/version-id.ts";
@@ -12,8 +11,9 @@ import { type AppliedEntry, type ChangeLog, type LogEntry, type LogOp, StaleAppe
 import type { SearchEngine } from "../ports/engine.ts";
 import { IndexLocks } from "../services/versions/lock.ts";
 import type { Db } from "../store/open.ts";
-import { indexes, versions } from "../store/schema.ts";
 import { ReplicaState } from "./replica-state.ts";
+import { Snapshots } from "./snapshots.ts";
+import { StoreBackfill } from "./store-backfill.ts";
 
 /** Entries being applied at once across indexes (one at a time per index). */
 const MAX_IN_FLIGHT = 256;
@@ -33,7 +33,9 @@ export class Replica {
   private readonly log: ChangeLog;
   /** The node's own engine (not the replicating wrapper). */
   private readonly engine: SearchEngine;
-  private readonly db: Db;
+  private readonly backfill: StoreBackfill;
+  private readonly snapshots: Snapshots;
+  private reporter: ReturnType<typeof setInterval> | undefined;
   private readonly logger: Logger;
   readonly state: ReplicaState;
   private follower: { stop(): Promise<void> } | undefined;
@@ -58,13 +60,23 @@ export class Replica {
     db: Db;
     logger: Logger;
     dataDir: string;
+    /** Snapshot an index's log after this many entries; a node silent this long counts as gone. */
+    snapshots?: { every: number; goneAfterMs: number };
   }) {
     this.node = deps.node;
     this.log = deps.log;
     this.engine = deps.engine;
-    this.db = deps.db;
     this.logger = deps.logger.child({ component: "replica", node: deps.node });
+    this.backfill = new StoreBackfill(deps.db, this.logger);
     this.state = new ReplicaState(join(deps.dataDir, "replica.json"));
+    this.snapshots = new Snapshots({
+      log: deps.log,
+      engine: deps.engine,
+      logger: this.logger,
+      node: deps.node,
+      every: deps.snapshots?.every ?? 10_000,
+      goneAfterMs: deps.snapshots?.goneAfterMs ?? 15 * 60_000,
+    });
   }
 
   /** Called with every change of an index's active version here (the catalog's cache follows). */
@@ -77,13 +89,26 @@ export class Replica {
     this.started = true;
     const target = await this.log.lastSeq();
     this.logLast = target;
-    const first = await this.log.firstSeq();
-    if (first > this.state.position + 1 && target > 0) {
-      // Truncated past this node's position: not supported yet (docs/replication.md, Catch-up).
-      this.logger.error("the change log no longer holds entries this node has not applied", {
-        position: this.state.position,
-        first,
-      });
+    // Said before anything is read: from now on no entry this node has not applied is removed.
+    await this.snapshots.report(this.state.position);
+    this.reporter = setInterval(() => {
+      this.snapshots
+        .report(this.state.position)
+        .catch((error: Error) => this.logger.warn("could not report this node's position", { error: error.message }));
+    }, this.snapshots.reportEveryMs);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.restoreTruncated();
+        break;
+      } catch (error) {
+        // Not ready until it succeeds: following the log without the snapshot would skip entries.
+        this.logger.error("could not restore an index from its snapshot; trying again", {
+          attempt,
+          error: (error as Error).message,
+        });
+        if (this.stopping) return;
+        await new Promise((resolve) => setTimeout(resolve, Math.min(30_000, 500 * 2 ** attempt)));
+      }
     }
     this.follower = this.log.follow(this.state.position + 1, (applied) => this.deliver(applied));
     if (target > this.state.position) {
@@ -95,11 +120,13 @@ export class Replica {
 
   async stop(): Promise<void> {
     this.stopping = true;
+    clearInterval(this.reporter);
     await this.follower?.stop();
     // Entries still being applied end soon (a failing one stops retrying once `stopping` is set).
     const until = Date.now() + 5_000;
     while (this.inFlight.size && Date.now() < until) await this.waitChange(until - Date.now());
     await this.state.save();
+    await this.backfill.flush();
   }
 
   // ---- the node's own writes ----
@@ -191,6 +218,15 @@ export class Replica {
   /** The highest minor of `major` applied here (0: none). */
   maxMinor(indexId: string, major: number): number {
     return this.state.indexes.get(indexId)?.maxMinor[major] ?? 0;
+  }
+
+  /** Log position of the newest entry of the index processed here (0: none). */
+  appliedSeq(indexId: string): number {
+    return this.state.indexes.get(indexId)?.last ?? 0;
+  }
+
+  newest(indexId: string): VersionId | undefined {
+    return this.state.indexes.get(indexId)?.newest;
   }
 
   has(indexId: string, version: VersionId): boolean {
@@ -308,11 +344,67 @@ export class Replica {
       if (r !== undefined) r.last = seq;
       this.logger.info("skipped an entry another one overtook", { seq, index: entry.index, op: entry.op });
       if (entry.node === this.node) this.keepVerdict(seq, { accepted: false });
+      this.countTowardsSnapshot(entry);
       return;
     }
     const result = await this.applyEffect(entry);
     this.noteApplied(seq, entry);
     if (entry.node === this.node) this.keepVerdict(seq, { accepted: true, result });
+    this.countTowardsSnapshot(entry);
+  }
+
+  /**
+   * Every node counts an index's entries the same way; the node whose own entry reaches the mark
+   * writes the snapshot (once, not once per node) and truncates the log behind it.
+   */
+  private countTowardsSnapshot(entry: LogEntry): void {
+    const r = this.state.indexes.get(entry.index);
+    if (r === undefined) return;
+    r.sinceSnapshot = (r.sinceSnapshot ?? 0) + 1;
+    if (r.sinceSnapshot < this.snapshots.every) return;
+    r.sinceSnapshot = 0;
+    if (entry.node !== this.node) return;
+    // Queued behind the entries of the index already delivered: it sees them all, and none after.
+    void this.chains
+      .run(entry.index, async () => {
+        const current = this.state.indexes.get(entry.index);
+        return current === undefined || this.stopping ? undefined : this.snapshots.take(entry.index, current);
+      })
+      .then((snapshot) => (snapshot ? this.snapshots.truncate(entry.index, snapshot) : undefined))
+      .catch((error: Error) =>
+        this.logger.warn("could not snapshot an index; its log stays as it is", {
+          index: entry.index,
+          error: error.message,
+        }),
+      );
+  }
+
+  /**
+   * At start-up: an index whose entries were removed from the log past this node's position (it
+   * was down longer than SIFT_REPLICATION_NODE_GONE_MS, or is new) is restored from its newest
+   * snapshot; the log then replays what came after it.
+   */
+  private async restoreTruncated(): Promise<void> {
+    for (const [index, pointer] of await this.snapshots.pointers()) {
+      if (this.state.dropped.has(index)) continue;
+      const last = this.state.indexes.get(index)?.last ?? 0;
+      if (last + 1 >= pointer.truncatedBefore) continue;
+      await this.chains.run(index, async () => {
+        const manifest = await this.snapshots.restore(index, pointer);
+        this.state.indexes.set(index, structuredClone(manifest.replica));
+        if (manifest.replica.active !== undefined) this.onActive(index, manifest.replica.active);
+      });
+      // A warning: this node was away long enough for the others to stop waiting for it.
+      this.logger.warn(
+        "restored an index from its snapshot: the log no longer held entries this node had not applied",
+        {
+          index,
+          applied: last,
+          snapshot: pointer.seq,
+        },
+      );
+    }
+    await this.state.save();
   }
 
   /**
@@ -411,31 +503,33 @@ export class Replica {
     return (await this.engine.versions(indexId)).some((v) => v.version === version);
   }
 
-  /** A change's row in the shared store, in case its writer died before it recorded it. */
+  /**
+   * A change's row in the shared store, in case its writer died before it recorded it: in the
+   * background, batched (its writer records it before answering).
+   */
   private async recordChangeRow(entry: LogEntry & { op: "change" }, version: VersionId): Promise<void> {
     const { change } = entry;
-    await this.db
-      .insert(versions)
-      .values({
-        indexId: entry.index,
-        version,
-        major: majorOf(version),
-        minor: minorOf(version),
-        parent: change.parent,
-        kind: change.purge ? "purge" : "change",
-        state: "ready",
-        records: await this.engine.count(entry.index, version),
-        createdAt: entry.at,
-        purgedRecordId: change.purge?.recordId ?? null,
-        purgedBy: change.purge?.by ?? null,
-      })
-      .onConflictDoNothing();
+    this.backfill.addRow({
+      indexId: entry.index,
+      version,
+      major: majorOf(version),
+      minor: minorOf(version),
+      parent: change.parent,
+      kind: change.purge ? "purge" : "change",
+      state: "ready",
+      records: await this.engine.count(entry.index, version),
+      createdAt: entry.at,
+      purgedRecordId: change.purge?.recordId ?? null,
+      purgedBy: change.purge?.by ?? null,
+    });
   }
 
   /** Updates what this node knows after applying `entry` at `seq`, here and in the shared store. */
   private noteApplied(seq: number, entry: LogEntry): void {
     if (entry.op === "drop-index") {
       this.state.indexes.delete(entry.index);
+      this.state.dropped.add(entry.index);
+      this.backfill.forget(entry.index);
       return;
     }
     const r = this.state.index(entry.index);
@@ -448,13 +542,13 @@ export class Replica {
         break;
       case "change":
         this.state.noteVersion(entry.index, entry.change.version);
+        r.newest = entry.change.version;
         if (entry.change.activate) activated = entry.change.version;
         break;
       case "bulk":
-        this.state.noteVersion(entry.index, formatVersion(entry.major));
-        break;
       case "checkpoint":
         this.state.noteVersion(entry.index, formatVersion(entry.major));
+        r.newest = formatVersion(entry.major);
         break;
       case "activate":
         activated = entry.version;
@@ -464,16 +558,7 @@ export class Replica {
       r.active = activated;
       this.onActive(entry.index, activated);
       // Guarded by position: a node that lags never sets the shared active version back.
-      void this.db
-        .update(indexes)
-        .set({ activeVersion: activated, logSeq: seq })
-        .where(and(eq(indexes.id, entry.index), lt(indexes.logSeq, seq)))
-        .catch((error: Error) =>
-          this.logger.warn("could not record the active version in the store", {
-            index: entry.index,
-            error: error.message,
-          }),
-        );
+      this.backfill.setActive(entry.index, activated, seq);
     }
     // Saved and announced by advance(), once the entry counts into the position.
   }

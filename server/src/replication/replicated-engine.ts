@@ -12,8 +12,10 @@ import type {
   SearchPage,
   SearchRecord,
   SearchRequest,
+  VersionDiffPage,
   VersionId,
 } from "../ports/engine.ts";
+import { NotImplementedError } from "../domain/errors.ts";
 import type { ChangeLog } from "../ports/change-log.ts";
 import type { Replica } from "./replica.ts";
 
@@ -112,6 +114,16 @@ class ReplicatedEngine implements SearchEngine {
   }
   search(indexKey: string, version: VersionId, request: SearchRequest): Promise<SearchPage> {
     return this.inner.search(indexKey, version, request);
+  }
+  diff(
+    indexKey: string,
+    base: VersionId | null,
+    version: VersionId,
+    page: { after?: string | undefined; limit: number },
+  ): Promise<VersionDiffPage> {
+    // A read, of this node's copy; the service waits for both versions to be applied first.
+    if (!this.inner.diff) throw new NotImplementedError(`the ${this.inner.name} engine does not compare versions`);
+    return this.inner.diff(indexKey, base, version, page);
   }
   get(indexKey: string, version: VersionId, id: string): Promise<SearchRecord | null> {
     return this.inner.get(indexKey, version, id);

@@ -4,7 +4,10 @@ import type { Config } from "../config.ts";
 import type { AppEnv } from "../http/env.ts";
 import type { Handlers, ResponseBody } from "../http/contract.ts";
 import type { SearchEngine } from "../ports/engine.ts";
+import { authorize } from "../auth/authority.ts";
+import type { Principal } from "../auth/principal.ts";
 import { REGIONS } from "../regions.ts";
+import type { RegionLagService } from "../services/region-lag.ts";
 import type { Store } from "../store/open.ts";
 
 type Readiness = components["schemas"]["Readiness"];
@@ -37,6 +40,7 @@ export function healthHandlers(deps: {
   store: Store;
   engine: SearchEngine;
   replication?: ReplicationStatus | undefined;
+  lag: RegionLagService;
 }): Handlers {
   const readiness = async (): Promise<Readiness> => {
     const [store, engine, replication] = await Promise.all([
@@ -67,6 +71,33 @@ export function healthHandlers(deps: {
     return answer;
   };
 
+  /** A caller who may read the catalog sees its indexes; anyone else sees none (the list is public). */
+  const tenantOf = (p: Principal): string | undefined => {
+    if (p.kind === "anonymous") return undefined;
+    try {
+      return authorize(p, "catalog.read") === "own" ? p.tenantId : undefined;
+    } catch {
+      // A key without catalog authority still gets the public list.
+      return undefined;
+    }
+  };
+
+  /** Another region's own entry, asked with the caller's credentials (each region is Sift too). */
+  const askRegion = async (url: string, headers: Record<string, string>): Promise<Partial<Region>> => {
+    try {
+      const response = await fetch(`${url}/v1/regions?scope=self`, {
+        headers,
+        signal: AbortSignal.timeout(PROBE_TIMEOUT_MS),
+      });
+      if (!response.ok) return await probe(url);
+      const [own] = ((await response.json()) as { regions: Region[] }).regions;
+      return own ? { status: own.status, replication: own.replication, indexes: own.indexes } : await probe(url);
+    } catch {
+      // A region that does not answer is reported down, which is the point.
+      return { status: "down" };
+    }
+  };
+
   return {
     Health_live: (c) => c.json({ status: "ok" } satisfies ResponseBody<"Health_live", 200>),
     Health_ready: async (c) => {
@@ -77,16 +108,26 @@ export function healthHandlers(deps: {
     },
     Health_regions: async (c) => {
       const base = baseUrlOf(c, deps.config);
+      const tenant = tenantOf(c.get("principal"));
+      const credentials: Record<string, string> = {};
+      for (const name of ["authorization", "cookie"]) {
+        const value = c.req.header(name);
+        if (value !== undefined) credentials[name] = value;
+      }
+      const self = c.req.query("scope") === "self";
       const regions = await Promise.all(
-        REGIONS.map(async (r): Promise<Region> => {
+        REGIONS.filter((r) => !self || r.id === deps.config.region).map(async (r): Promise<Region> => {
           const url = deps.config.regionUrls[r.id] ?? base;
           const region: Region = { ...r, url };
           if (r.id === deps.config.region) {
             const own = await readiness();
             region.status = regionStatus(own);
             if (own.replication) region.replication = own.replication;
+            if (tenant !== undefined) region.indexes = await deps.lag.forTenant(tenant);
           } else if (url !== base) {
-            Object.assign(region, await probe(url));
+            const answer = tenant === undefined ? await probe(url) : await askRegion(url, credentials);
+            for (const [key, value] of Object.entries(answer))
+              if (value !== undefined) Object.assign(region, { [key]: value });
           } else {
             region.status = "unknown";
           }

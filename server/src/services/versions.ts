@@ -14,6 +14,7 @@ import type { CatalogService, IndexRef } from "./catalog.ts";
 import { failBulk, finishBulk } from "./versions/bulk.ts";
 import { applyRecordChange } from "./versions/changes.ts";
 import { coalesce } from "./versions/coalesce.ts";
+import { versionChanges } from "./versions/diff.ts";
 import { type ReplicaView, setActive, type VersionContext, type VersionPolicy } from "./versions/context.ts";
 import { IndexLocks } from "./versions/lock.ts";
 import { purgeRecord } from "./versions/purge.ts";
@@ -25,6 +26,7 @@ import { WriteGate } from "./versions/write-gate.ts";
 export type { VersionPolicy } from "./versions/context.ts";
 
 type IndexVersion = components["schemas"]["IndexVersion"];
+type VersionChanges = components["schemas"]["VersionChanges"];
 
 /** How long a read waits for this node to apply the version it names (then 503). */
 const MIN_VERSION_WAIT_MS = 2_000;
@@ -55,6 +57,7 @@ export class VersionService {
       ...deps,
       now: deps.now ?? Date.now,
       locks: deps.locks ?? new IndexLocks(),
+      storeOrder: new IndexLocks(),
       autoCoalescing: new Set(),
     };
     const perTenant = deps.policy.writesPerTenant;
@@ -119,6 +122,15 @@ export class VersionService {
         return v;
       }),
     );
+  }
+
+  /** What a retained version changed, one page of ids at a time (versions/diff.ts). */
+  changes(
+    ref: IndexRef,
+    version: VersionId,
+    page: { after?: string | undefined; limit: number },
+  ): Promise<VersionChanges> {
+    return versionChanges(this.ctx, ref, version, page);
   }
 
   activate(ref: IndexRef, version: VersionId): Promise<VersionId> {

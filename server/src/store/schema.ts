@@ -148,6 +148,11 @@ export const versions = pgTable(
     purgedRecordId: text("purged_record_id"),
     /** For a `purge` version: who asked for it, `key:<key id>` or `user:<user id>`. */
     purgedBy: text("purged_by"),
+    /**
+     * For a `bulk` version: the version that was live when it finished ingesting, which its
+     * changes are told against (versions/diff.ts); null for uploads recorded before it was kept.
+     */
+    base: text("base"),
   },
   (t) => [
     primaryKey({ columns: [t.indexId, t.version] }),

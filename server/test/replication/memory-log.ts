@@ -8,7 +8,9 @@ import type { AppliedEntry, ChangeLog, LogEntry } from "../../src/ports/change-l
 import { StaleAppendError } from "../../src/ports/change-log.ts";
 
 export class MemoryLog {
-  readonly entries: LogEntry[] = [];
+  /** null: truncated away. */
+  readonly entries: (LogEntry | null)[] = [];
+  readonly docs = new Map<string, unknown>();
   private readonly files = new Map<string, { name: string; path: string }[]>();
   private readonly wakers = new Set<() => void>();
   enforceCompareAndSet = true;
@@ -28,7 +30,7 @@ export class MemoryLog {
       },
       async append(entry: LogEntry, expectedLast: number | undefined) {
         if (log.enforceCompareAndSet && expectedLast !== undefined) {
-          const last = log.entries.reduce((at, e, i) => (e.index === entry.index ? i + 1 : at), 0);
+          const last = log.entries.reduce((at, e, i) => (e?.index === entry.index ? i + 1 : at), 0);
           if (last !== expectedLast) throw new StaleAppendError("stale");
         }
         log.entries.push(structuredClone(entry));
@@ -36,8 +38,8 @@ export class MemoryLog {
         return log.entries.length;
       },
       lastSeq: async () => log.entries.length,
-      lastSeqOf: async (indexKey: string) => log.entries.reduce((at, e, i) => (e.index === indexKey ? i + 1 : at), 0),
-      firstSeq: async () => 1,
+      lastSeqOf: async (indexKey: string) => log.entries.reduce((at, e, i) => (e?.index === indexKey ? i + 1 : at), 0),
+      firstSeq: async () => Math.max(1, log.entries.findIndex((e) => e !== null) + 1),
       follow(fromSeq: number, deliver: (applied: AppliedEntry) => Promise<void>) {
         let stopped = false;
         const done = (async () => {
@@ -50,7 +52,8 @@ export class MemoryLog {
               });
               continue;
             }
-            await deliver({ seq, entry: structuredClone(log.entries[seq - 1]!) });
+            const entry = log.entries[seq - 1];
+            if (entry) await deliver({ seq, entry: structuredClone(entry) });
             seq++;
           }
         })();
@@ -78,6 +81,16 @@ export class MemoryLog {
         return files.map((f) => f.name);
       },
       deleteFiles: async () => {},
+      putDoc: async (name: string, value: unknown) => {
+        log.docs.set(name, structuredClone(value));
+      },
+      getDoc: async <T>(name: string) => (log.docs.has(name) ? (structuredClone(log.docs.get(name)) as T) : null),
+      listDocs: async (prefix: string) => [...log.docs.keys()].filter((n) => n.startsWith(prefix)),
+      truncate: async (indexKey: string, beforeSeq: number) => {
+        log.entries.forEach((e, i) => {
+          if (e !== null && e.index === indexKey && i + 1 < beforeSeq) log.entries[i] = null;
+        });
+      },
       ping: async () => true,
       close: async () => {},
     };

@@ -36,6 +36,7 @@ import type {
   SearchPage,
   SearchRecord,
   SearchRequest,
+  VersionDiffPage,
   VersionId,
 } from "../../ports/engine.ts";
 import { compareVersions, isMajorVersion, parseVersion } from "../../domain/version-id.ts";
@@ -48,6 +49,7 @@ import { OffThreadBuilder } from "./build/off-thread-builder.ts";
 import { DEFAULT_TUNING, type SearchTuning } from "./search/segment-search.ts";
 import { searchVersion } from "./search/version-search.ts";
 import { ChangeVersion, IndexVersions, MajorVersion } from "./versions/versions.ts";
+import { computeDiff, type VersionDiff } from "./versions/diff.ts";
 
 export interface EmbeddedEngineOptions {
   dataDir: string;
@@ -61,6 +63,9 @@ export interface EmbeddedEngineOptions {
 
 /** Records between asking the pacer whether searches should get the event loop. */
 const CHECK_EVERY = 0x3ff;
+
+/** Computed diffs kept (versions/diff.ts): a dashboard pages through one, then looks at another. */
+const DIFF_CACHE = 8;
 
 interface View {
   segment: Segment;
@@ -80,6 +85,10 @@ class EmbeddedEngine implements SearchEngine {
   private readonly map: boolean;
   private catalog: Catalog | null = null;
   private readonly indexes = new Map<string, IndexVersions>();
+  /** Computed diffs by `<index>\n<base>\n<version>`, oldest first; an index's are forgotten when a purge or a drop changes it. */
+  private readonly diffs = new Map<string, Promise<VersionDiff>>();
+  /** Per index, how many times its diffs were forgotten: a comparison that saw it change is made again. */
+  private readonly diffEpochs = new Map<string, number>();
 
   constructor(options: EmbeddedEngineOptions) {
     this.dataDir = options.dataDir;
@@ -145,6 +154,7 @@ class EmbeddedEngine implements SearchEngine {
   }
 
   async dropIndex(indexKey: string): Promise<void> {
+    this.forgetDiffs(indexKey);
     const versions = this.indexes.get(indexKey);
     this.db().removeIndex(indexKey);
     this.indexes.delete(indexKey);
@@ -300,6 +310,16 @@ class EmbeddedEngine implements SearchEngine {
     }
   }
 
+  async changes(indexKey: string): Promise<RecordChange[]> {
+    const rows = [...this.index(indexKey).changes.values()].map((c) => c.row);
+    // Minors are drawn in increasing order, so a parent always sorts before its children.
+    rows.sort((a, b) => compareVersions(a.version, b.version));
+    return rows.map((row) => {
+      const body = JSON.parse(row.body) as Pick<RecordChange, "upserts" | "deletes">;
+      return { version: row.version, parent: row.parent, upserts: body.upserts, deletes: body.deletes };
+    });
+  }
+
   async activate(indexKey: string, version: VersionId): Promise<void> {
     // Loading the segment and the overlay now keeps the first search on the live version fast.
     await this.view(indexKey, version);
@@ -307,6 +327,7 @@ class EmbeddedEngine implements SearchEngine {
 
   async dropVersion(indexKey: string, version: VersionId): Promise<void> {
     const versions = this.index(indexKey);
+    this.forgetDiffs(indexKey);
     const { major, minor } = parseVersion(version);
     if (minor !== 0) {
       if (!versions.changes.has(version)) return;
@@ -406,6 +427,7 @@ class EmbeddedEngine implements SearchEngine {
       versions.changes.set(row.version, new ChangeVersion(row, parseVersion(row.version).major));
     }
     versions.clearOverlays();
+    this.forgetDiffs(indexKey);
     for (const m of majors) {
       const { segment } = docs.get(m.row.major)!;
       await segment.records.erase(m.doc);
@@ -445,6 +467,67 @@ class EmbeddedEngine implements SearchEngine {
   async search(indexKey: string, version: VersionId, request: SearchRequest): Promise<SearchPage> {
     const { segment, overlay } = await this.view(indexKey, version);
     return searchVersion(segment, overlay, request, this.tuning);
+  }
+
+  async diff(
+    indexKey: string,
+    base: VersionId | null,
+    version: VersionId,
+    page: { after?: string | undefined; limit: number },
+  ): Promise<VersionDiffPage> {
+    const key = `${indexKey}\n${base ?? ""}\n${version}`;
+    let computed = this.diffs.get(key);
+    if (computed === undefined) {
+      computed = this.computeDiff(indexKey, base, version);
+      this.diffs.set(key, computed);
+      if (this.diffs.size > DIFF_CACHE) this.diffs.delete(this.diffs.keys().next().value!);
+      // A failed computation is not kept: the next request tries again.
+      // The caller gets the error below; the cache only lets go of the failed computation.
+      computed.catch(() => {
+        if (this.diffs.get(key) === computed) this.diffs.delete(key);
+      });
+    } else {
+      // Re-inserted: the cache evicts in insertion order, so this keeps the diff being paged.
+      this.diffs.delete(key);
+      this.diffs.set(key, computed);
+    }
+    return (await computed).page(page.after, page.limit);
+  }
+
+  /**
+   * Compares two versions. Not under the index's write lock (a large comparison would hold up
+   * writes): a purge or a drop that lands while it reads replaces segments under it, so a
+   * comparison that saw one is made again, at most twice.
+   */
+  private async computeDiff(indexKey: string, base: VersionId | null, version: VersionId): Promise<VersionDiff> {
+    for (let attempt = 1; ; attempt++) {
+      const epoch = this.diffEpochs.get(indexKey) ?? 0;
+      const unchanged = () => (this.diffEpochs.get(indexKey) ?? 0) === epoch || attempt === 3;
+      try {
+        const diff = await this.compare(indexKey, base, version);
+        if (unchanged()) return diff;
+      } catch (error) {
+        if (unchanged()) throw error;
+      }
+    }
+  }
+
+  private async compare(indexKey: string, base: VersionId | null, version: VersionId): Promise<VersionDiff> {
+    const target = await this.view(indexKey, version);
+    const from = base === null ? { segment: null, overlay: null } : await this.view(indexKey, base);
+    // A record change against its parent: the ids it wrote are listed even when their content stayed.
+    const node = this.index(indexKey).changes.get(version);
+    const own =
+      node !== undefined && node.row.parent === base
+        ? new Set([...node.content.change.upserts.map((r) => r.id), ...node.content.change.deletes])
+        : undefined;
+    return computeDiff(from, target, own);
+  }
+
+  /** Forgets an index's computed diffs: a purge rewrote, or a drop removed, what they refer to. */
+  private forgetDiffs(indexKey: string): void {
+    this.diffEpochs.set(indexKey, (this.diffEpochs.get(indexKey) ?? 0) + 1);
+    for (const key of [...this.diffs.keys()]) if (key.startsWith(`${indexKey}\n`)) this.diffs.delete(key);
   }
 
   async get(indexKey: string, version: VersionId, id: string): Promise<SearchRecord | null> {

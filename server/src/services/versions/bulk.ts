@@ -7,7 +7,7 @@ import type { IndexRef } from "../catalog.ts";
 import { undoOnFailure } from "./changes.ts";
 import { setActive, type VersionContext } from "./context.ts";
 import { erasePurgedSince } from "./purge.ts";
-import { updateVersion } from "./rows.ts";
+import { activeVersionOf, updateVersion } from "./rows.ts";
 
 /**
  * Makes a committed bulk version ready and (unless told not to) active. Ids purged while the
@@ -23,7 +23,9 @@ export function finishBulk(
 ): Promise<VersionId> {
   return ctx.locks.run(ref.id, async () => {
     const base = formatVersion(major);
-    await updateVersion(ctx.db, ref.id, base, { state: "ready", records: options.records });
+    // What the upload replaces, kept so what it changed can be told later (versions/diff.ts).
+    const before = ctx.replica ? (ctx.replica.active(ref.id) ?? null) : await activeVersionOf(ctx.db, ref.id);
+    await updateVersion(ctx.db, ref.id, base, { state: "ready", records: options.records, base: before });
     await erasePurgedSince(ctx, ref.id, options.startedAt);
     const late = await ctx.db
       .select({ recordId: tombstones.recordId })

@@ -17,6 +17,8 @@ import type { IndexLocks } from "./lock.ts";
 export interface ReplicaView {
   active(indexId: string): VersionId | undefined;
   maxMinor(indexId: string, major: number): number;
+  /** The version the newest accepted entry of the index created (nothing was created after it). */
+  newest(indexId: string): VersionId | undefined;
   has(indexId: string, version: VersionId): boolean;
   waitFor(indexId: string, version: VersionId, timeoutMs: number): Promise<void>;
 }
@@ -41,6 +43,11 @@ export interface VersionContext {
   log: Logger;
   now: () => number;
   locks: IndexLocks;
+  /**
+   * With replication, a change's store write follows its write lock: this keeps those writes in
+   * the order of their versions (a delete's tombstone before a later re-write removes it).
+   */
+  storeOrder: IndexLocks;
   /** Indexes with an automatic checkpoint queued or running (versions/changes.ts). */
   autoCoalescing: Set<string>;
   replica?: ReplicaView | undefined;

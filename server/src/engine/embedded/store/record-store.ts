@@ -66,7 +66,8 @@ export class RecordStore {
     return record;
   }
 
-  private readJson(doc: number): string {
+  /** A document's JSON as stored, uncached (diffs compare it byte for byte before parsing). */
+  readJson(doc: number): string {
     const length = this.lengths[doc]!;
     if (length > this.readBuffer.length) this.readBuffer = Buffer.alloc(length * 2);
     const read = fs.readSync(this.fd, this.readBuffer, 0, length, this.offsets[doc]!);

@@ -1,0 +1,249 @@
+// What one version changed relative to another (SearchEngine.diff), computed on demand from what
+// the versions already store; nothing is written at ingest or record-write time (D-237).
+//
+// Each side is a segment (a major) and an overlay (the net effect of its chain of changes). Two
+// versions of one major share the segment, so only the ids either overlay touched can differ: a
+// handful, looked up one by one. Versions of different majors are compared by walking both
+// segments' id tables (sorted in code point order) side by side, one merge pass: an id in one
+// table only was added or deleted, an id in both is compared by its stored JSON, byte for byte
+// first and parsed only when the bytes differ (an upload may order a record's keys differently).
+// The pass reads every record of both segments once, pausing for searches as a checkpoint does;
+// the result (a few bytes per changed id) is kept, so later pages cost a binary search.
+import type { DiffCounts, RecordDiff, SearchRecord, VersionDiffPage } from "../../../ports/engine.ts";
+import type { Segment } from "../segment/segment.ts";
+import { compareCodePoints, type SortedStrings } from "../termdict/sorted-strings.ts";
+import { Pacer } from "../util/pacer.ts";
+import type { Overlay } from "./overlay.ts";
+
+/** A version as the engine reads it; a null segment is the empty index (no base). */
+export interface DiffSide {
+  segment: Segment | null;
+  overlay: Overlay | null;
+}
+
+const KINDS: readonly RecordDiff[] = ["added", "updated", "deleted", "unchanged"];
+const ADDED = 0;
+const UPDATED = 1;
+const DELETED = 2;
+const UNCHANGED = 3;
+
+/** Ids between asking the pacer whether searches should get the event loop. */
+const CHECK_EVERY = 0x3ff;
+
+/** The string at position i of a sorted string table. */
+const stringAt = (table: SortedStrings, i: number) =>
+  table.bytes.toString("utf8", table.offsets[i], table.offsets[i + 1]);
+
+/** Strings at positions i of a and j of b compared by their UTF-8 bytes, which is code point order. */
+function compareAt(a: SortedStrings, i: number, b: SortedStrings, j: number): number {
+  const aStart = a.offsets[i]!;
+  const aLength = a.offsets[i + 1]! - aStart;
+  const bStart = b.offsets[j]!;
+  const bLength = b.offsets[j + 1]! - bStart;
+  const n = Math.min(aLength, bLength);
+  for (let k = 0; k < n; k++) {
+    const d = a.bytes[aStart + k]! - b.bytes[bStart + k]!;
+    if (d !== 0) return d;
+  }
+  return aLength - bLength;
+}
+
+/** Whether two JSON values are equal, objects compared key by key whatever their order. */
+export function sameJson(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== "object" || typeof b !== "object" || a === null || b === null) return false;
+  if (Array.isArray(a) !== Array.isArray(b)) return false;
+  if (Array.isArray(a)) {
+    const other = b as unknown[];
+    return a.length === other.length && a.every((item, i) => sameJson(item, other[i]));
+  }
+  const ak = Object.keys(a);
+  const bo = b as Record<string, unknown>;
+  if (ak.length !== Object.keys(bo).length) return false;
+  return ak.every((k) => Object.hasOwn(bo, k) && sameJson((a as Record<string, unknown>)[k], bo[k]));
+}
+
+/** The record a side holds for an id: its overlay decides when it touched the id, else its segment. */
+function recordOf(side: DiffSide, id: string): SearchRecord | null {
+  const upserted = side.overlay?.upserts.get(id);
+  if (upserted !== undefined) return upserted.record;
+  if (side.segment === null || side.overlay?.deletes.has(id)) return null;
+  const doc = side.segment.findDoc(id);
+  return doc < 0 ? null : side.segment.records.read(doc);
+}
+
+/** The ids an overlay upserted or deleted. */
+const touchedBy = (overlay: Overlay | null): string[] =>
+  overlay === null ? [] : [...overlay.upserts.keys(), ...overlay.deletes];
+
+/** A computed diff: counts, and the changed ids in code point order, a page at a time. */
+export class VersionDiff {
+  readonly counts: DiffCounts;
+  /** Changed ids found by the segment merge: the side's id table (0: version, 1: base) and the position in it. */
+  private readonly merged: { kinds: Uint8Array; sides: Uint8Array; ranks: Uint32Array };
+  /** Changed ids among those the overlays touched, sorted. */
+  private readonly touched: { id: string; kind: number }[];
+  private readonly tables: [SortedStrings | null, SortedStrings | null];
+
+  constructor(
+    counts: DiffCounts,
+    merged: { kinds: Uint8Array; sides: Uint8Array; ranks: Uint32Array },
+    touched: { id: string; kind: number }[],
+    tables: [SortedStrings | null, SortedStrings | null],
+  ) {
+    this.counts = counts;
+    this.merged = merged;
+    this.touched = touched;
+    this.tables = tables;
+  }
+
+  private mergedId(i: number): string {
+    return stringAt(this.tables[this.merged.sides[i]!]!, this.merged.ranks[i]!);
+  }
+
+  /** The first position of each list whose id comes after `after`. */
+  private start(after: string | undefined): [number, number] {
+    if (after === undefined) return [0, 0];
+    const firstAfter = (n: number, idAt: (i: number) => string) => {
+      let lo = 0;
+      let hi = n;
+      while (lo < hi) {
+        const mid = (lo + hi) >>> 1;
+        if (compareCodePoints(idAt(mid), after) <= 0) lo = mid + 1;
+        else hi = mid;
+      }
+      return lo;
+    };
+    return [
+      firstAfter(this.merged.kinds.length, (i) => this.mergedId(i)),
+      firstAfter(this.touched.length, (i) => this.touched[i]!.id),
+    ];
+  }
+
+  page(after: string | undefined, limit: number): VersionDiffPage {
+    let [i, j] = this.start(after);
+    const changes: VersionDiffPage["changes"] = [];
+    const m = this.merged.kinds.length;
+    const t = this.touched.length;
+    while (changes.length < limit && (i < m || j < t)) {
+      const fromMerged = i < m && (j >= t || compareCodePoints(this.mergedId(i), this.touched[j]!.id) < 0);
+      if (fromMerged) {
+        changes.push({ id: this.mergedId(i), change: KINDS[this.merged.kinds[i]!]! });
+        i++;
+      } else {
+        const { id, kind } = this.touched[j++]!;
+        changes.push({ id, change: KINDS[kind]! });
+      }
+    }
+    const page: VersionDiffPage = { counts: { ...this.counts }, changes };
+    if ((i < m || j < t) && changes.length > 0) page.next = changes[changes.length - 1]!.id;
+    return page;
+  }
+}
+
+/**
+ * Computes what `version` changed relative to `base`. `own`: the ids a record change wrote, when
+ * `base` is its parent; those with the content they had are listed as `unchanged`.
+ */
+export async function computeDiff(base: DiffSide, version: DiffSide, own?: ReadonlySet<string>): Promise<VersionDiff> {
+  const counts: DiffCounts = { added: 0, updated: 0, deleted: 0, unchanged: 0 };
+  const touched: { id: string; kind: number }[] = [];
+  const merged = { kinds: [] as number[], sides: [] as number[], ranks: [] as number[] };
+  const pacer = new Pacer();
+
+  // The ids an overlay touched: compared record by record, whatever the segments hold.
+  const ids = new Set([...touchedBy(base.overlay), ...touchedBy(version.overlay)]);
+  for (const id of ids) {
+    const before = recordOf(base, id);
+    const after = recordOf(version, id);
+    let kind: number;
+    if (before === null && after === null) continue;
+    else if (before === null) kind = ADDED;
+    else if (after === null) kind = DELETED;
+    else kind = sameJson(before, after) ? UNCHANGED : UPDATED;
+    counts[KINDS[kind]!]++;
+    if (kind !== UNCHANGED || own?.has(id)) touched.push({ id, kind });
+  }
+  touched.sort((a, b) => compareCodePoints(a.id, b.id));
+
+  const target = version.segment;
+  if (target !== null && base.segment !== target) {
+    await mergeSegments(base, version, ids, counts, merged, pacer);
+  } else if (target !== null) {
+    // One segment under both: a record no overlay touched is the same record on both sides.
+    let touchedInSegment = 0;
+    for (const id of ids) if (target.findDoc(id) >= 0) touchedInSegment++;
+    counts.unchanged += target.docCount - touchedInSegment;
+  }
+  const tables: [SortedStrings | null, SortedStrings | null] = [target?.ids ?? null, base.segment?.ids ?? null];
+  return new VersionDiff(
+    counts,
+    {
+      kinds: Uint8Array.from(merged.kinds),
+      sides: Uint8Array.from(merged.sides),
+      ranks: Uint32Array.from(merged.ranks),
+    },
+    touched,
+    tables,
+  );
+}
+
+/** Walks both segments' id tables in step, skipping ids an overlay touched (compared already). */
+async function mergeSegments(
+  base: DiffSide,
+  version: DiffSide,
+  touched: Set<string>,
+  counts: DiffCounts,
+  merged: { kinds: number[]; sides: number[]; ranks: number[] },
+  pacer: Pacer,
+): Promise<void> {
+  const a = base.segment;
+  const b = version.segment!;
+  // The touched ids' positions in each table, so the merge skips them without making strings.
+  const skipA = new Set<number>();
+  const skipB = new Set<number>();
+  for (const id of touched) {
+    const key = Buffer.from(id, "utf8");
+    if (a !== null) {
+      const rank = a.ids.find(key);
+      if (rank >= 0) skipA.add(rank);
+    }
+    const rank = b.ids.find(key);
+    if (rank >= 0) skipB.add(rank);
+  }
+  const push = (kind: number, side: number, rank: number) => {
+    counts[KINDS[kind]!]++;
+    if (kind === UNCHANGED) return;
+    merged.kinds.push(kind);
+    merged.sides.push(side);
+    merged.ranks.push(rank);
+  };
+  const na = a?.ids.count ?? 0;
+  const nb = b.ids.count;
+  let i = 0;
+  let j = 0;
+  let steps = 0;
+  while (i < na || j < nb) {
+    if ((++steps & CHECK_EVERY) === 0 && pacer.due()) await pacer.pause();
+    const order = i >= na ? 1 : j >= nb ? -1 : compareAt(a!.ids, i, b.ids, j);
+    if (order < 0) {
+      if (!skipA.has(i)) push(DELETED, 1, i);
+      i++;
+    } else if (order > 0) {
+      if (!skipB.has(j)) push(ADDED, 0, j);
+      j++;
+    } else {
+      if (!skipA.has(i) && !skipB.has(j))
+        push(sameDocs(a!, a!.rankToDoc[i]!, b, b.rankToDoc[j]!) ? UNCHANGED : UPDATED, 0, j);
+      i++;
+      j++;
+    }
+  }
+}
+
+/** Whether two stored records are the same: equal JSON, or equal values in another key order. */
+function sameDocs(a: Segment, docA: number, b: Segment, docB: number): boolean {
+  const x = a.records.readJson(docA);
+  const y = b.records.readJson(docB);
+  return x === y || sameJson(JSON.parse(x), JSON.parse(y));
+}

@@ -1,0 +1,187 @@
+// Snapshots and truncation of the change log (docs/replication.md, Catch-up). Every so many
+// entries of an index, the node whose entry crossed the mark writes a snapshot of the index as it
+// stands at that position: the files of its majors (published once; a bulk major's upload is
+// reused), the record changes of its minors, and the replica's own record of it. The index's
+// entries behind both the snapshot and every live node's position are then removed from the log.
+// A node that finds entries of an index removed past its own position (it was down, or is new)
+// restores the index from the newest snapshot and replays the rest of the log.
+import type { VersionId } from "../domain/version-id.ts";
+import { minorOf } from "../domain/version-id.ts";
+import type { Logger } from "../log.ts";
+import type { ChangeLog } from "../ports/change-log.ts";
+import type { RecordChange, SearchEngine } from "../ports/engine.ts";
+import type { IndexReplica } from "./replica-state.ts";
+
+export interface SnapshotManifest {
+  index: string;
+  /** Every entry of the index up to this position is in the snapshot. */
+  seq: number;
+  at: number;
+  node: string;
+  replica: IndexReplica;
+  majors: { major: number; parent: VersionId | null; records: number; files: string }[];
+  changes: RecordChange[];
+}
+
+/** The newest snapshot of an index, and how far its entries have been removed from the log. */
+export interface SnapshotPointer {
+  manifest: string;
+  seq: number;
+  /** Entries of the index before this position may be gone from the log. */
+  truncatedBefore: number;
+}
+
+interface NodePosition {
+  node: string;
+  position: number;
+  at: number;
+}
+
+const pointerName = (index: string) => `snapshots/${index}/latest`;
+const POINTER_SUFFIX = "/latest";
+
+export class Snapshots {
+  private readonly log: ChangeLog;
+  private readonly engine: SearchEngine;
+  private readonly logger: Logger;
+  private readonly node: string;
+  readonly every: number;
+  private readonly goneAfterMs: number;
+
+  constructor(deps: {
+    log: ChangeLog;
+    engine: SearchEngine;
+    logger: Logger;
+    node: string;
+    every: number;
+    goneAfterMs: number;
+  }) {
+    this.log = deps.log;
+    this.engine = deps.engine;
+    this.logger = deps.logger;
+    this.node = deps.node;
+    this.every = deps.every;
+    this.goneAfterMs = deps.goneAfterMs;
+  }
+
+  /** How often a node says where it is: well within the time after which it counts as gone. */
+  get reportEveryMs(): number {
+    return Math.min(5_000, Math.floor(this.goneAfterMs / 3));
+  }
+
+  /** Tells the others how far this node has applied the log; truncation never passes it. */
+  async report(position: number): Promise<void> {
+    await this.log.putDoc(`nodes/${this.node}`, { node: this.node, position, at: Date.now() } satisfies NodePosition);
+  }
+
+  /**
+   * Writes a snapshot of the index as this node holds it now. The caller holds the index's chain
+   * (no entry of it is applied meanwhile) and passes the replica's record of it.
+   */
+  async take(index: string, replica: IndexReplica): Promise<SnapshotManifest> {
+    const seq = replica.last;
+    const previous = await this.pointer(index);
+    const reusable = new Map<number, string>();
+    if (previous) {
+      const old = await this.log.getDoc<SnapshotManifest>(previous.manifest);
+      for (const m of old?.majors ?? []) reusable.set(m.major, m.files);
+    }
+    const majors: SnapshotManifest["majors"] = [];
+    for (const v of await this.engine.versions(index)) {
+      if (minorOf(v.version) !== 0) continue;
+      const major = Number(v.version);
+      // A bulk major was published when it was built; a checkpoint is published here, once.
+      let files = reusable.get(major) ?? `segments/${index}/${major}`;
+      if ((await this.log.getDoc(`${files}/manifest`)) === null) {
+        files = `snapshots/${index}/${seq}/majors/${major}`;
+        await this.log.putFiles(files, await this.engine.segmentFiles!(index, major));
+      }
+      majors.push({ major, parent: v.parent, records: v.records, files });
+    }
+    const manifest: SnapshotManifest = {
+      index,
+      seq,
+      at: Date.now(),
+      node: this.node,
+      replica: structuredClone(replica),
+      majors,
+      changes: await this.engine.changes!(index),
+    };
+    await this.log.putDoc(`snapshots/${index}/${seq}/snapshot`, manifest);
+    return manifest;
+  }
+
+  /**
+   * Removes the index's entries that the snapshot holds and every live node has applied. The
+   * pointer is written first: a node that reads it restores from the snapshot even if the
+   * removal itself then fails, which is slower but loses nothing.
+   */
+  async truncate(index: string, snapshot: SnapshotManifest): Promise<number> {
+    const bound = (live: NodePosition[]) => Math.min(snapshot.seq + 1, ...live.map((p) => p.position + 1));
+    const said = bound(await this.livePositions());
+    await this.log.putDoc(pointerName(index), {
+      manifest: `snapshots/${index}/${snapshot.seq}/snapshot`,
+      seq: snapshot.seq,
+      truncatedBefore: said,
+    } satisfies SnapshotPointer);
+    // Asked again after the pointer is out: a node starting meanwhile either reported before this
+    // look (and is counted) or reads the pointer after it (and restores from the snapshot).
+    const live = await this.livePositions();
+    const before = Math.min(said, bound(live));
+    await this.log.truncate(index, before);
+    this.logger.info("truncated the change log of an index behind its snapshot", {
+      index,
+      snapshot: snapshot.seq,
+      before,
+      liveNodes: live.length,
+    });
+    return before;
+  }
+
+  /** Nodes that reported lately; one that has not is gone and will restore from a snapshot. */
+  private async livePositions(): Promise<NodePosition[]> {
+    const since = Date.now() - this.goneAfterMs;
+    const positions: NodePosition[] = [];
+    for (const name of await this.log.listDocs("nodes/")) {
+      const p = await this.log.getDoc<NodePosition>(name);
+      if (p !== null && p.at >= since) positions.push(p);
+    }
+    return positions;
+  }
+
+  async pointer(index: string): Promise<SnapshotPointer | null> {
+    return this.log.getDoc<SnapshotPointer>(pointerName(index));
+  }
+
+  /** Every index that has a snapshot, with its pointer. */
+  async pointers(): Promise<Map<string, SnapshotPointer>> {
+    const found = new Map<string, SnapshotPointer>();
+    for (const name of await this.log.listDocs("snapshots/")) {
+      if (!name.endsWith(POINTER_SUFFIX)) continue;
+      const index = name.slice("snapshots/".length, -POINTER_SUFFIX.length);
+      const pointer = await this.log.getDoc<SnapshotPointer>(name);
+      if (pointer !== null) found.set(index, pointer);
+    }
+    return found;
+  }
+
+  /**
+   * Replaces the engine's copy of the index with the snapshot; resolves with the replica's record
+   * of it as of the snapshot. The caller holds the index's chain.
+   */
+  async restore(index: string, pointer: SnapshotPointer): Promise<SnapshotManifest> {
+    const manifest = await this.log.getDoc<SnapshotManifest>(pointer.manifest);
+    if (manifest === null) throw new Error(`snapshot ${pointer.manifest} is missing from the object store`);
+    await this.engine.dropIndex(index);
+    await this.engine.createIndex(index);
+    for (const m of manifest.majors) {
+      await this.engine.importMajor!(index, { major: m.major, parent: m.parent, records: m.records }, (dir) =>
+        this.log.getFiles(m.files, dir).then(() => undefined),
+      );
+    }
+    for (const change of manifest.changes) await this.engine.applyChange(index, change);
+    const active = manifest.replica.active;
+    if (active !== undefined && (await this.engine.has!(index, active))) await this.engine.activate(index, active);
+    return manifest;
+  }
+}

@@ -1,0 +1,81 @@
+// How far this node trails on each of a tenant's indexes (docs/replication.md, Health): what
+// GET /v1/regions reports per region to a caller who may read the catalog. Against the shared
+// store's active version, which every node records with the log position that set it.
+import { and, asc, count, eq, gt, lte, max, ne, or, sql } from "drizzle-orm";
+import { parseVersion, type VersionId } from "../domain/version-id.ts";
+import type { Db } from "../store/open.ts";
+import { indexes, versions } from "../store/schema.ts";
+
+export interface IndexLag {
+  indexName: string;
+  activeVersion: string;
+  behindVersions: number;
+  lagMs: number;
+}
+
+/** What the replica knows of an index here (absent without replication). */
+export interface AppliedView {
+  active(indexId: string): VersionId | undefined;
+  /** Log position of the newest entry of the index processed here (0: none). */
+  appliedSeq(indexId: string): number;
+}
+
+/** A tenant with more indexes is shown its first ones by name. */
+const MAX_INDEXES = 100;
+
+export class RegionLagService {
+  private readonly db: Db;
+  private readonly applied: AppliedView | undefined;
+  private readonly now: () => number;
+
+  constructor(db: Db, applied: AppliedView | undefined, now: () => number = Date.now) {
+    this.db = db;
+    this.applied = applied;
+    this.now = now;
+  }
+
+  async forTenant(tenantId: string): Promise<IndexLag[]> {
+    const rows = await this.db
+      .select({ id: indexes.id, name: indexes.name, active: indexes.activeVersion, logSeq: indexes.logSeq })
+      .from(indexes)
+      .where(eq(indexes.tenantId, tenantId))
+      .orderBy(asc(indexes.name))
+      .limit(MAX_INDEXES);
+    return Promise.all(
+      rows.map(async (row): Promise<IndexLag> => {
+        if (this.applied === undefined) {
+          return { indexName: row.name, activeVersion: row.active, behindVersions: 0, lagMs: 0 };
+        }
+        const local = this.applied.active(row.id) ?? "0";
+        if (this.applied.appliedSeq(row.id) >= row.logSeq || local === row.active) {
+          return { indexName: row.name, activeVersion: local, behindVersions: 0, lagMs: 0 };
+        }
+        return { indexName: row.name, activeVersion: local, ...(await this.between(row.id, local, row.active)) };
+      }),
+    );
+  }
+
+  /** Versions after `local` up to `live` (at least one: a roll back the node has not applied), and since when. */
+  private async between(indexId: string, local: VersionId, live: VersionId) {
+    const from = parseVersion(local);
+    const to = parseVersion(live);
+    const after = or(
+      gt(versions.major, from.major),
+      and(eq(versions.major, from.major), gt(versions.minor, from.minor)),
+    );
+    const upTo = or(
+      sql`${versions.major} < ${to.major}`,
+      and(eq(versions.major, to.major), lte(versions.minor, to.minor)),
+    );
+    const [row] = await this.db
+      .select({ n: count(), newest: max(versions.createdAt) })
+      .from(versions)
+      .where(and(eq(versions.indexId, indexId), ne(versions.state, "dropped"), after, upTo));
+    const [liveRow] = await this.db
+      .select({ at: versions.createdAt })
+      .from(versions)
+      .where(and(eq(versions.indexId, indexId), eq(versions.version, live)));
+    const since = row?.newest ?? liveRow?.at ?? this.now();
+    return { behindVersions: Math.max(1, Number(row?.n ?? 0)), lagMs: Math.max(0, this.now() - Number(since)) };
+  }
+}

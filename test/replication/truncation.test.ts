@@ -1,0 +1,113 @@
+// Catch-up past a truncated log (docs/replication.md, Catch-up): every 10 entries of an index the
+// node that wrote the tenth snapshots the index and removes its entries behind the snapshot and
+// every live node's position. A region down longer than SIFT_REPLICATION_NODE_GONE_MS no longer
+// holds that back; when it returns, the log no longer has what it missed, and it restores the
+// index from the snapshot, then replays the rest: every acknowledged write is there afterwards.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { RATE_LIMITS_OFF } from "../support/limits.ts";
+import { type Regions, regionsAvailable, startRegions } from "../support/regions.ts";
+
+/** The first position the log still holds, as the NATS servers report it. */
+async function firstSeq(r: Regions): Promise<number> {
+  const jsz = await fetch(`${r.nats.servers[0]!.monitor}/jsz?streams=true`).then((reply) => reply.json());
+  const stream = jsz.account_details
+    .flatMap((a: { stream_detail?: unknown[] }) => a.stream_detail ?? [])
+    .find((s: { name: string }) => s.name === "SIFT");
+  return stream.state.first_seq as number;
+}
+
+async function lastSeq(r: Regions): Promise<number> {
+  const jsz = await fetch(`${r.nats.servers[0]!.monitor}/jsz?streams=true`).then((reply) => reply.json());
+  const stream = jsz.account_details
+    .flatMap((a: { stream_detail?: unknown[] }) => a.stream_detail ?? [])
+    .find((s: { name: string }) => s.name === "SIFT");
+  return stream.state.last_seq as number;
+}
+
+describe.skipIf(!regionsAvailable)("a region that returns after the log was truncated", () => {
+  let r: Regions;
+  beforeAll(async () => {
+    r = await startRegions(["frankfurt", "london", "newark"], {
+      ...RATE_LIMITS_OFF,
+      SIFT_REPLICATION_SNAPSHOT_EVERY: "10",
+      SIFT_REPLICATION_NODE_GONE_MS: "1500",
+    });
+  }, 120_000);
+  afterAll(() => r?.stop());
+
+  it("restores the index from the newest snapshot and has every acknowledged write", async () => {
+    // A bulk major (published when built), then record changes on top of it.
+    const started = await r.http(0).post("/v1/uploads/start", { indexName: r.index });
+    const csv = ["id,title", ...Array.from({ length: 200 }, (_, i) => `bulk-${i},Bulk lamp ${i}`)].join("\n");
+    expect((await fetch(started.body.uploadUrl, { method: "PUT", body: csv })).status).toBe(200);
+    const { indexVersion } = started.body as { indexVersion: string };
+    expect((await r.http(0).post("/v1/uploads/complete", { indexName: r.index, indexVersion })).status).toBe(200);
+    await expect
+      .poll(async () => (await r.http(0).get(`/v1/uploads/${r.index}/${indexVersion}`)).body.state, { timeout: 30_000 })
+      .toBe("succeeded");
+    for (let i = 0; i < 3; i++) {
+      expect((await r.http(1).put(`/v1/indexes/${r.index}/records/before-${i}`, { title: `Before ${i}` })).status).toBe(
+        200,
+      );
+    }
+    const down = r.nodes[2]!;
+    await down.kill("SIGKILL");
+    const heldAtKill = await lastSeq(r);
+    // Long enough for the other regions to count it as gone.
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+
+    const acknowledged = new Map<string, string>();
+    let newest = "";
+    for (let i = 0; i < 35; i++) {
+      const put = await r.http(i % 2).put(`/v1/indexes/${r.index}/records/away-${i}`, { title: `Away lantern ${i}` });
+      expect(put.status, put.text).toBe(200);
+      acknowledged.set(`away-${i}`, `Away lantern ${i}`);
+      newest = put.body.indexVersion;
+    }
+    // A checkpoint while it is away: its major is published by the next snapshot.
+    const coalesced = await r.http(0).post(`/v1/indexes/${r.index}/coalesce`, {});
+    expect(coalesced.status, coalesced.text).toBe(200);
+    for (let i = 0; i < 12; i++) {
+      const put = await r.http(0).put(`/v1/indexes/${r.index}/records/after-${i}`, { title: `After checkpoint ${i}` });
+      expect(put.status, put.text).toBe(200);
+      acknowledged.set(`after-${i}`, `After checkpoint ${i}`);
+      newest = put.body.indexVersion;
+    }
+    const deleted = await r.http(1).delete(`/v1/indexes/${r.index}/records/bulk-7`);
+    expect(deleted.status, deleted.text).toBe(200);
+    newest = deleted.body.indexVersion;
+
+    // The log no longer holds what the region missed.
+    await expect.poll(() => firstSeq(r), { timeout: 20_000 }).toBeGreaterThan(heldAtKill + 1);
+
+    await down.start();
+    // It answers at once and says it is catching up until it has restored and replayed.
+    await expect
+      .poll(async () => (await fetch(`${down.url}/readyz`).then((reply) => reply.json())).replication?.caughtUp, {
+        timeout: 60_000,
+      })
+      .toBe(true);
+    expect(down.output()).toMatch(/restored an index from its snapshot/);
+    const back = r.http(2);
+    const missing: string[] = [];
+    for (const [id, title] of acknowledged) {
+      const read = await back.get(`/v1/indexes/${r.index}/records/${id}?minVersion=${newest}`);
+      if (read.status !== 200 || read.body.title !== title) missing.push(`${id}: ${read.status}`);
+    }
+    expect(missing).toEqual([]);
+    expect((await back.get(`/v1/indexes/${r.index}/records/bulk-7?minVersion=${newest}`)).status).toBe(404);
+    expect((await back.get(`/v1/indexes/${r.index}/records/before-2`)).body.title).toBe("Before 2");
+    // The same index in both regions: record count and versions.
+    const count = async (node: number) => (await r.http(node).get(`/v1/indexes/${r.index}`)).body.records;
+    expect(await count(2)).toBe(await count(0));
+    const versions = async (node: number) =>
+      (await r.http(node).get(`/v1/indexes/${r.index}/versions`)).body.versions.map(
+        (v: { version: string }) => v.version,
+      );
+    expect(await versions(2)).toEqual(await versions(0));
+    // And it goes on replicating like the others.
+    const later = await r.http(0).put(`/v1/indexes/${r.index}/records/later`, { title: "Later" });
+    const read = await back.get(`/v1/indexes/${r.index}/records/later?minVersion=${later.body.indexVersion}`);
+    expect(read.status, read.text).toBe(200);
+  }, 180_000);
+});
