@@ -110,7 +110,12 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
     await engine.open();
     if (config.nats) {
       const { openNatsLog } = await import("./replication/nats/nats-log.ts");
-      changeLog = await openNatsLog({ ...config.nats, log, name: `sift ${config.nodeId}` });
+      changeLog = await openNatsLog({
+        ...config.nats,
+        log,
+        name: `sift ${config.nodeId}`,
+        stagingDir: join(config.dataDir, "prefetch"),
+      });
     }
   } catch (error) {
     await store?.close();

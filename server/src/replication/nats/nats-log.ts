@@ -4,7 +4,7 @@
 // acknowledgement comes once the stream's replicas have a quorum, which is the durability a write
 // waits for.
 import { createReadStream, createWriteStream } from "node:fs";
-import { mkdir, open, stat, truncate } from "node:fs/promises";
+import { mkdir, open, rename, rm, stat, truncate } from "node:fs/promises";
 import { join } from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
@@ -35,7 +35,24 @@ export interface NatsLogOptions {
   log: Logger;
   /** Names the connection in the server's monitoring. */
   name: string;
+  /**
+   * Where segment files announced by another node are fetched while it is still publishing
+   * them (see prefetch); without it they are fetched when the log entry arrives.
+   */
+  stagingDir?: string;
 }
+
+/** Another node is publishing these files: fetch each part as soon as it is complete. */
+interface Announcement {
+  name: string;
+  files: ManifestFile[];
+  from: string;
+}
+
+const PREFETCH_SUBJECT = "sift.prefetch";
+/** A prefetch waits this long for a part to appear, and its files are kept this long unclaimed. */
+const PREFETCH_WAIT_MS = 5 * 60_000;
+const PREFETCH_KEEP_MS = 15 * 60_000;
 
 /** An entry too large for one message travels through the object store; the log holds this. */
 interface EntryRef {
@@ -97,6 +114,8 @@ export async function openNatsLog(options: NatsLogOptions): Promise<ChangeLog> {
     replicas: options.replicas,
     description: "Sift segment files and large log entries",
   });
+  // Whatever an earlier run fetched ahead and never used.
+  if (options.stagingDir !== undefined) await rm(options.stagingDir, { recursive: true, force: true });
   return new NatsLog(nc, jsm, js, files, options);
 }
 
@@ -144,6 +163,10 @@ class NatsLog implements ChangeLog {
   private readonly js: JetStreamClient;
   private readonly files: ObjectStore;
   private readonly options: NatsLogOptions;
+  /** Tells this node's own announcements from others'. */
+  private readonly instance = randomUUID();
+  /** Segments being fetched ahead of their log entry: resolves with the staging folder, or null. */
+  private readonly prefetches = new Map<string, Promise<string | null>>();
 
   constructor(
     nc: NatsConnection,
@@ -159,6 +182,83 @@ class NatsLog implements ChangeLog {
     this.options = options;
     // Headroom for the headers of the message.
     this.maxPayload = Math.max(1024, nc.info?.max_payload ?? 1024 * 1024) - 4096;
+    if (options.stagingDir !== undefined) {
+      nc.subscribe(PREFETCH_SUBJECT, {
+        callback: (error, message) => {
+          if (error === null) this.prefetch(JSON.parse(message.string()) as Announcement);
+        },
+      });
+    }
+  }
+
+  /**
+   * Starts fetching the parts of a segment another node has begun to publish, each as soon as it
+   * is complete, so that the download overlaps the upload instead of following it. Best effort:
+   * getFiles falls back to fetching whatever a failed prefetch did not deliver.
+   */
+  private prefetch(announced: Announcement): void {
+    const staging = this.options.stagingDir;
+    if (staging === undefined || announced.from === this.instance || this.prefetches.has(announced.name)) return;
+    const dir = join(staging, encodeURIComponent(announced.name));
+    const job = (async () => {
+      await mkdir(dir, { recursive: true });
+      const deadline = Date.now() + PREFETCH_WAIT_MS;
+      await runLimited(
+        await this.partJobs(announced.name, announced.files, dir, async (part) => {
+          while ((await this.files.info(part)) === null) {
+            if (Date.now() > deadline) throw new Error(`part ${part} was never published`);
+            await new Promise((resolve) => setTimeout(resolve, 100));
+          }
+        }),
+        PARTS_AT_ONCE,
+      );
+      return dir;
+    })().catch((error: Error) => {
+      this.options.log.warn("fetching a segment ahead of its log entry failed; it is fetched with the entry", {
+        segment: announced.name,
+        error: error.message,
+      });
+      return null;
+    });
+    this.prefetches.set(announced.name, job);
+    setTimeout(() => {
+      if (this.prefetches.get(announced.name) !== job) return;
+      this.prefetches.delete(announced.name);
+      // biome-ignore lint/plugin: an unclaimed prefetch folder left behind is removed at the next start.
+      void rm(dir, { recursive: true, force: true }).catch(() => undefined);
+    }, PREFETCH_KEEP_MS).unref();
+  }
+
+  /** One job per part of each file: fetched (once `ready` says so) into the file at its offset. */
+  private async partJobs(
+    name: string,
+    files: ManifestFile[],
+    dir: string,
+    ready: (part: string) => Promise<void> = async () => {},
+  ): Promise<(() => Promise<void>)[]> {
+    const jobs: (() => Promise<void>)[] = [];
+    for (const f of files) {
+      const path = join(dir, f.name);
+      // Sized first: the parts are written into it at their offsets, side by side.
+      await (await open(path, "w")).close();
+      if (f.size !== undefined) await truncate(path, f.size);
+      for (let part = 0; part < (f.parts ?? 1); part++) {
+        const object = f.parts === undefined ? `${name}/${f.name}` : partName(name, f.name, part);
+        jobs.push(async () => {
+          await ready(object);
+          const result = await this.files.get(object);
+          if (result === null) throw new Error(`file ${f.name} of segment ${name} is missing from the object store`);
+          const source = Readable.fromWeb(result.data as import("node:stream/web").ReadableStream<Uint8Array>);
+          const target = createWriteStream(path, { flags: "r+", start: part * PART_BYTES });
+          await (f.encoding === "zstd"
+            ? pipeline(source, zlib.createZstdDecompress(), target)
+            : pipeline(source, target));
+          const error = await result.error;
+          if (error) throw error;
+        });
+      }
+    }
+    return jobs;
   }
 
   async append(entry: LogEntry, expectedLast: number | undefined): Promise<number> {
@@ -278,6 +378,10 @@ class NatsLog implements ChangeLog {
         });
       }
     }
+    // The other nodes start fetching a new major's parts as they appear (prefetch), not after its
+    // log entry; a snapshot's files are fetched only by a node that restores it.
+    if (name.startsWith("segments/"))
+      this.nc.publish(PREFETCH_SUBJECT, JSON.stringify({ name, files, from: this.instance } satisfies Announcement));
     await runLimited(jobs, PARTS_AT_ONCE);
     // Written last: a reader that finds the manifest finds every part it names.
     await this.files.putBlob({ name: `${name}/manifest` }, Buffer.from(JSON.stringify({ files } satisfies Manifest)));
@@ -287,29 +391,14 @@ class NatsLog implements ChangeLog {
     const files = await this.manifest(name);
     if (files === null) throw new Error(`segment ${name} is missing from the object store`);
     await mkdir(dir, { recursive: true });
-    const jobs: (() => Promise<void>)[] = [];
-    for (const f of files) {
-      const path = join(dir, f.name);
-      // Sized first: the parts are written into it at their offsets, side by side.
-      await (await open(path, "w")).close();
-      if (f.size !== undefined) await truncate(path, f.size);
-      for (let part = 0; part < (f.parts ?? 1); part++) {
-        jobs.push(async () => {
-          const result = await this.files.get(
-            f.parts === undefined ? `${name}/${f.name}` : partName(name, f.name, part),
-          );
-          if (result === null) throw new Error(`file ${f.name} of segment ${name} is missing from the object store`);
-          const source = Readable.fromWeb(result.data as import("node:stream/web").ReadableStream<Uint8Array>);
-          const target = createWriteStream(path, { flags: "r+", start: part * PART_BYTES });
-          await (f.encoding === "zstd"
-            ? pipeline(source, zlib.createZstdDecompress(), target)
-            : pipeline(source, target));
-          const error = await result.error;
-          if (error) throw error;
-        });
-      }
+    const staged = await this.prefetches.get(name);
+    this.prefetches.delete(name);
+    if (staged) {
+      for (const f of files) await rename(join(staged, f.name), join(dir, f.name));
+      await rm(staged, { recursive: true, force: true });
+    } else {
+      await runLimited(await this.partJobs(name, files, dir), PARTS_AT_ONCE);
     }
-    await runLimited(jobs, PARTS_AT_ONCE);
     for (const f of files) {
       // On disk before the engine's catalog names the segment, as a segment built here is.
       const handle = await open(join(dir, f.name), "r");
