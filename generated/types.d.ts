@@ -2348,6 +2348,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), a signed URL is invalid or expired, or a tenant quota would be exceeded (`QUOTA_EXCEEDED`, `errors` naming the quota). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The resource does not exist, or belongs to another tenant. */
             404: {
                 headers: {
@@ -2430,6 +2439,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), a signed URL is invalid or expired, or a tenant quota would be exceeded (`QUOTA_EXCEEDED`, `errors` naming the quota). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The resource does not exist, or belongs to another tenant. */
             404: {
                 headers: {
@@ -2496,6 +2514,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["OAuthProviderList"];
+                };
+            };
+            /** @description The credential is valid but may not do this (for example a cross-site cookie write, or an API key restricted to other indexes or origins), a signed URL is invalid or expired, or a tenant quota would be exceeded (`QUOTA_EXCEEDED`, `errors` naming the quota). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /**

@@ -253,3 +253,22 @@ describe("the multi-search body: its searches fail one by one", () => {
     for (const p of get) expect(strip(item.properties[p.name]), p.name).toEqual(strip(p.schema));
   });
 });
+
+describe("the contract and the Host check", () => {
+  test("every operation declares the 403 the Host check answers, except the probes it exempts", async () => {
+    const { createRequire } = await import("node:module");
+    const { readFileSync } = await import("node:fs");
+    const path = createRequire(import.meta.url).resolve("@sift/contract/openapi.json");
+    const document = JSON.parse(readFileSync(path, "utf8")) as {
+      paths: Record<string, Record<string, { operationId?: string; responses?: Record<string, unknown> }>>;
+    };
+    const without: string[] = [];
+    for (const operations of Object.values(document.paths)) {
+      for (const operation of Object.values(operations)) {
+        if (operation.responses && !operation.responses["403"]) without.push(operation.operationId ?? "?");
+      }
+    }
+    // /healthz and /readyz answer any Host: load balancers probe them by address.
+    expect(without.sort()).toEqual(["Health_live", "Health_ready"]);
+  });
+});
