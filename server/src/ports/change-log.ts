@@ -10,6 +10,11 @@ export type LogOp =
   | { op: "drop-index" }
   /** A record change: a new minor version (a purge's audit version too). */
   | { op: "change"; change: RecordChange }
+  /**
+   * Record changes queued on one index, each on the one before (group commit): one entry, one
+   * decision, each change still its own minor version.
+   */
+  | { op: "changes"; changes: RecordChange[] }
   /** A bulk major, built once by the node that ingested it and published as segment files. */
   | { op: "bulk"; major: number; records: number; files: string }
   /** A checkpoint of `from` as a new major; each node writes it from the same version. */

@@ -8,7 +8,7 @@ import { UnavailableError } from "../domain/errors.ts";
 import { formatVersion, majorOf, minorOf, type VersionId } from "../domain/version-id.ts";
 import type { Logger } from "../log.ts";
 import { type AppliedEntry, type ChangeLog, type LogEntry, type LogOp, StaleAppendError } from "../ports/change-log.ts";
-import type { SearchEngine } from "../ports/engine.ts";
+import type { RecordChange, SearchEngine } from "../ports/engine.ts";
 import { IndexLocks } from "../services/versions/lock.ts";
 import type { Db } from "../store/open.ts";
 import { ReplicaState } from "./replica-state.ts";
@@ -434,6 +434,22 @@ export class Replica {
           (!activate || parent === r?.active)
         );
       }
+      case "changes": {
+        // The first builds on what is there as a single change would; each next on the one before.
+        const [first, ...rest] = entry.changes;
+        if (first === undefined) return false;
+        const major = majorOf(first.version);
+        if (!has(first.parent) || has(first.version)) return false;
+        if (minorOf(first.version) !== (r?.maxMinor[major] ?? 0) + 1) return false;
+        if (first.activate && first.parent !== r?.active) return false;
+        let previous = first;
+        for (const change of rest) {
+          if (change.parent !== previous.version || majorOf(change.version) !== major) return false;
+          if (minorOf(change.version) !== minorOf(previous.version) + 1) return false;
+          previous = change;
+        }
+        return true;
+      }
       case "checkpoint":
         return entry.from === r?.active && !has(formatVersion(entry.major));
       case "activate":
@@ -474,9 +490,15 @@ export class Replica {
       case "change": {
         const { change } = entry;
         if (!(await this.engineHas(entry.index, change.version))) await engine.applyChange(entry.index, change);
-        await this.recordChangeRow(entry, change.version);
+        await this.recordChangeRow(entry, change);
         return undefined;
       }
+      case "changes":
+        for (const change of entry.changes) {
+          if (!(await this.engineHas(entry.index, change.version))) await engine.applyChange(entry.index, change);
+          await this.recordChangeRow(entry, change);
+        }
+        return undefined;
       case "bulk":
         if (!(await this.engineHas(entry.index, formatVersion(entry.major)))) {
           await engine.importMajor!(entry.index, { major: entry.major, parent: null, records: entry.records }, (dir) =>
@@ -507,8 +529,8 @@ export class Replica {
    * A change's row in the shared store, in case its writer died before it recorded it: in the
    * background, batched (its writer records it before answering).
    */
-  private async recordChangeRow(entry: LogEntry & { op: "change" }, version: VersionId): Promise<void> {
-    const { change } = entry;
+  private async recordChangeRow(entry: LogEntry, change: RecordChange): Promise<void> {
+    const version = change.version;
     this.backfill.addRow({
       indexId: entry.index,
       version,
@@ -544,6 +566,13 @@ export class Replica {
         this.state.noteVersion(entry.index, entry.change.version);
         r.newest = entry.change.version;
         if (entry.change.activate) activated = entry.change.version;
+        break;
+      case "changes":
+        for (const change of entry.changes) {
+          this.state.noteVersion(entry.index, change.version);
+          r.newest = change.version;
+          if (change.activate) activated = change.version;
+        }
         break;
       case "bulk":
       case "checkpoint":

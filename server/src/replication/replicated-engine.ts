@@ -86,6 +86,10 @@ class ReplicatedEngine implements SearchEngine {
     await this.replica.commit({ op: "change", index: indexKey, change });
   }
 
+  async applyChanges(indexKey: string, changes: RecordChange[]): Promise<void> {
+    await this.replica.commit({ op: "changes", index: indexKey, changes });
+  }
+
   async checkpoint(indexKey: string, from: VersionId, major: number): Promise<{ records: number }> {
     return (await this.replica.commit({ op: "checkpoint", index: indexKey, from, major })) as { records: number };
   }

@@ -14,6 +14,8 @@ const columns = sql.raw(
   "index_id, version, major, minor, parent, kind, state, records, created_at, purged_record_id, purged_by",
 );
 
+const compare = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
 /** Backups pending while the store is unreachable beyond this are dropped (their writers recorded them). */
 const MAX_PENDING_ROWS = 100_000;
 
@@ -74,8 +76,12 @@ export class StoreBackfill {
   }
 
   private async write(): Promise<void> {
-    const rows = [...this.rows.values()];
-    const active = [...this.active.entries()];
+    // In one order everywhere (index, then version): every node's batch and every writer insert
+    // overlapping rows, and statements that take the same row locks in different orders deadlock.
+    const rows = [...this.rows.values()].sort(
+      (a, b) => compare(a.indexId, b.indexId) || a.major - b.major || a.minor - b.minor,
+    );
+    const active = [...this.active.entries()].sort(([a], [b]) => compare(a, b));
     this.rows = new Map();
     this.active = new Map();
     try {
@@ -94,18 +100,15 @@ export class StoreBackfill {
           sql`insert into ${versions} (${columns}) select ${columns}
             from (values ${values}) as v(${columns})
             where exists (select 1 from ${indexes} i where i.id = v.index_id)
+            order by index_id, major, minor
             on conflict do nothing`,
         );
       }
-      if (active.length) {
-        const values = sql.join(
-          active.map(([id, a]) => sql`(${id}, ${a.version}, ${a.seq}::bigint)`),
-          sql`, `,
-        );
+      // One row per statement: a join would lock the rows in whatever order it picks.
+      for (const [id, a] of active) {
         await this.db.execute(
-          sql`update ${indexes} set active_version = a.version, log_seq = a.seq
-            from (values ${values}) as a(id, version, seq)
-            where ${indexes}.id = a.id and ${indexes}.log_seq < a.seq`,
+          sql`update ${indexes} set active_version = ${a.version}, log_seq = ${a.seq}::bigint
+            where id = ${id} and log_seq < ${a.seq}::bigint`,
         );
       }
     } catch (error) {

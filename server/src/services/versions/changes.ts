@@ -1,14 +1,14 @@
 // Record changes (docs/versions.md): each one becomes `<major of active>.<next minor>` and is made
 // active in the same step, so the next search sees it. A major with enough changes on top is
 // checkpointed in the background.
-import { and, eq, max, type SQL, sql } from "drizzle-orm";
 import { NotFoundError, QuotaExceededError } from "../../domain/errors.ts";
 import { formatVersion, majorOf, minorOf, type VersionId } from "../../domain/version-id.ts";
 import type { SearchRecord } from "../../ports/engine.ts";
-import { indexes, tombstones, versions } from "../../store/schema.ts";
 import type { Db } from "../../store/open.ts";
 import type { IndexRef } from "../catalog.ts";
 import { coalesce } from "./coalesce.ts";
+import { type ChangeRow, lastMinor, parentFacts, recordChanges, tombstonesToCarry } from "./change-rows.ts";
+import { groupWrite } from "./group-commit.ts";
 import type { VersionContext } from "./context.ts";
 import { retainAfterNewMajor } from "./retention.ts";
 import { liveVersion, rethrowUnlessDeleted } from "./rows.ts";
@@ -23,8 +23,15 @@ export async function applyRecordChange(
   change: { upserts?: SearchRecord[]; deletes?: string[] },
 ): Promise<VersionId> {
   let stored: Promise<void> | undefined;
-  const version = await ctx.locks
-    .run(ref.id, () => writeChange(ctx, ref, change, (p) => (stored = p)))
+  // With replication, the writes queued on the index go into the log together (group-commit.ts).
+  const written =
+    ctx.replica && ctx.engine.applyChanges
+      ? groupWrite(ctx, ref, change).then((w) => {
+          stored = w.stored;
+          return w.version;
+        })
+      : ctx.locks.run(ref.id, () => writeChange(ctx, ref, change, (p) => (stored = p)));
+  const version = await written
     // An index deleted while the write waited or ran is a 404, not a failure of the server.
     .catch((error: unknown) => rethrowUnlessDeleted(ctx.db, ref.id, error));
   // Acknowledged once the store has its row and tombstones, written after the lock is free.
@@ -117,100 +124,9 @@ export async function writeChange(
   return version;
 }
 
-/**
- * Records a change in the store in one statement (one round trip, atomic like a transaction):
- * its version row, the index's active version, and the tombstones (rewritten ids lose theirs,
- * deleted and purged ids get one: docs/versions.md). It took five round trips before (begin,
- * three statements, commit), all of them on the index's serial write path.
- */
-async function recordChange(
-  db: Db,
-  c: {
-    indexId: string;
-    version: VersionId;
-    parent: VersionId;
-    kind: "change" | "purge";
-    records: number;
-    createdAt: number;
-    purgedRecordId: string | null;
-    purgedBy: string | null;
-    activate: boolean;
-    /** With replication a replica may have recorded the row already. */
-    ifAbsent: boolean;
-    rewritten: string[];
-    deleted: string[];
-  },
-): Promise<void> {
-  const parts: SQL[] = [
-    sql`_v as (insert into ${versions} (index_id, version, major, minor, parent, kind, state, records, created_at, purged_record_id, purged_by)
-      values (${c.indexId}, ${c.version}, ${majorOf(c.version)}, ${minorOf(c.version)}, ${c.parent}, ${c.kind}, 'ready',
-        ${c.records}, ${c.createdAt}, ${c.purgedRecordId}, ${c.purgedBy})
-      ${c.ifAbsent ? sql`on conflict do nothing` : sql``} returning 1)`,
-  ];
-  if (c.activate) {
-    parts.push(sql`_a as (update ${indexes} set active_version = ${c.version} where id = ${c.indexId} returning 1)`);
-  }
-  // One statement must not change a row twice: an id both rewritten and deleted is deleted.
-  const deleted = [...new Set(c.deleted)];
-  const rewritten = c.rewritten.filter((id) => !deleted.includes(id));
-  if (rewritten.length) {
-    const ids = sql.join(
-      rewritten.map((id) => sql`${id}`),
-      sql`, `,
-    );
-    parts.push(
-      sql`_r as (delete from ${tombstones} where index_id = ${c.indexId} and record_id in (${ids}) returning 1)`,
-    );
-  }
-  if (deleted.length) {
-    const rows = sql.join(
-      deleted.map((id) => sql`(${c.indexId}, ${id}, ${c.version}, ${c.createdAt})`),
-      sql`, `,
-    );
-    parts.push(
-      sql`_d as (insert into ${tombstones} (index_id, record_id, version, created_at) values ${rows}
-        on conflict (index_id, record_id) do update set version = excluded.version, created_at = excluded.created_at
-        returning 1)`,
-    );
-  }
-  await db.execute(sql`with ${sql.join(parts, sql`, `)} select 1`);
-}
-
-/**
- * What a write needs to know of its parent, in one round trip: its record count (for the quota)
- * and the ids of tombstones newer than it (for tombstonesToCarry). Nothing when the store has no
- * row for it (an empty index's version 0).
- */
-async function parentFacts(
-  db: Db,
-  indexId: string,
-  parent: VersionId,
-): Promise<{ records: number | undefined; newer: string[] }> {
-  const [row] = await db
-    .select({
-      records: versions.records,
-      // Qualified by hand: drizzle names the outer columns unqualified, which inside the
-      // subquery would mean the tombstone's own.
-      newer: sql<unknown>`(select coalesce(json_agg(t.record_id), '[]'::json) from ${tombstones} t
-        where t.index_id = ${versions}.index_id and t.created_at > ${versions}.created_at)`,
-    })
-    .from(versions)
-    .where(and(eq(versions.indexId, indexId), eq(versions.version, parent)))
-    .limit(1);
-  if (!row) return { records: undefined, newer: [] };
-  // Drivers differ: one parses json, another may hand it over as text.
-  const newer = (typeof row.newer === "string" ? JSON.parse(row.newer) : row.newer) as string[];
-  return { records: row.records ?? undefined, newer };
-}
-
-/** The highest minor of a major: from the store, or with replication from what this node applied. */
-async function lastMinor(ctx: VersionContext, indexId: string, major: number): Promise<number> {
-  if (ctx.replica) return ctx.replica.maxMinor(indexId, major);
-  const [last] = await ctx.db
-    .select({ minor: max(versions.minor) })
-    .from(versions)
-    .where(and(eq(versions.indexId, indexId), eq(versions.major, major)));
-  return last?.minor ?? 0;
+/** Records one change in the store (see recordChanges). */
+function recordChange(db: Db, c: ChangeRow & { activate: boolean; ifAbsent: boolean }): Promise<void> {
+  return recordChanges(db, [c], c);
 }
 
 /**
@@ -264,24 +180,4 @@ async function checkRecordQuota(
       `index "${ref.name}" holds ${held} records, its quota: delete records to add others, or replace existing ones`,
     );
   }
-}
-
-/**
- * A delete must outlive branching (docs/versions.md, tombstones): when the parent was created
- * before some delete that happened elsewhere, the ids that delete removed but the parent still
- * holds are deleted again in the new version.
- */
-async function tombstonesToCarry(
-  ctx: VersionContext,
-  indexId: string,
-  parent: VersionId,
-  newer: string[],
-  upserts: SearchRecord[],
-): Promise<string[]> {
-  const rewritten = new Set(upserts.map((r) => r.id));
-  const carried: string[] = [];
-  for (const recordId of newer) {
-    if (!rewritten.has(recordId) && (await ctx.engine.get(indexId, parent, recordId))) carried.push(recordId);
-  }
-  return carried;
 }

@@ -1,0 +1,158 @@
+// What a record change reads and writes in the store besides the engine (docs/versions.md): the
+// facts of its parent, the next minor, the tombstones a branch carries, and the rows it leaves.
+// Shared by single writes (changes.ts) and group commits (group-commit.ts).
+import { and, eq, max, type SQL, sql } from "drizzle-orm";
+import { majorOf, minorOf, type VersionId } from "../../domain/version-id.ts";
+import type { SearchRecord } from "../../ports/engine.ts";
+import type { Db } from "../../store/open.ts";
+import { indexes, tombstones, versions } from "../../store/schema.ts";
+import type { VersionContext } from "./context.ts";
+
+/** One change as the store records it. */
+export interface ChangeRow {
+  indexId: string;
+  version: VersionId;
+  parent: VersionId;
+  kind: "change" | "purge";
+  records: number;
+  createdAt: number;
+  purgedRecordId: string | null;
+  purgedBy: string | null;
+  rewritten: string[];
+  deleted: string[];
+}
+
+/**
+ * Records changes of one index, in version order, in one statement (one round trip, atomic like
+ * a transaction): their version rows, the index's active version (the last one's), and the
+ * tombstones (rewritten ids lose theirs, deleted and purged ids get one: docs/versions.md). It
+ * took five round trips per change before (begin, three statements, commit), all of them on the
+ * index's serial write path.
+ */
+export async function recordChanges(
+  db: Db,
+  rows: ChangeRow[],
+  options: {
+    activate: boolean;
+    /** With replication a replica may have recorded the rows already. */
+    ifAbsent: boolean;
+  },
+): Promise<void> {
+  const last = rows.at(-1);
+  if (last === undefined) return;
+  const indexId = last.indexId;
+  const values = sql.join(
+    rows.map(
+      (
+        c,
+      ) => sql`(${c.indexId}, ${c.version}, ${majorOf(c.version)}, ${minorOf(c.version)}, ${c.parent}, ${c.kind}, 'ready',
+        ${c.records}, ${c.createdAt}, ${c.purgedRecordId}, ${c.purgedBy})`,
+    ),
+    sql`, `,
+  );
+  const parts: SQL[] = [
+    sql`_v as (insert into ${versions} (index_id, version, major, minor, parent, kind, state, records, created_at, purged_record_id, purged_by)
+      values ${values} ${options.ifAbsent ? sql`on conflict do nothing` : sql``} returning 1)`,
+  ];
+  if (options.activate) {
+    parts.push(sql`_a as (update ${indexes} set active_version = ${last.version} where id = ${indexId} returning 1)`);
+  }
+  // One statement must not change a row twice: what the last change did to an id is what stays
+  // (an id both rewritten and deleted by one change is deleted).
+  const outcome = new Map<string, { deletedBy: ChangeRow } | "rewritten">();
+  for (const c of rows) {
+    for (const id of c.rewritten) outcome.set(id, "rewritten");
+    for (const id of c.deleted) outcome.set(id, { deletedBy: c });
+  }
+  const rewritten = [...outcome].filter(([, o]) => o === "rewritten").map(([id]) => id);
+  const deleted = [...outcome].flatMap(([id, o]) => (o === "rewritten" ? [] : [{ id, by: o.deletedBy }]));
+  if (rewritten.length) {
+    const ids = sql.join(
+      rewritten.map((id) => sql`${id}`),
+      sql`, `,
+    );
+    parts.push(
+      sql`_r as (delete from ${tombstones} where index_id = ${indexId} and record_id in (${ids}) returning 1)`,
+    );
+  }
+  if (deleted.length) {
+    const tombstoneRows = sql.join(
+      deleted.map(({ id, by }) => sql`(${indexId}, ${id}, ${by.version}, ${by.createdAt})`),
+      sql`, `,
+    );
+    parts.push(
+      sql`_d as (insert into ${tombstones} (index_id, record_id, version, created_at) values ${tombstoneRows}
+        on conflict (index_id, record_id) do update set version = excluded.version, created_at = excluded.created_at
+        returning 1)`,
+    );
+  }
+  const statement = sql`with ${sql.join(parts, sql`, `)} select 1`;
+  // Replicas insert the same rows in the background (in the same order); should PostgreSQL still
+  // pick this statement as a deadlock's victim, it is safe to run again.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await db.execute(statement);
+      return;
+    } catch (error) {
+      const code = ((error as { cause?: { code?: string } }).cause ?? (error as { code?: string })).code;
+      if (code !== "40P01" || attempt >= 3) throw error;
+    }
+  }
+}
+
+/**
+ * What a write needs to know of its parent, in one round trip: its record count (for the quota)
+ * and the ids of tombstones newer than it (for tombstonesToCarry). Nothing when the store has no
+ * row for it (an empty index's version 0).
+ */
+export async function parentFacts(
+  db: Db,
+  indexId: string,
+  parent: VersionId,
+): Promise<{ records: number | undefined; newer: string[] }> {
+  const [row] = await db
+    .select({
+      records: versions.records,
+      // Qualified by hand: drizzle names the outer columns unqualified, which inside the
+      // subquery would mean the tombstone's own.
+      newer: sql<unknown>`(select coalesce(json_agg(t.record_id), '[]'::json) from ${tombstones} t
+        where t.index_id = ${versions}.index_id and t.created_at > ${versions}.created_at)`,
+    })
+    .from(versions)
+    .where(and(eq(versions.indexId, indexId), eq(versions.version, parent)))
+    .limit(1);
+  if (!row) return { records: undefined, newer: [] };
+  // Drivers differ: one parses json, another may hand it over as text.
+  const newer = (typeof row.newer === "string" ? JSON.parse(row.newer) : row.newer) as string[];
+  return { records: row.records ?? undefined, newer };
+}
+
+/** The highest minor of a major: from the store, or with replication from what this node applied. */
+export async function lastMinor(ctx: VersionContext, indexId: string, major: number): Promise<number> {
+  if (ctx.replica) return ctx.replica.maxMinor(indexId, major);
+  const [last] = await ctx.db
+    .select({ minor: max(versions.minor) })
+    .from(versions)
+    .where(and(eq(versions.indexId, indexId), eq(versions.major, major)));
+  return last?.minor ?? 0;
+}
+
+/**
+ * A delete must outlive branching (docs/versions.md, tombstones): when the parent was created
+ * before some delete that happened elsewhere, the ids that delete removed but the parent still
+ * holds are deleted again in the new version.
+ */
+export async function tombstonesToCarry(
+  ctx: VersionContext,
+  indexId: string,
+  parent: VersionId,
+  newer: string[],
+  upserts: SearchRecord[],
+): Promise<string[]> {
+  const rewritten = new Set(upserts.map((r) => r.id));
+  const carried: string[] = [];
+  for (const recordId of newer) {
+    if (!rewritten.has(recordId) && (await ctx.engine.get(indexId, parent, recordId))) carried.push(recordId);
+  }
+  return carried;
+}

@@ -1,0 +1,161 @@
+// Group commit of record writes with replication (docs/replication.md, A write): the writes
+// queued on one index while its lock is held go into the change log as one entry, each still its
+// own minor version on top of the one before. One append, one delivery to every node and one
+// store statement for the lot, instead of one each; writes to one index are serial (each builds
+// on the last), so these per-write costs were what bounded an index's write rate.
+import { NotFoundError, QuotaExceededError } from "../../domain/errors.ts";
+import { formatVersion, majorOf, type VersionId } from "../../domain/version-id.ts";
+import { StaleAppendError } from "../../ports/change-log.ts";
+import type { RecordChange, SearchRecord } from "../../ports/engine.ts";
+import type { IndexRef } from "../catalog.ts";
+import { type ChangeRow, lastMinor, parentFacts, recordChanges, tombstonesToCarry } from "./change-rows.ts";
+import type { VersionContext } from "./context.ts";
+import { liveVersion } from "./rows.ts";
+
+/** Writes one entry carries at most (a bigger entry goes through the object store). */
+const MAX_BATCH = 64;
+
+interface Pending {
+  change: { upserts?: SearchRecord[]; deletes?: string[] };
+  resolve: (written: { version: VersionId; stored: Promise<void> }) => void;
+  reject: (error: unknown) => void;
+}
+
+const queues = new WeakMap<VersionContext, Map<string, Pending[]>>();
+
+/**
+ * Queues a record write on the index; resolves with its version once the log has it and this
+ * node applied it, and with the store write to await before answering.
+ */
+export function groupWrite(
+  ctx: VersionContext,
+  ref: IndexRef,
+  change: Pending["change"],
+): Promise<{ version: VersionId; stored: Promise<void> }> {
+  let byIndex = queues.get(ctx);
+  if (byIndex === undefined) {
+    byIndex = new Map();
+    queues.set(ctx, byIndex);
+  }
+  let queue = byIndex.get(ref.id);
+  const first = queue === undefined;
+  if (queue === undefined) {
+    queue = [];
+    byIndex.set(ref.id, queue);
+  }
+  const written = new Promise<{ version: VersionId; stored: Promise<void> }>((resolve, reject) =>
+    queue.push({ change, resolve, reject }),
+  );
+  // One drain per index in the lock's queue; it takes whatever has queued by the time it runs.
+  if (first) void drain(ctx, ref, byIndex);
+  return written;
+}
+
+async function drain(ctx: VersionContext, ref: IndexRef, byIndex: Map<string, Pending[]>): Promise<void> {
+  for (;;) {
+    const queue = byIndex.get(ref.id);
+    if (queue === undefined || queue.length === 0) {
+      byIndex.delete(ref.id);
+      return;
+    }
+    const batch = queue.splice(0, MAX_BATCH);
+    try {
+      // A batch overtaken by another node's entry is put back and made again once caught up
+      // (IndexLocks.run); each attempt computes its versions from what this node has applied.
+      await ctx.locks.run(ref.id, () => commitBatch(ctx, ref, batch));
+    } catch (error) {
+      for (const item of batch) item.reject(error);
+    }
+  }
+}
+
+/** Computes the batch's changes on top of the active version and commits them as one entry. */
+async function commitBatch(ctx: VersionContext, ref: IndexRef, batch: Pending[]): Promise<void> {
+  const parent0 = await liveVersion(ctx, ref.id);
+  const major = majorOf(parent0);
+  const linear = ctx.replica?.newest(ref.id) === parent0;
+  const [minor0, facts] = await Promise.all([
+    lastMinor(ctx, ref.id, major),
+    linear ? { records: undefined, newer: [] } : parentFacts(ctx.db, ref.id, parent0),
+  ]);
+  // What the batch so far did to an id (true: holds it), over what the parent holds.
+  const holds = new Map<string, boolean>();
+  const held = async (id: string) => holds.get(id) ?? Boolean(await ctx.engine.get(ref.id, parent0, id));
+  let records =
+    ctx.policy.recordsPerIndex === undefined ? 0 : (facts.records ?? (await ctx.engine.count(ref.id, parent0)));
+  const taken: { item: Pending; change: RecordChange; rewritten: string[]; deleted: string[] }[] = [];
+  let parent = parent0;
+  let minor = minor0;
+  for (const item of batch) {
+    try {
+      const upserts = item.change.upserts ?? [];
+      const deletes = item.change.deletes ?? [];
+      for (const id of deletes) {
+        if (!(await held(id))) {
+          throw new NotFoundError(`record "${id}" does not exist in the active version of index "${ref.name}"`);
+        }
+      }
+      let added = 0;
+      for (const r of upserts) if (!(await held(r.id))) added++;
+      const quota = ctx.policy.recordsPerIndex;
+      if (quota !== undefined && records + added > quota) {
+        throw new QuotaExceededError(
+          "recordsPerIndex",
+          quota,
+          `index "${ref.name}" holds ${records} records, its quota: delete records to add others, or replace existing ones`,
+        );
+      }
+      // Only the first can carry tombstones: every later one builds on a version made just now.
+      const carried = taken.length === 0 ? await tombstonesToCarry(ctx, ref.id, parent0, facts.newer, upserts) : [];
+      const version = formatVersion(major, ++minor);
+      taken.push({
+        item,
+        change: { version, parent, upserts, deletes: [...deletes, ...carried], activate: true },
+        rewritten: upserts.map((r) => r.id),
+        deleted: deletes,
+      });
+      for (const r of upserts) holds.set(r.id, true);
+      for (const id of [...deletes, ...carried]) holds.set(id, false);
+      records += added - deletes.length - carried.length;
+      parent = version;
+    } catch (error) {
+      // This write alone is refused; the others go on without it.
+      item.reject(error);
+    }
+  }
+  if (taken.length === 0) return;
+  try {
+    await ctx.engine.applyChanges!(
+      ref.id,
+      taken.map((t) => t.change),
+    );
+  } catch (error) {
+    if (error instanceof StaleAppendError) {
+      // Made again from scratch by the lock's retry: the refused ones stay refused.
+      batch.splice(0, batch.length, ...taken.map((t) => t.item));
+    }
+    throw error;
+  }
+  const now = ctx.now();
+  const stored = ctx.storeOrder.run(ref.id, async () => {
+    const rows: ChangeRow[] = [];
+    for (const t of taken) {
+      rows.push({
+        indexId: ref.id,
+        version: t.change.version,
+        parent: t.change.parent,
+        kind: "change",
+        records: await ctx.engine.count(ref.id, t.change.version),
+        createdAt: now,
+        purgedRecordId: null,
+        purgedBy: null,
+        rewritten: t.rewritten,
+        deleted: t.deleted,
+      });
+    }
+    await recordChanges(ctx.db, rows, { activate: false, ifAbsent: true });
+  });
+  for (const t of taken) t.item.resolve({ version: t.change.version, stored });
+  // The batch's writers are answered; a failure now would reject the ones already resolved.
+  batch.length = 0;
+}
