@@ -158,17 +158,30 @@ export class Replica {
    * applies it like any other entry; a client that retries writes the record again, harmlessly.
    */
   private async append(entry: LogEntry, expectedLast: number | undefined): Promise<number> {
-    try {
-      return await this.log.append(entry, expectedLast);
-    } catch (error) {
-      if (error instanceof StaleAppendError) throw error;
-      this.logger.warn("the change log did not confirm an append", {
-        index: entry.index,
-        error: (error as Error).message,
-      });
-      throw new UnavailableError("the change log did not confirm this write in time; try again", {
-        retryAfterSeconds: 1,
-      });
+    // Entries that applying twice leaves as applying once (a bulk major, an activation, a
+    // checkpoint, a drop) are appended again for up to 20 s while the cluster elects new leaders
+    // (NATS answers "jetstream is not enabled" meanwhile, seen for several seconds after a server
+    // was killed); a record change appended twice would be two versions, so its writer is told.
+    const retry = !(entry.op === "change" || entry.op === "changes" || entry.op === "purge");
+    const until = Date.now() + 20_000;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.log.append(entry, expectedLast);
+      } catch (error) {
+        if (error instanceof StaleAppendError) throw error;
+        this.logger.warn("the change log did not confirm an append", {
+          index: entry.index,
+          op: entry.op,
+          attempt,
+          error: (error as Error).message,
+        });
+        if (!retry || Date.now() > until) {
+          throw new UnavailableError("the change log did not confirm this write in time; try again", {
+            retryAfterSeconds: 1,
+          });
+        }
+        await new Promise((resolve) => setTimeout(resolve, Math.min(2_000, 250 * 2 ** attempt)));
+      }
     }
   }
 

@@ -50,6 +50,8 @@ interface Announcement {
 }
 
 const PREFETCH_SUBJECT = "sift.prefetch";
+/** A consumer silent this long while the log holds more is started again (see follow). */
+const STALL_MS = 3_000;
 /** A prefetch waits this long for a part to appear, and its files are kept this long unclaimed. */
 const PREFETCH_WAIT_MS = 5 * 60_000;
 const PREFETCH_KEEP_MS = 15 * 60_000;
@@ -304,8 +306,26 @@ class NatsLog implements ChangeLog {
   follow(fromSeq: number, deliver: (applied: AppliedEntry) => Promise<void>): { stop(): Promise<void> } {
     let stopped = false;
     let close: (() => Promise<void>) | undefined;
+    let next = Math.max(1, fromSeq);
+    let delivering = false;
+    let progressAt = Date.now();
+    // A consumer that went quiet while the log holds entries it has not delivered is started
+    // again from the next one: after a NATS server was killed one stayed silent for minutes
+    // (test/replication/ingest-kill.test.ts), holding up every write waiting for its own entry.
+    const watchdog = setInterval(() => {
+      if (stopped || delivering || Date.now() - progressAt < STALL_MS) return;
+      // biome-ignore lint/plugin: a log that does not answer now is asked again at the next tick.
+      void this.lastSeq()
+        .then((last) => {
+          if (stopped || delivering || last < next || Date.now() - progressAt < STALL_MS) return;
+          this.options.log.warn("the change log's consumer stalled; starting it again", { from: next, last });
+          progressAt = Date.now();
+          return close?.();
+        })
+        .catch(() => undefined);
+    }, 1_000);
+    watchdog.unref();
     const done = (async () => {
-      let next = Math.max(1, fromSeq);
       while (!stopped) {
         try {
           // An ordered consumer: the client recreates it after a server or leader change, from
@@ -322,11 +342,18 @@ class NatsLog implements ChangeLog {
             await messages.close();
           };
           if (stopped) await messages.close();
+          progressAt = Date.now();
           for await (const m of messages) {
-            const raw = JSON.parse(m.string()) as LogEntry | EntryRef;
-            const entry = "ref" in raw ? await this.readRef(raw.ref) : raw;
-            await deliver({ seq: m.seq, entry });
-            next = m.seq + 1;
+            delivering = true;
+            try {
+              const raw = JSON.parse(m.string()) as LogEntry | EntryRef;
+              const entry = "ref" in raw ? await this.readRef(raw.ref) : raw;
+              await deliver({ seq: m.seq, entry });
+              next = m.seq + 1;
+            } finally {
+              delivering = false;
+              progressAt = Date.now();
+            }
             if (stopped) break;
           }
         } catch (error) {
@@ -342,6 +369,7 @@ class NatsLog implements ChangeLog {
     return {
       stop: async () => {
         stopped = true;
+        clearInterval(watchdog);
         await close?.();
         await done;
       },
@@ -367,15 +395,17 @@ class NatsLog implements ChangeLog {
       const parts = Math.max(1, Math.ceil(size / PART_BYTES));
       files.push({ name: f.name, encoding, size, parts });
       for (let part = 0; part < parts; part++) {
-        jobs.push(async () => {
-          const end = Math.min(size, (part + 1) * PART_BYTES) - 1;
-          const source = createReadStream(f.path, { start: part * PART_BYTES, end: Math.max(end, 0) });
-          const body = encoding === "zstd" ? source.pipe(zlib.createZstdCompress(ZSTD_FAST)) : source;
-          await this.files.put(
-            { name: partName(name, f.name, part), options: { max_chunk_size: this.maxPayload } },
-            Readable.toWeb(body) as ReadableStream<Uint8Array>,
-          );
-        });
+        jobs.push(() =>
+          this.again(`publishing ${partName(name, f.name, part)}`, async () => {
+            const end = Math.min(size, (part + 1) * PART_BYTES) - 1;
+            const source = createReadStream(f.path, { start: part * PART_BYTES, end: Math.max(end, 0) });
+            const body = encoding === "zstd" ? source.pipe(zlib.createZstdCompress(ZSTD_FAST)) : source;
+            await this.files.put(
+              { name: partName(name, f.name, part), options: { max_chunk_size: this.maxPayload } },
+              Readable.toWeb(body) as ReadableStream<Uint8Array>,
+            );
+          }),
+        );
       }
     }
     // The other nodes start fetching a new major's parts as they appear (prefetch), not after its
@@ -384,7 +414,33 @@ class NatsLog implements ChangeLog {
       this.nc.publish(PREFETCH_SUBJECT, JSON.stringify({ name, files, from: this.instance } satisfies Announcement));
     await runLimited(jobs, PARTS_AT_ONCE);
     // Written last: a reader that finds the manifest finds every part it names.
-    await this.files.putBlob({ name: `${name}/manifest` }, Buffer.from(JSON.stringify({ files } satisfies Manifest)));
+    await this.again(`publishing ${name}/manifest`, () =>
+      this.files
+        .putBlob({ name: `${name}/manifest` }, Buffer.from(JSON.stringify({ files } satisfies Manifest)))
+        .then(() => undefined),
+    );
+  }
+
+  /**
+   * Runs an idempotent step again when it fails: a NATS server going away (its connections move
+   * to another, the object store's stream elects a new leader) fails what was in flight for a few
+   * seconds. An object put again under its name replaces the first try.
+   */
+  private async again(what: string, step: () => Promise<void>): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await step();
+        return;
+      } catch (error) {
+        if (attempt >= 6) throw error;
+        this.options.log.warn("a step against NATS failed; trying again", {
+          step: what,
+          attempt,
+          error: (error as Error).message,
+        });
+        await new Promise((resolve) => setTimeout(resolve, 250 * 2 ** attempt));
+      }
+    }
   }
 
   async getFiles(name: string, dir: string): Promise<string[]> {
