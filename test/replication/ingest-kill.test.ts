@@ -30,7 +30,9 @@ describe.skipIf(!regionsAvailable)("kill -9 during ingest and activate", () => {
         expect(status.status, status.text).not.toBe(500);
         if (status.body.state === "succeeded" || status.body.state === "failed") return status.body.state as string;
       }
-      const said = r.nodes[0]!.output().split("\n").filter((l) => /"level":"(warn|error)"/.test(l));
+      const said = r.nodes[0]!.output()
+        .split("\n")
+        .filter((l) => /"level":"(warn|error)"/.test(l));
       throw new Error(`upload ${version} never finished; the node that ingests it said:\n${said.join("\n")}`);
     };
 
@@ -40,7 +42,14 @@ describe.skipIf(!regionsAvailable)("kill -9 during ingest and activate", () => {
     await r.nats.servers[1]!.kill();
     // With one of three servers down the log keeps its quorum: the upload goes through.
     const firstState = await outcome(first);
-    expect(firstState, r.nodes[0]!.output().split("\n").filter((l) => /warn|error/.test(l)).join("\n").slice(0, 4000)).toBe("succeeded");
+    expect(
+      firstState,
+      r.nodes[0]!.output()
+        .split("\n")
+        .filter((l) => /warn|error/.test(l))
+        .join("\n")
+        .slice(0, 4000),
+    ).toBe("succeeded");
     await r.nats.servers[1]!.start();
 
     // A Sift node dies while a version is made live (an older version is activated again).
