@@ -3,8 +3,8 @@
 // provider, sends PKCE, state and nonce, and validates the ID token (routes/oauth.ts).
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, expect, test } from "vitest";
-import { testIdp, type TestIdp } from "../support/oidc.ts";
-import { startSift, type RunningSift } from "../support/server.ts";
+import { siftWithTestIdp, type TestIdp } from "../support/oidc.ts";
+import type { RunningSift } from "../support/server.ts";
 import { launchChromium } from "./support/browser.ts";
 import { activate, expectAccessible, tabTo } from "./support/dashboard.ts";
 
@@ -14,18 +14,9 @@ let browser: Browser;
 const contexts: BrowserContext[] = [];
 
 beforeAll(async () => {
-  idp = await testIdp();
-  [sift, browser] = await Promise.all([
-    startSift({
-      SIFT_OAUTH_PROVIDERS: "idp",
-      SIFT_OAUTH_IDP_NAME: "Test ID",
-      SIFT_OAUTH_IDP_ISSUER: idp.issuer,
-      SIFT_OAUTH_IDP_CLIENT_ID: idp.clientId,
-      SIFT_OAUTH_IDP_CLIENT_SECRET: idp.clientSecret,
-    }),
-    launchChromium(),
-  ]);
-  await idp.start(`${sift.url}/v1/auth/oauth/idp/callback`);
+  let started: { idp: TestIdp; sift: RunningSift };
+  [started, browser] = await Promise.all([siftWithTestIdp(), launchChromium()]);
+  ({ idp, sift } = started);
 });
 afterEach(async () => {
   await Promise.all(contexts.splice(0).map((c) => c.close()));

@@ -15,8 +15,8 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { type TestIdp, testIdp } from "../support/oidc.ts";
-import { startSift, type RunningSift } from "../support/server.ts";
+import { siftWithTestIdp, type TestIdp } from "../support/oidc.ts";
+import type { RunningSift } from "../support/server.ts";
 import { PASSWORD } from "../support/world.ts";
 import { launchChromium } from "./support/browser.ts";
 import { activate, expectAccessible, tabTo } from "./support/dashboard.ts";
@@ -67,18 +67,9 @@ let redirectUrl: string;
 const codes: string[] = [];
 
 beforeAll(async () => {
-  idp = await testIdp();
-  [sift, browser] = await Promise.all([
-    startSift({
-      SIFT_OAUTH_PROVIDERS: "idp",
-      SIFT_OAUTH_IDP_NAME: "Test ID",
-      SIFT_OAUTH_IDP_ISSUER: idp.issuer,
-      SIFT_OAUTH_IDP_CLIENT_ID: idp.clientId,
-      SIFT_OAUTH_IDP_CLIENT_SECRET: idp.clientSecret,
-    }),
-    launchChromium(),
-  ]);
-  await idp.start(`${sift.url}/v1/auth/oauth/idp/callback`);
+  let started: { idp: TestIdp; sift: RunningSift };
+  [started, browser] = await Promise.all([siftWithTestIdp(), launchChromium()]);
+  ({ idp, sift } = started);
   data = await publicIndex(sift.url, "mcp-oauth");
   await putRecords(data, [
     { id: "springfield", title: "Springfield", weight: 10 },

@@ -5,6 +5,7 @@ import { generateKeyPairSync } from "node:crypto";
 import { createServer, request, type Server } from "node:http";
 import Provider from "oidc-provider";
 import { freePort } from "./ports.ts";
+import { type RunningSift, startSift } from "./server.ts";
 
 export interface TestIdp {
   issuer: string;
@@ -105,4 +106,21 @@ function forged(body: Buffer): Buffer {
   claims.email = "mallory@idp.example";
   answer.id_token = [header, Buffer.from(JSON.stringify(claims)).toString("base64url"), signature].join(".");
   return Buffer.from(JSON.stringify(answer));
+}
+
+/**
+ * A Sift whose sign-in offers the test provider as "Test ID" (id `idp`), and the provider,
+ * started with Sift's callback registered: the setup of the browser tests that sign in there.
+ */
+export async function siftWithTestIdp(): Promise<{ idp: TestIdp; sift: RunningSift }> {
+  const idp = await testIdp();
+  const sift = await startSift({
+    SIFT_OAUTH_PROVIDERS: "idp",
+    SIFT_OAUTH_IDP_NAME: "Test ID",
+    SIFT_OAUTH_IDP_ISSUER: idp.issuer,
+    SIFT_OAUTH_IDP_CLIENT_ID: idp.clientId,
+    SIFT_OAUTH_IDP_CLIENT_SECRET: idp.clientSecret,
+  });
+  await idp.start(`${sift.url}/v1/auth/oauth/idp/callback`);
+  return { idp, sift };
 }

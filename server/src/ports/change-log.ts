@@ -64,6 +64,8 @@ export interface ChangeLog {
   /** Writes the files published under `name` into `dir`. */
   getFiles(name: string, dir: string): Promise<string[]>;
   deleteFiles(name: string): Promise<void>;
+  /** Whether files are published under `name` (all of them: the manifest is written last). */
+  hasFiles(name: string): Promise<boolean>;
   /** Small JSON documents beside the files (snapshot manifests, node positions), replicated too. */
   putDoc(name: string, value: unknown): Promise<void>;
   getDoc<T>(name: string): Promise<T | null>;

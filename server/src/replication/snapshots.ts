@@ -92,7 +92,7 @@ export class Snapshots {
       const major = Number(v.version);
       // A bulk major was published when it was built; a checkpoint is published here, once.
       let files = reusable.get(major) ?? `segments/${index}/${major}`;
-      if ((await this.log.getDoc(`${files}/manifest`)) === null) {
+      if (!(await this.log.hasFiles(files))) {
         files = `snapshots/${index}/${seq}/majors/${major}`;
         await this.log.putFiles(files, await this.engine.segmentFiles!(index, major));
       }

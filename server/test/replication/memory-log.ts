@@ -81,6 +81,7 @@ export class MemoryLog {
         return files.map((f) => f.name);
       },
       deleteFiles: async () => {},
+      hasFiles: async (name: string) => log.files.has(name),
       putDoc: async (name: string, value: unknown) => {
         log.docs.set(name, structuredClone(value));
       },

@@ -118,7 +118,13 @@ export async function openNatsLog(options: NatsLogOptions): Promise<ChangeLog> {
   });
   // Whatever an earlier run fetched ahead and never used.
   if (options.stagingDir !== undefined) await rm(options.stagingDir, { recursive: true, force: true });
-  return new NatsLog(nc, jsm, js, files, options);
+  // Documents in a bucket of their own: listing them (at every start, at every truncation) then
+  // walks a handful of pointers and positions, not every part of every published segment.
+  const docs = await new Objm(nc).create(`${options.stream}_docs`, {
+    replicas: options.replicas,
+    description: "Sift snapshot pointers and manifests, node positions",
+  });
+  return new NatsLog(nc, jsm, js, files, docs, options);
 }
 
 /** A cluster that has just started elects its JetStream leader first: wait for it, up to a minute. */
@@ -164,6 +170,7 @@ class NatsLog implements ChangeLog {
   private readonly jsm: JetStreamManager;
   private readonly js: JetStreamClient;
   private readonly files: ObjectStore;
+  private readonly docs: ObjectStore;
   private readonly options: NatsLogOptions;
   /** Tells this node's own announcements from others'. */
   private readonly instance = randomUUID();
@@ -175,12 +182,14 @@ class NatsLog implements ChangeLog {
     jsm: JetStreamManager,
     js: JetStreamClient,
     files: ObjectStore,
+    docs: ObjectStore,
     options: NatsLogOptions,
   ) {
     this.nc = nc;
     this.jsm = jsm;
     this.js = js;
     this.files = files;
+    this.docs = docs;
     this.options = options;
     // Headroom for the headers of the message.
     this.maxPayload = Math.max(1024, nc.info?.max_payload ?? 1024 * 1024) - 4096;
@@ -481,17 +490,21 @@ class NatsLog implements ChangeLog {
     await this.files.delete(`${name}/manifest`);
   }
 
+  async hasFiles(name: string): Promise<boolean> {
+    return (await this.files.info(`${name}/manifest`)) !== null;
+  }
+
   async putDoc(name: string, value: unknown): Promise<void> {
-    await this.files.putBlob({ name }, Buffer.from(JSON.stringify(value)));
+    await this.docs.putBlob({ name }, Buffer.from(JSON.stringify(value)));
   }
 
   async getDoc<T>(name: string): Promise<T | null> {
-    const data = await this.files.getBlob(name);
+    const data = await this.docs.getBlob(name);
     return data === null ? null : (JSON.parse(Buffer.from(data).toString("utf8")) as T);
   }
 
   async listDocs(prefix: string): Promise<string[]> {
-    return (await this.files.list()).filter((info) => !info.deleted && info.name.startsWith(prefix)).map((i) => i.name);
+    return (await this.docs.list()).filter((info) => !info.deleted && info.name.startsWith(prefix)).map((i) => i.name);
   }
 
   async truncate(indexKey: string, beforeSeq: number): Promise<void> {
