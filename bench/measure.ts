@@ -136,3 +136,38 @@ export function resetHighWaterMark(pid: number): boolean {
     return false;
   }
 }
+
+/**
+ * CPU seconds used so far by every process on the machine, grouped by `group(pid, command)`
+ * (undefined leaves a process out). Linux only: reads utime + stime from /proc/<pid>/stat.
+ * A process that ends between two readings drops out of the later one.
+ */
+export function cpuByGroup(group: (pid: number, command: string) => string | undefined): Map<string, number> {
+  const ticks = 100; // USER_HZ on Linux
+  const out = new Map<string, number>();
+  for (const entry of fs.readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    let stat = "";
+    // biome-ignore lint/plugin: a process that ended while the list was read has nothing to count.
+    try {
+      stat = fs.readFileSync(`/proc/${entry}/stat`, "utf8");
+    } catch {}
+    if (!stat) continue;
+    // "pid (command) state ...": the command may hold spaces and parentheses.
+    const close = stat.lastIndexOf(")");
+    const command = stat.slice(stat.indexOf("(") + 1, close);
+    const fields = stat.slice(close + 2).split(" ");
+    const name = group(Number(entry), command);
+    if (!name) continue;
+    const seconds = (Number(fields[11]) + Number(fields[12])) / ticks;
+    out.set(name, (out.get(name) ?? 0) + seconds);
+  }
+  return out;
+}
+
+/** The CPU each group used between two readings of cpuByGroup. */
+export function cpuSpent(after: Map<string, number>, before: Map<string, number>): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const [name, seconds] of after) out.set(name, seconds - (before.get(name) ?? 0));
+  return out;
+}

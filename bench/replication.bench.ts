@@ -9,7 +9,8 @@
 // Prints the figures as a Markdown table for bench/RESULTS.md ("Replication").
 //
 //   npm run bench:replication                       500 writes/s for 20 s, 1,000,000 records
-//   npm run bench:replication -- --rate=200 --seconds=10 --records=100000
+//   npm run bench:replication -- --rate=200 --seconds=10 --records=100000 --warmup=3
+import http from "node:http";
 import os from "node:os";
 import { Readable } from "node:stream";
 import { createReadStream, statSync, writeFileSync } from "node:fs";
@@ -18,7 +19,7 @@ import { siftProcess } from "../test/support/process.ts";
 import { RATE_LIMITS_OFF } from "../test/support/limits.ts";
 import { createKey, signUp } from "../test/support/world.ts";
 import { Http } from "../test/support/http.ts";
-import { percentile } from "./measure.ts";
+import { cpuByGroup, cpuSpent, percentile } from "./measure.ts";
 
 const args = new Map(process.argv.slice(2).map((a) => a.replace(/^--/, "").split("=") as [string, string]));
 const RATE = Number(args.get("rate") ?? 500);
@@ -27,6 +28,12 @@ const RECORDS = Number(args.get("records") ?? 1_000_000);
 /** Writes to one index are serial (each version builds on the last): the rate is spread over these. */
 const INDEXES = Number(args.get("indexes") ?? 6);
 const CONTENDED = args.has("contended");
+/**
+ * Seconds of the same load before the measured one, not counted: a process just started runs its
+ * code unoptimised and opens its connections on the first writes (at 100 writes/s these made the
+ * one-process p99 292 ms, 2026-11-25).
+ */
+const WARMUP = Number(args.get("warmup") ?? 3);
 /** The open-loop load opens a connection per write in flight; the per-client cap would refuse them. */
 // One tenant writes everything here: its bound on writes in progress would be the bottleneck.
 const ENV = { ...RATE_LIMITS_OFF, SIFT_MAX_CONNECTIONS_PER_CLIENT: "100000", SIFT_WRITES_PER_TENANT: "64" };
@@ -37,15 +44,63 @@ const title = (i: number) => `${WORDS[(i * 7) % 14]} ${WORDS[(i * 13 + 5) % 14]}
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const ms = (n: number) => `${n.toFixed(1)} ms`;
 
+/**
+ * The write load's own client: node:http with kept-alive connections. The generator shares the
+ * machine's two cores with what it measures, and fetch costs it about three times the CPU per
+ * request (0.92 ms of generator CPU per write and its two reads, measured 2026-11-25).
+ */
+interface Lean {
+  get(path: string): Promise<{ status: number; body: any }>;
+  put(path: string, json: unknown): Promise<{ status: number; body: any }>;
+}
+function lean(base: string, key: string): Lean {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
+  const url = new URL(base);
+  const send = (method: string, path: string, json?: unknown) =>
+    new Promise<{ status: number; body: any }>((resolve, reject) => {
+      const payload = json === undefined ? undefined : JSON.stringify(json);
+      const req = http.request(
+        {
+          agent,
+          host: url.hostname,
+          port: url.port,
+          method,
+          path,
+          headers: {
+            authorization: `Bearer ${key}`,
+            ...(payload ? { "content-type": "application/json", "content-length": Buffer.byteLength(payload) } : {}),
+          },
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on("data", (c: Buffer) => chunks.push(c));
+          res.on("end", () => {
+            const text = Buffer.concat(chunks).toString("utf8");
+            let body: any = text;
+            // biome-ignore lint/plugin: a body that is not JSON is reported as its text.
+            try {
+              body = JSON.parse(text);
+            } catch {}
+            resolve({ status: res.statusCode ?? 0, body });
+          });
+          res.on("error", reject);
+        },
+      );
+      req.on("error", reject);
+      req.end(payload);
+    });
+  return { get: (path) => send("GET", path), put: (path, json) => send("PUT", path, json) };
+}
+
 /** Writes at RATE per second for SECONDS to the given regions in turn; lag measured on the others. */
-async function writeLoad(regions: Keyed[], indexes: string[]) {
+async function writeLoad(regions: Lean[], indexes: string[], seconds = SECONDS, prefix = "w") {
   const acks: number[] = [];
   const lags: number[] = [];
   let failed = 0;
   const why = new Map<string, number>();
   const pending: Promise<void>[] = [];
   const started = performance.now();
-  const total = RATE * SECONDS;
+  const total = RATE * seconds;
   for (let i = 0; i < total; i++) {
     const due = started + (i * 1000) / RATE;
     const wait = due - performance.now();
@@ -58,12 +113,12 @@ async function writeLoad(regions: Keyed[], indexes: string[]) {
     pending.push(
       (async () => {
         const t0 = performance.now();
-        const reply = await regions[origin]!.put(`/v1/indexes/${index}/records/w-${i}`, { title: title(i) }).catch(
-          (error: Error) => ({
-            status: 0,
-            body: { detail: `${error.message}: ${String((error.cause as Error)?.message)}` },
-          }),
-        );
+        const reply = await regions[origin]!.put(`/v1/indexes/${index}/records/${prefix}-${i}`, {
+          title: title(i),
+        }).catch((error: Error) => ({
+          status: 0,
+          body: { detail: `${error.message}: ${String((error.cause as Error)?.message)}` },
+        }));
         const acked = performance.now();
         if (reply.status !== 200) {
           failed++;
@@ -80,7 +135,7 @@ async function writeLoad(regions: Keyed[], indexes: string[]) {
             // A read that fails outright is counted below with the reads that answer otherwise.
             // biome-ignore lint/plugin: counted as a failed read, with its reason, just below.
             const read = await r
-              .get(`/v1/indexes/${index}/records/w-${i}?minVersion=${version}`)
+              .get(`/v1/indexes/${index}/records/${prefix}-${i}?minVersion=${version}`)
               .catch(() => undefined);
             if (read?.status !== 200) {
               const reason = `read ${read?.status ?? "network error"} ${String(read?.body?.detail ?? "").slice(0, 60)}`;
@@ -150,6 +205,33 @@ async function killAndRestart(r: Awaited<ReturnType<typeof startRegions>>, index
   return { missed, serving, caughtUp: performance.now() - t0 };
 }
 
+/** Where the CPU goes while `run` runs: the generator (this process), Sift, NATS, PostgreSQL. */
+async function withCpu<T>(sift: () => (number | undefined)[], run: () => Promise<T>) {
+  const group = (pid: number, command: string) => {
+    if (pid === process.pid) return "generator";
+    if (sift().includes(pid)) return "sift";
+    if (command === "nats-server") return "nats";
+    if (command === "postgres") return "postgresql";
+    return undefined;
+  };
+  const before = cpuByGroup(group);
+  const t0 = performance.now();
+  const result = await run();
+  const wall = (performance.now() - t0) / 1000;
+  return { result, cpu: cpuSpent(cpuByGroup(group), before), wall };
+}
+
+const cpuLine = (label: string, m: { cpu: Map<string, number>; wall: number }, per?: number) => {
+  const order = ["sift", "nats", "postgresql", "generator"];
+  const total = order.reduce((sum, name) => sum + (m.cpu.get(name) ?? 0), 0);
+  const cells = order.map((name) => {
+    const s = m.cpu.get(name) ?? 0;
+    return per ? `${((s * 1000) / per).toFixed(2)} ms` : `${s.toFixed(1)} s`;
+  });
+  const all = per ? `${((total * 1000) / per).toFixed(2)} ms` : `${total.toFixed(1)} s`;
+  return `| ${label} | ${cells.join(" | ")} | ${all} | ${(total / m.wall).toFixed(2)} |`;
+};
+
 async function main() {
   const file = `${os.tmpdir()}/sift-replication-bench-${RECORDS}.csv`;
   try {
@@ -174,9 +256,19 @@ async function main() {
     await one.post("/v1/indexes", { name, serviceName: service, visibility: "PUBLIC" });
   }
   console.log("single process: writes");
-  const singleWrites = await writeLoad([one], names);
+  const singleWriters = [lean(single.url, singleKey)];
+  await writeLoad(singleWriters, names, WARMUP, "warm");
+  const singleWritesCpu = await withCpu(
+    () => [single.pid()],
+    () => writeLoad(singleWriters, names),
+  );
+  const singleWrites = singleWritesCpu.result;
   console.log("single process: bulk");
-  const singleBulk = await uploadAndWait(one, "products", file, []);
+  const singleBulkCpu = await withCpu(
+    () => [single.pid()],
+    () => uploadAndWait(one, "products", file, []),
+  );
+  const singleBulk = singleBulkCpu.result;
   await single.destroy();
 
   const r = await startRegions(["frankfurt", "london", "newark"], ENV);
@@ -187,9 +279,14 @@ async function main() {
       for (const region of regions) while ((await region.get(`/v1/indexes/${name}`)).status !== 200) await sleep(20);
     }
     console.log("three regions: writes");
-    const writes = await writeLoad(regions, names);
+    const siftPids = () => r.nodes.map((node) => node.pid());
+    const writers = r.nodes.map((node) => lean(node.url, r.key));
+    await writeLoad(writers, names, WARMUP, "warm");
+    const writesCpu = await withCpu(siftPids, () => writeLoad(writers, names));
+    const writes = writesCpu.result;
     console.log("three regions: bulk");
-    const bulk = await uploadAndWait(regions[0]!, r.index, file, regions.slice(1));
+    const bulkCpu = await withCpu(siftPids, () => uploadAndWait(regions[0]!, r.index, file, regions.slice(1)));
+    const bulk = bulkCpu.result;
     console.log("three regions: a region killed and restarted");
     const restart = await killAndRestart(r, names[0]!);
 
@@ -199,12 +296,21 @@ async function main() {
       "",
       "| figure | one process, no replication | three regions | target |",
       "| --- | --- | --- | --- |",
-      `| write acknowledgement p50 / p99 (${RATE}/s for ${SECONDS} s over ${INDEXES} indexes) | ${ms(percentile(singleWrites.acks, 0.5))} / ${ms(percentile(singleWrites.acks, 0.99))} | ${ms(percentile(writes.acks, 0.5))} / ${ms(percentile(writes.acks, 0.99))} | p99 ≤ 15 ms |`,
+      `| write acknowledgement p50 / p99 (${RATE}/s for ${SECONDS} s over ${INDEXES} indexes, after ${WARMUP} s of the same) | ${ms(percentile(singleWrites.acks, 0.5))} / ${ms(percentile(singleWrites.acks, 0.99))} | ${ms(percentile(writes.acks, 0.5))} / ${ms(percentile(writes.acks, 0.99))} | p99 ≤ 15 ms |`,
       `| acknowledged to readable in both other regions p50 / p99 | – | ${ms(percentile(writes.lags, 0.5))} / ${ms(percentile(writes.lags, 0.99))} | p50 ≤ 10 ms, p99 ≤ 50 ms |`,
       `| writes answered / failed | ${singleWrites.acks.length} / ${singleWrites.failed} | ${writes.acks.length} / ${writes.failed} | 0 failed |`,
       `| bulk of ${RECORDS.toLocaleString("en")} records (${mb.toFixed(0)} MB): ingested where uploaded | ${(singleBulk.here / 1000).toFixed(1)} s | ${(bulk.here / 1000).toFixed(1)} s | |`,
       `| bulk: searchable in every region | – | ${(bulk.everywhere / 1000).toFixed(1)} s (${(bulk.everywhere / singleBulk.here).toFixed(2)}x one process) | ≤ 2x |`,
       `| a region killed with SIGKILL (${restart.missed} writes made meanwhile): restart to serving, to caught up and serving the newest write | – | ${(restart.serving / 1000).toFixed(1)} s, ${(restart.caughtUp / 1000).toFixed(1)} s | |`,
+      "",
+      "CPU used, by process group (per write for the writes; cores busy = CPU seconds / wall seconds):",
+      "",
+      "| phase | Sift | NATS | PostgreSQL | load generator | all | cores busy |",
+      "| --- | --- | --- | --- | --- | --- | --- |",
+      cpuLine("writes, one process (per write)", singleWritesCpu, singleWrites.acks.length),
+      cpuLine("writes, three regions (per write)", writesCpu, writes.acks.length),
+      cpuLine(`bulk of ${RECORDS.toLocaleString("en")}, one process`, singleBulkCpu),
+      cpuLine(`bulk of ${RECORDS.toLocaleString("en")}, three regions`, bulkCpu),
     ].join("\n");
     console.log(`\n${table}\n`);
     writeFileSync(`${os.tmpdir()}/sift-replication-bench.md`, `${table}\n`);
