@@ -156,8 +156,10 @@ describe("bodies are bounded while they are read", () => {
     expect(declared.headers.get("content-type")).toBe("application/problem+json");
     // No Content-Length: 64 chunks of 64 KiB, refused once the limit (1 MiB) is passed.
     let sent = 0;
+    // A chunk every 5 ms: the server answers after the first 16 or so, long before the last.
     const stream = new ReadableStream<Uint8Array>({
-      pull(controller) {
+      async pull(controller) {
+        await new Promise((resolve) => setTimeout(resolve, 5));
         if (sent++ >= 64) controller.close();
         else controller.enqueue(new Uint8Array(64 * 1024).fill(32));
       },
@@ -169,6 +171,31 @@ describe("bodies are bounded while they are read", () => {
     const ping = await mcpCall('{"jsonrpc":"2.0","id":2,"method":"ping"}');
     expect(ping.status).toBe(200);
     expect(await ping.json()).toMatchObject({ jsonrpc: "2.0", id: 2, result: {} });
+  });
+
+  test("a record write streamed past the body limit is 413, and the next write works", async () => {
+    const record = (body: BodyInit) =>
+      fetch(`${world.server.url}/v1/indexes/${world.a.publicIndex}/records/streamed`, {
+        method: "PUT",
+        headers: { authorization: `Bearer ${world.a.keys.adm}`, "content-type": "application/json" },
+        body,
+        duplex: "half",
+      } as RequestInit);
+    let sent = 0;
+    // A chunk every 5 ms: the server answers after the first 16 or so, long before the last.
+    const stream = new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        await new Promise((resolve) => setTimeout(resolve, 5));
+        if (sent++ >= 64) controller.close();
+        else controller.enqueue(new Uint8Array(64 * 1024).fill(32));
+      },
+    });
+    const refused = await record(stream);
+    expect(refused.status).toBe(413);
+    expect(refused.headers.get("content-type")).toBe("application/problem+json");
+    expect(sent).toBeLessThan(64);
+    const written = await record(JSON.stringify({ title: "Streamed" }));
+    expect(written.status).toBe(200);
   });
 });
 

@@ -1,6 +1,7 @@
 // Routes and request validation come from the generated OpenAPI document, so the server cannot
 // drift from the contract: every operation is mounted at its contract path, its parameters and
 // JSON body are validated with the contract's own schemas, and handlers are typed per operationId.
+import type { IncomingMessage } from "node:http";
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { Ajv2020, type ErrorObject, type ValidateFunction } from "ajv/dist/2020.js";
@@ -243,7 +244,13 @@ const describe = (problems: FieldProblem[]) =>
   problems.map((p) => `${p.field ? `${p.field} ` : ""}${p.message}`).join("; ");
 
 async function readJsonBody(c: Context, op: ContractOperation, maxBytes: number): Promise<unknown> {
-  const raw = await readBodyLimited(c.req.raw, maxBytes);
+  const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;
+  // Read from Node's request stream where there is one: making the web Request that
+  // c.req.raw.body needs cost about a tenth of a write's CPU on a replicating node.
+  const raw =
+    incoming && !incoming.readableDidRead
+      ? await readIncomingLimited(incoming, maxBytes)
+      : await readBodyLimited(c.req.raw, maxBytes);
   if (raw.trim() === "") {
     if (op.jsonBody?.required)
       throw new InvalidArgumentError("a JSON request body is required", [{ field: "body", message: "is required" }]);
@@ -279,6 +286,26 @@ export async function readBodyLimited(request: Request, maxBytes: number): Promi
   const declared = Number(request.headers.get("content-length") ?? "NaN");
   if (declared > maxBytes) throw new PayloadTooLargeError(`the request body is larger than ${maxBytes} bytes`);
   return request.body ? await readLimited(request.body, maxBytes) : "";
+}
+
+function readIncomingLimited(incoming: IncomingMessage, maxBytes: number): Promise<string> {
+  const declared = Number(incoming.headers["content-length"] ?? "NaN");
+  if (declared > maxBytes) throw new PayloadTooLargeError(`the request body is larger than ${maxBytes} bytes`);
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer) => {
+      size += chunk.byteLength;
+      if (size <= maxBytes) return void chunks.push(chunk);
+      // The rest is drained and dropped, so that the 413 still reaches the client.
+      incoming.off("data", onData);
+      incoming.resume();
+      reject(new PayloadTooLargeError(`the request body is larger than ${maxBytes} bytes`));
+    };
+    incoming.on("data", onData);
+    incoming.once("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
+    incoming.once("error", reject);
+  });
 }
 
 async function readLimited(stream: ReadableStream<Uint8Array>, maxBytes: number): Promise<string> {

@@ -11,14 +11,17 @@ export class ChangeLogWriter {
   private next = 0;
   private failure: Error | undefined;
   private readonly pending = new Set<Promise<void>>();
+  private batch: AppendRequest[] = [];
 
   constructor(file: string) {
     this.worker = new Worker(new URL("./change-log-worker.ts", import.meta.url), { workerData: { file } });
-    this.worker.on("message", (reply: AppendReply) => {
-      const waiter = this.waiting.get(reply.id);
-      this.waiting.delete(reply.id);
-      if (reply.ok) waiter?.resolve();
-      else waiter?.reject(new Error(reply.message));
+    this.worker.on("message", (replies: AppendReply[]) => {
+      for (const reply of replies) {
+        const waiter = this.waiting.get(reply.id);
+        this.waiting.delete(reply.id);
+        if (reply.ok) waiter?.resolve();
+        else waiter?.reject(new Error(reply.message));
+      }
     });
     this.worker.on("error", (error) => this.fail(error));
     this.worker.on("exit", (code) => this.fail(new Error(`the change log thread exited (${code})`)));
@@ -30,12 +33,20 @@ export class ChangeLogWriter {
     const id = ++this.next;
     const appended = new Promise<void>((resolve, reject) => {
       this.waiting.set(id, { resolve, reject });
-      this.worker.postMessage({ id, indexKey, major, ...row } satisfies AppendRequest);
+      // Rows asked for in the same turn go over together, and are committed with one fsync.
+      if (this.batch.length === 0) setImmediate(() => this.flush());
+      this.batch.push({ id, indexKey, major, ...row });
     });
     this.pending.add(appended);
     const forget = () => this.pending.delete(appended);
     appended.then(forget, forget);
     return appended;
+  }
+
+  private flush(): void {
+    const batch = this.batch;
+    this.batch = [];
+    if (batch.length) this.worker.postMessage(batch);
   }
 
   /** Waits for the appends already asked for, then stops the thread. */
