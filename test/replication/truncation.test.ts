@@ -3,7 +3,11 @@
 // every live node's position. A region down longer than SIFT_REPLICATION_NODE_GONE_MS no longer
 // holds that back; when it returns, the log no longer has what it missed, and it restores the
 // index from the snapshot, then replays the rest: every acknowledged write is there afterwards.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+// Truncation also removes what no snapshot or entry needs from the object store (a dropped
+// major's files, older snapshots), and a region restored after that still has every write.
+import { connect } from "@nats-io/transport-node";
+import { Objm } from "@nats-io/obj";
+import { afterAll, beforeAll, describe, expect, it, onTestFailed } from "vitest";
 import { RATE_LIMITS_OFF } from "../support/limits.ts";
 import { type Regions, regionsAvailable, startRegions } from "../support/regions.ts";
 
@@ -14,6 +18,17 @@ async function firstSeq(r: Regions): Promise<number> {
     .flatMap((a: { stream_detail?: unknown[] }) => a.stream_detail ?? [])
     .find((s: { name: string }) => s.name === "SIFT");
   return stream.state.first_seq as number;
+}
+
+/** The names in one of the change log's object store buckets (`files` or `docs`). */
+async function objectNames(r: Regions, bucket: "files" | "docs"): Promise<string[]> {
+  const nc = await connect({ servers: r.nats.urls.split(",") });
+  try {
+    const store = await new Objm(nc).open(`SIFT_${bucket}`);
+    return (await store.list()).filter((info) => !info.deleted).map((info) => info.name);
+  } finally {
+    await nc.close();
+  }
 }
 
 async function lastSeq(r: Regions): Promise<number> {
@@ -31,11 +46,25 @@ describe.skipIf(!regionsAvailable)("a region that returns after the log was trun
       ...RATE_LIMITS_OFF,
       SIFT_REPLICATION_SNAPSHOT_EVERY: "10",
       SIFT_REPLICATION_NODE_GONE_MS: "1500",
+      // The checkpoint below makes the bulk major droppable at once.
+      SIFT_RETAIN_VERSIONS: "1",
     });
   }, 120_000);
   afterAll(() => r?.stop());
 
   it("restores the index from the newest snapshot and has every acknowledged write", async () => {
+    // What each region logged last, for a failure that is a hang (a test timeout says nothing).
+    onTestFailed(() => {
+      for (const [i, node] of r.nodes.entries()) {
+        const lines = node.output().split("\n");
+        console.log(
+          `--- region ${r.regionIds[i]}\n${lines
+            .filter((l) => !l.includes('"/readyz"'))
+            .slice(-40)
+            .join("\n")}`,
+        );
+      }
+    });
     // A bulk major (published when built), then record changes on top of it.
     const started = await r.http(0).post("/v1/uploads/start", { indexName: r.index });
     const csv = ["id,title", ...Array.from({ length: 200 }, (_, i) => `bulk-${i},Bulk lamp ${i}`)].join("\n");
@@ -109,5 +138,63 @@ describe.skipIf(!regionsAvailable)("a region that returns after the log was trun
     const later = await r.http(0).put(`/v1/indexes/${r.index}/records/later`, { title: "Later" });
     const read = await back.get(`/v1/indexes/${r.index}/records/later?minVersion=${later.body.indexVersion}`);
     expect(read.status, read.text).toBe(200);
+    acknowledged.set("later", "Later");
+
+    // The bulk major was dropped by the checkpoint's retention: once two snapshots without it are
+    // out and the log is truncated past the first, its files leave the object store, and so do
+    // the snapshots before those two.
+    const bulkFiles = (names: string[]) => names.filter((n) => new RegExp(`^segments/[^/]+/${indexVersion}/`).test(n));
+    expect(bulkFiles(await objectNames(r, "files")).length).toBeGreaterThan(0);
+    const snapshotDocs = async () => (await objectNames(r, "docs")).filter((n) => n.endsWith("/snapshot"));
+    const oldSnapshots = await snapshotDocs();
+    expect(oldSnapshots.length).toBeGreaterThan(0);
+    // Live nodes report where they are every half second here, and truncation and clean-up wait
+    // for them: writes go on, spaced, until each step is seen.
+    let n = 0;
+    const writeUntil = async (done: () => Promise<boolean>, what: string, regions: number[]) => {
+      const deadline = Date.now() + 30_000;
+      while (!(await done())) {
+        expect(Date.now(), what).toBeLessThan(deadline);
+        const i = n++;
+        const put = await r.http(regions[i % regions.length]!).put(`/v1/indexes/${r.index}/records/late-${i}`, {
+          title: `Late ${i}`,
+        });
+        expect(put.status, put.text).toBe(200);
+        acknowledged.set(`late-${i}`, `Late ${i}`);
+        newest = put.body.indexVersion;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    };
+    await writeUntil(
+      async () => bulkFiles(await objectNames(r, "files")).length === 0,
+      "the dropped major's files stayed in the object store",
+      [0, 1, 2],
+    );
+    await writeUntil(
+      async () => !(await snapshotDocs()).some((name) => oldSnapshots.includes(name)),
+      "older snapshots stayed in the object store",
+      [0, 1, 2],
+    );
+
+    // A region that returns after that restores from what is left, and has every write.
+    const again = r.nodes[1]!;
+    await again.kill("SIGKILL");
+    const heldAtSecondKill = await lastSeq(r);
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    await writeUntil(
+      async () => (await firstSeq(r)) > heldAtSecondKill + 1,
+      "the log was never truncated past the killed region",
+      [0, 2],
+    );
+    await again.start();
+    const returned = r.http(1);
+    const lost: string[] = [];
+    for (const [id, title] of acknowledged) {
+      const read = await returned.get(`/v1/indexes/${r.index}/records/${id}?minVersion=${newest}`);
+      if (read.status !== 200 || read.body.title !== title) lost.push(`${id}: ${read.status}`);
+    }
+    expect(lost).toEqual([]);
+    expect(again.output()).toMatch(/restored an index from its snapshot/);
+    expect(await count(1)).toBe(await count(0));
   }, 180_000);
 });

@@ -64,6 +64,10 @@ export interface ChangeLog {
   /** Writes the files published under `name` into `dir`. */
   getFiles(name: string, dir: string): Promise<string[]>;
   deleteFiles(name: string): Promise<void>;
+  /** The names files are published under that start with `prefix`, each with when it was published. */
+  listPublished(prefix: string): Promise<{ name: string; at: number }[]>;
+  /** Removes the entries of one index too large for a message that were stored before `at` (ms). */
+  deleteLargeEntries(indexKey: string, at: number): Promise<number>;
   /** Whether files are published under `name` (all of them: the manifest is written last). */
   hasFiles(name: string): Promise<boolean>;
   /** Small JSON documents beside the files (snapshot manifests, node positions), replicated too. */
@@ -71,6 +75,7 @@ export interface ChangeLog {
   getDoc<T>(name: string): Promise<T | null>;
   /** The names of the documents under `prefix`. */
   listDocs(prefix: string): Promise<string[]>;
+  deleteDoc(name: string): Promise<void>;
   /** Removes the entries of one index before position `beforeSeq` (a snapshot holds them). */
   truncate(indexKey: string, beforeSeq: number): Promise<void>;
   /** True while the log answers. */

@@ -23,6 +23,11 @@ export interface IndexReplica {
   newest?: VersionId;
   /** Entries of the index processed since its last snapshot mark (replication/snapshots.ts). */
   sinceSnapshot?: number;
+  /**
+   * Log position of the newest purge of the index: files of its majors published before it still
+   * hold the erased record, and no snapshot may reuse them (replication/snapshots.ts).
+   */
+  purgedAt?: number;
 }
 
 /** A rename per applied entry cost each node a file write per write to any index. */

@@ -595,6 +595,9 @@ export class Replica {
       case "activate":
         activated = entry.version;
         break;
+      case "purge":
+        r.purgedAt = seq;
+        break;
     }
     if (activated !== undefined) {
       r.active = activated;

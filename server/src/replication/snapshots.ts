@@ -19,7 +19,14 @@ export interface SnapshotManifest {
   at: number;
   node: string;
   replica: IndexReplica;
-  majors: { major: number; parent: VersionId | null; records: number; files: string }[];
+  majors: {
+    major: number;
+    parent: VersionId | null;
+    records: number;
+    files: string;
+    /** The log position they were published at (0: when the major was built). */
+    publishedAt?: number;
+  }[];
   changes: RecordChange[];
 }
 
@@ -29,6 +36,8 @@ export interface SnapshotPointer {
   seq: number;
   /** Entries of the index before this position may be gone from the log. */
   truncatedBefore: number;
+  /** The snapshot this one replaced: kept for a node that read the pointer just before. */
+  previous?: { manifest: string; seq: number };
 }
 
 interface NodePosition {
@@ -38,6 +47,7 @@ interface NodePosition {
 }
 
 const pointerName = (index: string) => `snapshots/${index}/latest`;
+const manifestName = (index: string, seq: number) => `snapshots/${index}/${seq}/snapshot`;
 const POINTER_SUFFIX = "/latest";
 
 export class Snapshots {
@@ -81,22 +91,33 @@ export class Snapshots {
   async take(index: string, replica: IndexReplica): Promise<SnapshotManifest> {
     const seq = replica.last;
     const previous = await this.pointer(index);
-    const reusable = new Map<number, string>();
+    const reusable = new Map<number, SnapshotManifest["majors"][number]>();
     if (previous) {
       const old = await this.log.getDoc<SnapshotManifest>(previous.manifest);
-      for (const m of old?.majors ?? []) reusable.set(m.major, m.files);
+      for (const m of old?.majors ?? []) reusable.set(m.major, m);
     }
+    // Files published before the newest purge still hold the erased record: published again.
+    const purgedAt = replica.purgedAt ?? 0;
     const majors: SnapshotManifest["majors"] = [];
     for (const v of await this.engine.versions(index)) {
       if (minorOf(v.version) !== 0) continue;
       const major = Number(v.version);
+      const before = reusable.get(major);
       // A bulk major was published when it was built; a checkpoint is published here, once.
-      let files = reusable.get(major) ?? `segments/${index}/${major}`;
-      if (!(await this.log.hasFiles(files))) {
+      let files = "";
+      let publishedAt = 0;
+      if (before && (before.publishedAt ?? 0) >= purgedAt) {
+        files = before.files;
+        publishedAt = before.publishedAt ?? 0;
+      } else if (!before && purgedAt === 0) {
+        files = `segments/${index}/${major}`;
+      }
+      if (files === "" || !(await this.log.hasFiles(files))) {
         files = `snapshots/${index}/${seq}/majors/${major}`;
+        publishedAt = seq;
         await this.log.putFiles(files, await this.engine.segmentFiles!(index, major));
       }
-      majors.push({ major, parent: v.parent, records: v.records, files });
+      majors.push({ major, parent: v.parent, records: v.records, files, publishedAt });
     }
     const manifest: SnapshotManifest = {
       index,
@@ -107,7 +128,7 @@ export class Snapshots {
       majors,
       changes: await this.engine.changes!(index),
     };
-    await this.log.putDoc(`snapshots/${index}/${seq}/snapshot`, manifest);
+    await this.log.putDoc(manifestName(index, seq), manifest);
     return manifest;
   }
 
@@ -119,10 +140,16 @@ export class Snapshots {
   async truncate(index: string, snapshot: SnapshotManifest): Promise<number> {
     const bound = (live: NodePosition[]) => Math.min(snapshot.seq + 1, ...live.map((p) => p.position + 1));
     const said = bound(await this.livePositions());
+    const replaced = await this.pointer(index);
+    // Two nodes may snapshot one index at about the same time: the pointer never goes back, or a
+    // node restoring from it would miss the entries the newer truncation removed.
+    if (replaced && replaced.seq >= snapshot.seq) return replaced.truncatedBefore;
+    const previous = replaced && { manifest: replaced.manifest, seq: replaced.seq };
     await this.log.putDoc(pointerName(index), {
-      manifest: `snapshots/${index}/${snapshot.seq}/snapshot`,
+      manifest: manifestName(index, snapshot.seq),
       seq: snapshot.seq,
       truncatedBefore: said,
+      ...(previous ? { previous } : {}),
     } satisfies SnapshotPointer);
     // Asked again after the pointer is out: a node starting meanwhile either reported before this
     // look (and is counted) or reads the pointer after it (and restores from the snapshot).
@@ -135,7 +162,56 @@ export class Snapshots {
       before,
       liveNodes: live.length,
     });
+    if (previous) {
+      await this.collect(index, snapshot, previous, before).catch((error: Error) =>
+        this.logger.warn("could not remove files no snapshot or entry needs; the next snapshot tries again", {
+          index,
+          error: error.message,
+        }),
+      );
+    }
     return before;
+  }
+
+  /**
+   * Removes what nothing can ask for any more, once the log no longer holds the entries up to the
+   * previous snapshot: the files of majors that neither this snapshot nor the previous one holds
+   * (dropped majors, checkpoints an older snapshot published, uploads whose entry never made it),
+   * older snapshots, and entries too large for a message. Judged against the previous snapshot,
+   * not this one: every major it lacks was dropped before it, so the entry that made the major is
+   * gone from the log too. Files published within SIFT_REPLICATION_NODE_GONE_MS before it stay,
+   * for an upload published before a snapshot whose entry comes after it.
+   */
+  private async collect(
+    index: string,
+    current: SnapshotManifest,
+    previous: { manifest: string; seq: number },
+    before: number,
+  ): Promise<void> {
+    if (before <= previous.seq) return;
+    const older = await this.log.getDoc<SnapshotManifest>(previous.manifest);
+    if (older === null) return;
+    const keep = new Set([...current.majors, ...older.majors].map((m) => m.files));
+    const until = older.at - this.goneAfterMs;
+    let files = 0;
+    for (const prefix of [`segments/${index}/`, `snapshots/${index}/`]) {
+      for (const published of await this.log.listPublished(prefix)) {
+        if (keep.has(published.name) || published.at >= until) continue;
+        await this.log.deleteFiles(published.name);
+        files++;
+      }
+    }
+    let snapshots = 0;
+    for (const name of await this.log.listDocs(`snapshots/${index}/`)) {
+      const seq = /\/(\d+)\/snapshot$/.exec(name)?.[1];
+      if (seq === undefined || Number(seq) >= previous.seq) continue;
+      await this.log.deleteDoc(name);
+      snapshots++;
+    }
+    const entries = await this.log.deleteLargeEntries(index, until);
+    if (files + snapshots + entries > 0) {
+      this.logger.info("removed files no snapshot or log entry needs", { index, files, snapshots, entries });
+    }
   }
 
   /** Nodes that reported lately; one that has not is gone and will restore from a snapshot. */
@@ -171,7 +247,12 @@ export class Snapshots {
    */
   async restore(index: string, pointer: SnapshotPointer): Promise<SnapshotManifest> {
     const manifest = await this.log.getDoc<SnapshotManifest>(pointer.manifest);
-    if (manifest === null) throw new Error(`snapshot ${pointer.manifest} is missing from the object store`);
+    if (manifest === null) {
+      // Replaced and cleared away since the pointer was read: the newer one holds more.
+      const newer = await this.pointer(index);
+      if (newer !== null && newer.seq > pointer.seq) return this.restore(index, newer);
+      throw new Error(`snapshot ${pointer.manifest} is missing from the object store`);
+    }
     await this.engine.dropIndex(index);
     await this.engine.createIndex(index);
     for (const m of manifest.majors) {

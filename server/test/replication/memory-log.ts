@@ -11,7 +11,9 @@ export class MemoryLog {
   /** null: truncated away. */
   readonly entries: (LogEntry | null)[] = [];
   readonly docs = new Map<string, unknown>();
-  private readonly files = new Map<string, { name: string; path: string }[]>();
+  readonly files = new Map<string, { name: string; path: string }[]>();
+  /** When each name's files were published (ms). */
+  readonly publishedAt = new Map<string, number>();
   private readonly wakers = new Set<() => void>();
   enforceCompareAndSet = true;
 
@@ -72,6 +74,7 @@ export class MemoryLog {
           name,
           files.map((f) => ({ name: f.name, path: join(kept, basename(f.path)) })),
         );
+        log.publishedAt.set(name, Date.now());
       },
       async getFiles(name: string, dir: string) {
         const files = log.files.get(name);
@@ -80,13 +83,23 @@ export class MemoryLog {
         for (const f of files) cpSync(f.path, join(dir, f.name));
         return files.map((f) => f.name);
       },
-      deleteFiles: async () => {},
+      deleteFiles: async (name: string) => {
+        log.files.delete(name);
+        log.publishedAt.delete(name);
+      },
+      listPublished: async (prefix: string) =>
+        [...log.publishedAt].filter(([n]) => n.startsWith(prefix)).map(([name, at]) => ({ name, at })),
+      // Entries here are never too large for a message.
+      deleteLargeEntries: async () => 0,
       hasFiles: async (name: string) => log.files.has(name),
       putDoc: async (name: string, value: unknown) => {
         log.docs.set(name, structuredClone(value));
       },
       getDoc: async <T>(name: string) => (log.docs.has(name) ? (structuredClone(log.docs.get(name)) as T) : null),
       listDocs: async (prefix: string) => [...log.docs.keys()].filter((n) => n.startsWith(prefix)),
+      deleteDoc: async (name: string) => {
+        log.docs.delete(name);
+      },
       truncate: async (indexKey: string, beforeSeq: number) => {
         log.entries.forEach((e, i) => {
           if (e !== null && e.index === indexKey && i + 1 < beforeSeq) log.entries[i] = null;

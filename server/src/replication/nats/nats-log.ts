@@ -21,7 +21,7 @@ import {
   type JetStreamClient,
   type JetStreamManager,
 } from "@nats-io/jetstream";
-import { Objm, type ObjectStore } from "@nats-io/obj";
+import { Objm, type ObjectStore, setSha256Backend } from "@nats-io/obj";
 import type { Logger } from "../../log.ts";
 import { type AppliedEntry, type ChangeLog, type LogEntry, StaleAppendError } from "../../ports/change-log.ts";
 
@@ -95,13 +95,21 @@ async function runLimited(jobs: (() => Promise<void>)[], limit: number): Promise
  * 0.3 s) where this Node has zstd (22.15 and later); a node without it publishes them as they are.
  */
 const zstdAvailable = typeof (zlib as { createZstdCompress?: unknown }).createZstdCompress === "function";
-const ZSTD_FAST = zstdAvailable ? { params: { [zlib.constants.ZSTD_c_compressionLevel]: 1 } } : {};
+/**
+ * Streams of segment files move in 1 MB pieces: with the 16 to 64 kB defaults, a 1M-record major
+ * took some 16,000 zstd callbacks and file writes on every node that fetched it.
+ */
+const PIECE = 1 << 20;
+const ZSTD_FAST = zstdAvailable ? { chunkSize: PIECE, params: { [zlib.constants.ZSTD_c_compressionLevel]: 1 } } : {};
 
 /** A subject token per index key: keys are ids, but anything else is encoded to stay one token. */
 const subjectOf = (indexKey: string) =>
   `${SUBJECT_ROOT}.${/^[A-Za-z0-9_-]+$/.test(indexKey) ? indexKey : `b64-${Buffer.from(indexKey).toString("base64url")}`}`;
 
 export async function openNatsLog(options: NatsLogOptions): Promise<ChangeLog> {
+  // The object store checks every object's SHA-256 on put and get, by default in JavaScript: that
+  // was 43% of a node's CPU while it fetched a 1M-record major (bench/RESULTS.md, Replication).
+  setSha256Backend("native");
   const nc = await connect({
     servers: options.servers,
     name: options.name,
@@ -109,38 +117,66 @@ export async function openNatsLog(options: NatsLogOptions): Promise<ChangeLog> {
     maxReconnectAttempts: -1,
     reconnectTimeWait: 250,
     timeout: 5_000,
+    // Each request would otherwise capture a stack trace up front, in case it fails: measured at
+    // about a tenth of a write's CPU on a replicating node (bench/RESULTS.md, Replication).
+    noAsyncTraces: true,
   });
-  const jsm = await ensureStream(nc, options);
+  const ready = untilReady(options);
+  const jsm = await ready(async () => {
+    const manager = await jetstreamManager(nc, { timeout: 10_000 });
+    await tryEnsureStream(manager, options);
+    return manager;
+  });
   const js = jetstream(nc, { timeout: 10_000 });
-  const files = await new Objm(nc).create(`${options.stream}_files`, {
-    replicas: options.replicas,
-    description: "Sift segment files and large log entries",
-  });
+  const files = await ready(() =>
+    new Objm(nc).create(`${options.stream}_files`, {
+      replicas: options.replicas,
+      description: "Sift segment files and large log entries",
+    }),
+  );
   // Whatever an earlier run fetched ahead and never used.
   if (options.stagingDir !== undefined) await rm(options.stagingDir, { recursive: true, force: true });
   // Documents in a bucket of their own: listing them (at every start, at every truncation) then
   // walks a handful of pointers and positions, not every part of every published segment.
-  const docs = await new Objm(nc).create(`${options.stream}_docs`, {
-    replicas: options.replicas,
-    description: "Sift snapshot pointers and manifests, node positions",
-  });
+  const docs = await ready(() =>
+    new Objm(nc).create(`${options.stream}_docs`, {
+      replicas: options.replicas,
+      description: "Sift snapshot pointers and manifests, node positions",
+    }),
+  );
   return new NatsLog(nc, jsm, js, files, docs, options);
 }
 
-/** A cluster that has just started elects its JetStream leader first: wait for it, up to a minute. */
-async function ensureStream(nc: NatsConnection, options: NatsLogOptions): Promise<JetStreamManager> {
+/**
+ * An object removed while it is read (a snapshot another node cleared away) leaves the reader
+ * waiting for chunks that never come: bounded, it is an error its caller handles.
+ */
+function within<T>(ms: number, what: string, work: Promise<T>): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} took longer than ${ms / 1000} s`)), ms);
+  });
+  return Promise.race([work, expired]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * A cluster that has just started, or has just lost a server, elects its JetStream leaders first:
+ * each step of opening the log is tried again until it answers, for up to a minute from the first.
+ * Creating the object stores timed out once while a test had killed a server, and the node exited.
+ */
+function untilReady(options: NatsLogOptions): <T>(step: () => Promise<T>) => Promise<T> {
   const deadline = Date.now() + 60_000;
-  for (;;) {
-    try {
-      const jsm = await jetstreamManager(nc, { timeout: 10_000 });
-      await tryEnsureStream(jsm, options);
-      return jsm;
-    } catch (error) {
-      if (Date.now() > deadline) throw error;
-      options.log.info("waiting for the NATS JetStream cluster", { error: (error as Error).message });
-      await new Promise((resolve) => setTimeout(resolve, 500));
+  return async (step) => {
+    for (;;) {
+      try {
+        return await step();
+      } catch (error) {
+        if (Date.now() > deadline) throw error;
+        options.log.info("waiting for the NATS JetStream cluster", { error: (error as Error).message });
+        await new Promise((resolve) => setTimeout(resolve, 500));
+      }
     }
-  }
+  };
 }
 
 async function tryEnsureStream(jsm: JetStreamManager, options: NatsLogOptions): Promise<void> {
@@ -260,9 +296,9 @@ class NatsLog implements ChangeLog {
           const result = await this.files.get(object);
           if (result === null) throw new Error(`file ${f.name} of segment ${name} is missing from the object store`);
           const source = Readable.fromWeb(result.data as import("node:stream/web").ReadableStream<Uint8Array>);
-          const target = createWriteStream(path, { flags: "r+", start: part * PART_BYTES });
+          const target = createWriteStream(path, { flags: "r+", start: part * PART_BYTES, highWaterMark: PIECE });
           await (f.encoding === "zstd"
-            ? pipeline(source, zlib.createZstdDecompress(), target)
+            ? pipeline(source, zlib.createZstdDecompress({ chunkSize: PIECE }), target)
             : pipeline(source, target));
           const error = await result.error;
           if (error) throw error;
@@ -386,7 +422,7 @@ class NatsLog implements ChangeLog {
   }
 
   private async readRef(ref: string): Promise<LogEntry> {
-    const data = await this.files.getBlob(ref);
+    const data = await within(60_000, `reading ${ref}`, this.files.getBlob(ref));
     if (data === null) throw new Error(`log entry ${ref} is missing from the object store`);
     return JSON.parse(Buffer.from(data).toString("utf8")) as LogEntry;
   }
@@ -407,7 +443,11 @@ class NatsLog implements ChangeLog {
         jobs.push(() =>
           this.again(`publishing ${partName(name, f.name, part)}`, async () => {
             const end = Math.min(size, (part + 1) * PART_BYTES) - 1;
-            const source = createReadStream(f.path, { start: part * PART_BYTES, end: Math.max(end, 0) });
+            const source = createReadStream(f.path, {
+              start: part * PART_BYTES,
+              end: Math.max(end, 0),
+              highWaterMark: PIECE,
+            });
             const body = encoding === "zstd" ? source.pipe(zlib.createZstdCompress(ZSTD_FAST)) : source;
             await this.files.put(
               { name: partName(name, f.name, part), options: { max_chunk_size: this.maxPayload } },
@@ -490,6 +530,21 @@ class NatsLog implements ChangeLog {
     await this.files.delete(`${name}/manifest`);
   }
 
+  async listPublished(prefix: string): Promise<{ name: string; at: number }[]> {
+    const suffix = "/manifest";
+    return (await this.files.list())
+      .filter((info) => !info.deleted && info.name.startsWith(prefix) && info.name.endsWith(suffix))
+      .map((info) => ({ name: info.name.slice(0, -suffix.length), at: Date.parse(info.mtime) }));
+  }
+
+  async deleteLargeEntries(indexKey: string, at: number): Promise<number> {
+    const stale = (await this.files.list()).filter(
+      (info) => !info.deleted && info.name.startsWith(`entries/${indexKey}/`) && Date.parse(info.mtime) < at,
+    );
+    for (const info of stale) await this.files.delete(info.name);
+    return stale.length;
+  }
+
   async hasFiles(name: string): Promise<boolean> {
     return (await this.files.info(`${name}/manifest`)) !== null;
   }
@@ -499,12 +554,27 @@ class NatsLog implements ChangeLog {
   }
 
   async getDoc<T>(name: string): Promise<T | null> {
-    const data = await this.docs.getBlob(name);
+    // Overwriting an object removes its old chunks: a reader that had its old description waits
+    // for chunks that are gone. Documents are small, so a read that takes seconds is that race
+    // (a snapshot pointer, a node's position) and is started again, on the new description.
+    let data: Uint8Array | null = null;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        data = await within(3_000, `reading ${name}`, this.docs.getBlob(name));
+        break;
+      } catch (error) {
+        if (attempt >= 5) throw error;
+      }
+    }
     return data === null ? null : (JSON.parse(Buffer.from(data).toString("utf8")) as T);
   }
 
   async listDocs(prefix: string): Promise<string[]> {
     return (await this.docs.list()).filter((info) => !info.deleted && info.name.startsWith(prefix)).map((i) => i.name);
+  }
+
+  async deleteDoc(name: string): Promise<void> {
+    await this.docs.delete(name);
   }
 
   async truncate(indexKey: string, beforeSeq: number): Promise<void> {

@@ -1,0 +1,148 @@
+// Snapshots (docs/replication.md, Catch-up). A snapshot reuses the files a major was published
+// with, unless a purge came after them: those still hold the erased record. A truncation removes
+// from the object store the files of majors neither the new snapshot nor the one before it holds,
+// and older snapshots, once the log no longer holds the entries up to the one before. Files
+// published lately stay (an upload's entry may still come), and nothing goes while a live node lags.
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { beforeEach, describe, expect, test } from "vitest";
+import { createLogger } from "../../src/log.ts";
+import type { SearchEngine } from "../../src/ports/engine.ts";
+import type { IndexReplica } from "../../src/replication/replica-state.ts";
+import { type SnapshotManifest, Snapshots } from "../../src/replication/snapshots.ts";
+import { MemoryLog } from "./memory-log.ts";
+
+const GONE_MS = 10_000;
+const INDEX = "idx_gc";
+const silent = createLogger("silent", {}, () => {});
+
+let memory: MemoryLog;
+let snapshots: Snapshots;
+const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "sift-gc-")), "postings");
+fs.writeFileSync(file, "segment bytes");
+
+/** Files published under `name`, `ageMs` ago. */
+async function publish(name: string, ageMs: number) {
+  await memory.client().putFiles(name, [{ name: "postings", path: file }]);
+  memory.publishedAt.set(name, Date.now() - ageMs);
+}
+
+function manifest(seq: number, files: string[], at = Date.now()): SnapshotManifest {
+  return {
+    index: INDEX,
+    seq,
+    at,
+    node: "a",
+    replica: {} as SnapshotManifest["replica"],
+    majors: files.map((f, i) => ({ major: i + 1, parent: null, records: 1, files: f })),
+    changes: [],
+  };
+}
+
+/** A snapshot taken and truncated behind, as Snapshots.take and truncate leave it. */
+async function snapshot(m: SnapshotManifest) {
+  await memory.client().putDoc(`snapshots/${INDEX}/${m.seq}/snapshot`, m);
+  return snapshots.truncate(INDEX, m);
+}
+
+const reportAt = (node: string, position: number) =>
+  memory.client().putDoc(`nodes/${node}`, { node, position, at: Date.now() });
+
+beforeEach(() => {
+  memory = new MemoryLog();
+  snapshots = new Snapshots({
+    log: memory.client(),
+    engine: {} as SearchEngine,
+    logger: silent,
+    node: "a",
+    every: 10,
+    goneAfterMs: GONE_MS,
+  });
+});
+
+describe("a truncation's clean-up of the object store", () => {
+  test("removes dropped majors and old snapshots, keeps what either snapshot or a late upload needs", async () => {
+    const hour = 3_600_000;
+    await publish(`segments/${INDEX}/1`, 2 * hour); // dropped before the previous snapshot
+    await publish(`segments/${INDEX}/2`, 2 * hour); // held by the previous snapshot only
+    await publish(`snapshots/${INDEX}/10/majors/3`, 2 * hour); // a checkpoint both hold
+    await publish(`snapshots/${INDEX}/5/majors/9`, 2 * hour); // published by a snapshot long gone
+    await reportAt("b", 100);
+
+    await snapshot(manifest(5, [`segments/${INDEX}/1`], Date.now() - 3 * hour));
+    await snapshot(manifest(10, [`segments/${INDEX}/2`, `snapshots/${INDEX}/10/majors/3`], Date.now() - hour));
+    // Published after the previous snapshot, its entry not in the log yet: not in any snapshot.
+    await publish(`segments/${INDEX}/4`, 0);
+    await snapshot(manifest(30, [`snapshots/${INDEX}/10/majors/3`]));
+
+    expect([...memory.files.keys()].sort()).toEqual([
+      `segments/${INDEX}/2`,
+      `segments/${INDEX}/4`,
+      `snapshots/${INDEX}/10/majors/3`,
+    ]);
+    expect([...memory.docs.keys()].filter((n) => n.startsWith("snapshots/")).sort()).toEqual([
+      `snapshots/${INDEX}/10/snapshot`,
+      `snapshots/${INDEX}/30/snapshot`,
+      `snapshots/${INDEX}/latest`,
+    ]);
+    expect(await snapshots.pointer(INDEX)).toMatchObject({
+      manifest: `snapshots/${INDEX}/30/snapshot`,
+      previous: { manifest: `snapshots/${INDEX}/10/snapshot`, seq: 10 },
+    });
+  });
+
+  test("removes nothing while a live node has not passed the previous snapshot", async () => {
+    await publish(`segments/${INDEX}/1`, 3_600_000);
+    await reportAt("b", 4); // it still replays entries before the previous snapshot (5)
+    await snapshot(manifest(5, [], Date.now() - 60_000));
+    await snapshot(manifest(30, []));
+    expect([...memory.files.keys()]).toEqual([`segments/${INDEX}/1`]);
+
+    await reportAt("b", 30);
+    await snapshot(manifest(40, []));
+    expect([...memory.files.keys()]).toEqual([]);
+  });
+});
+
+describe("a snapshot's majors", () => {
+  // One major, as the engine holds it now.
+  const engine = {
+    versions: async () => [{ version: "1", parent: null, records: 2 }],
+    segmentFiles: async () => [{ name: "postings", path: file }],
+    changes: async () => [],
+  } as unknown as SearchEngine;
+  const replica = (last: number, purgedAt?: number): IndexReplica => ({
+    last,
+    active: "1",
+    majors: [1],
+    maxMinor: {},
+    appendedAt: 0,
+    ...(purgedAt === undefined ? {} : { purgedAt }),
+  });
+
+  test("reuse the files published with the major until a purge, then are published again", async () => {
+    const taking = new Snapshots({
+      log: memory.client(),
+      engine,
+      logger: silent,
+      node: "a",
+      every: 10,
+      goneAfterMs: 1,
+    });
+    await publish(`segments/${INDEX}/1`, 60_000);
+    const first = await taking.take(INDEX, replica(10));
+    expect(first.majors[0]).toMatchObject({ files: `segments/${INDEX}/1`, publishedAt: 0 });
+    await taking.truncate(INDEX, first);
+
+    const purged = await taking.take(INDEX, replica(20, 15));
+    expect(purged.majors[0]).toMatchObject({ files: `snapshots/${INDEX}/20/majors/1`, publishedAt: 20 });
+    await taking.truncate(INDEX, purged);
+
+    const later = await taking.take(INDEX, replica(30, 15));
+    expect(later.majors[0]).toMatchObject({ files: `snapshots/${INDEX}/20/majors/1`, publishedAt: 20 });
+    await taking.truncate(INDEX, later);
+    // The files from before the purge went once neither snapshot named them.
+    expect([...memory.files.keys()]).toEqual([`snapshots/${INDEX}/20/majors/1`]);
+  });
+});
