@@ -22,6 +22,8 @@ export type LogOp =
   /** `expectActive`: only if that is still the active version (a checkpoint going live). */
   | { op: "activate"; version: VersionId; expectActive?: VersionId }
   | { op: "drop-version"; version: VersionId }
+  /** Several at once: retention after a checkpoint drops hundreds of minors (D-224). */
+  | { op: "drop-versions"; versions: VersionId[] }
   /** Erasure of a record from every version (docs/versions.md, Erasure). */
   | { op: "purge"; id: string };
 
@@ -32,6 +34,11 @@ export type LogEntry = LogOp & {
   node: string;
   /** When it was appended, epoch ms; replication lag is measured from it. */
   at: number;
+  /**
+   * The index's last position its writer had applied when it appended this entry (with a
+   * compare-and-set). A node whose own last position of the index is lower missed entries.
+   */
+  after?: number;
 };
 
 export interface AppliedEntry {

@@ -189,6 +189,8 @@ export interface SearchEngine {
   activate(indexKey: string, version: VersionId, options?: { ifActive?: VersionId }): Promise<void>;
   /** Drops a version's storage; the service never drops the active version or an ancestor of a kept one. */
   dropVersion(indexKey: string, version: VersionId): Promise<void>;
+  /** Drops several versions in one step where the engine can (with replication: one log entry). */
+  dropVersions?(indexKey: string, versions: VersionId[]): Promise<void>;
   /**
    * Erases a record from every version the engine holds (docs/versions.md, Erasure): afterwards
    * no version returns it and its stored data is gone from the engine's storage, not merely

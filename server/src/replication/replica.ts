@@ -144,7 +144,7 @@ export class Replica {
     options: { compareAndSet: boolean } = { compareAndSet: true },
   ): Promise<unknown> {
     const expect = options.compareAndSet ? (this.state.indexes.get(op.index)?.last ?? 0) : undefined;
-    const entry = { ...op, node: this.node, at: Date.now() } as LogEntry;
+    const entry = { ...op, node: this.node, at: Date.now(), ...(expect ? { after: expect } : {}) } as LogEntry;
     const seq = await this.append(entry, expect);
     const verdict = await this.verdictOf(seq);
     if (verdict.error) throw verdict.error;
@@ -348,8 +348,12 @@ export class Replica {
 
   /** Applies one entry of the log, in order within its index, the same way on every node. */
   private async apply(seq: number, entry: LogEntry): Promise<void> {
+    const missed = entry.after !== undefined && entry.after > (this.state.indexes.get(entry.index)?.last ?? 0);
+    if (missed && !this.state.dropped.has(entry.index)) {
+      await this.restoreMissed(seq, entry);
+    }
     const r = this.state.indexes.get(entry.index);
-    if (r !== undefined && r.last >= seq) return; // applied before a restart
+    if (r !== undefined && r.last >= seq) return; // applied before a restart, or in the snapshot
     // The same decision on every node: each has applied the same entries of the index before it.
     const accepted = await this.accepts(entry);
     if (!accepted) {
@@ -364,6 +368,36 @@ export class Replica {
     this.noteApplied(seq, entry);
     if (entry.node === this.node) this.keepVerdict(seq, { accepted: true, result });
     this.countTowardsSnapshot(entry);
+  }
+
+  /**
+   * The entry builds on entries of its index this node never applied: they were removed from the
+   * log before it got to them (it could not report its position for SIFT_REPLICATION_NODE_GONE_MS
+   * while it went on applying, say). Applying on would lose them silently; the index is restored
+   * from its newest snapshot instead, as at start-up, and the log goes on from there. The caller
+   * holds the index's chain.
+   */
+  private async restoreMissed(seq: number, entry: LogEntry): Promise<void> {
+    const applied = this.state.indexes.get(entry.index)?.last ?? 0;
+    const pointer = await this.snapshots.pointer(entry.index);
+    if (pointer === null || pointer.seq < (entry.after ?? 0)) {
+      // Retried by applyUntilDone, loudly: a snapshot that covers them may still be on its way.
+      throw new Error(
+        `entry ${seq} of index ${entry.index} builds on entry ${entry.after}, which this node never applied and no snapshot holds`,
+      );
+    }
+    const manifest = await this.snapshots.restore(entry.index, pointer);
+    this.state.indexes.set(entry.index, structuredClone(manifest.replica));
+    if (manifest.replica.active !== undefined) this.onActive(entry.index, manifest.replica.active);
+    this.logger.warn(
+      "restored an index from its snapshot: entries of it were removed from the log before this node applied them",
+      {
+        index: entry.index,
+        applied,
+        snapshot: manifest.seq,
+        entry: seq,
+      },
+    );
   }
 
   /**
@@ -467,13 +501,13 @@ export class Replica {
         return entry.from === r?.active && !has(formatVersion(entry.major));
       case "activate":
         return has(entry.version) && (entry.expectActive === undefined || entry.expectActive === r?.active);
-      case "drop-version": {
+      case "drop-version":
+      case "drop-versions": {
         const active = r?.active;
         if (active === undefined) return true;
-        return (
-          !(await this.ancestry(entry.index, active)).has(entry.version) &&
-          !(minorOf(entry.version) === 0 && majorOf(active) === majorOf(entry.version))
-        );
+        const ancestry = await this.ancestry(entry.index, active);
+        const dropped = entry.op === "drop-version" ? [entry.version] : entry.versions;
+        return dropped.every((v) => !ancestry.has(v) && !(minorOf(v) === 0 && majorOf(active) === majorOf(v)));
       }
     }
   }
@@ -528,6 +562,11 @@ export class Replica {
         return engine.activate(entry.index, entry.version);
       case "drop-version":
         return engine.dropVersion(entry.index, entry.version);
+      case "drop-versions":
+        // A major goes with its minors: those listed after it are gone already.
+        for (const v of entry.versions)
+          if (await this.engineHas(entry.index, v)) await engine.dropVersion(entry.index, v);
+        return;
       case "purge":
         return engine.purge(entry.index, entry.id);
     }

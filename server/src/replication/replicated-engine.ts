@@ -109,6 +109,10 @@ class ReplicatedEngine implements SearchEngine {
     await this.replica.commit({ op: "drop-version", index: indexKey, version });
   }
 
+  async dropVersions(indexKey: string, versions: VersionId[]): Promise<void> {
+    if (versions.length) await this.replica.commit({ op: "drop-versions", index: indexKey, versions });
+  }
+
   async purge(indexKey: string, id: string): Promise<PurgeResult> {
     return (await this.replica.commit({ op: "purge", index: indexKey, id })) as PurgeResult;
   }

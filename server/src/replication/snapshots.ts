@@ -138,7 +138,9 @@ export class Snapshots {
    * removal itself then fails, which is slower but loses nothing.
    */
   async truncate(index: string, snapshot: SnapshotManifest): Promise<number> {
-    const bound = (live: NodePosition[]) => Math.min(snapshot.seq + 1, ...live.map((p) => p.position + 1));
+    // The snapshot's own entry stays: a subject with no entry left would refuse every append
+    // after it, since each one expects the index's last position (the compare-and-set).
+    const bound = (live: NodePosition[]) => Math.min(snapshot.seq, ...live.map((p) => p.position + 1));
     const said = bound(await this.livePositions());
     const replaced = await this.pointer(index);
     // Two nodes may snapshot one index at about the same time: the pointer never goes back, or a

@@ -24,12 +24,25 @@ import { MemoryLog } from "./memory-log.ts";
 const admin: Principal = { kind: "key", keyId: "key_r", tenantId: "ten_r", type: "adm", userId: null };
 const silent = createLogger("silent", {}, () => {});
 
-async function openNode(memory: MemoryLog, store: Store, name: string) {
+async function openNode(
+  memory: MemoryLog,
+  store: Store,
+  name: string,
+  snapshots?: { every: number; goneAfterMs: number },
+) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), `sift-replica-${name}-`));
   const inner = createEmbeddedEngine({ dataDir: path.join(dir, "engine") });
   await inner.open();
   const log = memory.client();
-  const replica = new Replica({ node: name, log, engine: inner, db: store.db, logger: silent, dataDir: dir });
+  const replica = new Replica({
+    node: name,
+    log,
+    engine: inner,
+    db: store.db,
+    logger: silent,
+    dataDir: dir,
+    ...(snapshots ? { snapshots } : {}),
+  });
   const engine = replicatedEngine(inner, replica, log);
   const locks = new IndexLocks();
   locks.setCatchUp(() => replica.catchUp());
@@ -161,3 +174,60 @@ describe("two nodes on one change log", () => {
     expect(await b.replica.caughtUp()).toMatchObject({ ready: true, behind: 0 });
   });
 });
+
+describe("a node that missed entries removed from the log", () => {
+  let store: Store;
+  const memory = new MemoryLog();
+  let a: Awaited<ReturnType<typeof openNode>>;
+  let b: Awaited<ReturnType<typeof openNode>>;
+
+  beforeAll(async () => {
+    store = await storeTargets()[0]!.open();
+    await store.db.insert(tenants).values({ id: "ten_r", name: "ten_r", createdAt: 0 });
+    // A snapshot every 5 entries of an index; positions are not what lets the removal through
+    // here: the test removes the entries itself, as truncation would behind a node it took for gone.
+    a = await openNode(memory, store, "a", { every: 5, goneAfterMs: 60_000 });
+    b = await openNode(memory, store, "b", { every: 5, goneAfterMs: 60_000 });
+    await a.catalog.createService("ten_r", { name: "ten_r-shop", regions: ["frankfurt"] });
+    await a.catalog.createIndex("ten_r", { name: "shop", serviceName: "ten_r-shop" });
+  });
+  afterAll(async () => {
+    await a?.close();
+    await b?.close();
+    await store?.close();
+  });
+
+  test("restores the index from its snapshot when an entry builds on ones it never applied", async () => {
+    const first = await a.records.put(admin, "shop", "early", { title: "Early record" });
+    const ref = (await a.catalog.byName("ten_r", "shop"))!;
+    await b.replica.waitFor(ref.id, first, 5_000);
+    b.log.hold();
+    const written = new Map<string, string>();
+    for (let i = 0; i < 12; i++) {
+      await a.records.put(admin, "shop", `away-${i}`, { title: `Away ${i}` });
+      written.set(`away-${i}`, `Away ${i}`);
+    }
+    const pointer = await waitForPointer(memory, ref.id);
+    // Removed before b applied them, as a truncation that no longer counted b would (it keeps
+    // the snapshot's own entry).
+    memory.entries.forEach((e, i) => {
+      if (e?.index === ref.id && i + 1 < pointer.seq) memory.entries[i] = null;
+    });
+    const last = await a.records.put(admin, "shop", "last", { title: "Last record" });
+    written.set("last", "Last record");
+    b.log.release();
+    await b.replica.waitFor(ref.id, last, 5_000);
+    for (const [id, title] of written) expect((await b.records.get(admin, "shop", id))?.title).toBe(title);
+    expect((await b.records.get(admin, "shop", "early"))?.title).toBe("Early record");
+  });
+});
+
+/** The newest snapshot pointer of an index, once a snapshot was taken and its pointer written. */
+async function waitForPointer(memory: MemoryLog, indexId: string): Promise<{ seq: number }> {
+  for (let i = 0; i < 100; i++) {
+    const pointer = memory.docs.get(`snapshots/${indexId}/latest`) as { seq: number } | undefined;
+    if (pointer) return pointer;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error("no snapshot was taken");
+}
