@@ -150,7 +150,10 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
   const catalog = new CatalogService(store.db, engine, log, Date.now, { indexes: config.quotaIndexes });
   if (replica) {
     replica.onActivated((indexId, version) => catalog.setActive(indexId, version));
-    catalog.useLocalActive((indexId) => replica.active(indexId));
+    catalog.useLocalActive(
+      (indexId) => replica.active(indexId),
+      (indexId) => replica.isDropped(indexId),
+    );
   }
   const versions = new VersionService({
     db: store.db,

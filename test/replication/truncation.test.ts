@@ -196,5 +196,21 @@ describe.skipIf(!regionsAvailable)("a region that returns after the log was trun
     expect(lost).toEqual([]);
     expect(again.output()).toMatch(/restored an index from its snapshot/);
     expect(await count(1)).toBe(await count(0));
+
+    // Dropping the index clears it from the object store once every region has applied the drop.
+    const pointer = (await objectNames(r, "docs")).find((n) => /^snapshots\/[^/]+\/latest$/.test(n));
+    const indexId = pointer!.split("/")[1]!;
+    const dropped = await r.http(0).delete(`/v1/indexes/${r.index}`);
+    expect(dropped.status, dropped.text).toBeLessThan(300);
+    const ofIndex = (names: string[]) => names.filter((n) => n.includes(`/${indexId}/`));
+    await expect
+      .poll(async () => [...ofIndex(await objectNames(r, "files")), ...ofIndex(await objectNames(r, "docs"))], {
+        timeout: 20_000,
+      })
+      .toEqual([]);
+    for (const node of [0, 1, 2]) {
+      const gone = await r.http(node).get(`/v1/indexes/${r.index}`);
+      expect(gone.status, `${r.regionIds[node]}: ${gone.text}`).toBe(404);
+    }
   }, 180_000);
 });

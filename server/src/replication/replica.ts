@@ -238,6 +238,11 @@ export class Replica {
     return this.state.indexes.get(indexId)?.last ?? 0;
   }
 
+  /** Whether this node has applied the index's drop. */
+  isDropped(indexId: string): boolean {
+    return this.state.dropped.has(indexId);
+  }
+
   newest(indexId: string): VersionId | undefined {
     return this.state.indexes.get(indexId)?.newest;
   }
@@ -368,6 +373,16 @@ export class Replica {
     this.noteApplied(seq, entry);
     if (entry.node === this.node) this.keepVerdict(seq, { accepted: true, result });
     this.countTowardsSnapshot(entry);
+    if (entry.op === "drop-index" && entry.node === this.node) {
+      void this.snapshots
+        .clearDropped(entry.index, seq, () => this.stopping)
+        .catch((error: Error) =>
+          this.logger.warn("could not clear a dropped index from the log and object store", {
+            index: entry.index,
+            error: error.message,
+          }),
+        );
+    }
   }
 
   /**

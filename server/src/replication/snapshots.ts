@@ -216,6 +216,33 @@ export class Snapshots {
     }
   }
 
+  /**
+   * After an index was dropped by the entry at `seq`, once every live node has applied it: its
+   * snapshot pointer first (so that no node restores it), its other documents, its entries before
+   * the drop (the drop itself stays, for a node that comes back), its published files and its
+   * large entries. A live node that has not applied the drop after ten times
+   * SIFT_REPLICATION_NODE_GONE_MS leaves it all in place.
+   */
+  async clearDropped(index: string, seq: number, stopping: () => boolean): Promise<void> {
+    const until = Date.now() + 10 * this.goneAfterMs;
+    while ((await this.livePositions()).some((p) => p.position < seq)) {
+      if (stopping() || Date.now() > until) return;
+      await new Promise((resolve) => setTimeout(resolve, this.reportEveryMs));
+    }
+    await this.log.deleteDoc(pointerName(index));
+    for (const name of await this.log.listDocs(`snapshots/${index}/`)) await this.log.deleteDoc(name);
+    await this.log.truncate(index, seq);
+    let files = 0;
+    for (const prefix of [`segments/${index}/`, `snapshots/${index}/`]) {
+      for (const published of await this.log.listPublished(prefix)) {
+        await this.log.deleteFiles(published.name);
+        files++;
+      }
+    }
+    const entries = await this.log.deleteLargeEntries(index, Date.now());
+    this.logger.info("cleared a dropped index from the log and the object store", { index, files, entries });
+  }
+
   /** Nodes that reported lately; one that has not is gone and will restore from a snapshot. */
   private async livePositions(): Promise<NodePosition[]> {
     const since = Date.now() - this.goneAfterMs;

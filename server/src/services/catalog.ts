@@ -57,6 +57,7 @@ export class CatalogService {
   private readonly quotas: CatalogQuotas;
   /** With replication: the active version this node serves, which may trail the store's. */
   private localActive: ((indexId: string) => string | undefined) | undefined;
+  private localDropped: ((indexId: string) => boolean) | undefined;
 
   constructor(
     db: Db,
@@ -72,8 +73,10 @@ export class CatalogService {
     this.quotas = quotas;
   }
 
-  useLocalActive(fn: (indexId: string) => string | undefined): void {
+  /** With replication: the version this node serves, and whether it has applied the index's drop. */
+  useLocalActive(fn: (indexId: string) => string | undefined, dropped?: (indexId: string) => boolean): void {
     this.localActive = fn;
+    this.localDropped = dropped;
   }
 
   // ---- services ----
@@ -324,6 +327,10 @@ export class CatalogService {
   private async describe(ref: IndexRef): Promise<SiftIndex> {
     // With replication, what this node serves; an index it has not received yet is 503.
     const active = this.localActive ? this.localActive(ref.id) : ref.activeVersion;
+    // Dropped here while another region deleted it: a lookup cached before that is gone too.
+    if (active === undefined && this.localDropped?.(ref.id)) {
+      throw new NotFoundError(`index "${ref.name}" does not exist`);
+    }
     if (active === undefined) throw notInThisRegionYet();
     return {
       name: ref.name,
