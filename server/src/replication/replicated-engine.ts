@@ -104,8 +104,8 @@ class ReplicatedEngine implements SearchEngine {
   }
 
   async dropVersion(indexKey: string, version: VersionId): Promise<void> {
-    // The published files of a dropped major stay: a node replaying the log from the start
-    // opens the major before it reaches the drop (docs/replication.md, what is missing).
+    // The published files of a dropped major stay until a truncation has removed the entries that
+    // open it: a node replaying the log opens the major before it reaches the drop (D-221).
     await this.replica.commit({ op: "drop-version", index: indexKey, version });
   }
 
