@@ -35,8 +35,8 @@ export type LogEntry = LogOp & {
   /** When it was appended, epoch ms; replication lag is measured from it. */
   at: number;
   /**
-   * The index's last position its writer had applied when it appended this entry (with a
-   * compare-and-set). A node whose own last position of the index is lower missed entries.
+   * The index's last position its writer had applied when it appended this entry. A node whose
+   * own last position of the index is lower missed entries.
    */
   after?: number;
 };

@@ -143,8 +143,11 @@ export class Replica {
     op: LogOp & { index: string },
     options: { compareAndSet: boolean } = { compareAndSet: true },
   ): Promise<unknown> {
-    const expect = options.compareAndSet ? (this.state.indexes.get(op.index)?.last ?? 0) : undefined;
-    const entry = { ...op, node: this.node, at: Date.now(), ...(expect ? { after: expect } : {}) } as LogEntry;
+    const known = this.state.indexes.get(op.index)?.last ?? 0;
+    const expect = options.compareAndSet ? known : undefined;
+    // Named with or without a compare-and-set: a bulk entry builds on nothing, but a node that
+    // missed entries before it would otherwise lose them without noticing.
+    const entry = { ...op, node: this.node, at: Date.now(), ...(known ? { after: known } : {}) } as LogEntry;
     const seq = await this.append(entry, expect);
     const verdict = await this.verdictOf(seq);
     if (verdict.error) throw verdict.error;
@@ -354,7 +357,8 @@ export class Replica {
   /** Applies one entry of the log, in order within its index, the same way on every node. */
   private async apply(seq: number, entry: LogEntry): Promise<void> {
     const missed = entry.after !== undefined && entry.after > (this.state.indexes.get(entry.index)?.last ?? 0);
-    if (missed && !this.state.dropped.has(entry.index)) {
+    // A drop needs nothing that came before it.
+    if (missed && entry.op !== "drop-index" && !this.state.dropped.has(entry.index)) {
       await this.restoreMissed(seq, entry);
     }
     const r = this.state.indexes.get(entry.index);
