@@ -135,6 +135,22 @@ describe("the index lookup cache", () => {
   });
 });
 
+/**
+ * 4 MiB without a Content-Length: 64 chunks of 64 KiB, one every 5 ms, so the server, refusing
+ * once the limit (1 MiB) is passed, answers long before the last. `sent` counts the chunks asked for.
+ */
+function slowBody(): { stream: ReadableStream<Uint8Array>; sent: () => number } {
+  let sent = 0;
+  const stream = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      if (sent++ >= 64) controller.close();
+      else controller.enqueue(new Uint8Array(64 * 1024).fill(32));
+    },
+  });
+  return { stream, sent: () => sent };
+}
+
 describe("bodies are bounded while they are read", () => {
   const mcpCall = (body: BodyInit, headers: Record<string, string> = {}) =>
     fetch(`${world.server.url}/mcp`, {
@@ -154,19 +170,10 @@ describe("bodies are bounded while they are read", () => {
     const declared = await mcpCall(big);
     expect(declared.status).toBe(413);
     expect(declared.headers.get("content-type")).toBe("application/problem+json");
-    // No Content-Length: 64 chunks of 64 KiB, refused once the limit (1 MiB) is passed.
-    let sent = 0;
-    // A chunk every 5 ms: the server answers after the first 16 or so, long before the last.
-    const stream = new ReadableStream<Uint8Array>({
-      async pull(controller) {
-        await new Promise((resolve) => setTimeout(resolve, 5));
-        if (sent++ >= 64) controller.close();
-        else controller.enqueue(new Uint8Array(64 * 1024).fill(32));
-      },
-    });
+    const { stream, sent } = slowBody();
     const streamed = await mcpCall(stream);
     expect(streamed.status).toBe(413);
-    expect(sent).toBeLessThan(64);
+    expect(sent()).toBeLessThan(64);
     // A call within the limit still works.
     const ping = await mcpCall('{"jsonrpc":"2.0","id":2,"method":"ping"}');
     expect(ping.status).toBe(200);
@@ -181,19 +188,11 @@ describe("bodies are bounded while they are read", () => {
         body,
         duplex: "half",
       } as RequestInit);
-    let sent = 0;
-    // A chunk every 5 ms: the server answers after the first 16 or so, long before the last.
-    const stream = new ReadableStream<Uint8Array>({
-      async pull(controller) {
-        await new Promise((resolve) => setTimeout(resolve, 5));
-        if (sent++ >= 64) controller.close();
-        else controller.enqueue(new Uint8Array(64 * 1024).fill(32));
-      },
-    });
+    const { stream, sent } = slowBody();
     const refused = await record(stream);
     expect(refused.status).toBe(413);
     expect(refused.headers.get("content-type")).toBe("application/problem+json");
-    expect(sent).toBeLessThan(64);
+    expect(sent()).toBeLessThan(64);
     const written = await record(JSON.stringify({ title: "Streamed" }));
     expect(written.status).toBe(200);
   });

@@ -71,8 +71,8 @@ export interface ChangeLog {
   /** Writes the files published under `name` into `dir`. */
   getFiles(name: string, dir: string): Promise<string[]>;
   deleteFiles(name: string): Promise<void>;
-  /** The names files are published under that start with `prefix`, each with when it was published. */
-  listPublished(prefix: string): Promise<{ name: string; at: number }[]>;
+  /** The names an index's files are published under (its majors, its snapshots'), each with when. */
+  listPublished(indexKey: string): Promise<{ name: string; at: number }[]>;
   /** Removes the entries of one index too large for a message that were stored before `at` (ms). */
   deleteLargeEntries(indexKey: string, at: number): Promise<number>;
   /** Whether files are published under `name` (all of them: the manifest is written last). */

@@ -12,7 +12,7 @@ import type { RecordChange, SearchEngine } from "../ports/engine.ts";
 import { IndexLocks } from "../services/versions/lock.ts";
 import type { Db } from "../store/open.ts";
 import { ReplicaState } from "./replica-state.ts";
-import { Snapshots } from "./snapshots.ts";
+import { type SnapshotManifest, type SnapshotPointer, Snapshots } from "./snapshots.ts";
 import { StoreBackfill } from "./store-backfill.ts";
 
 /** Entries being applied at once across indexes (one at a time per index). */
@@ -405,18 +405,19 @@ export class Replica {
         `entry ${seq} of index ${entry.index} builds on entry ${entry.after}, which this node never applied and no snapshot holds`,
       );
     }
-    const manifest = await this.snapshots.restore(entry.index, pointer);
-    this.state.indexes.set(entry.index, structuredClone(manifest.replica));
-    if (manifest.replica.active !== undefined) this.onActive(entry.index, manifest.replica.active);
+    const manifest = await this.restoreIndex(entry.index, pointer);
     this.logger.warn(
       "restored an index from its snapshot: entries of it were removed from the log before this node applied them",
-      {
-        index: entry.index,
-        applied,
-        snapshot: manifest.seq,
-        entry: seq,
-      },
+      { index: entry.index, applied, snapshot: manifest.seq, entry: seq },
     );
+  }
+
+  /** Replaces this node's copy of an index with a snapshot, and its record of it. Holds its chain. */
+  private async restoreIndex(index: string, pointer: SnapshotPointer): Promise<SnapshotManifest> {
+    const manifest = await this.snapshots.restore(index, pointer);
+    this.state.indexes.set(index, structuredClone(manifest.replica));
+    if (manifest.replica.active !== undefined) this.onActive(index, manifest.replica.active);
+    return manifest;
   }
 
   /**
@@ -455,11 +456,7 @@ export class Replica {
       if (this.state.dropped.has(index)) continue;
       const last = this.state.indexes.get(index)?.last ?? 0;
       if (last + 1 >= pointer.truncatedBefore) continue;
-      await this.chains.run(index, async () => {
-        const manifest = await this.snapshots.restore(index, pointer);
-        this.state.indexes.set(index, structuredClone(manifest.replica));
-        if (manifest.replica.active !== undefined) this.onActive(index, manifest.replica.active);
-      });
+      await this.chains.run(index, () => this.restoreIndex(index, pointer));
       // A warning: this node was away long enough for the others to stop waiting for it.
       this.logger.warn(
         "restored an index from its snapshot: the log no longer held entries this node had not applied",

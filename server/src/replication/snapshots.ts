@@ -195,14 +195,7 @@ export class Snapshots {
     if (older === null) return;
     const keep = new Set([...current.majors, ...older.majors].map((m) => m.files));
     const until = older.at - this.goneAfterMs;
-    let files = 0;
-    for (const prefix of [`segments/${index}/`, `snapshots/${index}/`]) {
-      for (const published of await this.log.listPublished(prefix)) {
-        if (keep.has(published.name) || published.at >= until) continue;
-        await this.log.deleteFiles(published.name);
-        files++;
-      }
-    }
+    const files = await this.deletePublished(index, (p) => !keep.has(p.name) && p.at < until);
     let snapshots = 0;
     for (const name of await this.log.listDocs(`snapshots/${index}/`)) {
       const seq = /\/(\d+)\/snapshot$/.exec(name)?.[1];
@@ -232,15 +225,16 @@ export class Snapshots {
     await this.log.deleteDoc(pointerName(index));
     for (const name of await this.log.listDocs(`snapshots/${index}/`)) await this.log.deleteDoc(name);
     await this.log.truncate(index, seq);
-    let files = 0;
-    for (const prefix of [`segments/${index}/`, `snapshots/${index}/`]) {
-      for (const published of await this.log.listPublished(prefix)) {
-        await this.log.deleteFiles(published.name);
-        files++;
-      }
-    }
+    const files = await this.deletePublished(index, () => true);
     const entries = await this.log.deleteLargeEntries(index, Date.now());
     this.logger.info("cleared a dropped index from the log and the object store", { index, files, entries });
+  }
+
+  /** Deletes the index's published files that `chosen` picks; returns how many sets went. */
+  private async deletePublished(index: string, chosen: (p: { name: string; at: number }) => boolean): Promise<number> {
+    const doomed = (await this.log.listPublished(index)).filter(chosen);
+    for (const published of doomed) await this.log.deleteFiles(published.name);
+    return doomed.length;
   }
 
   /** Nodes that reported lately; one that has not is gone and will restore from a snapshot. */

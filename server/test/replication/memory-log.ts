@@ -87,8 +87,10 @@ export class MemoryLog {
         log.files.delete(name);
         log.publishedAt.delete(name);
       },
-      listPublished: async (prefix: string) =>
-        [...log.publishedAt].filter(([n]) => n.startsWith(prefix)).map(([name, at]) => ({ name, at })),
+      listPublished: async (indexKey: string) =>
+        [...log.publishedAt]
+          .filter(([n]) => n.startsWith(`segments/${indexKey}/`) || n.startsWith(`snapshots/${indexKey}/`))
+          .map(([name, at]) => ({ name, at })),
       // Entries here are never too large for a message.
       deleteLargeEntries: async () => 0,
       hasFiles: async (name: string) => log.files.has(name),

@@ -75,31 +75,45 @@ async function openNode(
   };
 }
 
-describe("two nodes on one change log", () => {
-  let store: Store;
+/**
+ * Two nodes "a" and "b" over one in-memory log and one store, with index "shop" made through a:
+ * opened before the describe block's tests, closed after them.
+ */
+function useTwoNodes(snapshots?: { every: number; goneAfterMs: number }) {
   const memory = new MemoryLog();
-  let a: Awaited<ReturnType<typeof openNode>>;
-  let b: Awaited<ReturnType<typeof openNode>>;
-
+  const nodes = { memory } as {
+    memory: MemoryLog;
+    a: Awaited<ReturnType<typeof openNode>>;
+    b: Awaited<ReturnType<typeof openNode>>;
+  };
+  let store: Store | undefined;
   beforeAll(async () => {
     store = await storeTargets()[0]!.open();
     await store.db.insert(tenants).values({ id: "ten_r", name: "ten_r", createdAt: 0 });
-    a = await openNode(memory, store, "a");
-    b = await openNode(memory, store, "b");
-    await a.catalog.createService("ten_r", { name: "ten_r-shop", regions: ["frankfurt"] });
-    await a.catalog.createIndex("ten_r", { name: "shop", serviceName: "ten_r-shop" });
+    nodes.a = await openNode(memory, store, "a", snapshots);
+    nodes.b = await openNode(memory, store, "b", snapshots);
+    await nodes.a.catalog.createService("ten_r", { name: "ten_r-shop", regions: ["frankfurt"] });
+    await nodes.a.catalog.createIndex("ten_r", { name: "shop", serviceName: "ten_r-shop" });
   });
   afterAll(async () => {
-    await a?.close();
-    await b?.close();
+    await nodes.a?.close();
+    await nodes.b?.close();
     await store?.close();
   });
+  return nodes;
+}
+
+describe("two nodes on one change log", () => {
+  const nodes = useTwoNodes();
+  const { memory } = nodes;
 
   test("racing writers whose appends all pass the log get distinct versions and one order", async () => {
     // What NATS 2.9 clusters do under concurrency: the compare-and-set lets them all through.
     memory.enforceCompareAndSet = false;
     const writes = Array.from({ length: 30 }, (_, i) =>
-      (i % 2 ? a : b).records.put(admin, "shop", `r${i}`, { title: `Record ${i}` }).then((version) => ({ i, version })),
+      (i % 2 ? nodes.a : nodes.b).records
+        .put(admin, "shop", `r${i}`, { title: `Record ${i}` })
+        .then((version) => ({ i, version })),
     );
     const done = await Promise.all(writes);
     memory.enforceCompareAndSet = true;
@@ -115,7 +129,7 @@ describe("two nodes on one change log", () => {
       .map((d) => d.version)
       .sort((x, y) => Number(x.split(".")[1]) - Number(y.split(".")[1]))
       .at(-1)!;
-    for (const node of [a, b]) {
+    for (const node of [nodes.a, nodes.b]) {
       const ref = (await node.catalog.byName("ten_r", "shop"))!;
       await node.replica.waitFor(ref.id, newest, 5_000);
       expect(node.replica.active(ref.id)).toBe(newest);
@@ -123,18 +137,18 @@ describe("two nodes on one change log", () => {
         expect((await node.records.get(admin, "shop", `r${i}`))?.title).toBe(`Record ${i}`);
       }
     }
-    const ref = (await a.catalog.byName("ten_r", "shop"))!;
-    const versionsOf = async (node: typeof a) =>
+    const ref = (await nodes.a.catalog.byName("ten_r", "shop"))!;
+    const versionsOf = async (node: typeof nodes.a) =>
       (await node.engine.versions(ref.id)).map((v) => `${v.version}<${v.parent}`);
-    expect(await versionsOf(b)).toEqual(await versionsOf(a));
+    expect(await versionsOf(nodes.b)).toEqual(await versionsOf(nodes.a));
   });
 
   test("an entry that no longer fits is skipped on every node", async () => {
-    const ref = (await a.catalog.byName("ten_r", "shop"))!;
-    const active = a.replica.active(ref.id)!;
+    const ref = (await nodes.a.catalog.byName("ten_r", "shop"))!;
+    const active = nodes.a.replica.active(ref.id)!;
     const before = memory.entries.length;
     // A change built on a version that is no longer active, appended past the compare-and-set.
-    await a.log.append(
+    await nodes.a.log.append(
       {
         op: "change",
         index: ref.id,
@@ -150,10 +164,10 @@ describe("two nodes on one change log", () => {
       },
       undefined,
     );
-    await a.replica.catchUp();
-    await b.replica.catchUp();
+    await nodes.a.replica.catchUp();
+    await nodes.b.replica.catchUp();
     expect(memory.entries.length).toBe(before + 1);
-    for (const node of [a, b]) {
+    for (const node of [nodes.a, nodes.b]) {
       expect(node.replica.active(ref.id)).toBe(active);
       expect(node.replica.has(ref.id, "0.999")).toBe(false);
       await expect(node.records.get(admin, "shop", "ghost")).rejects.toThrow(/does not exist/);
@@ -161,50 +175,34 @@ describe("two nodes on one change log", () => {
   });
 
   test("a node that lags is not caught up, and minVersion waits for it, then answers 503", async () => {
-    b.log.hold();
-    const version = await a.records.put(admin, "shop", "late", { title: "Late record" });
-    const ref = (await b.catalog.byName("ten_r", "shop"))!;
-    expect(await b.replica.caughtUp()).toMatchObject({ ready: false, behind: 1 });
-    const waited = b.replica.waitFor(ref.id, version, 300);
+    nodes.b.log.hold();
+    const version = await nodes.a.records.put(admin, "shop", "late", { title: "Late record" });
+    const ref = (await nodes.b.catalog.byName("ten_r", "shop"))!;
+    expect(await nodes.b.replica.caughtUp()).toMatchObject({ ready: false, behind: 1 });
+    const waited = nodes.b.replica.waitFor(ref.id, version, 300);
     await expect(waited).rejects.toBeInstanceOf(UnavailableError);
     await expect(waited).rejects.toMatchObject({ retryAfterSeconds: 1 });
-    const reading = b.records.get(admin, "shop", "late", undefined, version);
-    setTimeout(() => b.log.release(), 100);
+    const reading = nodes.b.records.get(admin, "shop", "late", undefined, version);
+    setTimeout(() => nodes.b.log.release(), 100);
     expect((await reading).title).toBe("Late record");
-    expect(await b.replica.caughtUp()).toMatchObject({ ready: true, behind: 0 });
+    expect(await nodes.b.replica.caughtUp()).toMatchObject({ ready: true, behind: 0 });
   });
 });
 
 describe("a node that missed entries removed from the log", () => {
-  let store: Store;
-  const memory = new MemoryLog();
-  let a: Awaited<ReturnType<typeof openNode>>;
-  let b: Awaited<ReturnType<typeof openNode>>;
-
-  beforeAll(async () => {
-    store = await storeTargets()[0]!.open();
-    await store.db.insert(tenants).values({ id: "ten_r", name: "ten_r", createdAt: 0 });
-    // A snapshot every 5 entries of an index; positions are not what lets the removal through
-    // here: the test removes the entries itself, as truncation would behind a node it took for gone.
-    a = await openNode(memory, store, "a", { every: 5, goneAfterMs: 60_000 });
-    b = await openNode(memory, store, "b", { every: 5, goneAfterMs: 60_000 });
-    await a.catalog.createService("ten_r", { name: "ten_r-shop", regions: ["frankfurt"] });
-    await a.catalog.createIndex("ten_r", { name: "shop", serviceName: "ten_r-shop" });
-  });
-  afterAll(async () => {
-    await a?.close();
-    await b?.close();
-    await store?.close();
-  });
+  // A snapshot every 5 entries of an index; positions are not what lets the removal through
+  // here: the test removes the entries itself, as truncation would behind a node it took for gone.
+  const nodes = useTwoNodes({ every: 5, goneAfterMs: 60_000 });
+  const { memory } = nodes;
 
   test("restores the index from its snapshot when an entry builds on ones it never applied", async () => {
-    const first = await a.records.put(admin, "shop", "early", { title: "Early record" });
-    const ref = (await a.catalog.byName("ten_r", "shop"))!;
-    await b.replica.waitFor(ref.id, first, 5_000);
-    b.log.hold();
+    const first = await nodes.a.records.put(admin, "shop", "early", { title: "Early record" });
+    const ref = (await nodes.a.catalog.byName("ten_r", "shop"))!;
+    await nodes.b.replica.waitFor(ref.id, first, 5_000);
+    nodes.b.log.hold();
     const written = new Map<string, string>();
     for (let i = 0; i < 12; i++) {
-      await a.records.put(admin, "shop", `away-${i}`, { title: `Away ${i}` });
+      await nodes.a.records.put(admin, "shop", `away-${i}`, { title: `Away ${i}` });
       written.set(`away-${i}`, `Away ${i}`);
     }
     const pointer = await waitForPointer(memory, ref.id);
@@ -213,12 +211,12 @@ describe("a node that missed entries removed from the log", () => {
     memory.entries.forEach((e, i) => {
       if (e?.index === ref.id && i + 1 < pointer.seq) memory.entries[i] = null;
     });
-    const last = await a.records.put(admin, "shop", "last", { title: "Last record" });
+    const last = await nodes.a.records.put(admin, "shop", "last", { title: "Last record" });
     written.set("last", "Last record");
-    b.log.release();
-    await b.replica.waitFor(ref.id, last, 5_000);
-    for (const [id, title] of written) expect((await b.records.get(admin, "shop", id))?.title).toBe(title);
-    expect((await b.records.get(admin, "shop", "early"))?.title).toBe("Early record");
+    nodes.b.log.release();
+    await nodes.b.replica.waitFor(ref.id, last, 5_000);
+    for (const [id, title] of written) expect((await nodes.b.records.get(admin, "shop", id))?.title).toBe(title);
+    expect((await nodes.b.records.get(admin, "shop", "early"))?.title).toBe("Early record");
   });
 });
 

@@ -530,10 +530,12 @@ class NatsLog implements ChangeLog {
     await this.files.delete(`${name}/manifest`);
   }
 
-  async listPublished(prefix: string): Promise<{ name: string; at: number }[]> {
+  async listPublished(indexKey: string): Promise<{ name: string; at: number }[]> {
     const suffix = "/manifest";
+    const prefixes = [`segments/${indexKey}/`, `snapshots/${indexKey}/`];
+    // One listing of the bucket (it reads every object's description), for both prefixes.
     return (await this.files.list())
-      .filter((info) => !info.deleted && info.name.startsWith(prefix) && info.name.endsWith(suffix))
+      .filter((info) => !info.deleted && prefixes.some((p) => info.name.startsWith(p)) && info.name.endsWith(suffix))
       .map((info) => ({ name: info.name.slice(0, -suffix.length), at: Date.parse(info.mtime) }));
   }
 
