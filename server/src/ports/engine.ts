@@ -175,8 +175,8 @@ export interface SearchEngine {
   /** Applies a change durably: when the promise resolves the change survives kill -9. */
   applyChange(indexKey: string, change: RecordChange): Promise<void>;
   /**
-   * Replication: changes each built on the one before, committed as one (one log entry); an
-   * engine without it is given them one at a time.
+   * Changes each built on the one before, committed together (with replication: one log entry;
+   * the embedded engine: one fsync); an engine without it is given them one at a time.
    */
   applyChanges?(indexKey: string, changes: RecordChange[]): Promise<void>;
   /** Writes the full content of version `from` as the self-contained major version `major`. */

@@ -261,10 +261,12 @@ export class Replica {
   async waitFor(indexId: string, version: VersionId, timeoutMs: number): Promise<void> {
     const until = Date.now() + timeoutMs;
     await this.waitUntil(() => this.has(indexId, version), until, version);
-    if (this.active(indexId) === version) return;
-    // Held but not live here: either a newer version superseded it, or the entry that makes it
-    // live (an upload's activation follows its major) is still on its way. Whatever the log holds
-    // for the index now is what the writer saw when it was answered.
+    // A record change was live from the moment it was applied (its entry activates it): held is
+    // enough, and the log need not be asked, a request per read to every NATS server at load.
+    if (this.active(indexId) === version || minorOf(version) > 0) return;
+    // A major held but not live here: either a newer version superseded it, or the entry that
+    // makes it live (an upload's activation follows its major) is still on its way. Whatever the
+    // log holds for the index now is what the writer saw when it was answered.
     const target = await this.log.lastSeqOf(indexId).catch(() => 0);
     await this.waitUntil(() => (this.state.indexes.get(indexId)?.last ?? 0) >= target, until, version);
   }
@@ -556,12 +558,17 @@ export class Replica {
         await this.recordChangeRow(entry, change);
         return undefined;
       }
-      case "changes":
+      case "changes": {
+        // Those a restart left applied are skipped; the rest go to the engine together.
+        const missing: RecordChange[] = [];
         for (const change of entry.changes) {
-          if (!(await this.engineHas(entry.index, change.version))) await engine.applyChange(entry.index, change);
-          await this.recordChangeRow(entry, change);
+          if (!(await this.engineHas(entry.index, change.version))) missing.push(change);
         }
+        if (engine.applyChanges) await engine.applyChanges(entry.index, missing);
+        else for (const change of missing) await engine.applyChange(entry.index, change);
+        for (const change of entry.changes) await this.recordChangeRow(entry, change);
         return undefined;
+      }
       case "bulk":
         if (!(await this.engineHas(entry.index, formatVersion(entry.major)))) {
           await engine.importMajor!(entry.index, { major: entry.major, parent: null, records: entry.records }, (dir) =>

@@ -464,6 +464,66 @@ describe("embedded engine persistence", () => {
     await writer;
   });
 
+  it("commits a batch of chained changes together, each version readable, and after a reopen", async () => {
+    const dataDir = tempDir();
+    let engine = await openEngine({ dataDir });
+    await engine.createIndex("k");
+    await bulk(engine, "k", 1, [{ id: "a", title: "Alpha" }]);
+    const changes: RecordChange[] = [1, 2, 3, 4].map((n) => ({
+      version: `1.${n}`,
+      parent: n === 1 ? "1" : `1.${n - 1}`,
+      upserts: [{ id: `r${n}`, title: `Record ${n}` }],
+      deletes: n === 3 ? ["a"] : [],
+    }));
+    await engine.applyChanges!("k", changes);
+    const held = async () =>
+      Promise.all(
+        ["1.1", "1.2", "1.3", "1.4"].map(async (v) => [await engine.count("k", v), await engine.get("k", v, "a")]),
+      );
+    const expected = [
+      [2, { id: "a", title: "Alpha" }],
+      [3, { id: "a", title: "Alpha" }],
+      [3, null],
+      [4, null],
+    ];
+    expect(await held()).toEqual(expected);
+    await engine.close();
+    engines.length = 0;
+    engine = await openEngine({ dataDir });
+    expect(await held()).toEqual(expected);
+    expect(await engine.get("k", "1.4", "r2")).toEqual({ id: "r2", title: "Record 2" });
+  });
+
+  it("refuses a whole batch when one change in it does not fit, and keeps nothing of it", async () => {
+    const engine = await openEngine({ dataDir: tempDir() });
+    await engine.createIndex("k");
+    await bulk(engine, "k", 1, [{ id: "a", title: "Alpha" }]);
+    await engine.applyChange("k", { version: "1.1", parent: "1", upserts: [], deletes: ["a"] });
+    const batch: RecordChange[] = [
+      { version: "1.2", parent: "1.1", upserts: [{ id: "b", title: "Beta" }], deletes: [] },
+      { version: "1.1", parent: "1.2", upserts: [{ id: "c", title: "Gamma" }], deletes: [] },
+    ];
+    await expect(engine.applyChanges!("k", batch)).rejects.toThrow(/1\.1 must be a minor version|already exists/);
+    expect((await engine.versions("k")).map((v) => v.version)).toEqual(["1", "1.1"]);
+  });
+
+  it("builds segments one after another on a kept build thread, after an abandoned build too", async () => {
+    const engine = await openEngine({ dataDir: tempDir() });
+    await engine.createIndex("k");
+    const first = makeRecords(random(21), 300, "x");
+    await bulk(engine, "k", 1, first);
+    const abandoned = await engine.bulkWriter("k", 2);
+    await abandoned.add(makeRecords(random(22), 100, "y"));
+    await abandoned.abort();
+    const third = makeRecords(random(23), 250, "z");
+    await bulk(engine, "k", 3, third);
+    expect(await engine.count("k", "1")).toBe(first.length);
+    expect(await engine.count("k", "3")).toBe(third.length);
+    expect(await engine.get("k", "3", third[7]!.id)).toEqual(third[7]);
+    expect(await engine.get("k", "3", first[7]!.id)).toBeNull();
+    expect((await engine.versions("k")).map((v) => v.version)).toEqual(["1", "3"]);
+  });
+
   it("serves searches of the live version while a checkpoint is written", async () => {
     const engine = await openEngine({ dataDir: tempDir() });
     await engine.createIndex("k");

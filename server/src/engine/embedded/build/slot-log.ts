@@ -7,11 +7,13 @@
 import fs from "node:fs";
 
 const BUFFER_WORDS = 1 << 20;
+/** The buffer starts this small and doubles up to BUFFER_WORDS: most builds are small. */
+const FIRST_BUFFER_WORDS = 1 << 14;
 
 export class SlotLog {
   readonly path: string;
   private fd: number;
-  private buffer = new Uint32Array(BUFFER_WORDS);
+  private buffer = new Uint32Array(FIRST_BUFFER_WORDS);
   private used = 0;
   private written = 0;
   private readonly f64 = new Float64Array(1);
@@ -23,7 +25,13 @@ export class SlotLog {
   }
 
   push(word: number): void {
-    if (this.used === BUFFER_WORDS) this.flush();
+    if (this.used === this.buffer.length) {
+      if (this.buffer.length < BUFFER_WORDS) {
+        const larger = new Uint32Array(this.buffer.length * 2);
+        larger.set(this.buffer);
+        this.buffer = larger;
+      } else this.flush();
+    }
     this.buffer[this.used++] = word;
   }
 

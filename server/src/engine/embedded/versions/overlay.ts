@@ -49,22 +49,35 @@ export class Overlay {
 
   /** The overlay of a child version: this one plus the change. */
   extend(change: RecordChange, upserted: readonly OverlayRecord[], segment: Segment): Overlay {
-    const next = new Overlay(new Map(this.upserts), new Set(this.deletes), new Set(this.shadowed));
+    const next = this.copy();
+    next.apply(change, upserted, segment);
+    return next;
+  }
+
+  /**
+   * A copy to apply changes to in place: a batch of changes copies the overlay once, not once per
+   * change (each copy is of every record changed since the major, up to SIFT_COALESCE_AFTER).
+   */
+  copy(): Overlay {
+    return new Overlay(new Map(this.upserts), new Set(this.deletes), new Set(this.shadowed));
+  }
+
+  /** Applies a change to this overlay itself: only to a copy no version has yet. */
+  apply(change: RecordChange, upserted: readonly OverlayRecord[], segment: Segment): void {
     const shadow = (id: string) => {
       const doc = segment.findDoc(id);
-      if (doc >= 0) next.shadowed.add(doc);
+      if (doc >= 0) this.shadowed.add(doc);
     };
     for (const item of upserted) {
-      next.upserts.set(item.record.id, item);
-      next.deletes.delete(item.record.id);
+      this.upserts.set(item.record.id, item);
+      this.deletes.delete(item.record.id);
       shadow(item.record.id);
     }
     for (const id of change.deletes) {
-      next.upserts.delete(id);
-      next.deletes.add(id);
+      this.upserts.delete(id);
+      this.deletes.add(id);
       shadow(id);
     }
-    return next;
   }
 
   count(segment: Segment): number {

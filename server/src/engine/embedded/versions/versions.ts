@@ -90,7 +90,8 @@ export class IndexVersions {
     for (let v = version; !isMajorVersion(v); ) {
       const hit = this.overlays.get(v);
       if (hit !== undefined) {
-        overlay = hit;
+        // Copied once for the whole walk: a cached overlay belongs to its version.
+        overlay = chain.length > 0 ? hit.copy() : hit;
         break;
       }
       const node = this.changes.get(v);
@@ -100,7 +101,7 @@ export class IndexVersions {
     }
     for (let i = chain.length - 1; i >= 0; i--) {
       const { change, upserted } = chain[i]!.content;
-      overlay = overlay.extend(change, upserted, segment);
+      overlay.apply(change, upserted, segment);
     }
     this.remember(version, overlay);
     return overlay;
