@@ -7,7 +7,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import type { Principal } from "../../src/auth/principal.ts";
-import { UnavailableError } from "../../src/domain/errors.ts";
+import { NotFoundError, QuotaExceededError, UnavailableError } from "../../src/domain/errors.ts";
 import { createEmbeddedEngine } from "../../src/engine/embedded/index.ts";
 import { createLogger } from "../../src/log.ts";
 import { Replica } from "../../src/replication/replica.ts";
@@ -29,6 +29,7 @@ async function openNode(
   store: Store,
   name: string,
   snapshots?: { every: number; goneAfterMs: number },
+  recordsPerIndex?: number,
 ) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), `sift-replica-${name}-`));
   const inner = createEmbeddedEngine({ dataDir: path.join(dir, "engine") });
@@ -56,12 +57,13 @@ async function openNode(
     log: silent,
     locks,
     replica,
-    policy: { coalesceAfter: 1_000, retainVersions: 100 },
+    policy: { coalesceAfter: 1_000, retainVersions: 100, ...(recordsPerIndex ? { recordsPerIndex } : {}) },
   });
   const records = new RecordService({ catalog, versions, engine });
   await replica.start();
   return {
     log,
+    locks,
     replica,
     catalog,
     versions,
@@ -79,7 +81,7 @@ async function openNode(
  * Two nodes "a" and "b" over one in-memory log and one store, with index "shop" made through a:
  * opened before the describe block's tests, closed after them.
  */
-function useTwoNodes(snapshots?: { every: number; goneAfterMs: number }) {
+function useTwoNodes(snapshots?: { every: number; goneAfterMs: number }, recordsPerIndex?: number) {
   const memory = new MemoryLog();
   const nodes = { memory } as {
     memory: MemoryLog;
@@ -90,8 +92,8 @@ function useTwoNodes(snapshots?: { every: number; goneAfterMs: number }) {
   beforeAll(async () => {
     store = await storeTargets()[0]!.open();
     await store.db.insert(tenants).values({ id: "ten_r", name: "ten_r", createdAt: 0 });
-    nodes.a = await openNode(memory, store, "a", snapshots);
-    nodes.b = await openNode(memory, store, "b", snapshots);
+    nodes.a = await openNode(memory, store, "a", snapshots, recordsPerIndex);
+    nodes.b = await openNode(memory, store, "b", snapshots, recordsPerIndex);
     await nodes.a.catalog.createService("ten_r", { name: "ten_r-shop", regions: ["frankfurt"] });
     await nodes.a.catalog.createIndex("ten_r", { name: "shop", serviceName: "ten_r-shop" });
   });
@@ -229,3 +231,54 @@ async function waitForPointer(memory: MemoryLog, indexId: string): Promise<{ seq
   }
   throw new Error("no snapshot was taken");
 }
+
+describe("writes committed together (group commit)", () => {
+  const nodes = useTwoNodes(undefined, 3);
+
+  test("each write of a batch is checked on top of the ones before it: quota and deletes", async () => {
+    const put = (id: string) => nodes.a.records.put(admin, "shop", id, { title: `Record ${id}` });
+    const shop = (await nodes.a.catalog.byName("ten_r", "shop"))!;
+    /** Runs the writes while the index's lock is held, so that they queue and commit together. */
+    const queued = async <T>(writes: () => Promise<T>[]) => {
+      let release!: () => void;
+      const held = nodes.a.locks.run(shop.id, () => new Promise<void>((resolve) => (release = resolve)));
+      const settled = Promise.allSettled(writes());
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      release();
+      await held;
+      return settled;
+    };
+    const outcomes = await queued(() => [put("r1"), put("r2"), put("r3"), put("r4"), put("r1"), put("r5")]);
+    const refused = outcomes.flatMap((o, i) => (o.status === "rejected" ? [i] : []));
+    expect(refused).toEqual([3, 5]);
+    for (const i of refused) expect((outcomes[i] as PromiseRejectedResult).reason).toBeInstanceOf(QuotaExceededError);
+    expect(nodes.memory.entries.some((e) => e?.op === "changes" && e.changes.length > 1)).toBe(true);
+
+    // Two deletes of one record in one batch: the second finds it gone. A put after a delete in
+    // the same batch fits the quota again.
+    const again = await queued(() => [
+      nodes.a.records.delete(admin, "shop", "r2"),
+      nodes.a.records.delete(admin, "shop", "r2"),
+      put("r6"),
+      put("r7"),
+    ]);
+    expect(again.map((o) => o.status)).toEqual(["fulfilled", "rejected", "fulfilled", "rejected"]);
+    expect((again[1] as PromiseRejectedResult).reason).toBeInstanceOf(NotFoundError);
+    expect((again[3] as PromiseRejectedResult).reason).toBeInstanceOf(QuotaExceededError);
+
+    for (const node of [nodes.a, nodes.b]) {
+      const ref = (await node.catalog.byName("ten_r", "shop"))!;
+      const newest = nodes.a.replica.active(ref.id)!;
+      await node.replica.waitFor(ref.id, newest, 5_000);
+      const held = await Promise.all(
+        ["r1", "r2", "r3", "r4", "r5", "r6", "r7"].map((id) =>
+          node.records.get(admin, "shop", id).then(
+            () => true,
+            (error: unknown) => (error instanceof NotFoundError ? false : Promise.reject(error)),
+          ),
+        ),
+      );
+      expect(held).toEqual([true, false, true, false, false, true, false]);
+    }
+  });
+});

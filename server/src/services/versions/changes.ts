@@ -1,17 +1,17 @@
 // Record changes (docs/versions.md): each one becomes `<major of active>.<next minor>` and is made
 // active in the same step, so the next search sees it. A major with enough changes on top is
 // checkpointed in the background.
-import { NotFoundError, QuotaExceededError } from "../../domain/errors.ts";
-import { formatVersion, majorOf, minorOf, type VersionId } from "../../domain/version-id.ts";
+import { minorOf, type VersionId } from "../../domain/version-id.ts";
 import type { SearchRecord } from "../../ports/engine.ts";
 import type { Db } from "../../store/open.ts";
 import type { IndexRef } from "../catalog.ts";
+import { Admission, type RecordWrite } from "./admission.ts";
 import { coalesce } from "./coalesce.ts";
-import { type ChangeRow, lastMinor, parentFacts, recordChanges, tombstonesToCarry } from "./change-rows.ts";
+import { type ChangeRow, recordChanges } from "./change-rows.ts";
 import { groupWrite } from "./group-commit.ts";
 import type { VersionContext } from "./context.ts";
 import { retainAfterNewMajor } from "./retention.ts";
-import { liveVersion, rethrowUnlessDeleted } from "./rows.ts";
+import { rethrowUnlessDeleted } from "./rows.ts";
 
 /**
  * Applies one record change on top of the active version and makes the result active.
@@ -56,31 +56,12 @@ export async function applyRecordChange(
 export async function writeChange(
   ctx: VersionContext,
   ref: IndexRef,
-  change: { upserts?: SearchRecord[]; deletes?: string[]; purge?: { recordId: string; by: string } },
+  change: RecordWrite,
   /** With replication: the store write is handed over instead of awaited under the lock. */
   storeAfter?: (stored: Promise<void>) => void,
 ): Promise<VersionId> {
-  const parent = await liveVersion(ctx, ref.id);
-  const major = majorOf(parent);
   const upserts = change.upserts ?? [];
-  // Side by side: each is a store round trip on the index's serial write path, and neither
-  // needs the other.
-  // With replication, a parent that no version was created after has no newer tombstones (they
-  // belong to versions), and its count is the engine's: no store round trip under the lock.
-  const linear = ctx.replica !== undefined && ctx.replica.newest(ref.id) === parent;
-  const [minor, facts] = await Promise.all([
-    lastMinor(ctx, ref.id, major),
-    linear ? { records: undefined, newer: [] } : parentFacts(ctx.db, ref.id, parent),
-  ]);
-  // Checked under the lock: two concurrent deletes of one record must not both succeed.
-  for (const id of change.deletes ?? []) {
-    if (!(await ctx.engine.get(ref.id, parent, id))) {
-      throw new NotFoundError(`record "${id}" does not exist in the active version of index "${ref.name}"`);
-    }
-  }
-  const version = formatVersion(major, minor + 1);
-  await checkRecordQuota(ctx, ref, parent, facts.records, upserts);
-  const deletes = [...(change.deletes ?? []), ...(await tombstonesToCarry(ctx, ref.id, parent, facts.newer, upserts))];
+  const { version, parent, deletes } = await (await Admission.open(ctx, ref)).admit(change);
 
   await ctx.engine.applyChange(ref.id, {
     version,
@@ -153,31 +134,5 @@ export async function undoOnFailure(
       }),
     );
     throw error;
-  }
-}
-
-/**
- * Refuses upserts that would take the index past its quota of records. Only ids new to the parent
- * count, so replacing a record is always allowed; they are looked up only near the quota.
- */
-async function checkRecordQuota(
-  ctx: VersionContext,
-  ref: IndexRef,
-  parent: VersionId,
-  parentRecords: number | undefined,
-  upserts: SearchRecord[],
-): Promise<void> {
-  const quota = ctx.policy.recordsPerIndex;
-  if (quota === undefined || !upserts.length) return;
-  const held = parentRecords ?? (await ctx.engine.count(ref.id, parent));
-  if (held + upserts.length <= quota) return;
-  let added = 0;
-  for (const r of upserts) if (!(await ctx.engine.get(ref.id, parent, r.id))) added++;
-  if (held + added > quota) {
-    throw new QuotaExceededError(
-      "recordsPerIndex",
-      quota,
-      `index "${ref.name}" holds ${held} records, its quota: delete records to add others, or replace existing ones`,
-    );
   }
 }

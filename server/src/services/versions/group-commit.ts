@@ -3,14 +3,13 @@
 // own minor version on top of the one before. One append, one delivery to every node and one
 // store statement for the lot, instead of one each; writes to one index are serial (each builds
 // on the last), so these per-write costs were what bounded an index's write rate.
-import { NotFoundError, QuotaExceededError } from "../../domain/errors.ts";
-import { formatVersion, majorOf, type VersionId } from "../../domain/version-id.ts";
+import type { VersionId } from "../../domain/version-id.ts";
 import { StaleAppendError } from "../../ports/change-log.ts";
 import type { RecordChange, SearchRecord } from "../../ports/engine.ts";
 import type { IndexRef } from "../catalog.ts";
-import { type ChangeRow, lastMinor, parentFacts, recordChanges, tombstonesToCarry } from "./change-rows.ts";
+import { Admission } from "./admission.ts";
+import { type ChangeRow, recordChanges } from "./change-rows.ts";
 import type { VersionContext } from "./context.ts";
-import { liveVersion } from "./rows.ts";
 
 /** Writes one entry carries at most (a bigger entry goes through the object store). */
 const MAX_BATCH = 64;
@@ -71,53 +70,18 @@ async function drain(ctx: VersionContext, ref: IndexRef, byIndex: Map<string, Pe
 
 /** Computes the batch's changes on top of the active version and commits them as one entry. */
 async function commitBatch(ctx: VersionContext, ref: IndexRef, batch: Pending[]): Promise<void> {
-  const parent0 = await liveVersion(ctx, ref.id);
-  const major = majorOf(parent0);
-  const linear = ctx.replica?.newest(ref.id) === parent0;
-  const [minor0, facts] = await Promise.all([
-    lastMinor(ctx, ref.id, major),
-    linear ? { records: undefined, newer: [] } : parentFacts(ctx.db, ref.id, parent0),
-  ]);
-  // What the batch so far did to an id (true: holds it), over what the parent holds.
-  const holds = new Map<string, boolean>();
-  const held = async (id: string) => holds.get(id) ?? Boolean(await ctx.engine.get(ref.id, parent0, id));
-  let records =
-    ctx.policy.recordsPerIndex === undefined ? 0 : (facts.records ?? (await ctx.engine.count(ref.id, parent0)));
+  const admission = await Admission.open(ctx, ref);
   const taken: { item: Pending; change: RecordChange; rewritten: string[]; deleted: string[] }[] = [];
-  let parent = parent0;
-  let minor = minor0;
   for (const item of batch) {
     try {
       const upserts = item.change.upserts ?? [];
-      const deletes = item.change.deletes ?? [];
-      for (const id of deletes) {
-        if (!(await held(id))) {
-          throw new NotFoundError(`record "${id}" does not exist in the active version of index "${ref.name}"`);
-        }
-      }
-      let added = 0;
-      for (const r of upserts) if (!(await held(r.id))) added++;
-      const quota = ctx.policy.recordsPerIndex;
-      if (quota !== undefined && records + added > quota) {
-        throw new QuotaExceededError(
-          "recordsPerIndex",
-          quota,
-          `index "${ref.name}" holds ${records} records, its quota: delete records to add others, or replace existing ones`,
-        );
-      }
-      // Only the first can carry tombstones: every later one builds on a version made just now.
-      const carried = taken.length === 0 ? await tombstonesToCarry(ctx, ref.id, parent0, facts.newer, upserts) : [];
-      const version = formatVersion(major, ++minor);
+      const { version, parent, deletes } = await admission.admit(item.change);
       taken.push({
         item,
-        change: { version, parent, upserts, deletes: [...deletes, ...carried], activate: true },
+        change: { version, parent, upserts, deletes, activate: true },
         rewritten: upserts.map((r) => r.id),
-        deleted: deletes,
+        deleted: item.change.deletes ?? [],
       });
-      for (const r of upserts) holds.set(r.id, true);
-      for (const id of [...deletes, ...carried]) holds.set(id, false);
-      records += added - deletes.length - carried.length;
-      parent = version;
     } catch (error) {
       // This write alone is refused; the others go on without it.
       item.reject(error);
