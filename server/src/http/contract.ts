@@ -283,14 +283,20 @@ async function readJsonBody(c: Context, op: ContractOperation, maxBytes: number)
  * while reading): nothing larger is ever held in memory.
  */
 export async function readBodyLimited(request: Request, maxBytes: number): Promise<string> {
-  const declared = Number(request.headers.get("content-length") ?? "NaN");
-  if (declared > maxBytes) throw new PayloadTooLargeError(`the request body is larger than ${maxBytes} bytes`);
+  refuseDeclared(request.headers.get("content-length"), maxBytes);
   return request.body ? await readLimited(request.body, maxBytes) : "";
 }
 
+const tooLarge = (maxBytes: number) => new PayloadTooLargeError(`the request body is larger than ${maxBytes} bytes`);
+
+/** A body whose Content-Length is over the limit is refused before a byte of it is read. */
+function refuseDeclared(contentLength: string | null | undefined, maxBytes: number): void {
+  if (Number(contentLength ?? "NaN") > maxBytes) throw tooLarge(maxBytes);
+}
+
+/** The same as readBodyLimited, from Node's request stream. */
 function readIncomingLimited(incoming: IncomingMessage, maxBytes: number): Promise<string> {
-  const declared = Number(incoming.headers["content-length"] ?? "NaN");
-  if (declared > maxBytes) throw new PayloadTooLargeError(`the request body is larger than ${maxBytes} bytes`);
+  refuseDeclared(incoming.headers["content-length"], maxBytes);
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -300,7 +306,7 @@ function readIncomingLimited(incoming: IncomingMessage, maxBytes: number): Promi
       // The rest is drained and dropped, so that the 413 still reaches the client.
       incoming.off("data", onData);
       incoming.resume();
-      reject(new PayloadTooLargeError(`the request body is larger than ${maxBytes} bytes`));
+      reject(tooLarge(maxBytes));
     };
     incoming.on("data", onData);
     incoming.once("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
@@ -318,7 +324,7 @@ async function readLimited(stream: ReadableStream<Uint8Array>, maxBytes: number)
     size += value.byteLength;
     if (size > maxBytes) {
       await reader.cancel();
-      throw new PayloadTooLargeError(`the request body is larger than ${maxBytes} bytes`);
+      throw tooLarge(maxBytes);
     }
     chunks.push(value);
   }

@@ -7,12 +7,9 @@ import { sql } from "drizzle-orm";
 import type { Logger } from "../log.ts";
 import type { Db } from "../store/open.ts";
 import { indexes, versions } from "../store/schema.ts";
+import { VERSION_COLUMNS as columns, type VersionInsert, versionValues } from "../store/version-rows.ts";
 
-export type BackfillRow = typeof versions.$inferInsert;
-
-const columns = sql.raw(
-  "index_id, version, major, minor, parent, kind, state, records, created_at, purged_record_id, purged_by",
-);
+export type BackfillRow = VersionInsert;
 
 const compare = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
@@ -87,15 +84,7 @@ export class StoreBackfill {
     try {
       if (rows.length) {
         // An index deleted meanwhile has no row to refer to: those rows are skipped, not an error.
-        const values = sql.join(
-          rows.map(
-            (r) =>
-              sql`(${r.indexId}, ${r.version}, ${r.major}::int, ${r.minor}::int, ${r.parent ?? null}, ${r.kind},
-                ${r.state}, ${r.records ?? null}::bigint, ${r.createdAt}::bigint, ${r.purgedRecordId ?? null},
-                ${r.purgedBy ?? null})`,
-          ),
-          sql`, `,
-        );
+        const values = versionValues(rows);
         await this.db.execute(
           sql`insert into ${versions} (${columns}) select ${columns}
             from (values ${values}) as v(${columns})

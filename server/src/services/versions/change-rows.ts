@@ -6,6 +6,7 @@ import { majorOf, minorOf, type VersionId } from "../../domain/version-id.ts";
 import type { SearchRecord } from "../../ports/engine.ts";
 import type { Db } from "../../store/open.ts";
 import { indexes, tombstones, versions } from "../../store/schema.ts";
+import { VERSION_COLUMNS, versionValues } from "../../store/version-rows.ts";
 import type { VersionContext } from "./context.ts";
 
 /** One change as the store records it. */
@@ -41,17 +42,16 @@ export async function recordChanges(
   const last = rows.at(-1);
   if (last === undefined) return;
   const indexId = last.indexId;
-  const values = sql.join(
-    rows.map(
-      (
-        c,
-      ) => sql`(${c.indexId}, ${c.version}, ${majorOf(c.version)}, ${minorOf(c.version)}, ${c.parent}, ${c.kind}, 'ready',
-        ${c.records}, ${c.createdAt}, ${c.purgedRecordId}, ${c.purgedBy})`,
-    ),
-    sql`, `,
+  const values = versionValues(
+    rows.map((c) => ({
+      ...c,
+      major: majorOf(c.version),
+      minor: minorOf(c.version),
+      state: "ready" as const,
+    })),
   );
   const parts: SQL[] = [
-    sql`_v as (insert into ${versions} (index_id, version, major, minor, parent, kind, state, records, created_at, purged_record_id, purged_by)
+    sql`_v as (insert into ${versions} (${VERSION_COLUMNS})
       values ${values} ${options.ifAbsent ? sql`on conflict do nothing` : sql``} returning 1)`,
   ];
   if (options.activate) {
