@@ -4,7 +4,8 @@
 // holds that back; when it returns, the log no longer has what it missed, and it restores the
 // index from the snapshot, then replays the rest: every acknowledged write is there afterwards.
 // Truncation also removes what no snapshot or entry needs from the object store (a dropped
-// major's files, older snapshots), and a region restored after that still has every write.
+// major's files, older snapshots, the parts of an upload whose node died before it finished),
+// and a region restored after that still has every write.
 import { connect } from "@nats-io/transport-node";
 import { Objm } from "@nats-io/obj";
 import { afterAll, beforeAll, describe, expect, it, onTestFailed } from "vitest";
@@ -26,6 +27,16 @@ async function objectNames(r: Regions, bucket: "files" | "docs"): Promise<string
   try {
     const store = await new Objm(nc).open(`SIFT_${bucket}`);
     return (await store.list()).filter((info) => !info.deleted).map((info) => info.name);
+  } finally {
+    await nc.close();
+  }
+}
+
+async function putObject(r: Regions, name: string, text: string): Promise<void> {
+  const nc = await connect({ servers: r.nats.urls.split(",") });
+  try {
+    const store = await new Objm(nc).open("SIFT_files");
+    await store.putBlob({ name }, Buffer.from(text));
   } finally {
     await nc.close();
   }
@@ -145,6 +156,11 @@ describe.skipIf(!regionsAvailable)("a region that returns after the log was trun
     // the snapshots before those two.
     const bulkFiles = (names: string[]) => names.filter((n) => new RegExp(`^segments/[^/]+/${indexVersion}/`).test(n));
     expect(bulkFiles(await objectNames(r, "files")).length).toBeGreaterThan(0);
+    // The parts of an upload whose node died before it wrote the manifest: no entry names them.
+    const indexKey = (await objectNames(r, "docs")).find((n) => /^snapshots\/[^/]+\/latest$/.test(n))!.split("/")[1]!;
+    const orphan = `segments/${indexKey}/9999/records.bin.part-0`;
+    await putObject(r, orphan, "half an upload");
+    expect(await objectNames(r, "files")).toContain(orphan);
     const snapshotDocs = async () => (await objectNames(r, "docs")).filter((n) => n.endsWith("/snapshot"));
     const oldSnapshots = await snapshotDocs();
     expect(oldSnapshots.length).toBeGreaterThan(0);
@@ -168,6 +184,11 @@ describe.skipIf(!regionsAvailable)("a region that returns after the log was trun
     await writeUntil(
       async () => bulkFiles(await objectNames(r, "files")).length === 0,
       "the dropped major's files stayed in the object store",
+      [0, 1, 2],
+    );
+    await writeUntil(
+      async () => !(await objectNames(r, "files")).includes(orphan),
+      "the parts of an unfinished upload stayed in the object store",
       [0, 1, 2],
     );
     await writeUntil(
@@ -197,9 +218,10 @@ describe.skipIf(!regionsAvailable)("a region that returns after the log was trun
     expect(again.output()).toMatch(/restored an index from its snapshot/);
     expect(await count(1)).toBe(await count(0));
 
-    // Dropping the index clears it from the object store once every region has applied the drop.
-    const pointer = (await objectNames(r, "docs")).find((n) => /^snapshots\/[^/]+\/latest$/.test(n));
-    const indexId = pointer!.split("/")[1]!;
+    // Dropping the index clears it from the object store once every region has applied the drop,
+    // the parts of an unfinished upload with it.
+    const indexId = indexKey;
+    await putObject(r, `segments/${indexId}/9998/records.bin.part-0`, "another half");
     const dropped = await r.http(0).delete(`/v1/indexes/${r.index}`);
     expect(dropped.status, dropped.text).toBeLessThan(300);
     const ofIndex = (names: string[]) => names.filter((n) => n.includes(`/${indexId}/`));

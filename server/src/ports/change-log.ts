@@ -73,6 +73,11 @@ export interface ChangeLog {
   deleteFiles(name: string): Promise<void>;
   /** The names an index's files are published under (its majors, its snapshots'), each with when. */
   listPublished(indexKey: string): Promise<{ name: string; at: number }[]>;
+  /**
+   * Removes the parts of an index's file sets that never got their manifest (their publisher died
+   * midway) and were written before `at` (ms); returns how many sets went.
+   */
+  deleteUnfinished(indexKey: string, at: number): Promise<number>;
   /** Removes the entries of one index too large for a message that were stored before `at` (ms). */
   deleteLargeEntries(indexKey: string, at: number): Promise<number>;
   /** Whether files are published under `name` (all of them: the manifest is written last). */

@@ -204,8 +204,16 @@ export class Snapshots {
       snapshots++;
     }
     const entries = await this.log.deleteLargeEntries(index, until);
-    if (files + snapshots + entries > 0) {
-      this.logger.info("removed files no snapshot or log entry needs", { index, files, snapshots, entries });
+    // Parts of uploads and snapshots whose publisher died before their manifest: no entry names them.
+    const unfinished = await this.log.deleteUnfinished(index, until);
+    if (files + snapshots + entries + unfinished > 0) {
+      this.logger.info("removed files no snapshot or log entry needs", {
+        index,
+        files,
+        snapshots,
+        entries,
+        unfinished,
+      });
     }
   }
 
@@ -227,7 +235,13 @@ export class Snapshots {
     await this.log.truncate(index, seq);
     const files = await this.deletePublished(index, () => true);
     const entries = await this.log.deleteLargeEntries(index, Date.now());
-    this.logger.info("cleared a dropped index from the log and the object store", { index, files, entries });
+    const unfinished = await this.log.deleteUnfinished(index, Date.now());
+    this.logger.info("cleared a dropped index from the log and the object store", {
+      index,
+      files,
+      entries,
+      unfinished,
+    });
   }
 
   /** Deletes the index's published files that `chosen` picks; returns how many sets went. */

@@ -91,8 +91,9 @@ export class MemoryLog {
         [...log.publishedAt]
           .filter(([n]) => n.startsWith(`segments/${indexKey}/`) || n.startsWith(`snapshots/${indexKey}/`))
           .map(([name, at]) => ({ name, at })),
-      // Entries here are never too large for a message.
+      // Entries here are never too large for a message, and files are published in one step.
       deleteLargeEntries: async () => 0,
+      deleteUnfinished: async () => 0,
       hasFiles: async (name: string) => log.files.has(name),
       putDoc: async (name: string, value: unknown) => {
         log.docs.set(name, structuredClone(value));

@@ -80,6 +80,7 @@ interface Manifest {
 const PART_BYTES = 16 * 1024 * 1024;
 const PARTS_AT_ONCE = 4;
 const partName = (name: string, file: string, part: number) => `${name}/${file}.part-${part}`;
+const MANIFEST_SUFFIX = "/manifest";
 
 /** Runs the jobs, at most `limit` at once; the first failure fails the whole. */
 async function runLimited(jobs: (() => Promise<void>)[], limit: number): Promise<void> {
@@ -531,12 +532,40 @@ class NatsLog implements ChangeLog {
   }
 
   async listPublished(indexKey: string): Promise<{ name: string; at: number }[]> {
-    const suffix = "/manifest";
+    return (await this.filesOf(indexKey))
+      .filter((info) => info.name.endsWith(MANIFEST_SUFFIX))
+      .map((info) => ({ name: info.name.slice(0, -MANIFEST_SUFFIX.length), at: Date.parse(info.mtime) }));
+  }
+
+  async deleteUnfinished(indexKey: string, at: number): Promise<number> {
+    const objects = await this.filesOf(indexKey);
+    const finished = new Set(
+      objects.filter((o) => o.name.endsWith(MANIFEST_SUFFIX)).map((o) => o.name.slice(0, -MANIFEST_SUFFIX.length)),
+    );
+    // A set's objects are `<set>/<file>.part-<n>` and `<set>/manifest`. One still being published
+    // has a part written lately: a set goes only when its newest part is older than `at`.
+    const unfinished = new Map<string, { names: string[]; newest: number }>();
+    for (const o of objects) {
+      const set = o.name.slice(0, o.name.lastIndexOf("/"));
+      if (finished.has(set)) continue;
+      const entry = unfinished.get(set) ?? { names: [], newest: 0 };
+      entry.names.push(o.name);
+      entry.newest = Math.max(entry.newest, Date.parse(o.mtime));
+      unfinished.set(set, entry);
+    }
+    let removed = 0;
+    for (const { names, newest } of unfinished.values()) {
+      if (newest >= at) continue;
+      for (const name of names) await this.files.delete(name);
+      removed++;
+    }
+    return removed;
+  }
+
+  /** The index's objects in the files bucket: one listing (it reads every object's description). */
+  private async filesOf(indexKey: string): Promise<{ name: string; mtime: string }[]> {
     const prefixes = [`segments/${indexKey}/`, `snapshots/${indexKey}/`];
-    // One listing of the bucket (it reads every object's description), for both prefixes.
-    return (await this.files.list())
-      .filter((info) => !info.deleted && prefixes.some((p) => info.name.startsWith(p)) && info.name.endsWith(suffix))
-      .map((info) => ({ name: info.name.slice(0, -suffix.length), at: Date.parse(info.mtime) }));
+    return (await this.files.list()).filter((info) => !info.deleted && prefixes.some((p) => info.name.startsWith(p)));
   }
 
   async deleteLargeEntries(indexKey: string, at: number): Promise<number> {
