@@ -59,7 +59,7 @@ interface Lean {
 function lean(base: string, key: string): Lean {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
   const url = new URL(base);
-  const send = (method: string, path: string, json?: unknown) =>
+  const send = (method: string, path: string, json?: unknown, retried = false) =>
     new Promise<{ status: number; body: LeanBody }>((resolve, reject) => {
       const payload = json === undefined ? undefined : JSON.stringify(json);
       const req = http.request(
@@ -89,7 +89,13 @@ function lean(base: string, key: string): Lean {
           res.on("error", reject);
         },
       );
-      req.on("error", reject);
+      req.on("error", (error: NodeJS.ErrnoException) => {
+        // A kept-alive connection the server closed as idle just as this request went out: sent
+        // again once on a new one, as Node's documentation advises (the server never read it).
+        if (req.reusedSocket && error.code === "ECONNRESET" && !retried) {
+          send(method, path, json, true).then(resolve, reject);
+        } else reject(error);
+      });
       req.end(payload);
     });
   return { get: (path) => send("GET", path), put: (path, json) => send("PUT", path, json) };

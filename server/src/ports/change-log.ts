@@ -17,8 +17,23 @@ export type LogOp =
   | { op: "changes"; changes: RecordChange[] }
   /** A bulk major, built once by the node that ingested it and published as segment files. */
   | { op: "bulk"; major: number; records: number; files: string }
-  /** A checkpoint of `from` as a new major; each node writes it from the same version. */
-  | { op: "checkpoint"; from: VersionId; major: number }
+  /**
+   * A checkpoint of `from` as a new major. Without `files`, each node writes it from the same
+   * version, in the index's chain. With them it was built once by the writer and published; each
+   * node opens the files, applies `carry` (the writes made while it was built) as its first minor
+   * and makes the result live, if `expectActive` is still live (D-231).
+   */
+  | {
+      op: "checkpoint";
+      from: VersionId;
+      major: number;
+      files?: string;
+      records?: number;
+      carry?: RecordChange;
+      expectActive?: VersionId;
+      /** False: kept as a rollback point, not made live (another version went live meanwhile). */
+      live?: boolean;
+    }
   /** `expectActive`: only if that is still the active version (a checkpoint going live). */
   | { op: "activate"; version: VersionId; expectActive?: VersionId }
   | { op: "drop-version"; version: VersionId }

@@ -115,6 +115,24 @@ export interface RecordChange {
   purge?: { recordId: string; by: string };
 }
 
+/** What a chain of changes did, as one change: records as they are at its end, ids deleted. */
+export interface NetChange {
+  upserts: SearchRecord[];
+  deletes: string[];
+}
+
+export interface AdoptedCheckpoint {
+  from: VersionId;
+  major: number;
+  records: number;
+  /** The writes made while it was built, as its first minor (`<major>.1`). */
+  carry: RecordChange | null;
+  /** The version live when the carry was computed; nothing happens if another is live by then. */
+  expectActive: VersionId;
+  /** False: another version went live while it was built; it is kept as a rollback point only. */
+  live: boolean;
+}
+
 export interface BulkWriter {
   /** Adds a batch; ids are unique within the batch stream (a later duplicate replaces the earlier one). */
   add(records: SearchRecord[]): Promise<void>;
@@ -181,6 +199,18 @@ export interface SearchEngine {
   applyChanges?(indexKey: string, changes: RecordChange[]): Promise<void>;
   /** Writes the full content of version `from` as the self-contained major version `major`. */
   checkpoint(indexKey: string, from: VersionId, major: number): Promise<{ records: number }>;
+  /**
+   * A checkpoint in two steps, so that writes go on while it is built (docs/versions.md,
+   * Coalesce): `buildCheckpoint` writes `from` as major `major` without making it live anywhere
+   * (with replication: built here once and published, not yet in the log); `adoptCheckpoint`
+   * then makes it live, with `carry` on top as its first minor when writes were made meanwhile
+   * (`changesSince` computes it), as one step and only while `expectActive` is live. An engine
+   * without them checkpoints in one step under the index's write lock.
+   */
+  buildCheckpoint?(indexKey: string, from: VersionId, major: number): Promise<{ records: number }>;
+  /** The net change from `from` to its descendant `to`; null when `to` does not descend from it. */
+  changesSince?(indexKey: string, from: VersionId, to: VersionId): Promise<NetChange | null>;
+  adoptCheckpoint?(indexKey: string, checkpoint: AdoptedCheckpoint): Promise<void>;
   /**
    * Tells the engine which version is live, so it may keep that view hot (Typesense: the alias).
    * `ifActive`: only while that is still the live version (with replication another node may

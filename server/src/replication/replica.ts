@@ -516,6 +516,14 @@ export class Replica {
         return true;
       }
       case "checkpoint":
+        if (entry.files !== undefined) {
+          // Built by its writer while writes went on: adopted only over what it carries them to.
+          return (
+            entry.expectActive === r?.active &&
+            !has(formatVersion(entry.major)) &&
+            (entry.carry === undefined || !has(entry.carry.version))
+          );
+        }
         return entry.from === r?.active && !has(formatVersion(entry.major));
       case "activate":
         return has(entry.version) && (entry.expectActive === undefined || entry.expectActive === r?.active);
@@ -576,11 +584,30 @@ export class Replica {
           );
         }
         return undefined;
-      case "checkpoint":
-        if (!(await this.engineHas(entry.index, formatVersion(entry.major)))) {
-          return engine.checkpoint(entry.index, entry.from, entry.major);
+      case "checkpoint": {
+        const major = formatVersion(entry.major);
+        const files = entry.files;
+        if (files === undefined) {
+          if (!(await this.engineHas(entry.index, major)))
+            return engine.checkpoint(entry.index, entry.from, entry.major);
+          return { records: await engine.count(entry.index, major) };
         }
-        return { records: await engine.count(entry.index, formatVersion(entry.major)) };
+        // Its writer holds it already; the others open the files it published (prefetched).
+        if (!(await this.engineHas(entry.index, major))) {
+          await engine.importMajor!(
+            entry.index,
+            { major: entry.major, parent: entry.from, records: entry.records ?? 0 },
+            (dir) => this.log.getFiles(files, dir).then(() => undefined),
+          );
+        }
+        if (entry.carry !== undefined) {
+          if (!(await this.engineHas(entry.index, entry.carry.version)))
+            await engine.applyChange(entry.index, entry.carry);
+          await this.recordChangeRow(entry, entry.carry);
+        }
+        if (entry.live !== false) await engine.activate(entry.index, entry.carry?.version ?? major);
+        return { records: entry.records };
+      }
       case "activate":
         return engine.activate(entry.index, entry.version);
       case "drop-version":
@@ -650,9 +677,20 @@ export class Replica {
         }
         break;
       case "bulk":
+        this.state.noteVersion(entry.index, formatVersion(entry.major));
+        r.newest = formatVersion(entry.major);
+        break;
       case "checkpoint":
         this.state.noteVersion(entry.index, formatVersion(entry.major));
         r.newest = formatVersion(entry.major);
+        if (entry.carry !== undefined) {
+          this.state.noteVersion(entry.index, entry.carry.version);
+          r.newest = entry.carry.version;
+        }
+        // A checkpoint built while writes went on goes live with its entry (D-231).
+        if (entry.files !== undefined && entry.live !== false) {
+          activated = entry.carry?.version ?? formatVersion(entry.major);
+        }
         break;
       case "activate":
         activated = entry.version;

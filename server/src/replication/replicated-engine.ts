@@ -4,7 +4,9 @@
 // which their write lock answers by catching up and running the write again
 // (services/versions/lock.ts).
 import type {
+  AdoptedCheckpoint,
   BulkWriter,
+  NetChange,
   EngineVersionInfo,
   PurgeResult,
   RecordChange,
@@ -20,7 +22,7 @@ import type { ChangeLog } from "../ports/change-log.ts";
 import type { Replica } from "./replica.ts";
 
 export function replicatedEngine(inner: SearchEngine, replica: Replica, log: ChangeLog): SearchEngine {
-  if (!inner.segmentFiles || !inner.importMajor || !inner.has) {
+  if (!inner.segmentFiles || !inner.importMajor || !inner.has || !inner.changesSince) {
     throw new Error(`replication needs an engine that stores majors as files; "${inner.name}" does not`);
   }
   return new ReplicatedEngine(inner, replica, log);
@@ -92,6 +94,34 @@ class ReplicatedEngine implements SearchEngine {
 
   async checkpoint(indexKey: string, from: VersionId, major: number): Promise<{ records: number }> {
     return (await this.replica.commit({ op: "checkpoint", index: indexKey, from, major })) as { records: number };
+  }
+
+  /**
+   * Built once, here, while writes go on, and published; other nodes download the files when
+   * the checkpoint is adopted (D-231), instead of each building it inside the index's chain.
+   */
+  async buildCheckpoint(indexKey: string, from: VersionId, major: number): Promise<{ records: number }> {
+    const built = await this.inner.checkpoint(indexKey, from, major);
+    await this.log.putFiles(filesName(indexKey, major), await this.inner.segmentFiles!(indexKey, major));
+    return built;
+  }
+
+  changesSince(indexKey: string, from: VersionId, to: VersionId): Promise<NetChange | null> {
+    return this.inner.changesSince!(indexKey, from, to);
+  }
+
+  async adoptCheckpoint(indexKey: string, c: AdoptedCheckpoint): Promise<void> {
+    await this.replica.commit({
+      op: "checkpoint",
+      index: indexKey,
+      from: c.from,
+      major: c.major,
+      files: filesName(indexKey, c.major),
+      records: c.records,
+      expectActive: c.expectActive,
+      ...(c.carry ? { carry: c.carry } : {}),
+      ...(c.live ? {} : { live: false }),
+    });
   }
 
   async activate(indexKey: string, version: VersionId, options: { ifActive?: VersionId } = {}): Promise<void> {

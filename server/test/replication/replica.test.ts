@@ -16,6 +16,7 @@ import { CatalogService } from "../../src/services/catalog.ts";
 import { RecordService } from "../../src/services/records.ts";
 import { VersionService } from "../../src/services/versions.ts";
 import { IndexLocks } from "../../src/services/versions/lock.ts";
+import type { SearchEngine } from "../../src/ports/engine.ts";
 import type { Store } from "../../src/store/open.ts";
 import { tenants } from "../../src/store/schema.ts";
 import { storeTargets } from "../support/store.ts";
@@ -30,10 +31,13 @@ async function openNode(
   name: string,
   snapshots?: { every: number; goneAfterMs: number },
   recordsPerIndex?: number,
+  /** Wraps the node's own engine (to hold a checkpoint's build). */
+  wrap: (engine: SearchEngine) => SearchEngine = (engine) => engine,
 ) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), `sift-replica-${name}-`));
-  const inner = createEmbeddedEngine({ dataDir: path.join(dir, "engine") });
-  await inner.open();
+  const real = createEmbeddedEngine({ dataDir: path.join(dir, "engine") });
+  await real.open();
+  const inner = wrap(real);
   const log = memory.client();
   const replica = new Replica({
     node: name,
@@ -71,7 +75,7 @@ async function openNode(
     engine: inner,
     async close() {
       await replica.stop();
-      await inner.close();
+      await real.close();
       fs.rmSync(dir, { recursive: true, force: true });
     },
   };
@@ -81,7 +85,11 @@ async function openNode(
  * Two nodes "a" and "b" over one in-memory log and one store, with index "shop" made through a:
  * opened before the describe block's tests, closed after them.
  */
-function useTwoNodes(snapshots?: { every: number; goneAfterMs: number }, recordsPerIndex?: number) {
+function useTwoNodes(
+  snapshots?: { every: number; goneAfterMs: number },
+  recordsPerIndex?: number,
+  wrapA?: (engine: SearchEngine) => SearchEngine,
+) {
   const memory = new MemoryLog();
   const nodes = { memory } as {
     memory: MemoryLog;
@@ -92,7 +100,7 @@ function useTwoNodes(snapshots?: { every: number; goneAfterMs: number }, records
   beforeAll(async () => {
     store = await storeTargets()[0]!.open();
     await store.db.insert(tenants).values({ id: "ten_r", name: "ten_r", createdAt: 0 });
-    nodes.a = await openNode(memory, store, "a", snapshots, recordsPerIndex);
+    nodes.a = await openNode(memory, store, "a", snapshots, recordsPerIndex, wrapA);
     nodes.b = await openNode(memory, store, "b", snapshots, recordsPerIndex);
     await nodes.a.catalog.createService("ten_r", { name: "ten_r-shop", regions: ["frankfurt"] });
     await nodes.a.catalog.createIndex("ten_r", { name: "shop", serviceName: "ten_r-shop" });
@@ -280,5 +288,59 @@ describe("writes committed together (group commit)", () => {
       );
       expect(held).toEqual([true, false, true, false, false, true, false]);
     }
+  });
+});
+
+describe("a checkpoint built while both nodes write", () => {
+  const held = { entered: Promise.withResolvers<void>(), release: Promise.withResolvers<void>() };
+  // Node a's engine holds its next checkpoint build until the test lets it go.
+  const nodes = useTwoNodes(undefined, undefined, (real) =>
+    Object.assign(Object.create(real) as SearchEngine, {
+      checkpoint: async (...args: Parameters<SearchEngine["checkpoint"]>) => {
+        held.entered.resolve();
+        await held.release.promise;
+        return real.checkpoint(...args);
+      },
+    }),
+  );
+
+  test("is built once, and adopted everywhere with the writes made meanwhile carried onto it", async () => {
+    const put = (node: typeof nodes.a, id: string) => node.records.put(admin, "shop", id, { title: `Record ${id}` });
+    await put(nodes.a, "x1");
+    const from = await put(nodes.b, "x2");
+    const shop = (await nodes.a.catalog.byName("ten_r", "shop"))!;
+    await nodes.a.replica.waitFor(shop.id, from, 5_000);
+    const coalescing = nodes.a.versions.coalesce(shop);
+    await held.entered.promise;
+    // Both nodes write while a builds: neither waits for it.
+    await put(nodes.b, "y1");
+    await nodes.b.records.delete(admin, "shop", "x1");
+    await put(nodes.a, "y2");
+    held.release.resolve();
+    const checkpoint = await coalescing;
+
+    const entry = nodes.memory.entries.find((e) => e?.op === "checkpoint");
+    expect(entry).toMatchObject({ op: "checkpoint", from, files: `segments/${shop.id}/${checkpoint}` });
+    const carried = `${checkpoint}.1`;
+    for (const node of [nodes.a, nodes.b]) {
+      await node.replica.waitFor(shop.id, carried, 5_000);
+      expect(node.replica.active(shop.id)).toBe(carried);
+      const held = await Promise.all(
+        ["x1", "x2", "y1", "y2"].map((id) =>
+          node.records.get(admin, "shop", id).then(
+            () => true,
+            (error: unknown) => (error instanceof NotFoundError ? false : Promise.reject(error)),
+          ),
+        ),
+      );
+      expect(held).toEqual([false, true, true, true]);
+      expect(await node.engine.count(shop.id, checkpoint)).toBe(2);
+    }
+    const versionsOf = async (node: typeof nodes.a) =>
+      (await node.engine.versions(shop.id)).map((v) => `${v.version}<${v.parent}`);
+    expect(await versionsOf(nodes.b)).toEqual(await versionsOf(nodes.a));
+    expect(await versionsOf(nodes.a)).toContain(`${checkpoint}<${from}`);
+    // A write on either node builds on the carried version.
+    expect(await put(nodes.b, "z1")).toBe(`${checkpoint}.2`);
   });
 });

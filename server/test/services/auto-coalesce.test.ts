@@ -26,7 +26,7 @@ describe.each(storeTargets())("automatic checkpoints on $name", (target) => {
   afterAll(() => services?.close());
 
   test("8 writers writing at once make checkpoints only of chains as long as the threshold", async () => {
-    const { store, engine, catalog, versions, records } = services;
+    const { store, engine, catalog, records } = services;
     // Each writer writes on as soon as its last write answered, so checkpoints queue between writes.
     await Promise.all(
       Array.from({ length: 8 }, async (_, w) => {
@@ -34,12 +34,14 @@ describe.each(storeTargets())("automatic checkpoints on $name", (target) => {
       }),
     );
     const ref = (await catalog.byName("ten_k", "busy"))!;
-    // Runs under the index's lock, queued behind every automatic checkpoint, and writes nothing.
-    await versions.activate(ref, ref.activeVersion);
-    const checkpoints = await store.db
-      .select()
-      .from(versionRows)
-      .where(and(eq(versionRows.indexId, ref.id), eq(versionRows.kind, "checkpoint")));
+    const checkpointRows = () =>
+      store.db
+        .select()
+        .from(versionRows)
+        .where(and(eq(versionRows.indexId, ref.id), eq(versionRows.kind, "checkpoint")));
+    // Checkpoints are built outside the write lock (D-231): the last ones may still be building.
+    await expect.poll(async () => (await checkpointRows()).filter((c) => c.state === "pending").length).toBe(0);
+    const checkpoints = await checkpointRows();
     expect(checkpoints.length).toBeGreaterThan(0);
     for (const c of checkpoints) expect(minorOf(c.parent!)).toBeGreaterThanOrEqual(THRESHOLD);
     expect(checkpoints.length).toBeLessThanOrEqual(80 / THRESHOLD);

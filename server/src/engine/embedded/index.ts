@@ -28,7 +28,9 @@ import fs from "node:fs";
 import path from "node:path";
 import { randomUUID } from "node:crypto";
 import type {
+  AdoptedCheckpoint,
   BulkWriter,
+  NetChange,
   EngineVersionInfo,
   PurgeResult,
   RecordChange,
@@ -315,6 +317,43 @@ class EmbeddedEngine implements SearchEngine {
     } finally {
       versions.building.delete(major);
     }
+  }
+
+  /** Registered here at once: the service makes it live (adoptCheckpoint) under its lock. */
+  buildCheckpoint(indexKey: string, from: VersionId, major: number): Promise<{ records: number }> {
+    return this.checkpoint(indexKey, from, major);
+  }
+
+  async changesSince(indexKey: string, from: VersionId, to: VersionId): Promise<NetChange | null> {
+    const versions = this.index(indexKey);
+    const chain: ChangeVersion[] = [];
+    for (let v = to; v !== from; ) {
+      const node = isMajorVersion(v) ? undefined : versions.changes.get(v);
+      if (node === undefined) return null;
+      chain.push(node);
+      v = node.row.parent;
+    }
+    const upserts = new Map<string, SearchRecord>();
+    const deletes = new Set<string>();
+    for (let i = chain.length - 1; i >= 0; i--) {
+      const { change } = chain[i]!.content;
+      for (const r of change.upserts) {
+        upserts.set(r.id, r);
+        deletes.delete(r.id);
+      }
+      for (const id of change.deletes) {
+        upserts.delete(id);
+        deletes.add(id);
+      }
+    }
+    // A purge's own change holds no ids (the erasure reached the stored versions directly): the
+    // service erases ids purged during a build from the checkpoint afterwards.
+    return { upserts: [...upserts.values()], deletes: [...deletes] };
+  }
+
+  async adoptCheckpoint(indexKey: string, checkpoint: AdoptedCheckpoint): Promise<void> {
+    if (checkpoint.carry) await this.applyChange(indexKey, checkpoint.carry);
+    if (checkpoint.live) await this.activate(indexKey, checkpoint.carry?.version ?? String(checkpoint.major));
   }
 
   async has(indexKey: string, version: VersionId): Promise<boolean> {

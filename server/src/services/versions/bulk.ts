@@ -4,9 +4,9 @@ import { and, eq, gt } from "drizzle-orm";
 import { formatVersion, type VersionId } from "../../domain/version-id.ts";
 import { tombstones, versions } from "../../store/schema.ts";
 import type { IndexRef } from "../catalog.ts";
-import { undoOnFailure } from "./changes.ts";
+import { undoOnFailure } from "./undo.ts";
 import { setActive, type VersionContext } from "./context.ts";
-import { erasePurgedSince } from "./purge.ts";
+import { erasePurgedSince } from "./erase.ts";
 import { activeVersionOf, updateVersion } from "./rows.ts";
 
 /**

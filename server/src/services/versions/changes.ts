@@ -6,6 +6,7 @@ import type { SearchRecord } from "../../ports/engine.ts";
 import type { Db } from "../../store/open.ts";
 import type { IndexRef } from "../catalog.ts";
 import { Admission, type RecordWrite } from "./admission.ts";
+import { undoOnFailure } from "./undo.ts";
 import { coalesce } from "./coalesce.ts";
 import { type ChangeRow, recordChanges } from "./change-rows.ts";
 import { groupWrite } from "./group-commit.ts";
@@ -108,31 +109,4 @@ export async function writeChange(
 /** Records one change in the store (see recordChanges). */
 function recordChange(db: Db, c: ChangeRow & { activate: boolean; ifAbsent: boolean }): Promise<void> {
   return recordChanges(db, [c], c);
-}
-
-/**
- * Runs the steps after the engine wrote `version`; when one fails, the engine's version is
- * withdrawn before the error goes on, so engine and store both stay at the previous version and
- * the id is free for the next write. Before, the engine stayed one version ahead and every later
- * write to the index failed until a restart (issue 15, finding 1).
- */
-export async function undoOnFailure(
-  ctx: VersionContext,
-  indexId: string,
-  version: VersionId,
-  steps: () => Promise<void>,
-): Promise<void> {
-  try {
-    await steps();
-  } catch (error) {
-    await ctx.engine.dropVersion(indexId, version).catch((dropError: Error) =>
-      // Start-up reconciliation records what stays behind, so the id is never reused.
-      ctx.log.error("could not withdraw a version the store did not record", {
-        index: indexId,
-        version,
-        error: dropError.message,
-      }),
-    );
-    throw error;
-  }
 }

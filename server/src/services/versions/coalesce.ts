@@ -1,44 +1,132 @@
 // Coalesce (docs/versions.md): the active version written out as a self-contained checkpoint with
-// the next major id, so reads stop walking a long chain of changes.
+// the next major id, so reads stop walking a long chain of changes. Built outside the index's
+// write lock where the engine can (D-231): writes go on meanwhile, and what they changed is
+// carried onto the checkpoint as its first minor when it goes live.
 import { formatVersion, isMajorVersion, minorOf, type VersionId } from "../../domain/version-id.ts";
+import type { RecordChange } from "../../ports/engine.ts";
 import { versions } from "../../store/schema.ts";
 import type { IndexRef } from "../catalog.ts";
+import { undoOnFailure } from "./undo.ts";
+import { recordChanges } from "./change-rows.ts";
 import { setActive, type VersionContext } from "./context.ts";
+import { erasePurgedSince } from "./erase.ts";
 import { liveVersion, rethrowUnlessDeleted, takeMajor, updateVersion } from "./rows.ts";
 
 /**
- * Writes the active version as a checkpoint and makes it active. With nothing accumulated (the
- * active version is already a major) it changes nothing.
+ * Writes the active version as a checkpoint and makes it (with the writes made meanwhile on top)
+ * active; resolves with the checkpoint's id. With nothing accumulated (the active version is
+ * already a major) it changes nothing.
  */
-export function coalesce(ctx: VersionContext, ref: IndexRef, options: { minChain?: number } = {}): Promise<VersionId> {
+export async function coalesce(
+  ctx: VersionContext,
+  ref: IndexRef,
+  options: { minChain?: number } = {},
+): Promise<VersionId> {
+  const { engine } = ctx;
+  if (!engine.buildCheckpoint || !engine.changesSince || !engine.adoptCheckpoint) {
+    return ctx.locks.run(ref.id, () => coalesceLocked(ctx, ref, options));
+  }
+  const from = await liveVersion(ctx, ref.id);
+  if (!worthIt(from, options)) return from;
+  const startedAt = ctx.now();
+  const { major, version } = await addPending(ctx, ref, from, startedAt);
+  let records: number;
+  try {
+    ({ records } = await engine.buildCheckpoint(ref.id, from, major));
+  } catch (error) {
+    await updateVersion(ctx.db, ref.id, version, { state: "failed" });
+    return rethrowUnlessDeleted(ctx.db, ref.id, error);
+  }
   return ctx.locks.run(ref.id, async () => {
-    const from = await liveVersion(ctx, ref.id);
-    if (isMajorVersion(from)) return from;
-    // Automatic: decided when a write crossed the threshold, but other writes (and maybe another
-    // checkpoint) may have run since; a chain shorter than the threshold is left alone.
-    if (options.minChain !== undefined && minorOf(from) < options.minChain) return from;
-    const major = await takeMajor(ctx.db, ref.id);
-    const version = formatVersion(major);
-    await ctx.db.insert(versions).values({
-      indexId: ref.id,
-      version,
-      major,
-      minor: 0,
-      parent: from,
-      kind: "checkpoint",
-      state: "pending",
-      createdAt: ctx.now(),
-    });
-    try {
-      const { records } = await ctx.engine.checkpoint(ref.id, from, major);
+    const live = await liveVersion(ctx, ref.id);
+    const net = live === from ? { upserts: [], deletes: [] } : await engine.changesSince!(ref.id, from, live);
+    if (net === null) {
+      // Another version went live meanwhile (an activation): the checkpoint stays a rollback point.
+      await engine.adoptCheckpoint!(ref.id, { from, major, records, carry: null, expectActive: live, live: false });
       await updateVersion(ctx.db, ref.id, version, { state: "ready", records });
-    } catch (error) {
-      await updateVersion(ctx.db, ref.id, version, { state: "failed" });
-      return rethrowUnlessDeleted(ctx.db, ref.id, error);
+      ctx.log.info("coalesced; another version went live meanwhile", { index: ref.id, from, version, live });
+      return version;
     }
-    // Only over the version it copied: a write another region made meanwhile must not be lost.
-    await setActive(ctx, ref.id, version, from);
-    ctx.log.info("coalesced", { index: ref.id, from, version });
+    const carry: RecordChange | null =
+      net.upserts.length || net.deletes.length
+        ? {
+            version: formatVersion(major, 1),
+            parent: version,
+            upserts: net.upserts,
+            deletes: net.deletes,
+            activate: true,
+          }
+        : null;
+    const target = carry?.version ?? version;
+    await engine.adoptCheckpoint!(ref.id, { from, major, records, carry, expectActive: live, live: true });
+    await updateVersion(ctx.db, ref.id, version, { state: "ready", records });
+    const store = async () => {
+      if (carry) {
+        // Tombstones stay as the writes left them: the carry repeats their effect, nothing new.
+        const row = {
+          indexId: ref.id,
+          version: carry.version,
+          parent: version,
+          kind: "change" as const,
+          records: await engine.count(ref.id, carry.version),
+          createdAt: ctx.now(),
+          purgedRecordId: null,
+          purgedBy: null,
+          rewritten: [],
+          deleted: [],
+        };
+        await recordChanges(ctx.db, [row], { activate: !ctx.replica, ifAbsent: Boolean(ctx.replica) });
+      } else if (!ctx.replica) {
+        await setActive(ctx, ref.id, version);
+      }
+    };
+    // With replication the log has it now; alone, the engine's carry is withdrawn if the store fails.
+    if (ctx.replica || !carry) await store();
+    else await undoOnFailure(ctx, ref.id, carry.version, store);
+    ctx.catalog.setActive(ref.id, target);
+    // A purge made while it was built did not reach it (a build in progress is not purged).
+    await erasePurgedSince(ctx, ref.id, startedAt);
+    ctx.log.info("coalesced", { index: ref.id, from, version, carried: carry ? live : undefined });
     return version;
   });
+}
+
+/** Automatic: a chain shorter than the threshold (a checkpoint ran since it was decided) stays. */
+function worthIt(from: VersionId, options: { minChain?: number }): boolean {
+  if (isMajorVersion(from)) return false;
+  return options.minChain === undefined || minorOf(from) >= options.minChain;
+}
+
+async function addPending(ctx: VersionContext, ref: IndexRef, from: VersionId, createdAt: number) {
+  const major = await takeMajor(ctx.db, ref.id);
+  const version = formatVersion(major);
+  await ctx.db.insert(versions).values({
+    indexId: ref.id,
+    version,
+    major,
+    minor: 0,
+    parent: from,
+    kind: "checkpoint",
+    state: "pending",
+    createdAt,
+  });
+  return { major, version };
+}
+
+/** The checkpoint in one step, under the index's write lock (an engine without the two steps). */
+async function coalesceLocked(ctx: VersionContext, ref: IndexRef, options: { minChain?: number }): Promise<VersionId> {
+  const from = await liveVersion(ctx, ref.id);
+  if (!worthIt(from, options)) return from;
+  const { major, version } = await addPending(ctx, ref, from, ctx.now());
+  try {
+    const { records } = await ctx.engine.checkpoint(ref.id, from, major);
+    await updateVersion(ctx.db, ref.id, version, { state: "ready", records });
+  } catch (error) {
+    await updateVersion(ctx.db, ref.id, version, { state: "failed" });
+    return rethrowUnlessDeleted(ctx.db, ref.id, error);
+  }
+  // Only over the version it copied: a write another region made meanwhile must not be lost.
+  await setActive(ctx, ref.id, version, from);
+  ctx.log.info("coalesced", { index: ref.id, from, version });
+  return version;
 }
