@@ -612,11 +612,14 @@ export class Replica {
         return engine.activate(entry.index, entry.version);
       case "drop-version":
         return engine.dropVersion(entry.index, entry.version);
-      case "drop-versions":
-        // A major goes with its minors: those listed after it are gone already.
-        for (const v of entry.versions)
-          if (await this.engineHas(entry.index, v)) await engine.dropVersion(entry.index, v);
+      case "drop-versions": {
+        // A major goes with its minors: those listed after it may be gone already.
+        const held: VersionId[] = [];
+        for (const v of entry.versions) if (await this.engineHas(entry.index, v)) held.push(v);
+        if (engine.dropVersions) return engine.dropVersions(entry.index, held);
+        for (const v of held) if (await this.engineHas(entry.index, v)) await engine.dropVersion(entry.index, v);
         return;
+      }
       case "purge":
         return engine.purge(entry.index, entry.id);
     }

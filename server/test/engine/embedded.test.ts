@@ -524,6 +524,31 @@ describe("embedded engine persistence", () => {
     expect((await engine.versions("k")).map((v) => v.version)).toEqual(["1", "3"]);
   });
 
+  it("checkpoints a large version in the build thread, which reads the records itself", async () => {
+    const engine = await openEngine({ dataDir: tempDir() });
+    await engine.createIndex("k");
+    // Over the size built on the calling thread (build/segment-build.ts).
+    const records = makeRecords(random(31), 24_000);
+    await bulk(engine, "k", 1, records);
+    await engine.applyChange("k", {
+      version: "1.1",
+      parent: "1",
+      upserts: [
+        { id: "new", title: "Santa Nueva", weight: 5 },
+        { ...records[5]!, title: "Santa Rewritten" },
+      ],
+      deletes: [records[0]!.id, records[1]!.id],
+    });
+    const requests = makeRequests(random(32), 20);
+    const expected = await Promise.all(requests.map((r) => engine.search("k", "1.1", r)));
+    expect(await engine.checkpoint("k", "1.1", 2)).toEqual({ records: 23_999 });
+    expect(await Promise.all(requests.map((r) => engine.search("k", "2", r)))).toEqual(expected);
+    expect(await engine.get("k", "2", records[0]!.id)).toBeNull();
+    expect((await engine.get("k", "2", records[5]!.id))?.title).toBe("Santa Rewritten");
+    expect(await engine.get("k", "2", records[7]!.id)).toEqual(records[7]);
+    expect(await engine.get("k", "2", "new")).toEqual({ id: "new", title: "Santa Nueva", weight: 5 });
+  });
+
   it("serves searches of the live version while a checkpoint is written", async () => {
     const engine = await openEngine({ dataDir: tempDir() });
     await engine.createIndex("k");

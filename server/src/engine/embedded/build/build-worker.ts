@@ -4,11 +4,14 @@
 import { parentPort } from "node:worker_threads";
 import type { SearchRecord } from "../../../ports/engine.ts";
 import type { SegmentMeta } from "../segment/meta.ts";
+import { Segment } from "../segment/segment.ts";
 import { SegmentBuilder } from "./segment-builder.ts";
 
 export type BuildRequest =
   | { id: number; type: "create"; dir: string; maxPrefix: number }
   | { id: number; type: "add"; json: string }
+  /** Every record of the segment in `dir` but the documents in `skip` (a checkpoint's copy). */
+  | { id: number; type: "copy"; dir: string; skip: Uint32Array }
   | { id: number; type: "finish" }
   | { id: number; type: "abort" };
 
@@ -33,6 +36,18 @@ parentPort!.on("message", async (request: BuildRequest) => {
       case "add":
         for (const record of JSON.parse(request.json) as SearchRecord[]) builder!.add(record);
         break;
+      case "copy": {
+        // Read here, not on the server's thread: reading and parsing every record there took most
+        // of that thread while a checkpoint of a large index was built, and writes queued.
+        const source = await Segment.load(request.dir);
+        try {
+          const skip = new Set(request.skip);
+          for (let doc = 0; doc < source.docCount; doc++) if (!skip.has(doc)) builder!.add(source.records.read(doc));
+        } finally {
+          source.close();
+        }
+        break;
+      }
       case "abort":
         await builder?.abort();
         builder = undefined;

@@ -99,6 +99,17 @@ export class OffThreadBuilder {
     if (this.batch.length >= BATCH) await this.flush();
   }
 
+  /**
+   * Every record of the segment in `dir` but the documents in `skip`, read by the build thread;
+   * `docCount` is the segment's.
+   */
+  async copyFrom(dir: string, docCount: number, skip: Iterable<number>): Promise<void> {
+    await this.flush();
+    const docs = Uint32Array.from(skip);
+    await this.call({ type: "copy", dir, skip: docs });
+    this.added += docCount - docs.length;
+  }
+
   async addAll(records: SearchRecord[]): Promise<void> {
     for (const record of records) {
       this.batch.push(record);

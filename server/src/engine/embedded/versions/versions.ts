@@ -112,6 +112,25 @@ export class IndexVersions {
     if (this.overlays.size > OVERLAY_CACHE) this.overlays.delete(this.overlays.keys().next().value!);
   }
 
+  /** The versions and every change descending from them, from one pass over the changes. */
+  descendantsOf(roots: readonly VersionId[]): VersionId[] {
+    const children = new Map<VersionId, VersionId[]>();
+    for (const node of this.changes.values()) {
+      const list = children.get(node.row.parent) ?? [];
+      list.push(node.row.version);
+      children.set(node.row.parent, list);
+    }
+    const out = new Set<VersionId>();
+    const stack = [...roots];
+    while (stack.length > 0) {
+      const v = stack.pop()!;
+      if (out.has(v)) continue;
+      out.add(v);
+      stack.push(...(children.get(v) ?? []));
+    }
+    return [...out];
+  }
+
   /** The version and every change descending from it. */
   descendants(version: VersionId): VersionId[] {
     const children = new Map<VersionId, VersionId[]>();
