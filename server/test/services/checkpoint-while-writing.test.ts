@@ -100,6 +100,15 @@ describe.each(storeTargets())("a checkpoint built while writes go on, on $name",
     expect(row("1.1")).toMatchObject({ kind: "change", parent: "1", state: "ready", records: 2, active: true });
     // The next write builds on the carried version.
     expect(await put("busy", "c1")).toBe("1.2");
+    // Back to the checkpoint, which still holds a2, and a write on it: a2 was deleted after the
+    // checkpoint's content was taken, and stays deleted in the branch.
+    await services.versions.activate(await ref("busy"), "1");
+    const branch = await put("busy", "d1");
+    expect(await holds("busy", "a2", branch)).toBe(false);
+    expect(await holds("busy", "a3", branch)).toBe(true);
+    // Listed newest first, the checkpoint after the writes it carries.
+    const order = (await services.versions.list(await ref("busy"))).map((v) => v.version);
+    expect(order.indexOf("1")).toBeLessThan(order.indexOf("0.7"));
   });
 
   test("with nothing written meanwhile the checkpoint itself goes live", async () => {

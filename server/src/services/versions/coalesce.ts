@@ -59,21 +59,24 @@ export async function coalesce(
         : null;
     const target = carry?.version ?? version;
     await engine.adoptCheckpoint!(ref.id, { from, major, records, carry, expectActive: live, live: true });
-    await updateVersion(ctx.db, ref.id, version, { state: "ready", records });
+    // Dated when it went live, after the writes it carries: retention counts it as newer than they
+    // are. The ids they deleted are deleted again by the carry, with tombstones as new as it is:
+    // a branch made later from the checkpoint (which still holds them) deletes them too.
+    const adoptedAt = ctx.now();
+    await updateVersion(ctx.db, ref.id, version, { state: "ready", records, createdAt: adoptedAt });
     const store = async () => {
       if (carry) {
-        // Tombstones stay as the writes left them: the carry repeats their effect, nothing new.
         const row = {
           indexId: ref.id,
           version: carry.version,
           parent: version,
           kind: "change" as const,
           records: await engine.count(ref.id, carry.version),
-          createdAt: ctx.now(),
+          createdAt: adoptedAt + 1,
           purgedRecordId: null,
           purgedBy: null,
           rewritten: [],
-          deleted: [],
+          deleted: carry.deletes,
         };
         await recordChanges(ctx.db, [row], { activate: !ctx.replica, ifAbsent: Boolean(ctx.replica) });
       } else if (!ctx.replica) {

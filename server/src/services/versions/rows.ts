@@ -21,7 +21,7 @@ export async function updateVersion(
   db: Db,
   indexId: string,
   version: VersionId,
-  values: Partial<Pick<VersionRow, "state" | "records" | "base">>,
+  values: Partial<Pick<VersionRow, "state" | "records" | "base" | "createdAt">>,
 ): Promise<void> {
   await db.update(versions).set(values).where(versionKey(indexId, version));
 }
