@@ -246,7 +246,12 @@ export class IngestRunner {
         generateId: randomUUID,
         onProgress: (bytes) => (progress.bytesRead = bytes),
         signal: this.abort.signal,
-        maxExpandedBytes: lane === "small" ? this.smallLane.expandedBytes : this.limits.expandedBytes,
+        // The small lane's bound, but never past the upload limit itself: a file between the two
+        // was accepted there whenever it ran in that lane (the main lane refused it).
+        maxExpandedBytes:
+          lane === "small"
+            ? Math.min(this.smallLane.expandedBytes, this.limits.expandedBytes)
+            : this.limits.expandedBytes,
       });
       await this.db
         .update(uploads)
