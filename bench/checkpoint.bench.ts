@@ -5,14 +5,14 @@
 //
 //   npm run bench:checkpoint -- --records=300000 --rate=40 --seconds=20 --every=200 [--regions]
 import os from "node:os";
-import { Readable } from "node:stream";
-import { createReadStream, statSync, writeFileSync } from "node:fs";
+import { statSync, writeFileSync } from "node:fs";
 import { keyed, type Keyed, startRegions } from "../test/support/regions.ts";
 import { siftProcess } from "../test/support/process.ts";
 import { RATE_LIMITS_OFF } from "../test/support/limits.ts";
 import { createKey, signUp } from "../test/support/world.ts";
 import { Http } from "../test/support/http.ts";
 import { percentile } from "./measure.ts";
+import { uploadAndWait } from "./upload.ts";
 
 const args = new Map(process.argv.slice(2).map((a) => a.replace(/^--/, "").split("=") as [string, string]));
 const RECORDS = Number(args.get("records") ?? 300_000);
@@ -23,25 +23,6 @@ const REGIONS = args.has("regions");
 process.env.DATABASE_URL ??= "postgres://postgres@127.0.0.1:5432/test";
 const ENV = { ...RATE_LIMITS_OFF, SIFT_COALESCE_AFTER: String(EVERY) };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function upload(origin: Keyed, index: string, file: string): Promise<void> {
-  const started = await origin.post("/v1/uploads/start", { indexName: index });
-  if (started.status !== 200) throw new Error(`upload start: ${started.status} ${started.text}`);
-  const put = await fetch(started.body.uploadUrl, {
-    method: "PUT",
-    body: Readable.toWeb(createReadStream(file)) as ReadableStream,
-    duplex: "half",
-  } as RequestInit);
-  if (put.status !== 200) throw new Error(`upload PUT: ${put.status}`);
-  const version = started.body.indexVersion as string;
-  await origin.post("/v1/uploads/complete", { indexName: index, indexVersion: version });
-  for (;;) {
-    const status = await origin.get(`/v1/uploads/${index}/${version}`);
-    if (status.body.state === "succeeded") return;
-    if (status.body.state === "failed") throw new Error(`ingest failed: ${status.text}`);
-    await sleep(200);
-  }
-}
 
 /** Writes at RATE for SECONDS, in turn to the given nodes; each write's acknowledgement time. */
 async function writes(nodes: Keyed[], index: string) {
@@ -96,7 +77,7 @@ async function main() {
     stop = () => single.destroy();
   }
   try {
-    await upload(nodes[0]!, index, file);
+    await uploadAndWait(nodes[0]!, index, file);
     const { acks, failed } = await writes(nodes, index);
     const listed = await nodes[0]!.get(`/v1/indexes/${index}/versions`);
     const checkpoints = (listed.body.versions as { kind: string }[]).filter((v) => v.kind === "checkpoint").length;

@@ -12,14 +12,14 @@
 //   npm run bench:replication -- --rate=200 --seconds=10 --records=100000 --warmup=3
 import http from "node:http";
 import os from "node:os";
-import { Readable } from "node:stream";
-import { createReadStream, statSync, writeFileSync } from "node:fs";
-import { keyed, type Keyed, startRegions } from "../test/support/regions.ts";
+import { statSync, writeFileSync } from "node:fs";
+import { keyed, startRegions } from "../test/support/regions.ts";
 import { siftProcess } from "../test/support/process.ts";
 import { RATE_LIMITS_OFF } from "../test/support/limits.ts";
 import { createKey, signUp } from "../test/support/world.ts";
 import { Http } from "../test/support/http.ts";
 import { cpuByGroup, cpuSpent, percentile } from "./measure.ts";
+import { uploadAndWait } from "./upload.ts";
 
 const args = new Map(process.argv.slice(2).map((a) => a.replace(/^--/, "").split("=") as [string, string]));
 const RATE = Number(args.get("rate") ?? 500);
@@ -161,37 +161,6 @@ async function writeLoad(regions: Lean[], indexes: string[], seconds = SECONDS, 
   await Promise.all(pending);
   if (why.size) console.log("failed writes:", Object.fromEntries(why));
   return { acks, lags, failed, seconds: (performance.now() - started) / 1000 };
-}
-
-async function uploadAndWait(origin: Keyed, index: string, file: string, others: Keyed[]) {
-  const started = await origin.post("/v1/uploads/start", { indexName: index });
-  if (started.status !== 200) throw new Error(`upload start: ${started.status} ${started.text}`);
-  const t0 = performance.now();
-  const put = await fetch(started.body.uploadUrl, {
-    method: "PUT",
-    body: Readable.toWeb(createReadStream(file)) as ReadableStream,
-    duplex: "half",
-  } as RequestInit);
-  if (put.status !== 200) throw new Error(`upload PUT: ${put.status}`);
-  const version = started.body.indexVersion as string;
-  await origin.post("/v1/uploads/complete", { indexName: index, indexVersion: version });
-  for (;;) {
-    const status = await origin.get(`/v1/uploads/${index}/${version}`);
-    if (status.body.state === "succeeded") break;
-    if (status.body.state === "failed") throw new Error(`ingest failed: ${status.text}`);
-    await sleep(100);
-  }
-  const here = performance.now() - t0;
-  await Promise.all(
-    others.map(async (r) => {
-      for (;;) {
-        const read = await r.get(`/v1/indexes/${index}/records/b-1?minVersion=${version}`);
-        if (read.status === 200) return;
-        await sleep(100);
-      }
-    }),
-  );
-  return { here, everywhere: performance.now() - t0 };
 }
 
 /** Kills the last region, writes while it is down, restarts it: how long until it serves again. */
