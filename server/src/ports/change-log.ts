@@ -81,8 +81,13 @@ export interface ChangeLog {
    * the returned stop is called. `deliver` is awaited before the next entry is handed over.
    */
   follow(fromSeq: number, deliver: (applied: AppliedEntry) => Promise<void>): { stop(): Promise<void> };
-  /** Publishes the files of a segment under `name` (replicated like the log). */
-  putFiles(name: string, files: { name: string; path: string }[]): Promise<void>;
+  /**
+   * Publishes the files of a segment under `name` (replicated like the log). A new major's files
+   * are fetched by the other nodes while they are published; this resolves once those nodes hold
+   * them (or after a while), so that the entry naming them is applied without a download.
+   * `background`: nobody waits for them (a checkpoint), publish gently.
+   */
+  putFiles(name: string, files: { name: string; path: string }[], options?: { background?: boolean }): Promise<void>;
   /** Writes the files published under `name` into `dir`. */
   getFiles(name: string, dir: string): Promise<string[]>;
   deleteFiles(name: string): Promise<void>;

@@ -102,7 +102,9 @@ class ReplicatedEngine implements SearchEngine {
    */
   async buildCheckpoint(indexKey: string, from: VersionId, major: number): Promise<{ records: number }> {
     const built = await this.inner.checkpoint(indexKey, from, major);
-    await this.log.putFiles(filesName(indexKey, major), await this.inner.segmentFiles!(indexKey, major));
+    await this.log.putFiles(filesName(indexKey, major), await this.inner.segmentFiles!(indexKey, major), {
+      background: true,
+    });
     return built;
   }
 

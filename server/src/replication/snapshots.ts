@@ -115,7 +115,7 @@ export class Snapshots {
       if (files === "" || !(await this.log.hasFiles(files))) {
         files = `snapshots/${index}/${seq}/majors/${major}`;
         publishedAt = seq;
-        await this.log.putFiles(files, await this.engine.segmentFiles!(index, major));
+        await this.log.putFiles(files, await this.engine.segmentFiles!(index, major), { background: true });
       }
       majors.push({ major, parent: v.parent, records: v.records, files, publishedAt });
     }

@@ -25,15 +25,17 @@ import { MemoryLog } from "./memory-log.ts";
 const admin: Principal = { kind: "key", keyId: "key_r", tenantId: "ten_r", type: "adm", userId: null };
 const silent = createLogger("silent", {}, () => {});
 
-async function openNode(
-  memory: MemoryLog,
-  store: Store,
-  name: string,
-  snapshots?: { every: number; goneAfterMs: number },
-  recordsPerIndex?: number,
+/** How a node is opened: its snapshots, its quota, its engine wrapped (to hold a build). */
+interface NodeOptions {
+  snapshots?: { every: number; goneAfterMs: number };
+  recordsPerIndex?: number;
+  coalesceAfter?: number;
   /** Wraps the node's own engine (to hold a checkpoint's build). */
-  wrap: (engine: SearchEngine) => SearchEngine = (engine) => engine,
-) {
+  wrap?: (engine: SearchEngine) => SearchEngine;
+}
+
+async function openNode(memory: MemoryLog, store: Store, name: string, options: NodeOptions = {}) {
+  const { snapshots, recordsPerIndex, wrap = (engine) => engine } = options;
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), `sift-replica-${name}-`));
   const real = createEmbeddedEngine({ dataDir: path.join(dir, "engine") });
   await real.open();
@@ -61,7 +63,11 @@ async function openNode(
     log: silent,
     locks,
     replica,
-    policy: { coalesceAfter: 1_000, retainVersions: 100, ...(recordsPerIndex ? { recordsPerIndex } : {}) },
+    policy: {
+      coalesceAfter: options.coalesceAfter ?? 1_000,
+      retainVersions: 100,
+      ...(recordsPerIndex ? { recordsPerIndex } : {}),
+    },
   });
   const records = new RecordService({ catalog, versions, engine });
   await replica.start();
@@ -85,11 +91,7 @@ async function openNode(
  * Two nodes "a" and "b" over one in-memory log and one store, with index "shop" made through a:
  * opened before the describe block's tests, closed after them.
  */
-function useTwoNodes(
-  snapshots?: { every: number; goneAfterMs: number },
-  recordsPerIndex?: number,
-  wrapA?: (engine: SearchEngine) => SearchEngine,
-) {
+function useTwoNodes(options: NodeOptions = {}, optionsB: NodeOptions = { ...options, wrap: undefined }) {
   const memory = new MemoryLog();
   const nodes = { memory } as {
     memory: MemoryLog;
@@ -100,8 +102,8 @@ function useTwoNodes(
   beforeAll(async () => {
     store = await storeTargets()[0]!.open();
     await store.db.insert(tenants).values({ id: "ten_r", name: "ten_r", createdAt: 0 });
-    nodes.a = await openNode(memory, store, "a", snapshots, recordsPerIndex, wrapA);
-    nodes.b = await openNode(memory, store, "b", snapshots, recordsPerIndex);
+    nodes.a = await openNode(memory, store, "a", options);
+    nodes.b = await openNode(memory, store, "b", optionsB);
     await nodes.a.catalog.createService("ten_r", { name: "ten_r-shop", regions: ["frankfurt"] });
     await nodes.a.catalog.createIndex("ten_r", { name: "shop", serviceName: "ten_r-shop" });
   });
@@ -202,7 +204,7 @@ describe("two nodes on one change log", () => {
 describe("a node that missed entries removed from the log", () => {
   // A snapshot every 5 entries of an index; positions are not what lets the removal through
   // here: the test removes the entries itself, as truncation would behind a node it took for gone.
-  const nodes = useTwoNodes({ every: 5, goneAfterMs: 60_000 });
+  const nodes = useTwoNodes({ snapshots: { every: 5, goneAfterMs: 60_000 } });
   const { memory } = nodes;
 
   test("restores the index from its snapshot when an entry builds on ones it never applied", async () => {
@@ -241,7 +243,7 @@ async function waitForPointer(memory: MemoryLog, indexId: string): Promise<{ seq
 }
 
 describe("writes committed together (group commit)", () => {
-  const nodes = useTwoNodes(undefined, 3);
+  const nodes = useTwoNodes({ recordsPerIndex: 3 });
 
   test("each write of a batch is checked on top of the ones before it: quota and deletes", async () => {
     const put = (id: string) => nodes.a.records.put(admin, "shop", id, { title: `Record ${id}` });
@@ -294,15 +296,16 @@ describe("writes committed together (group commit)", () => {
 describe("a checkpoint built while both nodes write", () => {
   const held = { entered: Promise.withResolvers<void>(), release: Promise.withResolvers<void>() };
   // Node a's engine holds its next checkpoint build until the test lets it go.
-  const nodes = useTwoNodes(undefined, undefined, (real) =>
-    Object.assign(Object.create(real) as SearchEngine, {
-      checkpoint: async (...args: Parameters<SearchEngine["checkpoint"]>) => {
-        held.entered.resolve();
-        await held.release.promise;
-        return real.checkpoint(...args);
-      },
-    }),
-  );
+  const nodes = useTwoNodes({
+    wrap: (real) =>
+      Object.assign(Object.create(real) as SearchEngine, {
+        checkpoint: async (...args: Parameters<SearchEngine["checkpoint"]>) => {
+          held.entered.resolve();
+          await held.release.promise;
+          return real.checkpoint(...args);
+        },
+      }),
+  });
 
   test("is built once, and adopted everywhere with the writes made meanwhile carried onto it", async () => {
     const put = (node: typeof nodes.a, id: string) => node.records.put(admin, "shop", id, { title: `Record ${id}` });
@@ -342,5 +345,44 @@ describe("a checkpoint built while both nodes write", () => {
     expect(await versionsOf(nodes.a)).toContain(`${checkpoint}<${from}`);
     // A write on either node builds on the carried version.
     expect(await put(nodes.b, "z1")).toBe(`${checkpoint}.2`);
+  });
+});
+
+describe("automatic checkpoints while both nodes write past the threshold", () => {
+  const builds: string[] = [];
+  const release = Promise.withResolvers<void>();
+  // Each node's builds are counted and held until the test lets them go.
+  const holding = (node: string) => (real: SearchEngine) =>
+    Object.assign(Object.create(real) as SearchEngine, {
+      checkpoint: async (...args: Parameters<SearchEngine["checkpoint"]>) => {
+        builds.push(node);
+        await release.promise;
+        return real.checkpoint(...args);
+      },
+    });
+  const nodes = useTwoNodes({ coalesceAfter: 3, wrap: holding("a") }, { coalesceAfter: 3, wrap: holding("b") });
+
+  test("are built by one node, once", async () => {
+    const shop = (await nodes.a.catalog.byName("ten_r", "shop"))!;
+    const put = (node: typeof nodes.a, id: string) => node.records.put(admin, "shop", id, { title: `Record ${id}` });
+    // Minors 1 to 11, from a and b in turn: the 3rd (on a) starts a build, held; the 6th (on b)
+    // and the 9th find it under way; both nodes write past the threshold meanwhile.
+    let last = "";
+    for (let i = 1; i <= 11; i++) {
+      last = await put(i % 2 ? nodes.a : nodes.b, `r${i}`);
+      if (i === 3) await expect.poll(() => builds).toEqual(["a"]);
+    }
+    expect(last).toBe("0.11");
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(builds).toEqual(["a"]);
+    release.resolve();
+    await expect.poll(() => nodes.b.replica.active(shop.id)).toMatch(/^\d+\.1$/);
+    const majors = (await nodes.a.engine.versions(shop.id)).filter((v) => /^\d+$/.test(v.version));
+    expect(majors.map((v) => v.version)).toEqual(["0", expect.any(String)]);
+    expect(builds).toHaveLength(1);
+    for (const node of [nodes.a, nodes.b]) {
+      await expect.poll(() => node.replica.active(shop.id)).toBe(nodes.b.replica.active(shop.id));
+      expect(await node.records.get(admin, "shop", "r11")).toMatchObject({ title: "Record r11" });
+    }
   });
 });

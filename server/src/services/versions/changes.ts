@@ -37,9 +37,11 @@ export async function applyRecordChange(
     .catch((error: unknown) => rethrowUnlessDeleted(ctx.db, ref.id, error));
   // Acknowledged once the store has its row and tombstones, written after the lock is free.
   await stored?.catch((error: unknown) => rethrowUnlessDeleted(ctx.db, ref.id, error));
-  // One automatic checkpoint queued per index at a time, however many writes cross the
-  // threshold while it waits for the lock (each used to queue a full rebuild of its own).
-  if (minorOf(version) >= ctx.policy.coalesceAfter && !ctx.autoCoalescing.has(ref.id)) {
+  // Started by the write that made the chain's N-th change (or 2N-th, ... if that checkpoint
+  // failed): one node of all regions builds it, not every node whose writes cross the threshold
+  // while it is built (three builds of one checkpoint at once, D-254). One per index at a time.
+  const minor = minorOf(version);
+  if (minor > 0 && minor % ctx.policy.coalesceAfter === 0 && !ctx.autoCoalescing.has(ref.id)) {
     ctx.autoCoalescing.add(ref.id);
     void coalesce(ctx, ref, { minChain: ctx.policy.coalesceAfter })
       .then(() => retainAfterNewMajor(ctx, ref.id))

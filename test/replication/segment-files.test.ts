@@ -1,0 +1,78 @@
+// Segment files through the NATS change log (D-217, D-254): the nodes that fetch a new major ahead
+// of its entry hold it, flushed, by the time its publisher's putFiles resolves, so that the entry
+// that names it is applied without a download; and a node that fetched nothing ahead still gets
+// the files with the entry.
+import { createHash, randomBytes } from "node:crypto";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createLogger } from "../../server/src/log.ts";
+import type { ChangeLog } from "../../server/src/ports/change-log.ts";
+import { openNatsLog } from "../../server/src/replication/nats/nats-log.ts";
+import { type NatsCluster, natsAvailable, startNatsCluster } from "../support/nats.ts";
+
+const silent = createLogger("silent", {}, () => {});
+const digest = (bytes: Buffer) => createHash("sha256").update(bytes).digest("hex");
+
+describe.skipIf(!natsAvailable)("segment files published through the change log", () => {
+  let nats: NatsCluster;
+  let dir: string;
+  const logs: ChangeLog[] = [];
+  const open = async (name: string, staging: boolean) => {
+    const log = await openNatsLog({
+      servers: nats.urls.split(","),
+      stream: "FILES_TEST",
+      replicas: 1,
+      log: silent,
+      name,
+      ...(staging ? { stagingDir: join(dir, `${name}-staging`) } : {}),
+    });
+    logs.push(log);
+    return log;
+  };
+
+  beforeAll(async () => {
+    nats = await startNatsCluster(1);
+    dir = mkdtempSync(join(tmpdir(), "sift-segment-files-"));
+  });
+  afterAll(async () => {
+    for (const log of logs) await log.close();
+    await nats?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("a new major is held by the nodes that fetch ahead once its publisher is done", async () => {
+    const writer = await open("writer", false);
+    const fetchers = [await open("fetcher-1", true), await open("fetcher-2", true)];
+    const late = await open("no-staging", false);
+    // Three 16 MB parts and a small file: the parts take a while to publish and to fetch.
+    const files = [
+      { name: "index.bin", bytes: randomBytes(40 * 1024 * 1024) },
+      { name: "records.bin", bytes: Buffer.from("x".repeat(3000)) },
+    ];
+    for (const f of files) writeFileSync(join(dir, f.name), f.bytes);
+    const name = "segments/idx_files/3";
+
+    await writer.putFiles(
+      name,
+      files.map((f) => ({ name: f.name, path: join(dir, f.name) })),
+    );
+
+    // Without a word more from the writer: each fetcher's staging holds every file, whole.
+    for (const n of [1, 2]) {
+      const staged = join(dir, `fetcher-${n}-staging`, encodeURIComponent(name));
+      expect(readdirSync(staged).sort()).toEqual(["index.bin", "records.bin"]);
+      for (const f of files) expect(digest(readFileSync(join(staged, f.name)))).toBe(digest(f.bytes));
+    }
+    // Taking them is a move; a node that fetched nothing ahead downloads them.
+    for (const [log, target] of [
+      [fetchers[0]!, "fetcher-1-segment"],
+      [late, "late-segment"],
+    ] as const) {
+      expect((await log.getFiles(name, join(dir, target))).sort()).toEqual(["index.bin", "records.bin"]);
+      for (const f of files) expect(digest(readFileSync(join(dir, target, f.name)))).toBe(digest(f.bytes));
+    }
+    expect(readdirSync(join(dir, "fetcher-1-staging"))).toEqual([]);
+  }, 120_000);
+});
