@@ -642,6 +642,11 @@ class EmbeddedEngine implements SearchEngine {
   }
 
   async count(indexKey: string, version: VersionId): Promise<number> {
+    // A version's row has its count (kept by purge too). Counting through the overlay rebuilt it
+    // for each version of a batch a replica applied: a copy of every record changed since the
+    // major, per version (bench/RESULTS.md, Replication).
+    const change = this.index(indexKey).changes.get(version);
+    if (change !== undefined) return change.row.records;
     const { segment, overlay } = await this.view(indexKey, version);
     return overlay.count(segment);
   }
