@@ -396,6 +396,9 @@ async function signedIn(label: string): Promise<{ page: Page; http: Http; servic
   await page.context().addCookies([{ name: "sift_session", value: http.sessionCookie!, url: sift.url }]);
   await page.reload();
   await expect.poll(() => heading(page).textContent()).toBe("Services and indexes");
+  // The lists load after the heading: a test that ends the session before they asked would see
+  // the dashboard leave for sign-in on its own, mid-step.
+  await page.getByRole("rowheader", { name: service }).waitFor();
   return { page, http, service };
 }
 
