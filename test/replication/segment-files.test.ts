@@ -1,9 +1,9 @@
 // Segment files through the NATS change log (D-217, D-254): the nodes that fetch a new major ahead
 // of its entry hold it, flushed, by the time its publisher's putFiles resolves, so that the entry
-// that names it is applied without a download; and a node that fetched nothing ahead still gets
-// the files with the entry.
+// that names it is applied without a download; a node that fetched nothing ahead still gets the
+// files with the entry; and a fetching node that goes away is not waited for long.
 import { createHash, randomBytes } from "node:crypto";
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -75,4 +75,23 @@ describe.skipIf(!natsAvailable)("segment files published through the change log"
     }
     expect(readdirSync(join(dir, "fetcher-1-staging"))).toEqual([]);
   }, 120_000);
+
+  it("a fetching node that goes away holds its publisher a few seconds, not the whole wait", async () => {
+    const writer = await open("writer-2", false);
+    const doomed = await open("doomed", true);
+    const path = join(dir, "big.bin");
+    writeFileSync(path, randomBytes(40 * 1024 * 1024));
+    const name = "segments/idx_files/4";
+    const started = Date.now();
+    const put = writer.putFiles(name, [{ name: "index.bin", path }]);
+    // Closed as soon as it starts fetching: it never says it holds the files.
+    await expect
+      .poll(() => existsSync(join(dir, "doomed-staging", encodeURIComponent(name))), { timeout: 10_000, interval: 5 })
+      .toBe(true);
+    logs.splice(logs.indexOf(doomed), 1);
+    await doomed.close();
+    await put;
+    // The publisher waits up to 30 s for a node that is still fetching; this one went silent.
+    expect(Date.now() - started).toBeLessThan(15_000);
+  }, 60_000);
 });

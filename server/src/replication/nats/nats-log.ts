@@ -56,23 +56,26 @@ async function syncFiles(dir: string, files: { name: string }[]): Promise<void> 
   }
 }
 
-/** A fetching node's word on one announced segment. */
+/** A fetching node's word on one announced segment: "fetching" again every FETCHING_EVERY_MS. */
 interface FetchState {
   name: string;
   from: string;
-  state: "started" | "done";
+  state: "fetching" | "done";
 }
 
 const PREFETCH_SUBJECT = "sift.prefetch";
 /** The publisher names each part here once it is complete. */
 const PART_SUBJECT = "sift.prefetch.part";
-/** Each fetching node says here that it started, and then that it holds the files (or failed). */
+/** Each fetching node says here that it is fetching (again and again), then that it holds the files (or failed). */
 const FETCHING_SUBJECT = "sift.prefetch.state";
 /**
  * The publisher of a segment waits at most this long, after its last part, for the nodes that
  * fetch it ahead to hold it (see putFiles).
  */
 const FETCHED_WAIT_MS = 30_000;
+/** A fetching node says so this often; one silent for FETCHER_GONE_MS is not waited for. */
+const FETCHING_EVERY_MS = 500;
+const FETCHER_GONE_MS = 5_000;
 /** A consumer silent this long while the log holds more is started again (see follow). */
 const STALL_MS = 3_000;
 /** A prefetch waits this long for a part to appear, and its files are kept this long unclaimed. */
@@ -278,12 +281,18 @@ class NatsLog implements ChangeLog {
     const staging = this.options.stagingDir;
     if (staging === undefined || announced.from === this.instance || this.prefetches.has(announced.name)) return;
     const dir = join(staging, encodeURIComponent(announced.name));
-    const say = (state: FetchState["state"]) =>
-      this.nc.publish(
-        FETCHING_SUBJECT,
-        JSON.stringify({ name: announced.name, from: this.instance, state } satisfies FetchState),
-      );
-    say("started");
+    const say = (state: FetchState["state"]) => {
+      if (this.nc.isClosed()) return;
+      // biome-ignore lint/plugin: best effort; a publisher that does not hear from this node stops waiting for it.
+      try {
+        this.nc.publish(
+          FETCHING_SUBJECT,
+          JSON.stringify({ name: announced.name, from: this.instance, state } satisfies FetchState),
+        );
+      } catch {}
+    };
+    say("fetching");
+    const saying = setInterval(() => say("fetching"), FETCHING_EVERY_MS);
     const job = (async () => {
       await mkdir(dir, { recursive: true });
       const deadline = Date.now() + PREFETCH_WAIT_MS;
@@ -314,7 +323,10 @@ class NatsLog implements ChangeLog {
       return null;
     });
     // Failed or not: the publisher stops waiting for this node, which fetches with the entry.
-    void job.then(() => say("done"));
+    void job.then(() => {
+      clearInterval(saying);
+      say("done");
+    });
     this.prefetches.set(announced.name, job);
     setTimeout(() => {
       if (this.prefetches.get(announced.name) !== job) return;
@@ -554,14 +566,15 @@ class NatsLog implements ChangeLog {
    * the index's later entries while it downloads them (D-254).
    */
   private watchFetchers(name: string): { fetched(timeoutMs: number): Promise<void>; stop(): void } {
-    const fetching = new Set<string>();
+    /** Each fetching node, with when it last said so. */
+    const fetching = new Map<string, number>();
     let changed = () => {};
     const subscription = this.nc.subscribe(FETCHING_SUBJECT, {
       callback: (error, message) => {
         if (error !== null) return;
         const said = JSON.parse(message.string()) as FetchState;
         if (said.name !== name) return;
-        if (said.state === "started") fetching.add(said.from);
+        if (said.state === "fetching") fetching.set(said.from, Date.now());
         else fetching.delete(said.from);
         changed();
       },
@@ -569,9 +582,12 @@ class NatsLog implements ChangeLog {
     return {
       fetched: async (timeoutMs) => {
         const until = Date.now() + timeoutMs;
-        while (fetching.size > 0 && Date.now() < until) {
+        for (;;) {
+          // A node gone silent (stopped, or cut off from NATS) fetches with the entry, if ever.
+          for (const [from, at] of fetching) if (Date.now() - at > FETCHER_GONE_MS) fetching.delete(from);
+          if (fetching.size === 0 || Date.now() >= until) break;
           await new Promise<void>((resolve) => {
-            const timer = setTimeout(resolve, Math.max(0, until - Date.now()));
+            const timer = setTimeout(resolve, Math.min(FETCHER_GONE_MS, Math.max(0, until - Date.now())));
             changed = () => {
               clearTimeout(timer);
               resolve();
