@@ -85,7 +85,15 @@ export interface Config {
    * (one process is the whole deployment) when SIFT_NATS_URL is unset.
    */
   nats:
-    | { servers: string[]; stream: string; replicas: number; snapshotEvery: number; nodeGoneAfterMs: number }
+    | {
+        servers: string[];
+        stream: string;
+        /** A mirror of the stream, in this node's region, that the node reads the log from. */
+        mirror?: string;
+        replicas: number;
+        snapshotEvery: number;
+        nodeGoneAfterMs: number;
+      }
     | undefined;
   /** This node's name in the change log and in logs. */
   nodeId: string;
@@ -255,6 +263,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     );
   }
   const natsReplicas = int("SIFT_NATS_REPLICAS", natsServers.length > 1 ? 3 : 1, 1, 5);
+  const natsMirror = env.SIFT_NATS_MIRROR?.trim() || undefined;
+  // A stream's name in NATS: no dots, wildcards, spaces or slashes.
+  if (natsMirror !== undefined && !/^[A-Za-z0-9_-]{1,64}$/.test(natsMirror))
+    problems.push(`SIFT_NATS_MIRROR must be a stream name of letters, digits, "_" and "-" (got "${natsMirror}")`);
 
   const config: Config = {
     host: env.HOST || "127.0.0.1",
@@ -308,6 +320,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       ? {
           servers: natsServers,
           stream: env.SIFT_NATS_STREAM || "SIFT",
+          ...(natsMirror ? { mirror: natsMirror } : {}),
           replicas: natsReplicas,
           // An index's log is snapshotted and truncated after this many entries (docs/replication.md).
           snapshotEvery: int("SIFT_REPLICATION_SNAPSHOT_EVERY", 10_000, 2, 100_000_000),

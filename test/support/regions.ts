@@ -47,6 +47,8 @@ export function keyed(base: string, key: string): Keyed {
 export async function startRegions(
   regionIds: string[] = ["frankfurt", "london", "newark"],
   env: Record<string, string> = {},
+  /** Settings of one region only, by its id. */
+  regionEnv: Record<string, Record<string, string>> = {},
 ): Promise<Regions> {
   const nats = await startNatsCluster(3);
   const database = await createTempDatabase(process.env.DATABASE_URL!);
@@ -73,6 +75,7 @@ export async function startRegions(
           SIFT_NODE_ID: region,
           ...urls,
           ...env,
+          ...regionEnv[region],
         },
         { sharedDatabase: database.url, port: ports[i]! },
       );

@@ -20,6 +20,7 @@ import {
   jetstreamManager,
   type JetStreamClient,
   type JetStreamManager,
+  type StreamConfig,
 } from "@nats-io/jetstream";
 import { Objm, type ObjectStore, setSha256Backend } from "@nats-io/obj";
 import type { Logger } from "../../log.ts";
@@ -30,6 +31,11 @@ export interface NatsLogOptions {
   servers: string[];
   /** Stream name; the object store is `<stream>_files`. */
   stream: string;
+  /**
+   * A mirror of the stream in this node's region (made if missing): the node reads the log from
+   * it, with the stream's own sequence numbers, and appends to the stream itself.
+   */
+  mirror?: string;
   /** Replicas of the stream and the object store (3 in a cluster: a quorum of 2 acknowledges). */
   replicas: number;
   log: Logger;
@@ -207,23 +213,35 @@ function untilReady(options: NatsLogOptions): <T>(step: () => Promise<T>) => Pro
 }
 
 async function tryEnsureStream(jsm: JetStreamManager, options: NatsLogOptions): Promise<void> {
+  await ensureStream(jsm, {
+    name: options.stream,
+    subjects: [`${SUBJECT_ROOT}.>`],
+    num_replicas: options.replicas,
+    description: "Sift change log: one subject per index",
+  });
+  // Made through a server of this node's region, so placed there (NATS puts a new stream in the
+  // cluster of the server that is asked).
+  if (options.mirror !== undefined) {
+    await ensureStream(jsm, {
+      name: options.mirror,
+      mirror: { name: options.stream },
+      num_replicas: options.replicas,
+      description: `Sift change log, mirrored from ${options.stream} for the nodes of one region`,
+    });
+  }
+}
+
+async function ensureStream(jsm: JetStreamManager, config: Partial<StreamConfig> & { name: string }): Promise<void> {
   try {
-    await jsm.streams.info(options.stream);
+    await jsm.streams.info(config.name);
   } catch (error) {
     if (!(error instanceof JetStreamApiError) || error.code !== JetStreamApiCodes.StreamNotFound) throw error;
-    await jsm.streams
-      .add({
-        name: options.stream,
-        subjects: [`${SUBJECT_ROOT}.>`],
-        num_replicas: options.replicas,
-        description: "Sift change log: one subject per index",
-      })
-      .catch(async (addError: Error) => {
-        // Another node made it meanwhile: that one will do.
-        await jsm.streams.info(options.stream).catch(() => {
-          throw addError;
-        });
+    await jsm.streams.add(config).catch(async (addError: Error) => {
+      // Another node made it meanwhile: that one will do.
+      await jsm.streams.info(config.name).catch(() => {
+        throw addError;
       });
+    });
   }
 }
 
@@ -241,6 +259,10 @@ class NatsLog implements ChangeLog {
   private readonly prefetches = new Map<string, Promise<string | null>>();
   /** Prefetches waiting for a part to be complete, by the part's object name. */
   private readonly partWaiters = new Map<string, () => void>();
+  /** The stream the log is read from: the region's mirror, or the stream itself. */
+  private get followed(): string {
+    return this.options.mirror ?? this.options.stream;
+  }
 
   constructor(
     nc: NatsConnection,
@@ -436,8 +458,9 @@ class NatsLog implements ChangeLog {
     const watchdog = setInterval(() => {
       if (stopped || delivering || Date.now() - progressAt < STALL_MS) return;
       // biome-ignore lint/plugin: a log that does not answer now is asked again at the next tick.
-      void this.lastSeq()
-        .then((last) => {
+      void this.jsm.streams
+        .info(this.followed)
+        .then(({ state: { last_seq: last } }) => {
           if (stopped || delivering || last < next || Date.now() - progressAt < STALL_MS) return;
           this.options.log.warn("the change log's consumer stalled; starting it again", { from: next, last });
           progressAt = Date.now();
@@ -451,7 +474,7 @@ class NatsLog implements ChangeLog {
         try {
           // An ordered consumer: the client recreates it after a server or leader change, from
           // the last sequence it delivered, so nothing is skipped or repeated.
-          const consumer = await this.js.consumers.get(this.options.stream, {
+          const consumer = await this.js.consumers.get(this.followed, {
             filter_subjects: `${SUBJECT_ROOT}.>`,
             deliver_policy: DeliverPolicy.StartSequence,
             opt_start_seq: next,
@@ -735,7 +758,23 @@ class NatsLog implements ChangeLog {
   }
 
   async truncate(indexKey: string, beforeSeq: number): Promise<void> {
-    await this.jsm.streams.purge(this.options.stream, { filter: subjectOf(indexKey), seq: beforeSeq });
+    // Nothing is before position 1, and NATS (2.9) takes a purge "before 1" as a purge of the
+    // whole subject: an index's entries were all removed when a node that had just started
+    // reported position 0, and every append after that failed its compare-and-set for good.
+    if (beforeSeq <= 1) return;
+    const purge = { filter: subjectOf(indexKey), seq: beforeSeq };
+    await this.jsm.streams.purge(this.options.stream, purge);
+    // A mirror copies appends, not purges: each region's is purged the same way, with the same
+    // sequence numbers. One that does not answer (its region cut off) is purged the next time.
+    for await (const stream of this.jsm.streams.list()) {
+      if (stream.config.mirror?.name !== this.options.stream) continue;
+      await this.jsm.streams.purge(stream.config.name, purge).catch((error: Error) =>
+        this.options.log.warn("could not truncate a mirror of the change log", {
+          mirror: stream.config.name,
+          error: error.message,
+        }),
+      );
+    }
   }
 
   async ping(): Promise<boolean> {

@@ -1,7 +1,9 @@
-// Segment files through the NATS change log (D-217, D-254): the nodes that fetch a new major ahead
-// of its entry hold it, flushed, by the time its publisher's putFiles resolves, so that the entry
-// that names it is applied without a download; a node that fetched nothing ahead still gets the
-// files with the entry; and a fetching node that goes away is not waited for long.
+// The NATS change log adapter against a private server (docs/replication.md).
+// Segment files (D-217, D-254): the nodes that fetch a new major ahead of its entry hold it,
+// flushed, by the time its publisher's putFiles resolves, so that the entry that names it is
+// applied without a download; a node that fetched nothing ahead still gets the files with the
+// entry; and a fetching node that goes away is not waited for long.
+// Truncation: removing an index's entries before position 1 removes nothing, and its writes go on.
 import { createHash, randomBytes } from "node:crypto";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -15,7 +17,7 @@ import { type NatsCluster, natsAvailable, startNatsCluster } from "../support/na
 const silent = createLogger("silent", {}, () => {});
 const digest = (bytes: Buffer) => createHash("sha256").update(bytes).digest("hex");
 
-describe.skipIf(!natsAvailable)("segment files published through the change log", () => {
+describe.skipIf(!natsAvailable)("the NATS change log", () => {
   let nats: NatsCluster;
   let dir: string;
   const logs: ChangeLog[] = [];
@@ -34,7 +36,7 @@ describe.skipIf(!natsAvailable)("segment files published through the change log"
 
   beforeAll(async () => {
     nats = await startNatsCluster(1);
-    dir = mkdtempSync(join(tmpdir(), "sift-segment-files-"));
+    dir = mkdtempSync(join(tmpdir(), "sift-nats-log-"));
   });
   afterAll(async () => {
     for (const log of logs) await log.close();
@@ -94,4 +96,16 @@ describe.skipIf(!natsAvailable)("segment files published through the change log"
     // The publisher waits up to 30 s for a node that is still fetching; this one went silent.
     expect(Date.now() - started).toBeLessThan(15_000);
   }, 60_000);
+
+  it("truncating an index before position 1 removes nothing, and its writes go on", async () => {
+    const log = await open("truncating", false);
+    const entry = (n: number) => ({ op: "create", index: "idx_trunc", node: "truncating", at: n }) as const;
+    let last = 0;
+    for (let i = 0; i < 3; i++) last = await log.append(entry(i), last);
+    // What a truncation computes while a node that has just started reports position 0.
+    await log.truncate("idx_trunc", 1);
+    expect(await log.lastSeqOf("idx_trunc")).toBe(last);
+    // The next write names the index's last position, as every node knows it.
+    expect(await log.append(entry(3), last)).toBeGreaterThan(last);
+  });
 });

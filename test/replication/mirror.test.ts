@@ -1,0 +1,105 @@
+// A region that reads the change log from a mirror of its own (SIFT_NATS_MIRROR,
+// docs/replication.md): the mirror keeps the stream's sequence numbers, so the region applies the
+// same entries in the same order. Its own writes still go to the stream and come back through the
+// mirror; truncation purges the mirror as it purges the stream; and a restart replays from it.
+import { afterAll, beforeAll, describe, expect, it, onTestFailed } from "vitest";
+import { RATE_LIMITS_OFF } from "../support/limits.ts";
+import { type Regions, regionsAvailable, startRegions } from "../support/regions.ts";
+
+interface StreamState {
+  first_seq: number;
+  last_seq: number;
+  consumer_count: number;
+}
+
+/**
+ * A stream's state and what it mirrors, as the NATS servers report them (each for the replicas
+ * it holds: the most consumers any of them counts).
+ */
+async function stream(r: Regions, name: string): Promise<{ state: StreamState; mirror?: string } | undefined> {
+  let found: { state: StreamState; mirror?: string } | undefined;
+  for (const server of r.nats.servers) {
+    const jsz = await fetch(`${server.monitor}/jsz?streams=true&config=true`).then((reply) => reply.json());
+    const detail = jsz.account_details
+      .flatMap((a: { stream_detail?: unknown[] }) => a.stream_detail ?? [])
+      .find((s: { name: string }) => s.name === name);
+    if (detail && (found === undefined || detail.state.consumer_count > found.state.consumer_count))
+      found = { state: detail.state, mirror: detail.config?.mirror?.name };
+  }
+  return found;
+}
+
+describe.skipIf(!regionsAvailable)("a region that reads the log from its own mirror", () => {
+  let r: Regions;
+  beforeAll(async () => {
+    r = await startRegions(
+      ["frankfurt", "london"],
+      // Positions reported every 2 s: truncation goes as far as every node has applied.
+      { ...RATE_LIMITS_OFF, SIFT_REPLICATION_SNAPSHOT_EVERY: "10", SIFT_REPLICATION_NODE_GONE_MS: "6000" },
+      { london: { SIFT_NATS_MIRROR: "SIFT_london" } },
+    );
+  }, 120_000);
+  afterAll(() => r?.stop());
+
+  it("serves every write, writes through the stream, and is truncated with it", async () => {
+    onTestFailed(() => {
+      for (const [i, node] of r.nodes.entries()) {
+        const lines = node.output().split("\n");
+        console.log(
+          `--- region ${r.regionIds[i]}\n${lines
+            .filter((l) => !l.includes('"/readyz"'))
+            .slice(-30)
+            .join("\n")}`,
+        );
+      }
+    });
+    const mirror = await stream(r, "SIFT_london");
+    expect(mirror?.mirror).toBe("SIFT");
+    // London's follower reads the mirror.
+    await expect
+      .poll(async () => (await stream(r, "SIFT_london"))!.state.consumer_count, { timeout: 10_000 })
+      .toBeGreaterThanOrEqual(1);
+
+    // Writes in both regions, each read back with minVersion in the other.
+    const written: string[] = [];
+    for (let i = 0; i < 30; i++) {
+      const [from, to] = i % 3 === 2 ? [1, 0] : [0, 1];
+      const put = await r.http(from).put(`/v1/indexes/${r.index}/records/m-${i}`, { title: `Mirrored ${i}` });
+      expect(put.status, put.text).toBe(200);
+      const read = await r.http(to).get(`/v1/indexes/${r.index}/records/m-${i}?minVersion=${put.body.indexVersion}`);
+      expect(read.status, read.text).toBe(200);
+      expect(read.body.title).toBe(`Mirrored ${i}`);
+      written.push(`m-${i}`);
+    }
+
+    // Snapshots every 10 entries of the index let the stream drop what they hold and both nodes
+    // have applied (as they last reported); the mirror is purged the same way, sequence for
+    // sequence.
+    await new Promise((resolve) => setTimeout(resolve, 2_500));
+    for (let i = 30; i < 40; i++) {
+      expect((await r.http(0).put(`/v1/indexes/${r.index}/records/m-${i}`, { title: `Mirrored ${i}` })).status).toBe(
+        200,
+      );
+      written.push(`m-${i}`);
+    }
+    await expect
+      .poll(async () => (await stream(r, "SIFT"))!.state.first_seq, { timeout: 30_000, interval: 200 })
+      .toBeGreaterThan(10);
+    const origin = (await stream(r, "SIFT"))!.state;
+    await expect
+      .poll(async () => (await stream(r, "SIFT_london"))!.state, { timeout: 10_000, interval: 200 })
+      .toMatchObject({ first_seq: origin.first_seq, last_seq: origin.last_seq });
+
+    // A restart goes on from its position, reading the mirror, and has everything.
+    const london = r.nodes[1]!;
+    await london.kill("SIGKILL");
+    const meanwhile = await r.http(0).put(`/v1/indexes/${r.index}/records/while-down`, { title: "While down" });
+    expect(meanwhile.status).toBe(200);
+    await london.start();
+    const back = await r
+      .http(1)
+      .get(`/v1/indexes/${r.index}/records/while-down?minVersion=${meanwhile.body.indexVersion}`);
+    expect(back.status, back.text).toBe(200);
+    for (const id of written) expect((await r.http(1).get(`/v1/indexes/${r.index}/records/${id}`)).status).toBe(200);
+  }, 120_000);
+});
