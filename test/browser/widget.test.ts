@@ -182,19 +182,24 @@ describe("typing", () => {
       page.on("request", (r) => r.url().includes("/v1/search") && urls.push(new URL(r.url())));
       return urls;
     };
+    // What every search the widget sent asked for (on a busy machine the keys can come slower
+    // than the debounce, and "zu" is sent before "zur").
+    const asked = (urls: URL[]) => [
+      ...new Set(
+        urls.map(
+          (u) => `highlight=${u.searchParams.get("highlight")} typoTolerance=${u.searchParams.get("typoTolerance")}`,
+        ),
+      ),
+    ];
     const tolerant = await open();
     const tolerantUrls = sent(tolerant.page);
     await typeAndSee(tolerant.page, "zur", ["Zürich"]);
-    expect(tolerantUrls.map((u) => [u.searchParams.get("highlight"), u.searchParams.get("typoTolerance")])).toEqual([
-      ["true", null],
-    ]);
+    expect(asked(tolerantUrls)).toEqual(["highlight=true typoTolerance=null"]);
 
     const strict = await open({ "typo-tolerance": "false" });
     const strictUrls = sent(strict.page);
     await typeAndSee(strict.page, "zur", ["Zürich"]);
-    expect(strictUrls.map((u) => [u.searchParams.get("highlight"), u.searchParams.get("typoTolerance")])).toEqual([
-      ["true", "false"],
-    ]);
+    expect(asked(strictUrls)).toEqual(["highlight=true typoTolerance=false"]);
 
     // The marks are the server's ranges, not the widget's own matching: a server that marked
     // other characters (as it does for a typo, the whole word) gets those drawn.
