@@ -2,32 +2,10 @@
 // docs/replication.md): the mirror keeps the stream's sequence numbers, so the region applies the
 // same entries in the same order. Its own writes still go to the stream and come back through the
 // mirror; truncation purges the mirror as it purges the stream; and a restart replays from it.
-import { afterAll, beforeAll, describe, expect, it, onTestFailed } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RATE_LIMITS_OFF } from "../support/limits.ts";
-import { type Regions, regionsAvailable, startRegions } from "../support/regions.ts";
-
-interface StreamState {
-  first_seq: number;
-  last_seq: number;
-  consumer_count: number;
-}
-
-/**
- * A stream's state and what it mirrors, as the NATS servers report them (each for the replicas
- * it holds: the most consumers any of them counts).
- */
-async function stream(r: Regions, name: string): Promise<{ state: StreamState; mirror?: string } | undefined> {
-  let found: { state: StreamState; mirror?: string } | undefined;
-  for (const server of r.nats.servers) {
-    const jsz = await fetch(`${server.monitor}/jsz?streams=true&config=true`).then((reply) => reply.json());
-    const detail = jsz.account_details
-      .flatMap((a: { stream_detail?: unknown[] }) => a.stream_detail ?? [])
-      .find((s: { name: string }) => s.name === name);
-    if (detail && (found === undefined || detail.state.consumer_count > found.state.consumer_count))
-      found = { state: detail.state, mirror: detail.config?.mirror?.name };
-  }
-  return found;
-}
+import { streamState } from "../support/nats.ts";
+import { logRegionsOnFailure, type Regions, regionsAvailable, startRegions } from "../support/regions.ts";
 
 describe.skipIf(!regionsAvailable)("a region that reads the log from its own mirror", () => {
   let r: Regions;
@@ -42,22 +20,12 @@ describe.skipIf(!regionsAvailable)("a region that reads the log from its own mir
   afterAll(() => r?.stop());
 
   it("serves every write, writes through the stream, and is truncated with it", async () => {
-    onTestFailed(() => {
-      for (const [i, node] of r.nodes.entries()) {
-        const lines = node.output().split("\n");
-        console.log(
-          `--- region ${r.regionIds[i]}\n${lines
-            .filter((l) => !l.includes('"/readyz"'))
-            .slice(-30)
-            .join("\n")}`,
-        );
-      }
-    });
-    const mirror = await stream(r, "SIFT_london");
+    logRegionsOnFailure(() => r);
+    const mirror = await streamState(r.nats, "SIFT_london");
     expect(mirror?.mirror).toBe("SIFT");
     // London's follower reads the mirror.
     await expect
-      .poll(async () => (await stream(r, "SIFT_london"))!.state.consumer_count, { timeout: 10_000 })
+      .poll(async () => (await streamState(r.nats, "SIFT_london"))!.state.consumer_count, { timeout: 10_000 })
       .toBeGreaterThanOrEqual(1);
 
     // Writes in both regions, each read back with minVersion in the other.
@@ -83,11 +51,11 @@ describe.skipIf(!regionsAvailable)("a region that reads the log from its own mir
       written.push(`m-${i}`);
     }
     await expect
-      .poll(async () => (await stream(r, "SIFT"))!.state.first_seq, { timeout: 30_000, interval: 200 })
+      .poll(async () => (await streamState(r.nats, "SIFT"))!.state.first_seq, { timeout: 30_000, interval: 200 })
       .toBeGreaterThan(10);
-    const origin = (await stream(r, "SIFT"))!.state;
+    const origin = (await streamState(r.nats, "SIFT"))!.state;
     await expect
-      .poll(async () => (await stream(r, "SIFT_london"))!.state, { timeout: 10_000, interval: 200 })
+      .poll(async () => (await streamState(r.nats, "SIFT_london"))!.state, { timeout: 10_000, interval: 200 })
       .toMatchObject({ first_seq: origin.first_seq, last_seq: origin.last_seq });
 
     // A restart goes on from its position, reading the mirror, and has everything.

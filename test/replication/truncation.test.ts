@@ -8,18 +8,14 @@
 // and a region restored after that still has every write.
 import { connect } from "@nats-io/transport-node";
 import { Objm } from "@nats-io/obj";
-import { afterAll, beforeAll, describe, expect, it, onTestFailed } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RATE_LIMITS_OFF } from "../support/limits.ts";
-import { type Regions, regionsAvailable, startRegions } from "../support/regions.ts";
+import { streamState } from "../support/nats.ts";
+import { logRegionsOnFailure, type Regions, regionsAvailable, startRegions } from "../support/regions.ts";
 
-/** The first position the log still holds, as the NATS servers report it. */
-async function firstSeq(r: Regions): Promise<number> {
-  const jsz = await fetch(`${r.nats.servers[0]!.monitor}/jsz?streams=true`).then((reply) => reply.json());
-  const stream = jsz.account_details
-    .flatMap((a: { stream_detail?: unknown[] }) => a.stream_detail ?? [])
-    .find((s: { name: string }) => s.name === "SIFT");
-  return stream.state.first_seq as number;
-}
+/** The first and last positions the log still holds, as the NATS servers report them. */
+const firstSeq = async (r: Regions) => (await streamState(r.nats, "SIFT"))!.state.first_seq;
+const lastSeq = async (r: Regions) => (await streamState(r.nats, "SIFT"))!.state.last_seq;
 
 /** The names in one of the change log's object store buckets (`files` or `docs`). */
 async function objectNames(r: Regions, bucket: "files" | "docs"): Promise<string[]> {
@@ -42,14 +38,6 @@ async function putObject(r: Regions, name: string, text: string): Promise<void> 
   }
 }
 
-async function lastSeq(r: Regions): Promise<number> {
-  const jsz = await fetch(`${r.nats.servers[0]!.monitor}/jsz?streams=true`).then((reply) => reply.json());
-  const stream = jsz.account_details
-    .flatMap((a: { stream_detail?: unknown[] }) => a.stream_detail ?? [])
-    .find((s: { name: string }) => s.name === "SIFT");
-  return stream.state.last_seq as number;
-}
-
 describe.skipIf(!regionsAvailable)("a region that returns after the log was truncated", () => {
   let r: Regions;
   beforeAll(async () => {
@@ -64,18 +52,7 @@ describe.skipIf(!regionsAvailable)("a region that returns after the log was trun
   afterAll(() => r?.stop());
 
   it("restores the index from the newest snapshot and has every acknowledged write", async () => {
-    // What each region logged last, for a failure that is a hang (a test timeout says nothing).
-    onTestFailed(() => {
-      for (const [i, node] of r.nodes.entries()) {
-        const lines = node.output().split("\n");
-        console.log(
-          `--- region ${r.regionIds[i]}\n${lines
-            .filter((l) => !l.includes('"/readyz"'))
-            .slice(-40)
-            .join("\n")}`,
-        );
-      }
-    });
+    logRegionsOnFailure(() => r, 40);
     // A bulk major (published when built), then record changes on top of it.
     const started = await r.http(0).post("/v1/uploads/start", { indexName: r.index });
     const csv = ["id,title", ...Array.from({ length: 200 }, (_, i) => `bulk-${i},Bulk lamp ${i}`)].join("\n");

@@ -77,3 +77,35 @@ export async function startNatsCluster(size = 3): Promise<NatsCluster> {
     },
   };
 }
+
+export interface StreamState {
+  first_seq: number;
+  last_seq: number;
+  consumer_count: number;
+}
+
+/**
+ * A JetStream stream's state and what it mirrors, as the cluster's monitors report it. Each server
+ * reports the replica it holds: the positions are the most advanced replica's, and the consumers
+ * the most any server counts (one did not count a consumer another held).
+ */
+export async function streamState(
+  cluster: NatsCluster,
+  name: string,
+): Promise<{ state: StreamState; mirror?: string } | undefined> {
+  let found: { state: StreamState; mirror?: string } | undefined;
+  for (const server of cluster.servers) {
+    if (!server.running()) continue;
+    const jsz = await fetch(`${server.monitor}/jsz?streams=true&config=true`).then((reply) => reply.json());
+    const detail = jsz.account_details
+      .flatMap((a: { stream_detail?: unknown[] }) => a.stream_detail ?? [])
+      .find((s: { name: string }) => s.name === name);
+    if (!detail) continue;
+    const state = detail.state as StreamState;
+    const consumers = Math.max(state.consumer_count, found?.state.consumer_count ?? 0);
+    if (found === undefined || state.last_seq > found.state.last_seq)
+      found = { state, mirror: detail.config?.mirror?.name };
+    found.state = { ...found.state, consumer_count: consumers };
+  }
+  return found;
+}

@@ -1,6 +1,6 @@
 // Several Sift regions as separate processes, each with its own data directory, sharing one
 // PostgreSQL database and one private NATS JetStream cluster (docs/replication.md).
-import { afterAll, beforeAll } from "vitest";
+import { afterAll, beforeAll, onTestFailed } from "vitest";
 import { createTempDatabase } from "../../server/test/support/store.ts";
 import { createKey, signUp } from "./world.ts";
 import { Http, type Reply } from "./http.ts";
@@ -57,10 +57,7 @@ export async function startRegions(
     // Every node's port before any node starts, so that each one's GET /v1/regions names them all
     // (SIFT_REGION_URL_<ID>) and an SDK with regions: "discover" can fail over between them.
     const ports: number[] = [];
-    while (ports.length < regionIds.length) {
-      const port = await freePort();
-      if (!ports.includes(port)) ports.push(port);
-    }
+    while (ports.length < regionIds.length) ports.push(await freePort());
     const urls = Object.fromEntries(
       regionIds.map((region, i) => [`SIFT_REGION_URL_${region.toUpperCase()}`, `http://127.0.0.1:${ports[i]}`]),
     );
@@ -132,4 +129,21 @@ export function useRegions(): () => Regions {
     await regions?.stop();
   });
   return () => regions!;
+}
+
+/**
+ * Prints what each region logged last if the running test fails: a failure that is a hang (a
+ * timeout) says nothing by itself. `match` keeps only the lines that matter to the test.
+ */
+export function logRegionsOnFailure(r: () => Regions, lines = 30, match: (line: string) => boolean = () => true): void {
+  onTestFailed(() => {
+    const regions = r();
+    for (const [i, node] of regions.nodes.entries()) {
+      const kept = node
+        .output()
+        .split("\n")
+        .filter((l) => !l.includes('"/readyz"') && match(l));
+      console.log(`--- region ${regions.regionIds[i]}\n${kept.slice(-lines).join("\n")}`);
+    }
+  });
 }

@@ -55,6 +55,19 @@ interface Announcement {
   from: string;
 }
 
+/** A wait that ends after `ms`, or sooner when `end` is called. */
+function timedWait(ms: number): { done: Promise<void>; end(): void } {
+  let end = () => {};
+  const done = new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    end = () => {
+      clearTimeout(timer);
+      resolve();
+    };
+  });
+  return { done, end };
+}
+
 async function syncFiles(dir: string, files: { name: string }[]): Promise<void> {
   for (const f of files) {
     const handle = await open(join(dir, f.name), "r");
@@ -360,18 +373,12 @@ class NatsLog implements ChangeLog {
 
   /** Resolves when the publisher says `part` is complete, or after `timeoutMs`. */
   private published(part: string, timeoutMs: number): { done: Promise<void>; cancel(): void } {
-    let cancel = () => {};
-    const done = new Promise<void>((resolve) => {
-      const timer = setTimeout(() => cancel(), timeoutMs);
-      cancel = () => {
-        clearTimeout(timer);
-        if (this.partWaiters.get(part) === wake) this.partWaiters.delete(part);
-        resolve();
-      };
-      const wake = () => cancel();
-      this.partWaiters.set(part, wake);
+    const wait = timedWait(timeoutMs);
+    this.partWaiters.set(part, wait.end);
+    const done = wait.done.then(() => {
+      if (this.partWaiters.get(part) === wait.end) this.partWaiters.delete(part);
     });
-    return { done, cancel };
+    return { done, cancel: wait.end };
   }
 
   /** One job per part of each file: fetched (once `ready` says so) into the file at its offset. */
@@ -609,13 +616,9 @@ class NatsLog implements ChangeLog {
           // A node gone silent (stopped, or cut off from NATS) fetches with the entry, if ever.
           for (const [from, at] of fetching) if (Date.now() - at > FETCHER_GONE_MS) fetching.delete(from);
           if (fetching.size === 0 || Date.now() >= until) break;
-          await new Promise<void>((resolve) => {
-            const timer = setTimeout(resolve, Math.min(FETCHER_GONE_MS, Math.max(0, until - Date.now())));
-            changed = () => {
-              clearTimeout(timer);
-              resolve();
-            };
-          });
+          const wait = timedWait(Math.min(FETCHER_GONE_MS, until - Date.now()));
+          changed = wait.end;
+          await wait.done;
         }
         changed = () => {};
       },

@@ -40,8 +40,7 @@ export async function applyRecordChange(
   // Started by the write that made the chain's N-th change (or 2N-th, ... if that checkpoint
   // failed): one node of all regions builds it, not every node whose writes cross the threshold
   // while it is built (three builds of one checkpoint at once, D-254). One per index at a time.
-  const minor = minorOf(version);
-  if (minor > 0 && minor % ctx.policy.coalesceAfter === 0 && !ctx.autoCoalescing.has(ref.id)) {
+  if (minorOf(version) % ctx.policy.coalesceAfter === 0 && !ctx.autoCoalescing.has(ref.id)) {
     ctx.autoCoalescing.add(ref.id);
     void coalesce(ctx, ref, { minChain: ctx.policy.coalesceAfter })
       .then(() => retainAfterNewMajor(ctx, ref.id))

@@ -30,7 +30,7 @@ export async function coalesce(
   const from = await liveVersion(ctx, ref.id);
   if (!worthIt(from, options)) return from;
   // An automatic one is left to a build already under way, here or in another region.
-  if (options.minChain !== undefined && (await buildingSince(ctx, ref.id, ctx.now() - BUILDING_FOR_MS))) return from;
+  if (options.minChain !== undefined && (await checkpointPending(ctx, ref.id))) return from;
   const startedAt = ctx.now();
   const { major, version } = await addPending(ctx, ref, from, startedAt);
   let records: number;
@@ -103,8 +103,8 @@ export async function coalesce(
  */
 const BUILDING_FOR_MS = 10 * 60_000;
 
-/** Whether a checkpoint of the index, started after `since`, is still being built. */
-async function buildingSince(ctx: VersionContext, indexId: string, since: number): Promise<boolean> {
+/** Whether a checkpoint of the index, started in the last BUILDING_FOR_MS, is still being built. */
+async function checkpointPending(ctx: VersionContext, indexId: string): Promise<boolean> {
   const [row] = await ctx.db
     .select({ version: versions.version })
     .from(versions)
@@ -113,7 +113,7 @@ async function buildingSince(ctx: VersionContext, indexId: string, since: number
         eq(versions.indexId, indexId),
         eq(versions.kind, "checkpoint"),
         eq(versions.state, "pending"),
-        gt(versions.createdAt, since),
+        gt(versions.createdAt, ctx.now() - BUILDING_FOR_MS),
       ),
     )
     .limit(1);
