@@ -11,7 +11,7 @@ import { storeTargets } from "../support/store.ts";
 const admin: Principal = { kind: "key", keyId: "key_d", tenantId: "ten_d", type: "adm", userId: null };
 
 /** Holds the engine's `method` until the test lets it go, so a deletion can happen meanwhile. */
-function gated(method: "applyChange" | "checkpoint" | "purge") {
+function gated(method: "applyChanges" | "checkpoint" | "purge") {
   let release!: () => void;
   let entered!: () => void;
   const gate = new Promise<void>((r) => (release = r));
@@ -39,7 +39,8 @@ describe.each(storeTargets())("an index deleted midway, on $name", (target) => {
   });
 
   test("a record write whose index is deleted while the engine applies it is NotFound", async () => {
-    const g = gated("applyChange");
+    // A record write goes to the engine as a group commit of the writes queued on the index.
+    const g = gated("applyChanges");
     services = await openServices(target, { tenantId: "ten_d", engine: g.wrap });
     await services.catalog.createIndex("ten_d", { name: "doomed", serviceName: "ten_d-shop" });
     const write = services.records.put(admin, "doomed", "r1", { title: "Never" });

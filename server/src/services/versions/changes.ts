@@ -24,14 +24,14 @@ export async function applyRecordChange(
   change: { upserts?: SearchRecord[]; deletes?: string[] },
 ): Promise<VersionId> {
   let stored: Promise<void> | undefined;
-  // With replication, the writes queued on the index go into the log together (group-commit.ts).
-  const written =
-    ctx.replica && ctx.engine.applyChanges
-      ? groupWrite(ctx, ref, change).then((w) => {
-          stored = w.stored;
-          return w.version;
-        })
-      : ctx.locks.run(ref.id, () => writeChange(ctx, ref, change, (p) => (stored = p)));
+  // The writes queued on the index are committed together (group-commit.ts), where the engine
+  // can take a batch.
+  const written = ctx.engine.applyChanges
+    ? groupWrite(ctx, ref, change).then((w) => {
+        stored = w.stored;
+        return w.version;
+      })
+    : ctx.locks.run(ref.id, () => writeChange(ctx, ref, change, (p) => (stored = p)));
   const version = await written
     // An index deleted while the write waited or ran is a 404, not a failure of the server.
     .catch((error: unknown) => rethrowUnlessDeleted(ctx.db, ref.id, error));

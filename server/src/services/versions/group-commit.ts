@@ -1,8 +1,9 @@
-// Group commit of record writes with replication (docs/replication.md, A write): the writes
-// queued on one index while its lock is held go into the change log as one entry, each still its
-// own minor version on top of the one before. One append, one delivery to every node and one
-// store statement for the lot, instead of one each; writes to one index are serial (each builds
-// on the last), so these per-write costs were what bounded an index's write rate.
+// Group commit of record writes (docs/versions.md, docs/replication.md): the writes queued on one
+// index while its lock is held are committed together, each still its own minor version on top of
+// the one before. One engine commit (one fsync) and one store statement for the lot, and with
+// replication one log entry delivered to every node, instead of one each. Writes to one index are
+// serial (each builds on the last), so these per-write costs were what bounded an index's write
+// rate (D-220; in one process, D-258).
 import type { VersionId } from "../../domain/version-id.ts";
 import { StaleAppendError } from "../../ports/change-log.ts";
 import type { RecordChange, SearchRecord } from "../../ports/engine.ts";
@@ -10,6 +11,7 @@ import type { IndexRef } from "../catalog.ts";
 import { Admission } from "./admission.ts";
 import { type ChangeRow, recordChanges } from "./change-rows.ts";
 import type { VersionContext } from "./context.ts";
+import { undoOnFailure } from "./undo.ts";
 
 /** Writes one entry carries at most (a bigger entry goes through the object store). */
 const MAX_BATCH = 64;
@@ -101,10 +103,10 @@ async function commitBatch(ctx: VersionContext, ref: IndexRef, batch: Pending[])
     throw error;
   }
   const now = ctx.now();
-  const stored = ctx.storeOrder.run(ref.id, async () => {
-    const rows: ChangeRow[] = [];
+  const rows = async (): Promise<ChangeRow[]> => {
+    const made: ChangeRow[] = [];
     for (const t of taken) {
-      rows.push({
+      made.push({
         indexId: ref.id,
         version: t.change.version,
         parent: t.change.parent,
@@ -117,8 +119,27 @@ async function commitBatch(ctx: VersionContext, ref: IndexRef, batch: Pending[])
         deleted: t.deleted,
       });
     }
-    await recordChanges(ctx.db, rows, { activate: false, ifAbsent: true });
-  });
+    return made;
+  };
+  let stored: Promise<void>;
+  if (ctx.replica) {
+    // In the log and applied: every node records the rows in the background; the writer records
+    // them as well, after the lock, and answers once they are in (changes.ts).
+    stored = ctx.storeOrder.run(ref.id, async () =>
+      recordChanges(ctx.db, await rows(), { activate: false, ifAbsent: true }),
+    );
+  } else {
+    // One process: the store is the record of what is live, written under the lock; when it
+    // refuses, the whole batch is withdrawn from the engine and every writer in it gets the error.
+    await undoOnFailure(
+      ctx,
+      ref.id,
+      taken.map((t) => t.change.version),
+      async () => recordChanges(ctx.db, await rows(), { activate: true, ifAbsent: false }),
+    );
+    ctx.catalog.setActive(ref.id, taken.at(-1)!.change.version);
+    stored = Promise.resolve();
+  }
   for (const t of taken) t.item.resolve({ version: t.change.version, stored });
   // The batch's writers are answered; a failure now would reject the ones already resolved.
   batch.length = 0;

@@ -3,28 +3,31 @@ import type { VersionId } from "../../domain/version-id.ts";
 import type { VersionContext } from "./context.ts";
 
 /**
- * Runs the steps after the engine wrote `version`; when one fails, the engine's version is
- * withdrawn before the error goes on, so engine and store both stay at the previous version and
- * the id is free for the next write. Before, the engine stayed one version ahead and every later
- * write to the index failed until a restart (issue 15, finding 1).
+ * Runs the steps after the engine wrote `version` (or a group commit's versions, each built on
+ * the one before); when one fails, the engine's versions are withdrawn, newest first, before the
+ * error goes on, so engine and store both stay at the previous version and the ids are free for
+ * the next write. Before, the engine stayed one version ahead and every later write to the index
+ * failed until a restart (issue 15, finding 1).
  */
 export async function undoOnFailure(
   ctx: VersionContext,
   indexId: string,
-  version: VersionId,
+  version: VersionId | VersionId[],
   steps: () => Promise<void>,
 ): Promise<void> {
   try {
     await steps();
   } catch (error) {
-    await ctx.engine.dropVersion(indexId, version).catch((dropError: Error) =>
-      // Start-up reconciliation records what stays behind, so the id is never reused.
-      ctx.log.error("could not withdraw a version the store did not record", {
-        index: indexId,
-        version,
-        error: dropError.message,
-      }),
-    );
+    for (const made of (Array.isArray(version) ? version : [version]).toReversed()) {
+      await ctx.engine.dropVersion(indexId, made).catch((dropError: Error) =>
+        // Start-up reconciliation records what stays behind, so the id is never reused.
+        ctx.log.error("could not withdraw a version the store did not record", {
+          index: indexId,
+          version: made,
+          error: dropError.message,
+        }),
+      );
+    }
     throw error;
   }
 }
