@@ -1,11 +1,12 @@
 // Several Sift regions as separate processes, each with its own data directory, sharing one
-// PostgreSQL database and one private NATS JetStream cluster (docs/replication.md).
+// PostgreSQL database and one private NATS JetStream cluster, or a supercluster with a cluster
+// per region (docs/replication.md).
 import { afterAll, beforeAll, onTestFailed } from "vitest";
 import { createTempDatabase } from "../../server/test/support/store.ts";
 import { createKey, signUp } from "./world.ts";
 import { Http, type Reply } from "./http.ts";
 import { RATE_LIMITS_OFF } from "./limits.ts";
-import { type NatsCluster, natsAvailable, startNatsCluster } from "./nats.ts";
+import { type NatsCluster, natsAvailable, startNatsCluster, startNatsSupercluster } from "./nats.ts";
 import { freePort } from "./ports.ts";
 import { type SiftProcess, siftProcess } from "./process.ts";
 
@@ -13,7 +14,10 @@ import { type SiftProcess, siftProcess } from "./process.ts";
 export const regionsAvailable = natsAvailable && Boolean(process.env.DATABASE_URL);
 
 export interface Regions {
+  /** Every NATS server (of every region's cluster, with `supercluster`). */
   nats: NatsCluster;
+  /** With `supercluster`: each region's own cluster, by region id. */
+  clusters?: Record<string, NatsCluster>;
   nodes: SiftProcess[];
   /** The region id of each node, in the order of `nodes`. */
   regionIds: string[];
@@ -49,8 +53,15 @@ export async function startRegions(
   env: Record<string, string> = {},
   /** Settings of one region only, by its id. */
   regionEnv: Record<string, Record<string, string>> = {},
+  /**
+   * `supercluster`: a NATS cluster of three per region, joined by gateways, each region's node
+   * connected to its own cluster's servers only, as in a deployment; else one cluster for all.
+   */
+  options: { supercluster?: boolean } = {},
 ): Promise<Regions> {
-  const nats = await startNatsCluster(3);
+  const supercluster = options.supercluster ? await startNatsSupercluster(regionIds, 3) : undefined;
+  const nats = supercluster ?? (await startNatsCluster(3));
+  const clusters = supercluster?.clusters;
   const database = await createTempDatabase(process.env.DATABASE_URL!);
   const nodes: SiftProcess[] = [];
   try {
@@ -66,7 +77,7 @@ export async function startRegions(
         {
           // Rate limits would refuse the tests' own load (32 search loops on one key).
           ...RATE_LIMITS_OFF,
-          SIFT_NATS_URL: nats.urls,
+          SIFT_NATS_URL: (clusters?.[region] ?? nats).urls,
           SIFT_NATS_REPLICAS: "3",
           SIFT_REGION: region,
           SIFT_NODE_ID: region,
@@ -99,6 +110,7 @@ export async function startRegions(
     }
     return {
       nats,
+      ...(clusters ? { clusters } : {}),
       nodes,
       regionIds,
       key,

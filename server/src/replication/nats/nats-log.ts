@@ -170,7 +170,7 @@ export async function openNatsLog(options: NatsLogOptions): Promise<ChangeLog> {
   const ready = untilReady(options);
   const jsm = await ready(async () => {
     const manager = await jetstreamManager(nc, { timeout: 10_000 });
-    await tryEnsureStream(manager, options);
+    await tryEnsureStream(manager, options, nc.info?.cluster);
     return manager;
   });
   const js = jetstream(nc, { timeout: 10_000 });
@@ -225,20 +225,24 @@ function untilReady(options: NatsLogOptions): <T>(step: () => Promise<T>) => Pro
   };
 }
 
-async function tryEnsureStream(jsm: JetStreamManager, options: NatsLogOptions): Promise<void> {
+/** `cluster`: the NATS cluster of the server this node is connected to (none for a lone server). */
+async function tryEnsureStream(jsm: JetStreamManager, options: NatsLogOptions, cluster?: string): Promise<void> {
   await ensureStream(jsm, {
     name: options.stream,
     subjects: [`${SUBJECT_ROOT}.>`],
     num_replicas: options.replicas,
     description: "Sift change log: one subject per index",
   });
-  // Made through a server of this node's region, so placed there (NATS puts a new stream in the
-  // cluster of the server that is asked).
+  // Placed in the cluster of this node's server, so in its region (D-257). Unplaced, NATS puts a
+  // new stream there too, unless that cluster cannot hold it at the moment (a server down): then
+  // in another cluster of the supercluster, and the region would read its mirror from afar. Here
+  // that is a failure, tried again until the region's cluster can hold it.
   if (options.mirror !== undefined) {
     await ensureStream(jsm, {
       name: options.mirror,
       mirror: { name: options.stream },
       num_replicas: options.replicas,
+      ...(cluster ? { placement: { cluster, tags: [] } } : {}),
       description: `Sift change log, mirrored from ${options.stream} for the nodes of one region`,
     });
   }

@@ -1,0 +1,172 @@
+// Regions on a NATS supercluster (docs/replication.md, A real deployment): a JetStream cluster of
+// three per region, joined by gateways, each region's node connected to its own cluster only.
+// The log stream lives in the cluster of the region that made it, and a region's mirror
+// (SIFT_NATS_MIRROR) in that region's own cluster, even when that cluster cannot hold it at the
+// moment the node starts (D-257). Writes in either region are read in the other with minVersion.
+// With the log's home cluster killed, the other region goes on serving what it holds; once that
+// cluster is back on its stores, writes work again and the region catches up through its mirror.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createLogger } from "../../server/src/log.ts";
+import type { ChangeLog } from "../../server/src/ports/change-log.ts";
+import { openNatsLog } from "../../server/src/replication/nats/nats-log.ts";
+import { RATE_LIMITS_OFF } from "../support/limits.ts";
+import { type NatsSupercluster, natsAvailable, startNatsSupercluster, streamState } from "../support/nats.ts";
+import { logRegionsOnFailure, type Regions, regionsAvailable, startRegions } from "../support/regions.ts";
+
+const FRANKFURT = 0;
+const LONDON = 1;
+
+/** The names of the NATS servers a Sift node is connected to (its connection is `sift <node id>`). */
+async function serversOf(r: Regions, node: string): Promise<string[]> {
+  const names: string[] = [];
+  for (const server of r.nats.servers) {
+    if (!server.running()) continue;
+    const connz = await fetch(`${server.monitor}/connz`).then((reply) => reply.json());
+    if (connz.connections.some((c: { name?: string }) => c.name === `sift ${node}`)) names.push(server.name);
+  }
+  return names;
+}
+
+/** A write in one region, its indexVersion; `retryFor`: retried that long while it answers 503. */
+async function write(r: Regions, node: number, id: string, title: string, retryFor = 0): Promise<string> {
+  const deadline = Date.now() + retryFor;
+  for (;;) {
+    const put = await r.http(node).put(`/v1/indexes/${r.index}/records/${id}`, { title });
+    if (put.status === 200) return put.body.indexVersion as string;
+    expect(put.status, put.text).toBe(503);
+    if (Date.now() > deadline) throw new Error(`${id} was refused: ${put.text}`);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+}
+
+/** Reads a record in a region with minVersion, until that region has applied it. */
+async function readBack(r: Regions, node: number, id: string, version: string, timeout = 10_000): Promise<string> {
+  const deadline = Date.now() + timeout;
+  for (;;) {
+    const read = await r.http(node).get(`/v1/indexes/${r.index}/records/${id}?minVersion=${version}`);
+    if (read.status === 200) return read.body.title as string;
+    expect(read.status, read.text).toBe(503);
+    if (Date.now() > deadline) throw new Error(`${id}@${version} never reached region ${node}: ${read.text}`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+describe.skipIf(!natsAvailable)("a region's mirror on a supercluster", () => {
+  let nats: NatsSupercluster;
+  const logs: ChangeLog[] = [];
+  beforeAll(async () => {
+    nats = await startNatsSupercluster(["frankfurt", "london"], 3);
+  }, 120_000);
+  afterAll(async () => {
+    for (const log of logs) await log.close();
+    await nats?.stop();
+  });
+
+  it("is made in the region's own cluster, waiting while that cluster cannot hold it", async () => {
+    const waits: string[] = [];
+    const open = async (servers: string, mirror?: string) => {
+      const log = await openNatsLog({
+        servers: servers.split(","),
+        stream: "PLACED",
+        ...(mirror ? { mirror } : {}),
+        replicas: 3,
+        log: createLogger("info", {}, (line) => waits.push(line)),
+        name: mirror ?? "origin",
+      });
+      logs.push(log);
+      return log;
+    };
+    await open(nats.clusters.frankfurt!.urls);
+    expect((await streamState(nats, "PLACED"))?.cluster).toBe("frankfurt");
+
+    // One of London's three servers shut down: London cannot hold three replicas of a mirror.
+    // NATS would place one asked for there in Frankfurt instead, and London's nodes would read
+    // "their" mirror across the gateway.
+    const london = nats.clusters.london!;
+    await london.servers[2]!.kill("SIGTERM");
+    waits.length = 0;
+    const opening = open(london.servers[0]!.url, "PLACED_london").then(
+      () => undefined,
+      (error: Error) => error,
+    );
+    // The node is refused and waits, with no mirror anywhere meanwhile. (Unpinned, the mirror was
+    // made in "frankfurt", at once or after a first attempt timed out: this or the last check fails.)
+    const placedOrWaiting = async () =>
+      (await streamState(nats, "PLACED_london"))?.cluster ??
+      (waits.some((line) => line.includes("waiting for the NATS")) ? "waiting" : "neither yet");
+    await expect.poll(placedOrWaiting, { timeout: 40_000 }).toBe("waiting");
+
+    await london.servers[2]!.start();
+    expect(await opening).toBeUndefined();
+    expect(await streamState(nats, "PLACED_london")).toMatchObject({ mirror: "PLACED", cluster: "london" });
+  }, 120_000);
+});
+
+describe.skipIf(!regionsAvailable)("two regions on a supercluster, London reading its own mirror", () => {
+  let r: Regions;
+  beforeAll(async () => {
+    r = await startRegions(
+      ["frankfurt", "london"],
+      RATE_LIMITS_OFF,
+      { london: { SIFT_NATS_MIRROR: "SIFT_london" } },
+      { supercluster: true },
+    );
+  }, 180_000);
+  afterAll(() => r?.stop());
+
+  const search = (node: number, query: string) =>
+    r.http(node).get(`/v1/search?query=${encodeURIComponent(query)}&indexName=${r.index}&serviceName=${r.service}`);
+
+  it("holds the log in Frankfurt's cluster and London's mirror in London's; writes cross both ways", async () => {
+    logRegionsOnFailure(() => r);
+    // Frankfurt's node started first and made the stream, through its own cluster.
+    expect(await streamState(r.nats, "SIFT")).toMatchObject({ cluster: "frankfurt" });
+    expect(await streamState(r.nats, "SIFT_london")).toMatchObject({ mirror: "SIFT", cluster: "london" });
+    // Each node talks to its own region's servers only, and London's reads the mirror.
+    expect((await serversOf(r, "frankfurt")).map((name) => name.split("-")[0])).toEqual(["frankfurt"]);
+    expect((await serversOf(r, "london")).map((name) => name.split("-")[0])).toEqual(["london"]);
+    await expect
+      .poll(async () => (await streamState(r.nats, "SIFT_london"))!.state.consumer_count, { timeout: 10_000 })
+      .toBeGreaterThanOrEqual(1);
+
+    // Writes alternate between the regions, each read in the other with minVersion. London's go
+    // to the stream across the gateway and come back to London through its mirror.
+    for (let i = 0; i < 20; i++) {
+      const [from, to] = i % 2 === 0 ? [FRANKFURT, LONDON] : [LONDON, FRANKFURT];
+      const version = await write(r, from, `lamp-${i}`, `Supercluster lamp ${i}`);
+      expect(await readBack(r, to, `lamp-${i}`, version)).toBe(`Supercluster lamp ${i}`);
+    }
+    const mirror = (await streamState(r.nats, "SIFT_london"))!.state;
+    expect(mirror.last_seq).toBe((await streamState(r.nats, "SIFT"))!.state.last_seq);
+  }, 120_000);
+
+  it("London serves what it holds while the log's cluster is down, and catches up once it is back", async () => {
+    logRegionsOnFailure(() => r);
+    for (let i = 0; i < 5; i++) {
+      const version = await write(r, FRANKFURT, `kettle-${i}`, `Outage kettle ${i}`);
+      expect(await readBack(r, LONDON, `kettle-${i}`, version)).toBe(`Outage kettle ${i}`);
+    }
+    const frankfurt = r.clusters!.frankfurt!;
+    await Promise.all(frankfurt.servers.map((server) => server.kill()));
+    // A write there is refused, not acknowledged: the log it would go into is out of reach.
+    const refused = await r.http(LONDON).put(`/v1/indexes/${r.index}/records/during`, { title: "During" });
+    expect(refused.status, refused.text).toBe(503);
+    // Searches and reads answer from London's own disk, now and after the consumers noticed.
+    for (const pause of [0, 5_000]) {
+      await new Promise((resolve) => setTimeout(resolve, pause));
+      const found = await search(LONDON, "outage kettle");
+      expect(found.status, found.text).toBe(200);
+      expect(found.body.totalHits).toBe(5);
+      expect((await r.http(LONDON).get(`/v1/indexes/${r.index}/records/kettle-3`)).body.title).toBe("Outage kettle 3");
+    }
+
+    // Back on the same stores and ports: writes are taken again in both regions, and each region
+    // reads the other's (London through its mirror, which follows the stream again).
+    await Promise.all(frankfurt.servers.map((server) => server.start()));
+    const fromFrankfurt = await write(r, FRANKFURT, "after-1", "Written after the outage", 60_000);
+    expect(await readBack(r, LONDON, "after-1", fromFrankfurt, 60_000)).toBe("Written after the outage");
+    const fromLondon = await write(r, LONDON, "after-2", "Written in London after the outage", 60_000);
+    expect(await readBack(r, FRANKFURT, "after-2", fromLondon, 60_000)).toBe("Written in London after the outage");
+    expect((await search(LONDON, "outage kettle")).body.totalHits).toBe(5);
+  }, 180_000);
+});
