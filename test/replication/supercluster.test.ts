@@ -95,6 +95,10 @@ describe.skipIf(!natsAvailable)("a region's mirror on a supercluster", () => {
       (await streamState(nats, "PLACED_london"))?.cluster ??
       (waits.some((line) => line.includes("waiting for the NATS")) ? "waiting" : "neither yet");
     await expect.poll(placedOrWaiting, { timeout: 40_000 }).toBe("waiting");
+    // What the operator reads while it waits: which mirror, where, and NATS's reason.
+    await expect
+      .poll(() => waits.find((line) => line.includes("cannot make the mirror PLACED_london")), { timeout: 40_000 })
+      .toContain("in NATS cluster london");
 
     await london.servers[2]!.start();
     expect(await opening).toBeUndefined();

@@ -19,7 +19,8 @@ export interface Store {
   close(): Promise<void>;
 }
 
-const migrationsFolder = fileURLToPath(new URL("./migrations", import.meta.url));
+/** The schema's migrations, run by every open. */
+export const migrationsFolder = fileURLToPath(new URL("./migrations", import.meta.url));
 
 export async function openStore(options: { databaseUrl?: string; dataDir: string }): Promise<Store> {
   return options.databaseUrl ? openPostgres(options.databaseUrl) : openPglite(join(options.dataDir, "pglite"));

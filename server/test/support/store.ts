@@ -5,9 +5,9 @@ import { createHash, randomBytes } from "node:crypto";
 import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { dirname, join, relative } from "node:path";
 import postgres from "postgres";
-import { openStore, type Store } from "../../src/store/open.ts";
+import { migrationsFolder, openStore, type Store } from "../../src/store/open.ts";
 
 export interface StoreTarget {
   name: "pglite" | "postgres";
@@ -29,17 +29,16 @@ export function storeTargets(): StoreTarget[] {
  * test file (and every run) through the temp directory: it is renamed into place whole, so a
  * reader never sees a half-made one.
  */
-async function pgliteTemplate(): Promise<string> {
-  const migrations = new URL("../../src/store/migrations/", import.meta.url);
+async function makePgliteTemplate(): Promise<string> {
   const hash = createHash("sha256");
   // PGlite's own package.json (not exported): its version decides the data directory's format.
   hash.update(
     readFileSync(join(dirname(createRequire(import.meta.url).resolve("@electric-sql/pglite")), "../package.json")),
   );
-  for (const entry of readdirSync(migrations, { recursive: true, withFileTypes: true })) {
+  for (const entry of readdirSync(migrationsFolder, { recursive: true, withFileTypes: true })) {
     if (!entry.isFile()) continue;
     const path = join(entry.parentPath, entry.name);
-    hash.update(path.slice(migrations.pathname.length)).update(readFileSync(path));
+    hash.update(relative(migrationsFolder, path)).update(readFileSync(path));
   }
   const template = join(tmpdir(), `sift-pglite-template-${hash.digest("hex").slice(0, 16)}`);
   if (existsSync(template)) return template;
@@ -55,9 +54,13 @@ async function pgliteTemplate(): Promise<string> {
   return template;
 }
 
+/** Found or made once per test file, however many stores it opens. */
+let pgliteTemplate: Promise<string> | undefined;
+
 async function openTempPglite(): Promise<Store> {
   const dir = mkdtempSync(join(tmpdir(), "sift-store-"));
-  cpSync(await pgliteTemplate(), dir, { recursive: true });
+  pgliteTemplate ??= makePgliteTemplate();
+  cpSync(await pgliteTemplate, dir, { recursive: true });
   const store = await openStore({ dataDir: dir });
   return {
     ...store,

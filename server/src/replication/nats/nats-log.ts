@@ -244,6 +244,12 @@ async function tryEnsureStream(jsm: JetStreamManager, options: NatsLogOptions, c
       num_replicas: options.replicas,
       ...(cluster ? { placement: { cluster, tags: [] } } : {}),
       description: `Sift change log, mirrored from ${options.stream} for the nodes of one region`,
+    }).catch((error: Error) => {
+      // NATS says only "no suitable peers for placement": say which stream, where, and why.
+      throw new Error(
+        `cannot make the mirror ${options.mirror} (SIFT_NATS_MIRROR) with ${options.replicas} replicas in NATS cluster ${cluster ?? "(none)"}, this node's: ${error.message}`,
+        { cause: error },
+      );
     });
   }
 }
