@@ -51,7 +51,8 @@ export class Replica {
   private stopping = false;
   /** The newest position known in the log, refreshed by readiness checks and catch-up. */
   private logLast = 0;
-  private started = false;
+  /** Set once the node follows the log: before that it serves what it holds, and is not ready. */
+  private following = false;
 
   constructor(deps: {
     node: string;
@@ -86,30 +87,37 @@ export class Replica {
 
   /** Starts following the log; resolves once everything in it at start-up has been applied. */
   async start(): Promise<void> {
-    this.started = true;
-    const target = await this.log.lastSeq();
-    this.logLast = target;
     // Said before anything is read: from now on no entry this node has not applied is removed.
-    await this.snapshots.report(this.state.position);
+    // Out of reach (the log's home cluster down, the region on its mirror), the position reported
+    // before this node stopped still holds truncation back, as it is never past this one.
+    await this.snapshots
+      .report(this.state.position)
+      .catch((error: Error) => this.logger.warn("could not report this node's position", { error: error.message }));
     this.reporter = setInterval(() => {
       this.snapshots
         .report(this.state.position)
         .catch((error: Error) => this.logger.warn("could not report this node's position", { error: error.message }));
     }, this.snapshots.reportEveryMs);
+    let target = 0;
     for (let attempt = 1; ; attempt++) {
       try {
+        target = await this.log.lastSeq();
+        this.logLast = target;
         await this.restoreTruncated();
         break;
       } catch (error) {
         // Not ready until it succeeds: following the log without the snapshot would skip entries.
-        this.logger.error("could not restore an index from its snapshot; trying again", {
+        // Meanwhile the node serves what it holds (the log's cluster may be out of reach).
+        this.logger.error("could not read the log's end or restore from a snapshot; trying again", {
           attempt,
           error: (error as Error).message,
         });
         if (this.stopping) return;
-        await new Promise((resolve) => setTimeout(resolve, Math.min(30_000, 500 * 2 ** attempt)));
+        await new Promise((resolve) => setTimeout(resolve, Math.min(10_000, 500 * 2 ** attempt)));
       }
     }
+    if (this.stopping) return;
+    this.following = true;
     this.follower = this.log.follow(this.state.position + 1, (applied) => this.deliver(applied));
     if (target > this.state.position) {
       this.logger.info("catching up with the change log", { from: this.state.position, to: target });
@@ -289,7 +297,7 @@ export class Replica {
     const last = await this.log.lastSeq().catch(() => this.logLast);
     this.logLast = Math.max(this.logLast, last);
     const behind = Math.max(0, this.logLast - this.state.position);
-    return { ready: this.started && behind === 0, behind };
+    return { ready: this.following && behind === 0, behind };
   }
 
   /** How far this node trails the log, for /readyz and /v1/regions. */

@@ -168,28 +168,53 @@ export async function openNatsLog(options: NatsLogOptions): Promise<ChangeLog> {
     noAsyncTraces: true,
   });
   const ready = untilReady(options);
-  const jsm = await ready(async () => {
-    const manager = await jetstreamManager(nc, { timeout: 10_000 });
-    await tryEnsureStream(manager, options, nc.info?.cluster);
-    return manager;
-  });
-  const js = jetstream(nc, { timeout: 10_000 });
-  const files = await ready(() =>
-    new Objm(nc).create(`${options.stream}_files`, {
-      replicas: options.replicas,
-      description: "Sift segment files and large log entries",
-    }),
-  );
+  // No account-info probe: in a supercluster that asks the meta leader, which has no quorum while
+  // a region's cluster is down, and the steps below say what is wrong anyway.
+  const jsm = await ready(() => jetstreamManager(nc, { timeout: 10_000, checkAPI: false }));
+  const js = jetstream(nc, { timeout: 10_000, checkAPI: false });
+  // A region whose mirror exists reads everything from it: the stream, the object stores and the
+  // meta leader may all be in another region's cluster, out of reach at this moment. The node
+  // then starts on what it holds (searches answer, /readyz says not ready) instead of exiting.
+  const mirrored = options.mirror !== undefined && (await ready(() => streamExists(jsm, options.mirror!)));
+  // With a mirror, each stream is first asked for briefly: a stream that answers is there (it is
+  // opened unchecked), one out of reach is warned of, and only one that is missing is made.
+  const briefly = await jetstreamManager(nc, { timeout: 2_000, checkAPI: false });
+  const openOrMake = async <T>(what: string, stream: string, make: () => Promise<T>, open: () => T | Promise<T>) => {
+    if (!mirrored) return ready(make);
+    try {
+      if (!(await streamExists(briefly, stream))) return ready(make);
+    } catch (error) {
+      options.log.warn(
+        `${what} is out of reach; starting on the region's mirror, writes are refused until it answers`,
+        {
+          error: (error as Error).message,
+        },
+      );
+    }
+    return open();
+  };
   // Whatever an earlier run fetched ahead and never used.
   if (options.stagingDir !== undefined) await rm(options.stagingDir, { recursive: true, force: true });
-  // Documents in a bucket of their own: listing them (at every start, at every truncation) then
-  // walks a handful of pointers and positions, not every part of every published segment.
-  const docs = await ready(() =>
-    new Objm(nc).create(`${options.stream}_docs`, {
-      replicas: options.replicas,
-      description: "Sift snapshot pointers and manifests, node positions",
-    }),
-  );
+  const objm = new Objm(js);
+  const bucket = (name: string, description: string) =>
+    openOrMake(
+      `the object store ${name}`,
+      `OBJ_${name}`,
+      () => objm.create(name, { replicas: options.replicas, description }),
+      () => objm.open(name, false),
+    );
+  const [, files, docs] = await Promise.all([
+    openOrMake(
+      `the log stream ${options.stream}`,
+      options.stream,
+      () => tryEnsureStream(jsm, options, nc.info?.cluster),
+      () => undefined,
+    ),
+    bucket(`${options.stream}_files`, "Sift segment files and large log entries"),
+    // Documents in a bucket of their own: listing them (at every start, at every truncation) then
+    // walks a handful of pointers and positions, not every part of every published segment.
+    bucket(`${options.stream}_docs`, "Sift snapshot pointers and manifests, node positions"),
+  ]);
   return new NatsLog(nc, jsm, js, files, docs, options);
 }
 
@@ -254,11 +279,26 @@ async function tryEnsureStream(jsm: JetStreamManager, options: NatsLogOptions, c
   }
 }
 
+const isNotFound = (error: unknown) =>
+  (error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamNotFound) ||
+  (error as Error).message === "stream not found";
+
+/** Whether a stream exists; throws when its cluster cannot say. */
+async function streamExists(jsm: JetStreamManager, name: string): Promise<boolean> {
+  try {
+    await jsm.streams.info(name);
+    return true;
+  } catch (error) {
+    if (isNotFound(error)) return false;
+    throw error;
+  }
+}
+
 async function ensureStream(jsm: JetStreamManager, config: Partial<StreamConfig> & { name: string }): Promise<void> {
   try {
     await jsm.streams.info(config.name);
   } catch (error) {
-    if (!(error instanceof JetStreamApiError) || error.code !== JetStreamApiCodes.StreamNotFound) throw error;
+    if (!isNotFound(error)) throw error;
     await jsm.streams.add(config).catch(async (addError: Error) => {
       // Another node made it meanwhile: that one will do.
       await jsm.streams.info(config.name).catch(() => {
