@@ -2,6 +2,9 @@
 // docs/replication.md): the mirror keeps the stream's sequence numbers, so the region applies the
 // same entries in the same order. Its own writes still go to the stream and come back through the
 // mirror; truncation purges the mirror as it purges the stream; and a restart replays from it.
+// A mirror that is gone (or stops following) is read around: the region reads the stream itself
+// until its mirror, made again, has caught up.
+import { connect } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RATE_LIMITS_OFF } from "../support/limits.ts";
 import { streamState } from "../support/nats.ts";
@@ -69,5 +72,33 @@ describe.skipIf(!regionsAvailable)("a region that reads the log from its own mir
       .get(`/v1/indexes/${r.index}/records/while-down?minVersion=${meanwhile.body.indexVersion}`);
     expect(back.status, back.text).toBe(200);
     for (const id of written) expect((await r.http(1).get(`/v1/indexes/${r.index}/records/${id}`)).status).toBe(200);
+
+    // The mirror deleted under the running region: it reads the stream itself meanwhile, so
+    // writes in either region still reach it (its own come back through the stream), and it
+    // makes the mirror again and reads that once the mirror has caught up.
+    const nc = await connect({ servers: r.nats.urls.split(",") });
+    try {
+      const deleted = JSON.parse((await nc.request("$JS.API.STREAM.DELETE.SIFT_london", "")).string());
+      expect(deleted).toMatchObject({ success: true });
+    } finally {
+      await nc.close();
+    }
+    for (let i = 0; i < 6; i++) {
+      const [from, to] = i % 2 === 0 ? [0, 1] : [1, 0];
+      const put = await r.http(from).put(`/v1/indexes/${r.index}/records/gone-${i}`, { title: `No mirror ${i}` });
+      expect(put.status, put.text).toBe(200);
+      // Until the region notices (a few seconds), a read with minVersion answers 503 after its 2 s.
+      const read = () => r.http(to).get(`/v1/indexes/${r.index}/records/gone-${i}?minVersion=${put.body.indexVersion}`);
+      await expect.poll(async () => (await read()).status, { timeout: 10_000 }).toBe(200);
+    }
+    await expect.poll(async () => (await streamState(r.nats, "SIFT_london"))?.mirror, { timeout: 30_000 }).toBe("SIFT");
+    await expect
+      .poll(async () => (await streamState(r.nats, "SIFT_london"))!.state.consumer_count, { timeout: 30_000 })
+      .toBeGreaterThanOrEqual(1);
+    const last = await r.http(0).put(`/v1/indexes/${r.index}/records/mirrored-again`, { title: "Mirrored again" });
+    const again = await r
+      .http(1)
+      .get(`/v1/indexes/${r.index}/records/mirrored-again?minVersion=${last.body.indexVersion}`);
+    expect(again.status, again.text).toBe(200);
   }, 120_000);
 });

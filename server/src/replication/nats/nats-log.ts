@@ -97,6 +97,8 @@ const FETCHING_EVERY_MS = 500;
 const FETCHER_GONE_MS = 5_000;
 /** A consumer silent this long while the log holds more is started again (see follow). */
 const STALL_MS = 3_000;
+/** While the stream is read instead of the region's mirror, the mirror is looked at this often. */
+const MIRROR_RETRY_MS = 5_000;
 /** A prefetch waits this long for a part to appear, and its files are kept this long unclaimed. */
 const PREFETCH_WAIT_MS = 5 * 60_000;
 const PREFETCH_KEEP_MS = 15 * 60_000;
@@ -322,6 +324,8 @@ class NatsLog implements ChangeLog {
   private readonly prefetches = new Map<string, Promise<string | null>>();
   /** Prefetches waiting for a part to be complete, by the part's object name. */
   private readonly partWaiters = new Map<string, () => void>();
+  /** The next entry the region's mirror lacked, at the last stall check, while the stream held it. */
+  private mirrorBehindAt = 0;
   /** The stream the log is read from: the region's mirror, or the stream itself. */
   private get followed(): string {
     return this.options.mirror ?? this.options.stream;
@@ -509,19 +513,48 @@ class NatsLog implements ChangeLog {
     let next = Math.max(1, fromSeq);
     let delivering = false;
     let progressAt = Date.now();
+    // The region's mirror, or the stream itself while the mirror does not follow it (below).
+    let source = this.followed;
+    let sourceSince = Date.now();
+    const readFrom = (stream: string, why: string, details: Record<string, unknown> = {}) => {
+      this.options.log.warn(why, { from: next, stream, ...details });
+      source = stream;
+      sourceSince = Date.now();
+      progressAt = Date.now();
+      return close?.();
+    };
     // A consumer that went quiet while the log holds entries it has not delivered is started
     // again from the next one: after a NATS server was killed one stayed silent for minutes
     // (test/replication/ingest-kill.test.ts), holding up every write waiting for its own entry.
     const watchdog = setInterval(() => {
-      if (stopped || delivering || Date.now() - progressAt < STALL_MS) return;
+      if (stopped || delivering) return;
+      if (source !== this.followed && Date.now() - sourceSince >= MIRROR_RETRY_MS) {
+        // biome-ignore lint/plugin: a mirror still behind or out of reach is asked again later.
+        void this.mirrorHas(next - 1)
+          .then((caughtUp) => {
+            sourceSince = Date.now();
+            if (caughtUp && !stopped && source !== this.followed)
+              return readFrom(this.followed, "the region's mirror follows the stream again; reading it");
+          })
+          .catch(() => undefined);
+        return;
+      }
+      if (Date.now() - progressAt < STALL_MS) return;
       // biome-ignore lint/plugin: a log that does not answer now is asked again at the next tick.
-      void this.jsm.streams
-        .info(this.followed)
-        .then(({ state: { last_seq: last } }) => {
-          if (stopped || delivering || last < next || Date.now() - progressAt < STALL_MS) return;
-          this.options.log.warn("the change log's consumer stalled; starting it again", { from: next, last });
-          progressAt = Date.now();
-          return close?.();
+      void this.stalled(source, next)
+        .then((verdict) => {
+          if (stopped || delivering || Date.now() - progressAt < STALL_MS) return;
+          if (verdict === "mirror behind")
+            // The same sequence numbers in both: the stream takes over where the mirror stopped.
+            return readFrom(
+              this.options.stream,
+              "the region's mirror is gone or does not follow the stream; reading the stream",
+            );
+          if (verdict === "stalled") {
+            this.options.log.warn("the change log's consumer stalled; starting it again", { from: next });
+            progressAt = Date.now();
+            return close?.();
+          }
         })
         .catch(() => undefined);
     }, 1_000);
@@ -531,7 +564,7 @@ class NatsLog implements ChangeLog {
         try {
           // An ordered consumer: the client recreates it after a server or leader change, from
           // the last sequence it delivered, so nothing is skipped or repeated.
-          const consumer = await this.js.consumers.get(this.followed, {
+          const consumer = await this.js.consumers.get(source, {
             filter_subjects: `${SUBJECT_ROOT}.>`,
             deliver_policy: DeliverPolicy.StartSequence,
             opt_start_seq: next,
@@ -559,6 +592,10 @@ class NatsLog implements ChangeLog {
           }
         } catch (error) {
           if (stopped) break;
+          if (source !== this.options.stream && isNotFound(error)) {
+            await readFrom(this.options.stream, "the region's mirror is gone; reading the stream");
+            continue;
+          }
           this.options.log.warn("following the change log failed; starting again", {
             from: next,
             error: (error as Error).message,
@@ -575,6 +612,42 @@ class NatsLog implements ChangeLog {
         await done;
       },
     };
+  }
+
+  /**
+   * Why a consumer of `source` delivered nothing for a while: "stalled" when `source` holds the
+   * next entry, "mirror behind" when it is the region's mirror and only the stream holds it (or
+   * the mirror is gone).
+   */
+  private async stalled(source: string, next: number): Promise<"stalled" | "mirror behind" | "idle"> {
+    const mirror = source !== this.options.stream;
+    const last = await this.jsm.streams.info(source).then(
+      (info) => info.state.last_seq,
+      (error: Error) => {
+        if (mirror && isNotFound(error)) return -1;
+        throw error;
+      },
+    );
+    if (last === -1) return "mirror behind";
+    if (last >= next) return "stalled";
+    if (!mirror || (await this.lastSeq()) < next) return "idle";
+    // An append may land between the two questions: behind only if it was so a tick ago too.
+    const seenBefore = this.mirrorBehindAt === next;
+    this.mirrorBehindAt = next;
+    return seenBefore ? "mirror behind" : "idle";
+  }
+
+  /** Whether the region's mirror holds every entry through `seq`; a mirror that is gone is made again. */
+  private async mirrorHas(seq: number): Promise<boolean> {
+    const mirror = this.options.mirror!;
+    try {
+      return (await this.jsm.streams.info(mirror)).state.last_seq >= seq;
+    } catch (error) {
+      if (!isNotFound(error)) throw error;
+      this.options.log.warn("making the region's mirror again", { mirror });
+      await tryEnsureStream(this.jsm, this.options, this.nc.info?.cluster);
+      return false;
+    }
   }
 
   private async readRef(ref: string): Promise<LogEntry> {
