@@ -37,6 +37,7 @@ import { UploadService } from "./services/uploads.ts";
 import { VersionService } from "./services/versions.ts";
 import { openStore, type Store } from "./store/open.ts";
 import type { ChangeLog } from "./ports/change-log.ts";
+import { OpeningLog } from "./replication/opening-log.ts";
 import { Replica } from "./replication/replica.ts";
 import { replicatedEngine } from "./replication/replicated-engine.ts";
 import { IndexLocks } from "./services/versions/lock.ts";
@@ -110,12 +111,19 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
     await engine.open();
     if (config.nats) {
       const { openNatsLog } = await import("./replication/nats/nats-log.ts");
-      changeLog = await openNatsLog({
-        ...config.nats,
+      // Opened in the background: a node whose NATS servers are out of reach starts on what it
+      // holds, not ready, instead of exiting (D-271).
+      const nats = config.nats;
+      changeLog = new OpeningLog(
+        () =>
+          openNatsLog({
+            ...nats,
+            log,
+            name: `sift ${config.nodeId}`,
+            stagingDir: join(config.dataDir, "prefetch"),
+          }),
         log,
-        name: `sift ${config.nodeId}`,
-        stagingDir: join(config.dataDir, "prefetch"),
-      });
+      );
     }
   } catch (error) {
     await store?.close();

@@ -5,7 +5,8 @@
 // moment the node starts (D-257). Writes in either region are read in the other with minVersion.
 // With the log's home cluster killed, the other region goes on serving what it holds; once that
 // cluster is back on its stores, writes work again and the region catches up through its mirror.
-// A London node restarted during such an outage starts on what it holds instead of exiting.
+// A London node restarted during such an outage, or while London's own cluster is down, starts on
+// what it holds instead of exiting.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLogger } from "../../server/src/log.ts";
 import type { ChangeLog } from "../../server/src/ports/change-log.ts";
@@ -186,6 +187,33 @@ describe.skipIf(!regionsAvailable)("two regions on a supercluster, London readin
     const fromLondon = await write(r, LONDON, "after-2", "Written in London after the outage", 60_000);
     expect(await readBack(r, FRANKFURT, "after-2", fromLondon, 60_000)).toBe("Written in London after the outage");
     expect((await search(LONDON, "outage kettle")).body.totalHits).toBe(5);
+    await expect.poll(async () => (await new Http(london.url).get("/readyz")).status, { timeout: 30_000 }).toBe(200);
+  }, 180_000);
+
+  it("a London node restarted while London's own NATS cluster is down serves what it holds, then follows", async () => {
+    logRegionsOnFailure(() => r);
+    for (let i = 0; i < 3; i++) {
+      const version = await write(r, FRANKFURT, `bell-${i}`, `Harbour bell ${i}`, 60_000);
+      expect(await readBack(r, LONDON, `bell-${i}`, version, 60_000)).toBe(`Harbour bell ${i}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    const own = r.clusters!.london!;
+    await Promise.all(own.servers.map((server) => server.kill()));
+    const london = r.nodes[LONDON]!;
+    await london.kill("SIGKILL");
+    // No NATS server it may use answers: it used to exit at once ("cannot connect").
+    await london.start();
+    const found = await search(LONDON, "harbour bell");
+    expect(found.status, found.text).toBe(200);
+    expect(found.body.totalHits).toBe(3);
+    const ready = await new Http(london.url).get("/readyz");
+    expect(ready.status, ready.text).toBe(503);
+    expect(ready.body.checks).toMatchObject({ store: true, engine: true, replication: false });
+    // Frankfurt still takes writes: the log lives in its cluster.
+    const late = await write(r, FRANKFURT, "bell-late", "Harbour bell, written while London was away", 60_000);
+
+    await Promise.all(own.servers.map((server) => server.start()));
+    expect(await readBack(r, LONDON, "bell-late", late, 60_000)).toBe("Harbour bell, written while London was away");
     await expect.poll(async () => (await new Http(london.url).get("/readyz")).status, { timeout: 30_000 }).toBe(200);
   }, 180_000);
 });

@@ -294,6 +294,9 @@ export class Replica {
 
   /** Whether this node has applied what the log held at the last look (readiness). */
   async caughtUp(): Promise<{ ready: boolean; behind: number }> {
+    // Not following yet (the log out of reach, or a snapshot being restored): not ready, and not
+    // worth a question to a log that may take its timeout to answer.
+    if (!this.following) return { ready: false, behind: Math.max(0, this.logLast - this.state.position) };
     const last = await this.log.lastSeq().catch(() => this.logLast);
     this.logLast = Math.max(this.logLast, last);
     const behind = Math.max(0, this.logLast - this.state.position);
@@ -302,14 +305,12 @@ export class Replica {
 
   /** How far this node trails the log, for /readyz and /v1/regions. */
   async status(): Promise<{ caughtUp: boolean; behind: number; lagMs: number }> {
-    const { ready, behind } = await this.caughtUp();
+    // A log that does not answer: what this node holds may be behind by any amount.
+    const [{ ready: applied, behind }, answers] = await Promise.all([this.caughtUp(), this.log.ping()]);
+    const ready = applied && answers;
     let newest = 0;
     for (const r of this.state.indexes.values()) newest = Math.max(newest, r.appendedAt);
     return { caughtUp: ready, behind, lagMs: ready || newest === 0 ? 0 : Math.max(0, Date.now() - newest) };
-  }
-
-  ping(): Promise<boolean> {
-    return this.log.ping();
   }
 
   // ---- applying the log ----

@@ -1,0 +1,121 @@
+// A change log still being opened (docs/replication.md, D-271): a node whose NATS servers are out
+// of reach when it starts answers from what it holds instead of exiting, and opens the log in the
+// background, trying again until it can. Until then each call waits a while for it, then fails
+// like a log that does not answer: a write is a 503, readiness says not caught up, and the
+// replica's start tries again.
+import type { Logger } from "../log.ts";
+import type { AppliedEntry, ChangeLog, LogEntry } from "../ports/change-log.ts";
+
+/** How long a call waits for the log to open before it fails (a NATS request's own timeout). */
+const WAIT_MS = 10_000;
+const RETRY_MS = 2_000;
+
+class LogNotOpenError extends Error {
+  override name = "LogNotOpenError";
+}
+
+export class OpeningLog implements ChangeLog {
+  private log: ChangeLog | undefined;
+  private closed = false;
+  private readonly opened: Promise<ChangeLog>;
+
+  constructor(open: () => Promise<ChangeLog>, logger: Logger) {
+    this.opened = (async () => {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          const log = await open();
+          if (this.closed) {
+            await log.close();
+            throw new LogNotOpenError("closed while it was being opened");
+          }
+          this.log = log;
+          if (attempt > 1) logger.info("opened the change log", { attempts: attempt });
+          return log;
+        } catch (error) {
+          if (this.closed) throw error;
+          logger.error("cannot open the change log; serving what this node holds, trying again", {
+            attempt,
+            error: (error as Error).message,
+          });
+          await new Promise((resolve) => setTimeout(resolve, RETRY_MS));
+        }
+      }
+    })();
+    // biome-ignore lint/plugin: failing only when closed midway; each caller sees its own failure.
+    this.opened.catch(() => undefined);
+  }
+
+  /** The open log, waiting up to WAIT_MS for it. */
+  private async use(): Promise<ChangeLog> {
+    if (this.log) return this.log;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const expired = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new LogNotOpenError("the change log is not open yet (NATS out of reach)")),
+        WAIT_MS,
+      );
+    });
+    return Promise.race([this.opened, expired]).finally(() => clearTimeout(timer));
+  }
+
+  async append(entry: LogEntry, expectedLast: number | undefined): Promise<number> {
+    return (await this.use()).append(entry, expectedLast);
+  }
+  async lastSeq(): Promise<number> {
+    return (await this.use()).lastSeq();
+  }
+  async lastSeqOf(indexKey: string): Promise<number> {
+    return (await this.use()).lastSeqOf(indexKey);
+  }
+  async firstSeq(): Promise<number> {
+    return (await this.use()).firstSeq();
+  }
+  /** Called once the log answered (the replica reads its end first). */
+  follow(fromSeq: number, deliver: (applied: AppliedEntry) => Promise<void>): { stop(): Promise<void> } {
+    if (!this.log) throw new LogNotOpenError("the change log is not open yet");
+    return this.log.follow(fromSeq, deliver);
+  }
+  async putFiles(name: string, files: { name: string; path: string }[], options?: { background?: boolean }) {
+    return (await this.use()).putFiles(name, files, options);
+  }
+  async getFiles(name: string, dir: string): Promise<string[]> {
+    return (await this.use()).getFiles(name, dir);
+  }
+  async deleteFiles(name: string): Promise<void> {
+    return (await this.use()).deleteFiles(name);
+  }
+  async listPublished(indexKey: string): Promise<{ name: string; at: number }[]> {
+    return (await this.use()).listPublished(indexKey);
+  }
+  async deleteUnfinished(indexKey: string, at: number): Promise<number> {
+    return (await this.use()).deleteUnfinished(indexKey, at);
+  }
+  async deleteLargeEntries(indexKey: string, at: number): Promise<number> {
+    return (await this.use()).deleteLargeEntries(indexKey, at);
+  }
+  async hasFiles(name: string): Promise<boolean> {
+    return (await this.use()).hasFiles(name);
+  }
+  async putDoc(name: string, value: unknown): Promise<void> {
+    return (await this.use()).putDoc(name, value);
+  }
+  async getDoc<T>(name: string): Promise<T | null> {
+    return (await this.use()).getDoc<T>(name);
+  }
+  async listDocs(prefix: string): Promise<string[]> {
+    return (await this.use()).listDocs(prefix);
+  }
+  async deleteDoc(name: string): Promise<void> {
+    return (await this.use()).deleteDoc(name);
+  }
+  async truncate(indexKey: string, beforeSeq: number): Promise<void> {
+    return (await this.use()).truncate(indexKey, beforeSeq);
+  }
+  async ping(): Promise<boolean> {
+    return this.log ? this.log.ping() : false;
+  }
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.log?.close();
+  }
+}
