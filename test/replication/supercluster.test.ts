@@ -124,6 +124,20 @@ describe.skipIf(!regionsAvailable)("two regions on a supercluster, London readin
   const search = (node: number, query: string) =>
     r.http(node).get(`/v1/search?query=${encodeURIComponent(query)}&indexName=${r.index}&serviceName=${r.service}`);
 
+  /** London's node killed and started again: it answers `query` with the `hits` it held, not ready. */
+  async function restartServingWhatItHolds(query: string, hits: number) {
+    const london = r.nodes[LONDON]!;
+    await london.kill("SIGKILL");
+    await london.start();
+    const found = await search(LONDON, query);
+    expect(found.status, found.text).toBe(200);
+    expect(found.body.totalHits).toBe(hits);
+    const ready = await new Http(london.url).get("/readyz");
+    expect(ready.status, ready.text).toBe(503);
+    expect(ready.body.checks).toMatchObject({ store: true, engine: true, replication: false });
+    return london;
+  }
+
   it("holds the log in Frankfurt's cluster and London's mirror in London's; writes cross both ways", async () => {
     logRegionsOnFailure(() => r);
     // Frankfurt's node started first and made the stream, through its own cluster.
@@ -169,15 +183,7 @@ describe.skipIf(!regionsAvailable)("two regions on a supercluster, London readin
     // London's node restarted meanwhile starts on what it holds, not ready, instead of waiting a
     // minute for the stream and object stores in Frankfurt and exiting. (It records how far it has
     // applied every 500 ms, long since done here; anything newer it applies again once it follows.)
-    const london = r.nodes[LONDON]!;
-    await london.kill("SIGKILL");
-    await london.start();
-    const found = await search(LONDON, "outage kettle");
-    expect(found.status, found.text).toBe(200);
-    expect(found.body.totalHits).toBe(5);
-    const ready = await new Http(london.url).get("/readyz");
-    expect(ready.status, ready.text).toBe(503);
-    expect(ready.body.checks).toMatchObject({ store: true, engine: true, replication: false });
+    const london = await restartServingWhatItHolds("outage kettle", 5);
 
     // Back on the same stores and ports: writes are taken again in both regions, and each region
     // reads the other's (London through its mirror, which follows the stream again).
@@ -199,16 +205,8 @@ describe.skipIf(!regionsAvailable)("two regions on a supercluster, London readin
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     const own = r.clusters!.london!;
     await Promise.all(own.servers.map((server) => server.kill()));
-    const london = r.nodes[LONDON]!;
-    await london.kill("SIGKILL");
     // No NATS server it may use answers: it used to exit at once ("cannot connect").
-    await london.start();
-    const found = await search(LONDON, "harbour bell");
-    expect(found.status, found.text).toBe(200);
-    expect(found.body.totalHits).toBe(3);
-    const ready = await new Http(london.url).get("/readyz");
-    expect(ready.status, ready.text).toBe(503);
-    expect(ready.body.checks).toMatchObject({ store: true, engine: true, replication: false });
+    const london = await restartServingWhatItHolds("harbour bell", 3);
     // Frankfurt still takes writes: the log lives in its cluster.
     const late = await write(r, FRANKFURT, "bell-late", "Harbour bell, written while London was away", 60_000);
 
