@@ -122,7 +122,7 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
             name: `sift ${config.nodeId}`,
             stagingDir: join(config.dataDir, "prefetch"),
           }),
-        log,
+        log.child({ nats: nats.servers.join(",") }),
       );
     }
   } catch (error) {

@@ -5,34 +5,33 @@
 // replica's start tries again.
 import type { Logger } from "../log.ts";
 import type { AppliedEntry, ChangeLog, LogEntry } from "../ports/change-log.ts";
+import { within } from "./within.ts";
 
 /** How long a call waits for the log to open before it fails (a NATS request's own timeout). */
 const WAIT_MS = 10_000;
 const RETRY_MS = 2_000;
-
-class LogNotOpenError extends Error {
-  override name = "LogNotOpenError";
-}
 
 export class OpeningLog implements ChangeLog {
   private log: ChangeLog | undefined;
   private closed = false;
   private readonly opened: Promise<ChangeLog>;
 
+  /** `logger`: names the servers (a wrong SIFT_NATS_URL shows here, every RETRY_MS). */
   constructor(open: () => Promise<ChangeLog>, logger: Logger) {
     this.opened = (async () => {
       for (let attempt = 1; ; attempt++) {
+        if (this.closed) throw new Error("the change log was closed before it opened");
         try {
           const log = await open();
           if (this.closed) {
             await log.close();
-            throw new LogNotOpenError("closed while it was being opened");
+            continue;
           }
           this.log = log;
           if (attempt > 1) logger.info("opened the change log", { attempts: attempt });
           return log;
         } catch (error) {
-          if (this.closed) throw error;
+          if (this.closed) continue;
           logger.error("cannot open the change log; serving what this node holds, trying again", {
             attempt,
             error: (error as Error).message,
@@ -47,15 +46,7 @@ export class OpeningLog implements ChangeLog {
 
   /** The open log, waiting up to WAIT_MS for it. */
   private async use(): Promise<ChangeLog> {
-    if (this.log) return this.log;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const expired = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new LogNotOpenError("the change log is not open yet (NATS out of reach)")),
-        WAIT_MS,
-      );
-    });
-    return Promise.race([this.opened, expired]).finally(() => clearTimeout(timer));
+    return this.log ?? within(WAIT_MS, "opening the change log (NATS out of reach)", this.opened);
   }
 
   async append(entry: LogEntry, expectedLast: number | undefined): Promise<number> {
@@ -72,7 +63,7 @@ export class OpeningLog implements ChangeLog {
   }
   /** Called once the log answered (the replica reads its end first). */
   follow(fromSeq: number, deliver: (applied: AppliedEntry) => Promise<void>): { stop(): Promise<void> } {
-    if (!this.log) throw new LogNotOpenError("the change log is not open yet");
+    if (!this.log) throw new Error("the change log is not open yet");
     return this.log.follow(fromSeq, deliver);
   }
   async putFiles(name: string, files: { name: string; path: string }[], options?: { background?: boolean }) {

@@ -300,7 +300,7 @@ export class Replica {
     const last = await this.log.lastSeq().catch(() => this.logLast);
     this.logLast = Math.max(this.logLast, last);
     const behind = Math.max(0, this.logLast - this.state.position);
-    return { ready: this.following && behind === 0, behind };
+    return { ready: behind === 0, behind };
   }
 
   /** How far this node trails the log, for /readyz and /v1/regions. */

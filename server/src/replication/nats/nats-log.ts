@@ -24,6 +24,7 @@ import {
 } from "@nats-io/jetstream";
 import { Objm, type ObjectStore, setSha256Backend } from "@nats-io/obj";
 import type { Logger } from "../../log.ts";
+import { within } from "../within.ts";
 import { type AppliedEntry, type ChangeLog, type LogEntry, StaleAppendError } from "../../ports/change-log.ts";
 
 export interface NatsLogOptions {
@@ -180,18 +181,14 @@ export async function openNatsLog(options: NatsLogOptions): Promise<ChangeLog> {
   const mirrored = options.mirror !== undefined && (await ready(() => streamExists(jsm, options.mirror!)));
   // With a mirror, each stream is first asked for briefly: a stream that answers is there (it is
   // opened unchecked), one out of reach is warned of, and only one that is missing is made.
-  const briefly = await jetstreamManager(nc, { timeout: 2_000, checkAPI: false });
+  const briefly = mirrored ? await jetstreamManager(nc, { timeout: 2_000, checkAPI: false }) : undefined;
   const openOrMake = async <T>(what: string, stream: string, make: () => Promise<T>, open: () => T | Promise<T>) => {
-    if (!mirrored) return ready(make);
+    if (briefly === undefined) return ready(make);
     try {
       if (!(await streamExists(briefly, stream))) return ready(make);
     } catch (error) {
-      options.log.warn(
-        `${what} is out of reach; starting on the region's mirror, writes are refused until it answers`,
-        {
-          error: (error as Error).message,
-        },
-      );
+      const message = `${what} is out of reach; starting on the region's mirror, writes are refused until it answers`;
+      options.log.warn(message, { error: (error as Error).message });
     }
     return open();
   };
@@ -218,18 +215,6 @@ export async function openNatsLog(options: NatsLogOptions): Promise<ChangeLog> {
     bucket(`${options.stream}_docs`, "Sift snapshot pointers and manifests, node positions"),
   ]);
   return new NatsLog(nc, jsm, js, files, docs, options);
-}
-
-/**
- * An object removed while it is read (a snapshot another node cleared away) leaves the reader
- * waiting for chunks that never come: bounded, it is an error its caller handles.
- */
-function within<T>(ms: number, what: string, work: Promise<T>): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const expired = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} took longer than ${ms / 1000} s`)), ms);
-  });
-  return Promise.race([work, expired]).finally(() => clearTimeout(timer));
 }
 
 /**
@@ -297,17 +282,13 @@ async function streamExists(jsm: JetStreamManager, name: string): Promise<boolea
 }
 
 async function ensureStream(jsm: JetStreamManager, config: Partial<StreamConfig> & { name: string }): Promise<void> {
-  try {
-    await jsm.streams.info(config.name);
-  } catch (error) {
-    if (!isNotFound(error)) throw error;
-    await jsm.streams.add(config).catch(async (addError: Error) => {
-      // Another node made it meanwhile: that one will do.
-      await jsm.streams.info(config.name).catch(() => {
-        throw addError;
-      });
+  if (await streamExists(jsm, config.name)) return;
+  await jsm.streams.add(config).catch(async (addError: Error) => {
+    // Another node made it meanwhile: that one will do.
+    await jsm.streams.info(config.name).catch(() => {
+      throw addError;
     });
-  }
+  });
 }
 
 class NatsLog implements ChangeLog {
@@ -324,8 +305,6 @@ class NatsLog implements ChangeLog {
   private readonly prefetches = new Map<string, Promise<string | null>>();
   /** Prefetches waiting for a part to be complete, by the part's object name. */
   private readonly partWaiters = new Map<string, () => void>();
-  /** The next entry the region's mirror lacked, at the last stall check, while the stream held it. */
-  private mirrorBehindAt = 0;
   /** The stream the log is read from: the region's mirror, or the stream itself. */
   private get followed(): string {
     return this.options.mirror ?? this.options.stream;
@@ -516,8 +495,10 @@ class NatsLog implements ChangeLog {
     // The region's mirror, or the stream itself while the mirror does not follow it (below).
     let source = this.followed;
     let sourceSince = Date.now();
-    const readFrom = (stream: string, why: string, details: Record<string, unknown> = {}) => {
-      this.options.log.warn(why, { from: next, stream, ...details });
+    /** The next entry the mirror lacked at the last stall check, while the stream held it. */
+    let lackedAt = 0;
+    const readFrom = (stream: string, why: string) => {
+      this.options.log.warn(why, { from: next, stream });
       source = stream;
       sourceSince = Date.now();
       progressAt = Date.now();
@@ -544,11 +525,14 @@ class NatsLog implements ChangeLog {
       void this.stalled(source, next)
         .then((verdict) => {
           if (stopped || delivering || Date.now() - progressAt < STALL_MS) return;
-          if (verdict === "mirror behind")
-            // The same sequence numbers in both: the stream takes over where the mirror stopped.
+          // An append may land between the two questions: lacking only if it did a tick ago too.
+          const lacks = verdict === "mirror lacks it" && lackedAt === next;
+          lackedAt = verdict === "mirror lacks it" ? next : 0;
+          // The same sequence numbers in both: the stream takes over where the mirror stopped.
+          if (verdict === "mirror gone" || lacks)
             return readFrom(
               this.options.stream,
-              "the region's mirror is gone or does not follow the stream; reading the stream",
+              `the region's mirror ${verdict === "mirror gone" ? "is gone" : "does not follow the stream"}; reading the stream`,
             );
           if (verdict === "stalled") {
             this.options.log.warn("the change log's consumer stalled; starting it again", { from: next });
@@ -616,10 +600,10 @@ class NatsLog implements ChangeLog {
 
   /**
    * Why a consumer of `source` delivered nothing for a while: "stalled" when `source` holds the
-   * next entry, "mirror behind" when it is the region's mirror and only the stream holds it (or
-   * the mirror is gone).
+   * next entry; when `source` is the region's mirror, "mirror lacks it" when only the stream holds
+   * it, or "mirror gone".
    */
-  private async stalled(source: string, next: number): Promise<"stalled" | "mirror behind" | "idle"> {
+  private async stalled(source: string, next: number): Promise<"stalled" | "mirror gone" | "mirror lacks it" | "idle"> {
     const mirror = source !== this.options.stream;
     const last = await this.jsm.streams.info(source).then(
       (info) => info.state.last_seq,
@@ -628,13 +612,9 @@ class NatsLog implements ChangeLog {
         throw error;
       },
     );
-    if (last === -1) return "mirror behind";
+    if (last === -1) return "mirror gone";
     if (last >= next) return "stalled";
-    if (!mirror || (await this.lastSeq()) < next) return "idle";
-    // An append may land between the two questions: behind only if it was so a tick ago too.
-    const seenBefore = this.mirrorBehindAt === next;
-    this.mirrorBehindAt = next;
-    return seenBefore ? "mirror behind" : "idle";
+    return mirror && (await this.lastSeq()) >= next ? "mirror lacks it" : "idle";
   }
 
   /** Whether the region's mirror holds every entry through `seq`; a mirror that is gone is made again. */
@@ -651,6 +631,8 @@ class NatsLog implements ChangeLog {
   }
 
   private async readRef(ref: string): Promise<LogEntry> {
+    // An object removed while it is read (a snapshot another node cleared away) leaves the reader
+    // waiting for chunks that never come: bounded, it is an error its caller handles.
     const data = await within(60_000, `reading ${ref}`, this.files.getBlob(ref));
     if (data === null) throw new Error(`log entry ${ref} is missing from the object store`);
     return JSON.parse(Buffer.from(data).toString("utf8")) as LogEntry;
