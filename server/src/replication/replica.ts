@@ -612,7 +612,7 @@ export class Replica {
         if (entry.carry !== undefined) {
           if (!(await this.engineHas(entry.index, entry.carry.version)))
             await engine.applyChange(entry.index, entry.carry);
-          await this.recordChangeRow(entry, entry.carry);
+          await this.recordChangeRow(entry, entry.carry, true);
         }
         if (entry.live !== false) await engine.activate(entry.index, entry.carry?.version ?? major);
         return { records: entry.records };
@@ -640,24 +640,31 @@ export class Replica {
   }
 
   /**
-   * A change's row in the shared store, in case its writer died before it recorded it: in the
-   * background, batched (its writer records it before answering).
+   * A change's row and tombstones in the shared store, in case its writer died before it
+   * recorded them: in the background, batched (its writer records them before answering). A
+   * checkpoint's carried writes rewrite nothing of their own: their writers recorded that.
    */
-  private async recordChangeRow(entry: LogEntry, change: RecordChange): Promise<void> {
+  private async recordChangeRow(entry: LogEntry, change: RecordChange, carried = false): Promise<void> {
     const version = change.version;
-    this.backfill.addRow({
-      indexId: entry.index,
-      version,
-      major: majorOf(version),
-      minor: minorOf(version),
-      parent: change.parent,
-      kind: change.purge ? "purge" : "change",
-      state: "ready",
-      records: await this.engine.count(entry.index, version),
-      createdAt: entry.at,
-      purgedRecordId: change.purge?.recordId ?? null,
-      purgedBy: change.purge?.by ?? null,
-    });
+    const deleted = new Set(change.deletes);
+    if (change.purge) deleted.add(change.purge.recordId);
+    const effects = { rewritten: carried ? [] : change.upserts.map((r) => r.id), deleted: [...deleted] };
+    this.backfill.addRow(
+      {
+        indexId: entry.index,
+        version,
+        major: majorOf(version),
+        minor: minorOf(version),
+        parent: change.parent,
+        kind: change.purge ? "purge" : "change",
+        state: "ready",
+        records: await this.engine.count(entry.index, version),
+        createdAt: entry.at,
+        purgedRecordId: change.purge?.recordId ?? null,
+        purgedBy: change.purge?.by ?? null,
+      },
+      effects,
+    );
   }
 
   /** Updates what this node knows after applying `entry` at `seq`, here and in the shared store. */

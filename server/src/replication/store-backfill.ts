@@ -1,15 +1,27 @@
 // What every node records in the shared store for the entries it applies (docs/replication.md):
-// the version row of each record change, in case its writer died before recording it, and the
-// index's active version, guarded by log position so that a node that lags never sets it back.
-// Batched off the apply path: one statement for a batch of rows and one for the active versions,
-// instead of two round trips per entry on every node, which held up each index's entries.
-import { sql } from "drizzle-orm";
+// the version row of each record change and its tombstones, in case its writer died before
+// recording them, and the index's active version, guarded by log position so that a node that
+// lags never sets it back. Batched off the apply path: one transaction every 100 ms for a batch
+// of rows and the active versions, instead of round trips per entry on every node, which held up
+// each index's entries.
+import { type SQL, sql } from "drizzle-orm";
 import type { Logger } from "../log.ts";
 import type { Db } from "../store/open.ts";
-import { indexes, versions } from "../store/schema.ts";
+import { indexes, tombstones, versions } from "../store/schema.ts";
 import { VERSION_COLUMNS as columns, type VersionInsert, versionValues } from "../store/version-rows.ts";
 
 export type BackfillRow = VersionInsert;
+
+/** What a change did to its ids, for the tombstones (docs/versions.md): as its writer records it. */
+export interface RowEffects {
+  /** Ids the change wrote: their tombstones go. */
+  rewritten: string[];
+  /** Ids the change deleted (or purged): each gets a tombstone. */
+  deleted: string[];
+}
+
+/** Ids deleted in entries applied this recently are checked again when a later change rewrites them. */
+const RECENT_DELETE_MS = 60_000;
 
 const compare = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
@@ -20,7 +32,9 @@ export class StoreBackfill {
   private readonly db: Db;
   private readonly logger: Logger;
   private readonly intervalMs: number;
-  private rows = new Map<string, BackfillRow>();
+  private rows = new Map<string, { row: BackfillRow; effects: RowEffects }>();
+  /** `index\0id` of ids deleted by entries applied here lately, and when. */
+  private readonly recentDeletes = new Map<string, number>();
   private active = new Map<string, { version: string; seq: number }>();
   private timer: ReturnType<typeof setTimeout> | undefined;
   private flushing: Promise<void> | undefined;
@@ -31,12 +45,19 @@ export class StoreBackfill {
     this.intervalMs = intervalMs;
   }
 
-  addRow(row: BackfillRow): void {
+  addRow(row: BackfillRow, effects: RowEffects = { rewritten: [], deleted: [] }): void {
     if (this.rows.size >= MAX_PENDING_ROWS) {
       const oldest = this.rows.keys().next().value!;
       this.rows.delete(oldest);
     }
-    this.rows.set(`${row.indexId}\u0000${row.version}`, row);
+    this.rows.set(`${row.indexId}\u0000${row.version}`, { row, effects });
+    const now = Date.now();
+    for (const id of effects.deleted) {
+      // Moved to the end, so that the map stays in time order (effectValues expires from the front).
+      const key = `${row.indexId}\u0000${id}`;
+      this.recentDeletes.delete(key);
+      this.recentDeletes.set(key, now);
+    }
     this.schedule();
   }
 
@@ -50,7 +71,7 @@ export class StoreBackfill {
   /** An index dropped here: nothing of it is recorded any more. */
   forget(indexId: string): void {
     this.active.delete(indexId);
-    for (const [key, row] of this.rows) if (row.indexId === indexId) this.rows.delete(key);
+    for (const [key, { row }] of this.rows) if (row.indexId === indexId) this.rows.delete(key);
   }
 
   /** Writes what is pending now (and waits for a flush under way). */
@@ -75,9 +96,10 @@ export class StoreBackfill {
   private async write(): Promise<void> {
     // In one order everywhere (index, then version): every node's batch and every writer insert
     // overlapping rows, and statements that take the same row locks in different orders deadlock.
-    const rows = [...this.rows.values()].sort(
-      (a, b) => compare(a.indexId, b.indexId) || a.major - b.major || a.minor - b.minor,
+    const pending = [...this.rows.values()].sort(
+      (a, b) => compare(a.row.indexId, b.row.indexId) || a.row.major - b.row.major || a.row.minor - b.row.minor,
     );
+    const rows = pending.map((p) => p.row);
     const active = [...this.active.entries()].sort(([a], [b]) => compare(a, b));
     this.rows = new Map();
     this.active = new Map();
@@ -85,13 +107,14 @@ export class StoreBackfill {
       if (rows.length) {
         // An index deleted meanwhile has no row to refer to: those rows are skipped, not an error.
         const values = versionValues(rows);
-        await this.db.execute(
-          sql`insert into ${versions} (${columns}) select ${columns}
+        const insert = sql`insert into ${versions} (${columns}) select ${columns}
             from (values ${values}) as v(${columns})
             where exists (select 1 from ${indexes} i where i.id = v.index_id)
             order by index_id, major, minor
-            on conflict do nothing`,
-        );
+            on conflict do nothing
+            returning index_id, version`;
+        const effects = this.effectValues(pending);
+        await this.db.execute(effects === undefined ? insert : withTombstones(insert, effects));
       }
       // One row per statement: a join would lock the rows in whatever order it picks. In one
       // transaction (the rows locked in id order, as every node's flush locks them): one commit
@@ -108,9 +131,9 @@ export class StoreBackfill {
       }
     } catch (error) {
       // Kept for the next flush (newer entries win); the store may be briefly unreachable.
-      for (const r of rows) {
-        const key = `${r.indexId}\u0000${r.version}`;
-        if (!this.rows.has(key)) this.rows.set(key, r);
+      for (const p of pending) {
+        const key = `${p.row.indexId}\u0000${p.row.version}`;
+        if (!this.rows.has(key)) this.rows.set(key, p);
       }
       for (const [id, a] of active) this.setActive(id, a.version, a.seq);
       this.logger.warn("could not record applied versions in the store; trying again", {
@@ -121,4 +144,66 @@ export class StoreBackfill {
       this.schedule();
     }
   }
+
+  /**
+   * What the batch did to each id, the last change of the batch winning (an id rewritten, then
+   * deleted, is deleted): as `values` rows for withTombstones, or nothing when no change touched an
+   * id. A rewrite is marked `heal` when the id was deleted by an entry applied here lately: its
+   * writer removed the id's tombstone, but a batch here may have recorded that delete's tombstone
+   * after it, for a writer that died (see withTombstones).
+   */
+  private effectValues(pending: { row: BackfillRow; effects: RowEffects }[]): SQL | undefined {
+    const now = Date.now();
+    for (const [key, at] of this.recentDeletes) {
+      if (now - at <= RECENT_DELETE_MS) break;
+      this.recentDeletes.delete(key);
+    }
+    const last = new Map<string, { row: BackfillRow; deleted: boolean }>();
+    for (const { row, effects } of pending) {
+      for (const id of effects.rewritten) last.set(`${row.indexId}\u0000${id}`, { row, deleted: false });
+      for (const id of effects.deleted) last.set(`${row.indexId}\u0000${id}`, { row, deleted: true });
+    }
+    if (last.size === 0) return undefined;
+    // In (index, id) order: every node's batch takes the tombstones' row locks in the same order.
+    const values = [...last]
+      .sort(([a], [b]) => compare(a, b))
+      .map(([key, { row, deleted }]) => {
+        const id = key.slice(row.indexId.length + 1);
+        const heal = !deleted && this.recentDeletes.has(key);
+        return sql`(${row.indexId}, ${id}, ${row.version}, ${row.major}::int, ${row.minor}::int, ${deleted}::boolean,
+        ${heal}::boolean, ${row.createdAt}::bigint)`;
+      });
+    return sql.join(values, sql`, `);
+  }
+}
+
+/** A version id's (major, minor) as a row value, to order tombstones by the versions that made them. */
+const versionOrder = (column: SQL) =>
+  sql`(split_part(${column}, '.', 1)::int, coalesce(nullif(split_part(${column}, '.', 2), ''), '0')::int)`;
+
+/**
+ * The version rows' insert, and the tombstones of the changes it inserted (their writers did not
+ * record them): as the writer would have, in the same statement (atomic, retried as a whole).
+ * Ordered by version, not by time, so that a tombstone older than a rewrite goes whoever wrote it.
+ * A rewrite marked `heal` removes an older tombstone even when its own row was recorded by its
+ * writer: a dead writer's delete recorded here after that rewrite had been recorded must not stay.
+ */
+function withTombstones(insert: SQL, effects: SQL): SQL {
+  const t = sql.raw("t");
+  return sql`with ins as (${insert}),
+    e(index_id, record_id, version, major, minor, deleted, heal, created_at) as (values ${effects}),
+    _r as (delete from ${tombstones} t using e
+      where not e.deleted and t.index_id = e.index_id and t.record_id = e.record_id
+        and (e.heal or exists (select 1 from ins where ins.index_id = e.index_id and ins.version = e.version))
+        and ${versionOrder(sql`${t}.version`)} < (e.major, e.minor)
+      returning 1),
+    _d as (insert into ${tombstones} (index_id, record_id, version, created_at)
+      select e.index_id, e.record_id, e.version, e.created_at
+      from e join ins on ins.index_id = e.index_id and ins.version = e.version
+      where e.deleted
+      order by e.index_id, e.record_id
+      on conflict (index_id, record_id) do update set version = excluded.version, created_at = excluded.created_at
+        where ${versionOrder(sql`${tombstones}.version`)} < ${versionOrder(sql.raw("excluded.version"))}
+      returning 1)
+    select 1`;
 }

@@ -5,9 +5,11 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { and, eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import type { Principal } from "../../src/auth/principal.ts";
 import { NotFoundError, QuotaExceededError, UnavailableError } from "../../src/domain/errors.ts";
+import { majorOf, minorOf } from "../../src/domain/version-id.ts";
 import { createEmbeddedEngine } from "../../src/engine/embedded/index.ts";
 import { createLogger } from "../../src/log.ts";
 import { Replica } from "../../src/replication/replica.ts";
@@ -18,7 +20,7 @@ import { VersionService } from "../../src/services/versions.ts";
 import { IndexLocks } from "../../src/services/versions/lock.ts";
 import type { SearchEngine } from "../../src/ports/engine.ts";
 import type { Store } from "../../src/store/open.ts";
-import { tenants } from "../../src/store/schema.ts";
+import { tenants, tombstones, versions } from "../../src/store/schema.ts";
 import { storeTargets } from "../support/store.ts";
 import { MemoryLog } from "./memory-log.ts";
 
@@ -95,12 +97,14 @@ function useTwoNodes(options: NodeOptions = {}, optionsB: NodeOptions = { ...opt
   const memory = new MemoryLog();
   const nodes = { memory } as {
     memory: MemoryLog;
+    store: Store;
     a: Awaited<ReturnType<typeof openNode>>;
     b: Awaited<ReturnType<typeof openNode>>;
   };
   let store: Store | undefined;
   beforeAll(async () => {
     store = await storeTargets()[0]!.open();
+    nodes.store = store;
     await store.db.insert(tenants).values({ id: "ten_r", name: "ten_r", createdAt: 0 });
     nodes.a = await openNode(memory, store, "a", options);
     nodes.b = await openNode(memory, store, "b", optionsB);
@@ -198,6 +202,43 @@ describe("two nodes on one change log", () => {
     setTimeout(() => nodes.b.log.release(), 100);
     expect((await reading).title).toBe("Late record");
     expect(await nodes.b.replica.caughtUp()).toMatchObject({ ready: true, behind: 0 });
+  });
+});
+
+describe("a writer that dies between the log and the store", () => {
+  const nodes = useTwoNodes();
+
+  test("its version row and tombstones are recorded by the nodes that applied its change", async () => {
+    const ref = (await nodes.a.catalog.byName("ten_r", "shop"))!;
+    await nodes.a.records.put(admin, "shop", "kept", { title: "Kept" });
+    await nodes.a.records.put(admin, "shop", "gone", { title: "Gone" });
+    await nodes.a.records.put(admin, "shop", "back", { title: "Back" });
+    await nodes.a.records.delete(admin, "shop", "back");
+    const tombstonesNow = async () =>
+      (await nodes.store.db.select().from(tombstones).where(eq(tombstones.indexId, ref.id)))
+        .map((t) => `${t.recordId}@${t.version}`)
+        .sort();
+    const parent = nodes.a.replica.active(ref.id)!;
+    expect(await tombstonesNow()).toEqual([`back@${parent}`]);
+    // What a writer does before it records the change: in the log, applied. Then it is gone.
+    const version = `${majorOf(parent)}.${minorOf(parent) + 1}`;
+    await nodes.a.replica.commit({
+      op: "change",
+      index: ref.id,
+      change: { version, parent, upserts: [{ id: "back", title: "Back again" }], deletes: ["gone"], activate: true },
+    });
+    await nodes.b.replica.waitFor(ref.id, version, 5_000);
+    for (let i = 0; (await tombstonesNow()).join() !== `gone@${version}`; i++) {
+      expect(i, `tombstones: ${(await tombstonesNow()).join()}`).toBeLessThan(60);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    const [stored] = await nodes.store.db
+      .select()
+      .from(versions)
+      .where(and(eq(versions.indexId, ref.id), eq(versions.version, version)));
+    expect(stored).toMatchObject({ parent, kind: "change", records: 2 });
+    // The change itself is applied on both nodes, as before.
+    expect((await nodes.b.records.get(admin, "shop", "back"))?.title).toBe("Back again");
   });
 });
 
