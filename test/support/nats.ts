@@ -109,17 +109,27 @@ export interface NatsSupercluster extends NatsCluster {
  * Clusters of 1 start too (the route to itself lets a lone server run clustered JetStream), but
  * their meta group of 2 stops whenever either server does.
  */
-export async function startNatsSupercluster(names: string[], size: number): Promise<NatsSupercluster> {
+export async function startNatsSupercluster(
+  names: string[],
+  size: number,
+  /**
+   * The name of one more cluster, of a single server and no region: a tie-breaker that keeps the
+   * JetStream meta group's majority when one region's cluster is down (docs/replication.md).
+   */
+  tieBreaker?: string,
+): Promise<NatsSupercluster> {
   const dir = mkdtempSync(join(tmpdir(), "sift-natssc-"));
   const plan: { cluster: string; name: string; port: number; monitor: number; route: number; gateway: number }[] = [];
-  for (const cluster of names) {
-    for (let i = 1; i <= size; i++) {
+  const sizes = new Map(names.map((name) => [name, size]));
+  if (tieBreaker !== undefined) sizes.set(tieBreaker, 1);
+  for (const [cluster, members] of sizes) {
+    for (let i = 1; i <= members; i++) {
       const [port, monitor, route, gateway] = [await freePort(), await freePort(), await freePort(), await freePort()];
       plan.push({ cluster, name: `${cluster}-${i}`, port, monitor, route, gateway });
     }
   }
   const list = (ports: number[]) => ports.map((p) => `"nats://127.0.0.1:${p}"`).join(", ");
-  const gateways = names
+  const gateways = [...sizes.keys()]
     .map((cluster) => {
       const members = plan.filter((n) => n.cluster === cluster);
       return `{ name: "${cluster}", urls: [${list(members.map((n) => n.gateway))}] }`;
@@ -154,7 +164,7 @@ export async function startNatsSupercluster(names: string[], size: number): Prom
   try {
     await Promise.all(all.map((s) => s.start()));
     const clusters = Object.fromEntries(
-      names.map((cluster) => {
+      [...sizes.keys()].map((cluster) => {
         const own = servers.filter((s) => s.cluster === cluster).map((s) => s.server);
         return [cluster, natsCluster(own, () => killAll(own))];
       }),

@@ -56,10 +56,11 @@ export async function startRegions(
   /**
    * `supercluster`: a NATS cluster of three per region, joined by gateways, each region's node
    * connected to its own cluster's servers only, as in a deployment; else one cluster for all.
+   * `tieBreaker`: with it, one more cluster of a single server and no region.
    */
-  options: { supercluster?: boolean } = {},
+  options: { supercluster?: boolean; tieBreaker?: string } = {},
 ): Promise<Regions> {
-  const supercluster = options.supercluster ? await startNatsSupercluster(regionIds, 3) : undefined;
+  const supercluster = options.supercluster ? await startNatsSupercluster(regionIds, 3, options.tieBreaker) : undefined;
   const nats = supercluster ?? (await startNatsCluster(3));
   const clusters = supercluster?.clusters;
   const database = await createTempDatabase(process.env.DATABASE_URL!);

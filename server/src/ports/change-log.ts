@@ -72,6 +72,11 @@ export interface ChangeLog {
   append(entry: LogEntry, expectedLast: number | undefined): Promise<number>;
   /** The position of the newest entry (0 when empty). */
   lastSeq(): Promise<number>;
+  /**
+   * The position of the newest entry the node's own region holds: its mirror's, when it reads
+   * one (answers while the log's home is out of reach); the log's otherwise.
+   */
+  lastSeqNearby?(): Promise<number>;
   /** The position of the newest entry of one index (0 when it has none). */
   lastSeqOf(indexKey: string): Promise<number>;
   /** The oldest position still held (the log may be truncated behind checkpoints). */

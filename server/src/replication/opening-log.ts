@@ -55,6 +55,10 @@ export class OpeningLog implements ChangeLog {
   async lastSeq(): Promise<number> {
     return (await this.use()).lastSeq();
   }
+  async lastSeqNearby(): Promise<number> {
+    const log = await this.use();
+    return log.lastSeqNearby ? log.lastSeqNearby() : log.lastSeq();
+  }
   async lastSeqOf(indexKey: string): Promise<number> {
     return (await this.use()).lastSeqOf(indexKey);
   }

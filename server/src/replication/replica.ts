@@ -90,22 +90,34 @@ export class Replica {
     // Said before anything is read: from now on no entry this node has not applied is removed.
     // Out of reach (the log's home cluster down, the region on its mirror), the position reported
     // before this node stopped still holds truncation back, as it is never past this one.
-    await this.snapshots
-      .report(this.state.position)
-      .catch((error: Error) => this.logger.warn("could not report this node's position", { error: error.message }));
-    this.reporter = setInterval(() => {
-      this.snapshots
-        .report(this.state.position)
-        .catch((error: Error) => this.logger.warn("could not report this node's position", { error: error.message }));
-    }, this.snapshots.reportEveryMs);
+    await this.report();
+    this.reporter = setInterval(() => void this.report(), this.snapshots.reportEveryMs);
     let target = 0;
     for (let attempt = 1; ; attempt++) {
+      let restoring = false;
       try {
         target = await this.log.lastSeq();
         this.logLast = target;
-        await this.restoreTruncated();
+        const pointers = await this.snapshots.pointers();
+        restoring = true;
+        await this.restoreTruncated(pointers);
         break;
       } catch (error) {
+        // The log's home out of reach: the region's mirror still holds what this node missed,
+        // and no snapshot is needed while the others still count this node's last report. (A
+        // restore that failed midway is tried again instead: it may have left an index half done.)
+        const nearby = restoring ? undefined : await this.nearbyEnd();
+        if (nearby !== undefined) {
+          target = nearby;
+          this.logLast = Math.max(this.logLast, nearby);
+          this.logger.warn("the change log's home is out of reach; following what this region holds", {
+            from: this.state.position,
+            to: nearby,
+            reportedAt: new Date(this.state.reported!.at).toISOString(),
+            error: (error as Error).message,
+          });
+          break;
+        }
         // Not ready until it succeeds: following the log without the snapshot would skip entries.
         // Meanwhile the node serves what it holds (the log's cluster may be out of reach).
         this.logger.error("could not read the log's end or restore from a snapshot; trying again", {
@@ -124,6 +136,29 @@ export class Replica {
       await this.appliedThrough(target);
       this.logger.info("caught up", { position: this.state.position });
     }
+  }
+
+  /** Tells the others how far this node has applied, as far as its data directory says (see savedPosition). */
+  private async report(): Promise<void> {
+    try {
+      this.state.reported = await this.snapshots.report(this.state.savedPosition);
+      void this.state.save();
+    } catch (error) {
+      this.logger.warn("could not report this node's position", { error: (error as Error).message });
+    }
+  }
+
+  /**
+   * The end of what this node's region holds of the log, when it may follow that without asking
+   * for snapshots: its last report is recent enough that no truncation passed it (and reports
+   * never pass what its data directory holds). Undefined otherwise, or when that does not answer.
+   */
+  private async nearbyEnd(): Promise<number | undefined> {
+    const reported = this.state.reported;
+    if (!this.log.lastSeqNearby || reported === undefined || !this.snapshots.stillCounted(reported.at))
+      return undefined;
+    // biome-ignore lint/plugin: the caller logs the log's own failure and tries again.
+    return this.log.lastSeqNearby().catch(() => undefined);
   }
 
   async stop(): Promise<void> {
@@ -462,8 +497,8 @@ export class Replica {
    * was down longer than SIFT_REPLICATION_NODE_GONE_MS, or is new) is restored from its newest
    * snapshot; the log then replays what came after it.
    */
-  private async restoreTruncated(): Promise<void> {
-    for (const [index, pointer] of await this.snapshots.pointers()) {
+  private async restoreTruncated(pointers: Map<string, SnapshotPointer>): Promise<void> {
+    for (const [index, pointer] of pointers) {
       if (this.state.dropped.has(index)) continue;
       const last = this.state.indexes.get(index)?.last ?? 0;
       if (last + 1 >= pointer.truncatedBefore) continue;

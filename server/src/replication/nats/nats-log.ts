@@ -476,6 +476,11 @@ class NatsLog implements ChangeLog {
     return info.state.last_seq;
   }
 
+  async lastSeqNearby(): Promise<number> {
+    const info = await this.jsm.streams.info(this.followed);
+    return info.state.last_seq;
+  }
+
   async lastSeqOf(indexKey: string): Promise<number> {
     const message = await this.jsm.streams.getMessage(this.options.stream, { last_by_subj: subjectOf(indexKey) });
     return message?.seq ?? 0;
