@@ -6,7 +6,7 @@ import { NotFoundError, QuotaExceededError } from "../../domain/errors.ts";
 import { formatVersion, majorOf, type VersionId } from "../../domain/version-id.ts";
 import type { SearchRecord } from "../../ports/engine.ts";
 import type { IndexRef } from "../catalog.ts";
-import { lastMinor, parentFacts, tombstonesToCarry } from "./change-rows.ts";
+import { parentFacts, tombstonesToCarry, writeBase } from "./change-rows.ts";
 import type { VersionContext } from "./context.ts";
 import { liveVersion } from "./rows.ts";
 
@@ -55,15 +55,18 @@ export class Admission {
   }
 
   static async open(ctx: VersionContext, ref: IndexRef): Promise<Admission> {
+    if (!ctx.replica) {
+      const found = await writeBase(ctx.db, ref.id);
+      if (found === undefined) throw new NotFoundError("the index no longer exists");
+      return new Admission(ctx, ref, found.base, found.minor, found.facts);
+    }
+    // With replication the base and its minors are what this node applied. A parent that no
+    // version was created after has no newer tombstones (they belong to versions), and its count
+    // is the engine's: no store round trip under the lock.
     const base = await liveVersion(ctx, ref.id);
-    // Side by side: each is a store round trip on the index's serial write path. With
-    // replication, a parent that no version was created after has no newer tombstones (they
-    // belong to versions), and its count is the engine's: no store round trip under the lock.
-    const linear = ctx.replica !== undefined && ctx.replica.newest(ref.id) === base;
-    const [minor, facts] = await Promise.all([
-      lastMinor(ctx, ref.id, majorOf(base)),
-      linear ? { records: undefined, newer: [] } : parentFacts(ctx.db, ref.id, base),
-    ]);
+    const linear = ctx.replica.newest(ref.id) === base;
+    const minor = ctx.replica.maxMinor(ref.id, majorOf(base));
+    const facts = linear ? { records: undefined, newer: [] } : await parentFacts(ctx.db, ref.id, base);
     return new Admission(ctx, ref, base, minor, facts);
   }
 

@@ -1,7 +1,7 @@
 // What a record change reads and writes in the store besides the engine (docs/versions.md): the
 // facts of its parent, the next minor, the tombstones a branch carries, and the rows it leaves.
 // Shared by single writes (changes.ts) and group commits (group-commit.ts).
-import { and, eq, max, type SQL, sql } from "drizzle-orm";
+import { and, eq, type SQL, sql } from "drizzle-orm";
 import { majorOf, minorOf, type VersionId } from "../../domain/version-id.ts";
 import type { SearchRecord } from "../../ports/engine.ts";
 import type { Db } from "../../store/open.ts";
@@ -127,14 +127,37 @@ export async function parentFacts(
   return { records: row.records ?? undefined, newer };
 }
 
-/** The highest minor of a major: from the store, or with replication from what this node applied. */
-export async function lastMinor(ctx: VersionContext, indexId: string, major: number): Promise<number> {
-  if (ctx.replica) return ctx.replica.maxMinor(indexId, major);
-  const [last] = await ctx.db
-    .select({ minor: max(versions.minor) })
-    .from(versions)
-    .where(and(eq(versions.indexId, indexId), eq(versions.major, major)));
-  return last?.minor ?? 0;
+/**
+ * Without replication, what a write builds on, in one round trip: the active version, the highest
+ * minor of its major, and parentFacts of it. Three round trips before, two of them one after the
+ * other, on the index's serial write path.
+ */
+export async function writeBase(
+  db: Db,
+  indexId: string,
+): Promise<{ base: VersionId; minor: number; facts: { records: number | undefined; newer: string[] } } | undefined> {
+  const rows = await db.execute(sql`select i.active_version as base,
+      (select max(v.minor) from ${versions} v
+        where v.index_id = i.id and v.major = split_part(i.active_version, '.', 1)::int) as minor,
+      p.records as records,
+      (select coalesce(json_agg(t.record_id), '[]'::json) from ${tombstones} t
+        where t.index_id = i.id and t.created_at > p.created_at) as newer
+    from ${indexes} i left join ${versions} p on p.index_id = i.id and p.version = i.active_version
+    where i.id = ${indexId}`);
+  // Drivers differ: postgres.js answers the rows, PGlite an object holding them.
+  const [row] = (Array.isArray(rows) ? rows : (rows as unknown as { rows: unknown[] }).rows) as {
+    base: string;
+    minor: number | string | null;
+    records: number | string | null;
+    newer: unknown;
+  }[];
+  if (row === undefined) return undefined;
+  const newer = (typeof row.newer === "string" ? JSON.parse(row.newer) : (row.newer ?? [])) as string[];
+  return {
+    base: row.base,
+    minor: Number(row.minor ?? 0),
+    facts: { records: row.records === null ? undefined : Number(row.records), newer },
+  };
 }
 
 /**
