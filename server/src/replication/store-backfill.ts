@@ -1,9 +1,9 @@
 // What every node records in the shared store for the entries it applies (docs/replication.md):
 // the version row of each record change and its tombstones, in case its writer died before
 // recording them, and the index's active version, guarded by log position so that a node that
-// lags never sets it back. Batched off the apply path: one transaction every 100 ms for a batch
-// of rows and the active versions, instead of round trips per entry on every node, which held up
-// each index's entries.
+// lags never sets it back. Batched off the apply path, every 100 ms: one statement for the rows
+// and their tombstones and one transaction for the active versions, instead of round trips per
+// entry on every node, which held up each index's entries.
 import { type SQL, sql } from "drizzle-orm";
 import type { Logger } from "../log.ts";
 import type { Db } from "../store/open.ts";
@@ -111,8 +111,7 @@ export class StoreBackfill {
             from (values ${values}) as v(${columns})
             where exists (select 1 from ${indexes} i where i.id = v.index_id)
             order by index_id, major, minor
-            on conflict do nothing
-            returning index_id, version`;
+            on conflict do nothing`;
         const effects = this.effectValues(pending);
         await this.db.execute(effects === undefined ? insert : withTombstones(insert, effects));
       }
@@ -190,7 +189,7 @@ const versionOrder = (column: SQL) =>
  */
 function withTombstones(insert: SQL, effects: SQL): SQL {
   const t = sql.raw("t");
-  return sql`with ins as (${insert}),
+  return sql`with ins as (${insert} returning index_id, version),
     e(index_id, record_id, version, major, minor, deleted, heal, created_at) as (values ${effects}),
     _r as (delete from ${tombstones} t using e
       where not e.deleted and t.index_id = e.index_id and t.record_id = e.record_id
