@@ -106,7 +106,12 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
   let engine: SearchEngine;
   let changeLog: ChangeLog | undefined;
   try {
-    store = await openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+    store = await openStore({
+      databaseUrl: config.databaseUrl,
+      databaseReadUrl: config.databaseReadUrl,
+      dataDir: config.dataDir,
+      log,
+    });
     engine = await openEngine(config, log);
     await engine.open();
     if (config.nats) {
@@ -154,8 +159,8 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
   const rateLimits = new RateLimits(config.rateLimits, rateStore);
 
   const accounts = new AccountService(store.db, config.sessionTtlMs);
-  const apiKeys = new ApiKeyService(store.db, log);
-  const catalog = new CatalogService(store.db, engine, log, Date.now, { indexes: config.quotaIndexes });
+  const apiKeys = new ApiKeyService(store.db, log, Date.now, store.lookup);
+  const catalog = new CatalogService(store.db, engine, log, Date.now, { indexes: config.quotaIndexes }, store.lookup);
   if (replica) {
     replica.onActivated((indexId, version) => catalog.setActive(indexId, version));
     catalog.useLocalActive(

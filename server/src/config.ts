@@ -29,6 +29,8 @@ export interface Config {
   publicUrl: string | undefined;
   dataDir: string;
   databaseUrl: string | undefined;
+  /** A read replica of DATABASE_URL in this region: lookups on the request path read it first. */
+  databaseReadUrl: string | undefined;
   typesense: { url: string; apiKey: string } | undefined;
   region: RegionId;
   /** Base URL per region; every region defaults to this server. */
@@ -187,6 +189,15 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
     problems.push(`DATABASE_URL must be a postgres:// URL (got "${databaseUrl.replace(/:[^:@/]*@/, ":***@")}")`);
   }
+  const databaseReadUrl = env.DATABASE_READ_URL || undefined;
+  if (databaseReadUrl && !/^postgres(ql)?:\/\//.test(databaseReadUrl)) {
+    problems.push(
+      `DATABASE_READ_URL must be a postgres:// URL (got "${databaseReadUrl.replace(/:[^:@/]*@/, ":***@")}")`,
+    );
+  }
+  if (databaseReadUrl && !databaseUrl) {
+    problems.push("DATABASE_READ_URL names a read replica of DATABASE_URL: set DATABASE_URL too");
+  }
 
   const typesenseUrl = url("TYPESENSE_URL");
   const typesenseKey = env.TYPESENSE_API_KEY;
@@ -274,6 +285,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     publicUrl: url("SIFT_PUBLIC_URL"),
     dataDir: resolve(env.SIFT_DATA_DIR || ".sift"),
     databaseUrl,
+    databaseReadUrl,
     typesense: typesenseUrl && typesenseKey ? { url: typesenseUrl, apiKey: typesenseKey } : undefined,
     region,
     regionUrls,

@@ -19,6 +19,7 @@ import {
 import { NotFoundError, UnauthenticatedError } from "../domain/errors.ts";
 import { isStoreUnreachable } from "../store/errors.ts";
 import type { Logger } from "../log.ts";
+import { type Lookup, primaryOnly } from "../store/lookup.ts";
 import type { Db } from "../store/open.ts";
 import { apiKeys, users } from "../store/schema.ts";
 
@@ -49,13 +50,16 @@ export class ApiKeyService implements ApiKeyAuthenticator {
   private readonly lastUsedWritten = new Map<string, number>();
 
   private readonly db: Db;
+  /** Key verification: the region's read replica first (store/lookup.ts). */
+  private readonly lookup: Lookup;
   private readonly log: Logger;
   private readonly now: () => number;
 
-  constructor(db: Db, log: Logger, now: () => number = Date.now) {
+  constructor(db: Db, log: Logger, now: () => number = Date.now, lookup: Lookup = primaryOnly(db)) {
     this.db = db;
     this.log = log;
     this.now = now;
+    this.lookup = lookup;
   }
 
   async create(
@@ -128,12 +132,15 @@ export class ApiKeyService implements ApiKeyAuthenticator {
     }
     let found: { key: typeof apiKeys.$inferSelect; userId: string | null } | undefined;
     try {
-      [found] = await this.db
-        .select({ key: apiKeys, userId: users.id })
-        .from(apiKeys)
-        .leftJoin(users, eq(users.id, apiKeys.userId))
-        .where(eq(apiKeys.keyHash, hash))
-        .limit(1);
+      found = await this.lookup((db) =>
+        db
+          .select({ key: apiKeys, userId: users.id })
+          .from(apiKeys)
+          .leftJoin(users, eq(users.id, apiKeys.userId))
+          .where(eq(apiKeys.keyHash, hash))
+          .limit(1)
+          .then((rows) => rows[0]),
+      );
     } catch (error) {
       // The store is unreachable: a key verified before keeps working for a while (a revocation
       // made meanwhile cannot be seen until the store answers again). Otherwise the error goes

@@ -16,6 +16,7 @@ import type { Logger } from "../log.ts";
 import type { SearchEngine } from "../ports/engine.ts";
 import { REGION_IDS, isRegionId } from "../regions.ts";
 import { isStoreUnreachable, isUniqueViolation } from "../store/errors.ts";
+import { type Lookup, primaryOnly } from "../store/lookup.ts";
 import type { Db } from "../store/open.ts";
 import { indexes, services, versions } from "../store/schema.ts";
 
@@ -51,6 +52,8 @@ export class CatalogService {
   private generation = 0;
 
   private readonly db: Db;
+  /** Request-path lookups: the region's read replica first (store/lookup.ts). */
+  private readonly lookup: Lookup;
   private readonly engine: SearchEngine;
   private readonly log: Logger;
   private readonly now: () => number;
@@ -65,8 +68,10 @@ export class CatalogService {
     log: Logger,
     now: () => number = Date.now,
     quotas: CatalogQuotas = DEFAULT_CATALOG_QUOTAS,
+    lookup: Lookup = primaryOnly(db),
   ) {
     this.db = db;
+    this.lookup = lookup;
     this.engine = engine;
     this.log = log;
     this.now = now;
@@ -255,14 +260,14 @@ export class CatalogService {
   /** The index a record path or an upload names: names are unique per tenant. */
   async byName(tenantId: string, name: string): Promise<IndexRef | undefined> {
     return this.cached(`t:${tenantId}:${name}`, () =>
-      this.refs(and(eq(indexes.tenantId, tenantId), eq(indexes.name, name))).then((r) => r[0]),
+      this.lookup((db) => this.refs(and(eq(indexes.tenantId, tenantId), eq(indexes.name, name)), db).then((r) => r[0])),
     );
   }
 
   /** The index a search names: service names are global, so this needs no tenant. */
   async byServiceAndName(serviceName: string, name: string): Promise<IndexRef | undefined> {
     return this.cached(`s:${serviceName}:${name}`, () =>
-      this.refs(and(eq(services.name, serviceName), eq(indexes.name, name))).then((r) => r[0]),
+      this.lookup((db) => this.refs(and(eq(services.name, serviceName), eq(indexes.name, name)), db).then((r) => r[0])),
     );
   }
 
@@ -305,8 +310,8 @@ export class CatalogService {
     return ref;
   }
 
-  private async refs(where: ReturnType<typeof eq> | undefined): Promise<IndexRef[]> {
-    const rows = await this.db
+  private async refs(where: ReturnType<typeof eq> | undefined, db: Db = this.db): Promise<IndexRef[]> {
+    const rows = await db
       .select({
         id: indexes.id,
         tenantId: indexes.tenantId,

@@ -6,6 +6,8 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { sql } from "drizzle-orm";
 import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
+import type { Logger } from "../log.ts";
+import { type Lookup, primaryOnly, replicaFirst } from "./lookup.ts";
 import * as schema from "./schema.ts";
 
 export type Db = PgDatabase<PgQueryResultHKT, typeof schema>;
@@ -14,6 +16,11 @@ export type Tx = Parameters<Parameters<Db["transaction"]>[0]>[0];
 
 export interface Store {
   readonly db: Db;
+  /**
+   * Lookups on the request path (API keys, indexes by name): the region's read replica first
+   * (DATABASE_READ_URL), the primary when it lacks the row or does not answer (store/lookup.ts).
+   */
+  readonly lookup: Lookup;
   readonly kind: "pglite" | "postgres";
   ping(): Promise<boolean>;
   close(): Promise<void>;
@@ -22,8 +29,15 @@ export interface Store {
 /** The schema's migrations, run by every open. */
 export const migrationsFolder = fileURLToPath(new URL("./migrations", import.meta.url));
 
-export async function openStore(options: { databaseUrl?: string; dataDir: string }): Promise<Store> {
-  return options.databaseUrl ? openPostgres(options.databaseUrl) : openPglite(join(options.dataDir, "pglite"));
+export async function openStore(options: {
+  databaseUrl?: string;
+  databaseReadUrl?: string;
+  dataDir: string;
+  log?: Logger;
+}): Promise<Store> {
+  return options.databaseUrl
+    ? openPostgres(options.databaseUrl, options.databaseReadUrl, options.log)
+    : openPglite(join(options.dataDir, "pglite"));
 }
 
 async function openPglite(path: string): Promise<Store> {
@@ -45,13 +59,14 @@ async function openPglite(path: string): Promise<Store> {
   }
   return {
     db: db as unknown as Db,
+    lookup: primaryOnly(db as unknown as Db),
     kind: "pglite",
     ping: () => pingDb(db as unknown as Db),
     close: () => client.close(),
   };
 }
 
-async function openPostgres(url: string): Promise<Store> {
+async function openPostgres(url: string, readUrl: string | undefined, log: Logger | undefined): Promise<Store> {
   const [{ default: postgres }, { drizzle }, { migrate }] = await Promise.all([
     import("postgres"),
     import("drizzle-orm/postgres-js"),
@@ -67,11 +82,19 @@ async function openPostgres(url: string): Promise<Store> {
       cause: error,
     });
   }
+  // A replica is read-only and migrated by its primary; its connections open on first use, so a
+  // replica that does not answer yet does not stop the node from starting.
+  const replica = readUrl ? postgres(readUrl, { max: 10, onnotice: () => {}, connect_timeout: 5 }) : undefined;
   return {
     db: db as unknown as Db,
+    lookup: replica
+      ? replicaFirst(db as unknown as Db, drizzle({ client: replica, schema }) as unknown as Db, log)
+      : primaryOnly(db as unknown as Db),
     kind: "postgres",
     ping: () => pingDb(db as unknown as Db),
-    close: () => client.end({ timeout: 5 }),
+    close: async () => {
+      await Promise.all([client.end({ timeout: 5 }), replica?.end({ timeout: 5 })]);
+    },
   };
 }
 

@@ -1,5 +1,5 @@
 // Replication's settings (docs/replication.md, Configuration): a mirror name NATS would refuse is
-// named at start-up, not found out from a failed stream call later.
+// named at start-up, not found out from a failed stream call later; so is a read replica URL.
 import { describe, expect, test } from "vitest";
 import { ConfigError, loadConfig } from "../../src/config.ts";
 
@@ -22,5 +22,23 @@ describe("SIFT_NATS_MIRROR", () => {
     const load = () => loadConfig({ ...base, SIFT_NATS_MIRROR: "sift.london" });
     expect(load).toThrow(ConfigError);
     expect(load).toThrow(/SIFT_NATS_MIRROR must be a stream name.*"sift\.london"/);
+  });
+});
+
+describe("DATABASE_READ_URL", () => {
+  test("names the region's read replica of DATABASE_URL", () => {
+    const replica = "postgres://postgres@replica.london:5432/sift";
+    expect(loadConfig({ ...base, DATABASE_READ_URL: replica }).databaseReadUrl).toBe(replica);
+    expect(loadConfig(base).databaseReadUrl).toBeUndefined();
+  });
+
+  test("is refused without DATABASE_URL, or when it is not a postgres URL, hiding its password", () => {
+    const { DATABASE_URL: _, SIFT_NATS_URL: __, ...single } = base;
+    expect(() => loadConfig({ ...single, DATABASE_READ_URL: "postgres://postgres@replica:5432/sift" })).toThrow(
+      /DATABASE_READ_URL names a read replica of DATABASE_URL: set DATABASE_URL too/,
+    );
+    const load = () => loadConfig({ ...base, DATABASE_READ_URL: "mysql://sift:secret@replica/sift" });
+    expect(load).toThrow(ConfigError);
+    expect(load).toThrow(/DATABASE_READ_URL must be a postgres:\/\/ URL \(got "mysql:\/\/sift:\*\*\*@replica\/sift"\)/);
   });
 });

@@ -1,0 +1,37 @@
+// Lookups on the request path (an API key by its hash, an index by its name), read from the
+// region's read replica when there is one (DATABASE_READ_URL, docs/replication.md): a search in a
+// far region then does not cross to the primary, and goes on while the primary is unreachable.
+// A replica trails its primary: a row it lacks (a key made a moment ago) is read from the primary.
+import type { Logger } from "../log.ts";
+import type { Db } from "./open.ts";
+
+/** Runs `read` where the row is: undefined only when neither the replica nor the primary has it. */
+export type Lookup = <T>(read: (db: Db) => Promise<T | undefined>) => Promise<T | undefined>;
+
+export const primaryOnly =
+  (primary: Db): Lookup =>
+  (read) =>
+    read(primary);
+
+/** At most one warning this often: a replica that is down would otherwise log every request. */
+const WARN_EVERY_MS = 10_000;
+
+export function replicaFirst(primary: Db, replica: Db, log: Logger | undefined): Lookup {
+  let warnedAt = 0;
+  return async (read) => {
+    try {
+      const found = await read(replica);
+      if (found !== undefined) return found;
+    } catch (error) {
+      // A replica down, not accepting connections yet, or not a copy of this database: the
+      // primary answers instead, and the log says why.
+      if (Date.now() - warnedAt >= WARN_EVERY_MS) {
+        warnedAt = Date.now();
+        log?.warn("the read replica (DATABASE_READ_URL) did not answer a lookup; reading the primary", {
+          error: (error as Error).message,
+        });
+      }
+    }
+    return read(primary);
+  };
+}

@@ -1,0 +1,72 @@
+// A region's read replica of the shared PostgreSQL (DATABASE_READ_URL, docs/replication.md): a
+// private primary and its streaming replica, and a Sift node reading its request-path lookups
+// (API keys, indexes by name) from the replica. A key made a moment ago that the replica does not
+// have yet is read from the primary; with the primary down, a key and an index the node never
+// looked up are still found through the replica, so searches go on; writes answer 503.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Http } from "../support/http.ts";
+import { type PostgresPair, postgresPairAvailable, startPostgresPair } from "../support/postgres.ts";
+import { type SiftProcess, siftProcess } from "../support/process.ts";
+import { keyed } from "../support/regions.ts";
+import { createKey, signUp } from "../support/world.ts";
+
+describe.skipIf(!postgresPairAvailable)("a region that reads through a replica of the store", () => {
+  let pair: PostgresPair;
+  let node: SiftProcess;
+  beforeAll(async () => {
+    pair = await startPostgresPair();
+    node = await siftProcess({ DATABASE_READ_URL: pair.replicaUrl }, { sharedDatabase: pair.primaryUrl });
+    await node.start();
+  }, 60_000);
+  afterAll(async () => {
+    await node?.destroy();
+    pair?.stop();
+  });
+
+  /** Whether the replica has replayed the row of the key named `name`. */
+  const replicaHasKey = (name: string) =>
+    pair.onReplica(async (sql) => (await sql`select 1 from api_keys where name = ${name}`).length === 1);
+
+  it("finds new keys on the primary, and keys and indexes on the replica while the primary is down", async () => {
+    const session = await signUp(new Http(node.url), `replica-${Date.now()}@example.com`);
+    const admin = keyed(node.url, await createKey(session, "adm"));
+    const service = `replica-${process.pid}`;
+    expect((await admin.post("/v1/services", { name: service })).status).toBe(201);
+    for (const name of ["shop", "desk"]) {
+      const made = await admin.post("/v1/indexes", { name, serviceName: service, visibility: "PRIVATE" });
+      expect(made.status, made.text).toBe(201);
+    }
+    expect((await admin.put("/v1/indexes/shop/records/lamp", { title: "Desk lamp" })).status).toBe(200);
+    expect((await admin.put("/v1/indexes/desk/records/oak", { title: "Oak desk" })).status).toBe(200);
+    const search = (key: string, index: string, query: string) =>
+      new Http(node.url).get(`/v1/search?query=${query}&indexName=${index}&serviceName=${service}`, { key });
+
+    // The replica stops replaying: a key made now is on the primary only, and works at once.
+    await pair.onReplica((sql) => sql`select pg_wal_replay_pause()`);
+    const fresh = await createKey(session, "svc", "fresh");
+    expect(await replicaHasKey("fresh")).toBe(false);
+    const found = await search(fresh, "shop", "lamp");
+    expect(found.status, found.text).toBe(200);
+    expect(found.body.suggestions[0].id).toBe("lamp");
+    await pair.onReplica((sql) => sql`select pg_wal_replay_resume()`);
+
+    // A key this node never verified, and an index it never looked up by service: once the
+    // replica has them, the primary goes down, and a search with them still answers.
+    const unused = await createKey(session, "svc", "unused");
+    await expect.poll(() => replicaHasKey("unused"), { timeout: 10_000 }).toBe(true);
+    pair.stopPrimary();
+    const during = await search(unused, "desk", "oak");
+    expect(during.status, during.text).toBe(200);
+    expect(during.body.suggestions[0].id).toBe("oak");
+    const ready = await new Http(node.url).get("/readyz");
+    expect(ready.status).toBe(503);
+    expect(ready.body.checks.store).toBe(false);
+    // A write needs the primary: a clear 503, never a 500.
+    const write = await admin.put("/v1/indexes/desk/records/pine", { title: "Pine desk" });
+    expect(write.status, write.text).toBe(503);
+
+    pair.startPrimary();
+    await expect.poll(async () => (await new Http(node.url).get("/readyz")).status, { timeout: 20_000 }).toBe(200);
+    expect((await admin.put("/v1/indexes/desk/records/pine", { title: "Pine desk" })).status).toBe(200);
+  }, 90_000);
+});
