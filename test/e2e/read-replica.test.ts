@@ -2,7 +2,8 @@
 // private primary and its streaming replica, and a Sift node reading its request-path lookups
 // (API keys, indexes by name) from the replica. A key made a moment ago that the replica does not
 // have yet is read from the primary; with the primary down, a key and an index the node never
-// looked up are still found through the replica, so searches go on; writes answer 503.
+// looked up are still found through the replica, so searches go on, after a restart too; writes
+// answer 503.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Http } from "../support/http.ts";
 import { type PostgresPair, postgresPairAvailable, startPostgresPair } from "../support/postgres.ts";
@@ -64,6 +65,15 @@ describe.skipIf(!postgresPairAvailable)("a region that reads through a replica o
     // A write needs the primary: a clear 503, never a 500.
     const write = await admin.put("/v1/indexes/desk/records/pine", { title: "Pine desk" });
     expect(write.status, write.text).toBe(503);
+
+    // Restarted while the primary is down, the node starts on the replica, whose schema is
+    // current (D-276): it used to exit, failing its migrations. Its lookups are all new now.
+    await node.kill("SIGKILL");
+    await node.start();
+    const restarted = await search(unused, "shop", "lamp");
+    expect(restarted.status, restarted.text).toBe(200);
+    expect(restarted.body.suggestions[0].id).toBe("lamp");
+    expect((await new Http(node.url).get("/readyz")).body.checks.store).toBe(false);
 
     pair.startPrimary();
     await expect.poll(async () => (await new Http(node.url).get("/readyz")).status, { timeout: 20_000 }).toBe(200);

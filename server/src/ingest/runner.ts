@@ -10,6 +10,7 @@ import { uploadBlobKey, type BlobStore } from "../ports/blobs.ts";
 import type { BulkWriter, SearchEngine } from "../ports/engine.ts";
 import type { CatalogService } from "../services/catalog.ts";
 import type { VersionService } from "../services/versions.ts";
+import { isStoreUnreachable } from "../store/errors.ts";
 import type { Db } from "../store/open.ts";
 import { indexes, tombstones, uploads } from "../store/schema.ts";
 import { openUpload, UploadLimitError, UploadParseError, type RecordError } from "./parse/index.ts";
@@ -60,6 +61,8 @@ export class IngestRunner {
   private readonly limits: UploadLimits;
   private readonly smallLane: SmallLane;
   private running = false;
+  /** Whether the ingests a crash cut off have been looked for (recover). */
+  private recovered = false;
   private turn = 0;
   /** The turn (a counter) in which each tenant last had an ingest claimed: least recent goes next. */
   private readonly served = new Map<string, number>();
@@ -96,9 +99,25 @@ export class IngestRunner {
   }
 
   async start(): Promise<void> {
-    await this.recoverInterrupted();
+    await this.recover();
     this.running = true;
     this.loops = [this.run("main"), this.run("small")];
+  }
+
+  /**
+   * recoverInterrupted, or, while the store does not answer (a node started on its read replica,
+   * D-276), a warning: the main loop asks again until it is done.
+   */
+  private async recover(): Promise<void> {
+    try {
+      await this.recoverInterrupted();
+      this.recovered = true;
+    } catch (error) {
+      if (!isStoreUnreachable(error)) throw error;
+      this.log.warn("could not look for interrupted ingests: the store does not answer; trying again", {
+        error: (error as Error).message,
+      });
+    }
   }
 
   /** Called when an upload is queued, so it starts without waiting for the next poll. */
@@ -131,6 +150,7 @@ export class IngestRunner {
 
   private async run(lane: Lane): Promise<void> {
     while (this.running) {
+      if (lane === "main" && !this.recovered) await this.recover();
       const row = await this.claim(lane).catch((error: Error) => {
         this.log.error("cannot claim an ingest", { error: error.message });
         return undefined;

@@ -1,12 +1,13 @@
 // The metadata store port: a Drizzle database over embedded PGlite (default) or PostgreSQL
 // through postgres.js (DATABASE_URL). Migrations are applied in code because drizzle-kit's
 // migrate command exits 1 without a message on some errors (docs/architecture.md, Tool quirks we work around).
-import { mkdirSync } from "node:fs";
+import { mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { sql } from "drizzle-orm";
 import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
 import type { Logger } from "../log.ts";
+import { isStoreUnreachable } from "./errors.ts";
 import { type Lookup, primaryOnly, replicaFirst } from "./lookup.ts";
 import * as schema from "./schema.ts";
 
@@ -74,17 +75,36 @@ async function openPostgres(url: string, readUrl: string | undefined, log: Logge
   ]);
   const client = postgres(url, { max: 10, onnotice: () => {}, connect_timeout: 10 });
   const db = drizzle({ client, schema });
-  try {
-    await migrate(db, { migrationsFolder });
-  } catch (error) {
-    await client.end({ timeout: 1 });
-    throw new Error(`cannot prepare the PostgreSQL store at DATABASE_URL: ${(error as Error).message}`, {
-      cause: error,
-    });
-  }
   // A replica is read-only and migrated by its primary; its connections open on first use, so a
   // replica that does not answer yet does not stop the node from starting.
   const replica = readUrl ? postgres(readUrl, { max: 10, onnotice: () => {}, connect_timeout: 5 }) : undefined;
+  let migrating: ReturnType<typeof setTimeout> | undefined;
+  try {
+    await migrate(db, { migrationsFolder });
+  } catch (error) {
+    // The primary out of reach, and the region's replica shows the schema this code expects: the
+    // node starts on the replica's lookups (D-276), and migrates (a no-op) once the primary answers.
+    if (replica && isStoreUnreachable(error) && (await schemaCurrent(replica))) {
+      log?.warn("the primary PostgreSQL (DATABASE_URL) does not answer; starting on the read replica", {
+        error: (error as Error).message,
+      });
+      const retry = () => {
+        migrating = setTimeout(() => {
+          migrate(db, { migrationsFolder }).then(
+            () => log?.info("the primary PostgreSQL answers again; its schema is current"),
+            retry,
+          );
+        }, MIGRATE_RETRY_MS);
+        migrating.unref();
+      };
+      retry();
+    } else {
+      await Promise.all([client.end({ timeout: 1 }), replica?.end({ timeout: 1 })]);
+      throw new Error(`cannot prepare the PostgreSQL store at DATABASE_URL: ${(error as Error).message}`, {
+        cause: error,
+      });
+    }
+  }
   return {
     db: db as unknown as Db,
     lookup: replica
@@ -93,9 +113,31 @@ async function openPostgres(url: string, readUrl: string | undefined, log: Logge
     kind: "postgres",
     ping: () => pingDb(db as unknown as Db),
     close: async () => {
+      clearTimeout(migrating);
       await Promise.all([client.end({ timeout: 5 }), replica?.end({ timeout: 5 })]);
     },
   };
+}
+
+/** How often a node that started on its replica tries the primary's migrations again. */
+const MIGRATE_RETRY_MS = 5_000;
+
+/**
+ * Whether the replica's schema has every migration this code ships: drizzle records each applied
+ * migration with its journal time, and applies those newer than the last one recorded.
+ */
+async function schemaCurrent(replica: import("postgres").Sql): Promise<boolean> {
+  const journal = JSON.parse(readFileSync(join(migrationsFolder, "meta", "_journal.json"), "utf8")) as {
+    entries: { when: number }[];
+  };
+  const newest = Math.max(...journal.entries.map((e) => e.when));
+  try {
+    const [row] = await replica`select max(created_at)::text as last from drizzle.__drizzle_migrations`;
+    return Number(row?.last ?? 0) >= newest;
+  } catch {
+    // A replica that does not answer either cannot vouch for the schema.
+    return false;
+  }
 }
 
 async function pingDb(db: Db): Promise<boolean> {
