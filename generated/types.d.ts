@@ -1253,6 +1253,11 @@ export type components = {
                 engine: boolean;
                 /** @description With replication: the change log answers and this node has caught up with it (false while it replays). */
                 replication?: boolean;
+                /**
+                 * @description With a read replica of the store (DATABASE_READ_URL): whether it answers. Informational:
+                 *     lookups fall back to the primary, so a replica that does not answer leaves the node ready.
+                 */
+                readReplica?: boolean;
             };
             /** @description With replication: how far this node trails the change log. */
             replication?: components["schemas"]["ReplicationState"];

@@ -37,18 +37,27 @@ describe.skipIf(!postgresPairAvailable)("a region that reads through a replica o
       const made = await admin.post("/v1/indexes", { name, serviceName: service, visibility: "PRIVATE" });
       expect(made.status, made.text).toBe(201);
     }
-    expect((await admin.put("/v1/indexes/shop/records/lamp", { title: "Desk lamp" })).status).toBe(200);
+    const lamp = await admin.put("/v1/indexes/shop/records/lamp", { title: "Desk lamp" });
+    expect(lamp.status).toBe(200);
     expect((await admin.put("/v1/indexes/desk/records/oak", { title: "Oak desk" })).status).toBe(200);
     const search = (key: string, index: string, query: string) =>
       new Http(node.url).get(`/v1/search?query=${query}&indexName=${index}&serviceName=${service}`, { key });
 
-    // The replica stops replaying: a key made now is on the primary only, and works at once.
+    // The replica stops replaying once it has the index as the lamp left it: a key made now is on
+    // the primary only, and works at once; a record written now is found, though the replica's row
+    // of the index names the version before it.
+    const replicaActive = () =>
+      pair.onReplica(
+        async (sql) => (await sql`select active_version from indexes where name = 'shop'`)[0]?.active_version,
+      );
+    await expect.poll(replicaActive, { timeout: 10_000 }).toBe(lamp.body.indexVersion);
     await pair.onReplica((sql) => sql`select pg_wal_replay_pause()`);
     const fresh = await createKey(session, "svc", "fresh");
+    expect((await admin.put("/v1/indexes/shop/records/bulb", { title: "Lamp bulb" })).status).toBe(200);
     expect(await replicaHasKey("fresh")).toBe(false);
-    const found = await search(fresh, "shop", "lamp");
+    const found = await search(fresh, "shop", "bulb");
     expect(found.status, found.text).toBe(200);
-    expect(found.body.suggestions[0].id).toBe("lamp");
+    expect(found.body.suggestions.map((s: { id: string }) => s.id)).toEqual(["bulb"]);
     await pair.onReplica((sql) => sql`select pg_wal_replay_resume()`);
 
     // A key this node never verified, and an index it never looked up by service: once the
@@ -72,11 +81,22 @@ describe.skipIf(!postgresPairAvailable)("a region that reads through a replica o
     await node.start();
     const restarted = await search(unused, "shop", "lamp");
     expect(restarted.status, restarted.text).toBe(200);
-    expect(restarted.body.suggestions[0].id).toBe("lamp");
+    expect(restarted.body.suggestions.map((s: { id: string }) => s.id).sort()).toEqual(["bulb", "lamp"]);
     expect((await new Http(node.url).get("/readyz")).body.checks.store).toBe(false);
 
     pair.startPrimary();
     await expect.poll(async () => (await new Http(node.url).get("/readyz")).status, { timeout: 20_000 }).toBe(200);
+    expect((await new Http(node.url).get("/readyz")).body.checks).toMatchObject({ store: true, readReplica: true });
     expect((await admin.put("/v1/indexes/desk/records/pine", { title: "Pine desk" })).status).toBe(200);
+
+    // The replica down: /readyz says so and stays ready, and lookups go to the primary.
+    pair.stopReplica();
+    const late = await createKey(session, "svc", "late");
+    const viaPrimary = await search(late, "desk", "pine");
+    expect(viaPrimary.status, viaPrimary.text).toBe(200);
+    expect(viaPrimary.body.suggestions[0].id).toBe("pine");
+    const withoutReplica = await new Http(node.url).get("/readyz");
+    expect(withoutReplica.status).toBe(200);
+    expect(withoutReplica.body.checks).toMatchObject({ store: true, readReplica: false });
   }, 90_000);
 });

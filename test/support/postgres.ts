@@ -45,6 +45,8 @@ export interface PostgresPair {
   /** Stops the primary at once (`immediate`: as a crash); the replica keeps answering reads. */
   stopPrimary(): void;
   startPrimary(): void;
+  /** Stops the replica at once; the primary goes on. */
+  stopReplica(): void;
   /** Runs a statement on the replica (pg_wal_replay_pause(), a count). */
   onReplica<T>(query: (sql: postgres.Sql) => Promise<T>): Promise<T>;
   stop(): void;
@@ -126,6 +128,7 @@ export async function startPostgresPair(): Promise<PostgresPair> {
     replicaUrl: url(replicaPort),
     stopPrimary: () => stop(primary, "immediate"),
     startPrimary: () => start(primary, primaryPort),
+    stopReplica: () => stop(replica, "immediate"),
     async onReplica(query) {
       const sql = postgres(url(replicaPort), { max: 1, onnotice: () => {} });
       try {

@@ -5,7 +5,7 @@
 // replica's start tries again.
 import type { Logger } from "../log.ts";
 import type { AppliedEntry, ChangeLog, LogEntry } from "../ports/change-log.ts";
-import { within } from "./within.ts";
+import { within } from "../within.ts";
 
 /** How long a call waits for the log to open before it fails (a NATS request's own timeout). */
 const WAIT_MS = 10_000;

@@ -43,15 +43,18 @@ export function healthHandlers(deps: {
   lag: RegionLagService;
 }): Handlers {
   const readiness = async (): Promise<Readiness> => {
-    const [store, engine, replication] = await Promise.all([
+    const [store, engine, replication, readReplica] = await Promise.all([
       deps.store.ping(),
       // An engine that fails its ping is simply not ready, which is what this reports.
       deps.engine.ping().catch(() => false),
       // biome-ignore lint/plugin: a log that cannot say how far behind it is reports as not caught up.
       deps.replication?.status().catch(() => undefined),
+      deps.store.pingReplica?.(),
     ]);
     const checks: Readiness["checks"] = { store, engine };
     if (deps.replication) checks.replication = replication?.caughtUp ?? false;
+    // Not part of readiness: lookups the replica does not answer go to the primary (D-275).
+    if (readReplica !== undefined) checks.readReplica = readReplica;
     const ok = store && engine && (checks.replication ?? true);
     return { status: ok ? "ok" : "unavailable", checks, ...(replication ? { replication } : {}) };
   };

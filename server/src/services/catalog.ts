@@ -54,6 +54,8 @@ export class CatalogService {
   private readonly db: Db;
   /** Request-path lookups: the region's read replica first (store/lookup.ts). */
   private readonly lookup: Lookup;
+  /** The active versions this process set (setActive), which a lagging read replica may not have yet. */
+  private readonly activeHere = new Map<string, string>();
   private readonly engine: SearchEngine;
   private readonly log: Logger;
   private readonly now: () => number;
@@ -260,14 +262,14 @@ export class CatalogService {
   /** The index a record path or an upload names: names are unique per tenant. */
   async byName(tenantId: string, name: string): Promise<IndexRef | undefined> {
     return this.cached(`t:${tenantId}:${name}`, () =>
-      this.lookup((db) => this.refs(and(eq(indexes.tenantId, tenantId), eq(indexes.name, name)), db).then((r) => r[0])),
+      this.lookupRef(and(eq(indexes.tenantId, tenantId), eq(indexes.name, name))),
     );
   }
 
   /** The index a search names: service names are global, so this needs no tenant. */
   async byServiceAndName(serviceName: string, name: string): Promise<IndexRef | undefined> {
     return this.cached(`s:${serviceName}:${name}`, () =>
-      this.lookup((db) => this.refs(and(eq(services.name, serviceName), eq(indexes.name, name)), db).then((r) => r[0])),
+      this.lookupRef(and(eq(services.name, serviceName), eq(indexes.name, name))),
     );
   }
 
@@ -281,8 +283,19 @@ export class CatalogService {
     this.cache.clear();
   }
 
+  /**
+   * One index through the request-path lookup. A read replica may trail this process's own
+   * activations: the version this process made live wins over the one the replica has (D-275).
+   */
+  private async lookupRef(where: ReturnType<typeof and>): Promise<IndexRef | undefined> {
+    const ref = await this.lookup((db) => this.refs(where, db).then((r) => r[0]));
+    const mine = ref && this.activeHere.get(ref.id);
+    return ref && mine !== undefined ? { ...ref, activeVersion: mine } : ref;
+  }
+
   /** Keeps cached refs in step with a new active version, so the next search reads it at once. */
   setActive(indexId: string, version: string): void {
+    this.activeHere.set(indexId, version);
     for (const entry of this.cache.values()) {
       if (entry.ref?.id === indexId) entry.ref.activeVersion = version;
     }

@@ -7,6 +7,7 @@ import { fileURLToPath } from "node:url";
 import { sql } from "drizzle-orm";
 import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
 import type { Logger } from "../log.ts";
+import { within } from "../within.ts";
 import { isStoreUnreachable } from "./errors.ts";
 import { type Lookup, primaryOnly, replicaFirst } from "./lookup.ts";
 import * as schema from "./schema.ts";
@@ -24,6 +25,8 @@ export interface Store {
   readonly lookup: Lookup;
   readonly kind: "pglite" | "postgres";
   ping(): Promise<boolean>;
+  /** Whether the read replica answers; absent without one. */
+  pingReplica?(): Promise<boolean>;
   close(): Promise<void>;
 }
 
@@ -105,13 +108,21 @@ async function openPostgres(url: string, readUrl: string | undefined, log: Logge
       });
     }
   }
+  const primaryDb = db as unknown as Db;
+  const replicaDb = replica ? (drizzle({ client: replica, schema }) as unknown as Db) : undefined;
   return {
-    db: db as unknown as Db,
-    lookup: replica
-      ? replicaFirst(db as unknown as Db, drizzle({ client: replica, schema }) as unknown as Db, log)
-      : primaryOnly(db as unknown as Db),
+    db: primaryDb,
+    lookup: replicaDb ? replicaFirst(primaryDb, replicaDb, log) : primaryOnly(primaryDb),
     kind: "postgres",
-    ping: () => pingDb(db as unknown as Db),
+    ping: () => pingDb(primaryDb),
+    // Bounded: a replica whose host does not answer would hold /readyz for its connect timeout.
+    ...(replicaDb
+      ? {
+          pingReplica: () =>
+            // Not answered within the bound: reported as not answering.
+            within(1_000, "pinging the read replica", pingDb(replicaDb)).catch(() => false),
+        }
+      : {}),
     close: async () => {
       clearTimeout(migrating);
       await Promise.all([client.end({ timeout: 5 }), replica?.end({ timeout: 5 })]);

@@ -24,7 +24,7 @@ import {
 } from "@nats-io/jetstream";
 import { Objm, type ObjectStore, setSha256Backend } from "@nats-io/obj";
 import type { Logger } from "../../log.ts";
-import { within } from "../within.ts";
+import { within } from "../../within.ts";
 import { type AppliedEntry, type ChangeLog, type LogEntry, StaleAppendError } from "../../ports/change-log.ts";
 
 export interface NatsLogOptions {
