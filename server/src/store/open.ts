@@ -95,7 +95,12 @@ async function openPostgres(url: string, readUrl: string | undefined, log: Logge
         migrating = setTimeout(() => {
           migrate(db, { migrationsFolder }).then(
             () => log?.info("the primary PostgreSQL answers again; its schema is current"),
-            retry,
+            (failure: Error) => {
+              // Still out of reach is what is expected meanwhile; anything else is worth reading.
+              if (!isStoreUnreachable(failure))
+                log?.error("the primary's migrations failed; trying again", { error: failure.message });
+              retry();
+            },
           );
         }, MIGRATE_RETRY_MS);
         migrating.unref();
