@@ -22,6 +22,8 @@ export interface RowEffects {
 
 /** Ids deleted in entries applied this recently are checked again when a later change rewrites them. */
 const RECENT_DELETE_MS = 60_000;
+/** At most this many of them (a bulk delete of millions must not hold them all): the oldest go. */
+const MAX_RECENT_DELETES = 100_000;
 
 const compare = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
@@ -57,6 +59,8 @@ export class StoreBackfill {
       const key = `${row.indexId}\u0000${id}`;
       this.recentDeletes.delete(key);
       this.recentDeletes.set(key, now);
+      if (this.recentDeletes.size > MAX_RECENT_DELETES)
+        this.recentDeletes.delete(this.recentDeletes.keys().next().value!);
     }
     this.schedule();
   }
