@@ -35,7 +35,7 @@ import { RecordService } from "./services/records.ts";
 import { SearchService } from "./services/search.ts";
 import { UploadService } from "./services/uploads.ts";
 import { VersionService } from "./services/versions.ts";
-import { isStoreUnreachable } from "./store/errors.ts";
+import { unlessStoreUnreachable } from "./store/errors.ts";
 import { openStore, type Store } from "./store/open.ts";
 import type { ChangeLog } from "./ports/change-log.ts";
 import { OpeningLog } from "./replication/opening-log.ts";
@@ -216,7 +216,9 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
     // Not awaited: the node answers (and /readyz says it is catching up) while it replays.
     void replica.start().catch((error: Error) => log.error("replication could not start", { error: error.message }));
   } else {
-    await startingWithoutStore(log, "reconcile versions with the engine", () => versions.reconcile());
+    await unlessStoreUnreachable(log, "reconcile versions with the engine (the next start does)", () =>
+      versions.reconcile(),
+    );
   }
   // The OAuth authorization server for MCP hosts (docs/mcp-auth.md), its state in the store.
   const oauthEntries = new DrizzleOAuthEntries(store.db);
@@ -228,7 +230,7 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
   });
   const mcpConnections = new McpConnections(oauthEntries, mcpProviders);
   const demo = config.demo
-    ? ((await startingWithoutStore(log, "seed the demo", () =>
+    ? ((await unlessStoreUnreachable(log, "seed the demo (the next start does)", () =>
         seedDemo({ db: store.db, engine, catalog, versions, log }),
       )) ?? DEMO)
     : undefined;
@@ -342,20 +344,4 @@ async function openRateStore(config: Config, log: Logger): Promise<RateStore> {
   const client = new Redis(config.redis.url, { enableOfflineQueue: false, maxRetriesPerRequest: 1 });
   client.on("error", (error: Error) => log.warn("redis for rate limits", { error: error.message }));
   return { kind: "redis", client, prefix: config.redis.prefix };
-}
-
-/**
- * A start-up step that needs the primary store, on a node started on its read replica while the
- * primary does not answer (D-276): skipped with a warning then, and done at the next start.
- */
-async function startingWithoutStore<T>(log: Logger, what: string, step: () => Promise<T>): Promise<T | undefined> {
-  try {
-    return await step();
-  } catch (error) {
-    if (!isStoreUnreachable(error)) throw error;
-    log.warn(`could not ${what}: the store does not answer; the next start does`, {
-      error: (error as Error).message,
-    });
-    return undefined;
-  }
 }

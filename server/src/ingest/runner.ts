@@ -10,7 +10,7 @@ import { uploadBlobKey, type BlobStore } from "../ports/blobs.ts";
 import type { BulkWriter, SearchEngine } from "../ports/engine.ts";
 import type { CatalogService } from "../services/catalog.ts";
 import type { VersionService } from "../services/versions.ts";
-import { isStoreUnreachable } from "../store/errors.ts";
+import { unlessStoreUnreachable } from "../store/errors.ts";
 import type { Db } from "../store/open.ts";
 import { indexes, tombstones, uploads } from "../store/schema.ts";
 import { openUpload, UploadLimitError, UploadParseError, type RecordError } from "./parse/index.ts";
@@ -109,15 +109,10 @@ export class IngestRunner {
    * D-276), a warning: the main loop asks again until it is done.
    */
   private async recover(): Promise<void> {
-    try {
-      await this.recoverInterrupted();
-      this.recovered = true;
-    } catch (error) {
-      if (!isStoreUnreachable(error)) throw error;
-      this.log.warn("could not look for interrupted ingests: the store does not answer; trying again", {
-        error: (error as Error).message,
-      });
-    }
+    const done = await unlessStoreUnreachable(this.log, "look for interrupted ingests (tried again)", () =>
+      this.recoverInterrupted().then(() => true),
+    );
+    this.recovered = done === true;
   }
 
   /** Called when an upload is queued, so it starts without waiting for the next poll. */

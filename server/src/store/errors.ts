@@ -1,4 +1,5 @@
 // Store failures the services turn into answers of their own.
+import type { Logger } from "../log.ts";
 
 /** True when a write broke a unique constraint (PostgreSQL 23505), however deeply the driver wrapped it. */
 export function isUniqueViolation(error: unknown): boolean {
@@ -30,4 +31,23 @@ export function isStoreUnreachable(error: unknown): boolean {
     if (e.code !== undefined && UNREACHABLE.has(e.code)) return true;
   }
   return false;
+}
+
+/**
+ * `step`, or undefined with a warning naming `what` when the store cannot be reached: for work a
+ * node can do later (a node started on its read replica while the primary is down, D-276). Any
+ * other failure goes on.
+ */
+export async function unlessStoreUnreachable<T>(
+  log: Logger,
+  what: string,
+  step: () => Promise<T>,
+): Promise<T | undefined> {
+  try {
+    return await step();
+  } catch (error) {
+    if (!isStoreUnreachable(error)) throw error;
+    log.warn(`could not ${what}: the store does not answer`, { error: (error as Error).message });
+    return undefined;
+  }
 }

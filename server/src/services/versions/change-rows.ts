@@ -100,64 +100,65 @@ export async function recordChanges(
   }
 }
 
+/** What a write needs to know of its parent: see parentFacts. */
+export interface ParentFacts {
+  records: number | undefined;
+  newer: string[];
+}
+
+/**
+ * The ids of the index's tombstones newer than the `versions` row in the query (its parent), as
+ * JSON. Qualified by hand: drizzle names the outer columns unqualified, which inside the subquery
+ * would mean the tombstone's own.
+ */
+const newerTombstones = sql<unknown>`(select coalesce(json_agg(t.record_id), '[]'::json) from ${tombstones} t
+  where t.index_id = ${versions}.index_id and t.created_at > ${versions}.created_at)`;
+
+/** The parent's facts as read with newerTombstones; none without a row (an empty index's version 0). */
+function factsOf(row: { records: number | null; newer: unknown } | undefined): ParentFacts {
+  if (!row) return { records: undefined, newer: [] };
+  // Drivers differ: one parses json, another may hand it over as text.
+  const newer = (typeof row.newer === "string" ? JSON.parse(row.newer) : (row.newer ?? [])) as string[];
+  return { records: row.records ?? undefined, newer };
+}
+
 /**
  * What a write needs to know of its parent, in one round trip: its record count (for the quota)
  * and the ids of tombstones newer than it (for tombstonesToCarry). Nothing when the store has no
  * row for it (an empty index's version 0).
  */
-export async function parentFacts(
-  db: Db,
-  indexId: string,
-  parent: VersionId,
-): Promise<{ records: number | undefined; newer: string[] }> {
+export async function parentFacts(db: Db, indexId: string, parent: VersionId): Promise<ParentFacts> {
   const [row] = await db
-    .select({
-      records: versions.records,
-      // Qualified by hand: drizzle names the outer columns unqualified, which inside the
-      // subquery would mean the tombstone's own.
-      newer: sql<unknown>`(select coalesce(json_agg(t.record_id), '[]'::json) from ${tombstones} t
-        where t.index_id = ${versions}.index_id and t.created_at > ${versions}.created_at)`,
-    })
+    .select({ records: versions.records, newer: newerTombstones })
     .from(versions)
     .where(and(eq(versions.indexId, indexId), eq(versions.version, parent)))
     .limit(1);
-  if (!row) return { records: undefined, newer: [] };
-  // Drivers differ: one parses json, another may hand it over as text.
-  const newer = (typeof row.newer === "string" ? JSON.parse(row.newer) : row.newer) as string[];
-  return { records: row.records ?? undefined, newer };
+  return factsOf(row);
 }
 
 /**
  * Without replication, what a write builds on, in one round trip: the active version, the highest
  * minor of its major, and parentFacts of it. Three round trips before, two of them one after the
- * other, on the index's serial write path.
+ * other, on the index's serial write path. Undefined when the index is gone.
  */
 export async function writeBase(
   db: Db,
   indexId: string,
-): Promise<{ base: VersionId; minor: number; facts: { records: number | undefined; newer: string[] } } | undefined> {
-  const rows = await db.execute(sql`select i.active_version as base,
-      (select max(v.minor) from ${versions} v
-        where v.index_id = i.id and v.major = split_part(i.active_version, '.', 1)::int) as minor,
-      p.records as records,
-      (select coalesce(json_agg(t.record_id), '[]'::json) from ${tombstones} t
-        where t.index_id = i.id and t.created_at > p.created_at) as newer
-    from ${indexes} i left join ${versions} p on p.index_id = i.id and p.version = i.active_version
-    where i.id = ${indexId}`);
-  // Drivers differ: postgres.js answers the rows, PGlite an object holding them.
-  const [row] = (Array.isArray(rows) ? rows : (rows as unknown as { rows: unknown[] }).rows) as {
-    base: string;
-    minor: number | string | null;
-    records: number | string | null;
-    newer: unknown;
-  }[];
-  if (row === undefined) return undefined;
-  const newer = (typeof row.newer === "string" ? JSON.parse(row.newer) : (row.newer ?? [])) as string[];
-  return {
-    base: row.base,
-    minor: Number(row.minor ?? 0),
-    facts: { records: row.records === null ? undefined : Number(row.records), newer },
-  };
+): Promise<{ base: VersionId; minor: number; facts: ParentFacts } | undefined> {
+  const [row] = await db
+    .select({
+      base: indexes.activeVersion,
+      minor: sql<number | null>`(select max(m.minor) from ${versions} m
+        where m.index_id = ${indexes}.id and m.major = split_part(${indexes}.active_version, '.', 1)::int)`,
+      records: versions.records,
+      newer: newerTombstones,
+    })
+    .from(indexes)
+    .leftJoin(versions, and(eq(versions.indexId, indexes.id), eq(versions.version, indexes.activeVersion)))
+    .where(eq(indexes.id, indexId))
+    .limit(1);
+  if (!row) return undefined;
+  return { base: row.base, minor: Number(row.minor ?? 0), facts: factsOf(row) };
 }
 
 /**
