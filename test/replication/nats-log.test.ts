@@ -4,13 +4,14 @@
 // applied without a download; a node that fetched nothing ahead still gets the files with the
 // entry; and a fetching node that goes away is not waited for long.
 // Truncation: removing an index's entries before position 1 removes nothing, and its writes go on.
+// Large entries: after a purge, a body no entry left in the log names is removed, the others stay.
 import { createHash, randomBytes } from "node:crypto";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLogger } from "../../server/src/log.ts";
-import type { ChangeLog } from "../../server/src/ports/change-log.ts";
+import type { AppliedEntry, ChangeLog, LogEntry } from "../../server/src/ports/change-log.ts";
 import { openNatsLog } from "../../server/src/replication/nats/nats-log.ts";
 import { type NatsCluster, natsAvailable, startNatsCluster } from "../support/nats.ts";
 
@@ -95,6 +96,39 @@ describe.skipIf(!natsAvailable)("the NATS change log", () => {
     await put;
     // The publisher waits up to 30 s for a node that is still fetching; this one went silent.
     expect(Date.now() - started).toBeLessThan(15_000);
+  }, 60_000);
+
+  it("after a purge, a large entry's body goes once no entry left in the log names it (D-277)", async () => {
+    const log = await open("large", false);
+    // Over the server's 1 MB message limit: the body goes to the object store, the log names it.
+    const entry = (n: number, size: number) =>
+      ({
+        op: "changes",
+        index: "idx_large",
+        node: "large",
+        at: n,
+        changes: [
+          { version: `1.${n}`, parent: `1.${n - 1}`, upserts: [{ id: `r${n}`, title: "x".repeat(size) }], deletes: [] },
+        ],
+      }) as unknown as LogEntry;
+    const first = await log.append(entry(1, 2_000_000), 0);
+    const last = await log.append(entry(2, 10), first);
+    const kept = await log.append(entry(3, 2_000_000), last);
+    await log.truncate("idx_large", kept);
+    // The first body: its entry is gone. The second: named by an entry still in the log, found
+    // past the positions truncation emptied.
+    expect(await log.deleteLargeEntries("idx_large", Date.now() + 1_000, { exceptFrom: first })).toBe(1);
+    expect(await log.deleteLargeEntries("idx_large", Date.now() + 1_000, { exceptFrom: kept })).toBe(0);
+    // A node that replays from there reads it whole.
+    const delivered: AppliedEntry[] = [];
+    const following = log.follow(kept, async (applied) => {
+      delivered.push(applied);
+    });
+    await expect.poll(() => delivered.length, { timeout: 10_000 }).toBe(1);
+    await following.stop();
+    expect(delivered[0]!.seq).toBe(kept);
+    const change = (delivered[0]!.entry as { changes: { upserts: { title: string }[] }[] }).changes[0]!;
+    expect(change.upserts[0]!.title).toHaveLength(2_000_000);
   }, 60_000);
 
   it("truncating an index before position 1 removes nothing, and its writes go on", async () => {

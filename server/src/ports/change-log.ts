@@ -103,8 +103,11 @@ export interface ChangeLog {
    * midway) and were written before `at` (ms); returns how many sets went.
    */
   deleteUnfinished(indexKey: string, at: number): Promise<number>;
-  /** Removes the entries of one index too large for a message that were stored before `at` (ms). */
-  deleteLargeEntries(indexKey: string, at: number): Promise<number>;
+  /**
+   * Removes the entries of one index too large for a message that were stored before `at` (ms);
+   * with `exceptFrom`, not those that its entries from that position on still name.
+   */
+  deleteLargeEntries(indexKey: string, at: number, options?: { exceptFrom?: number }): Promise<number>;
   /** Whether files are published under `name` (all of them: the manifest is written last). */
   hasFiles(name: string): Promise<boolean>;
   /** Small JSON documents beside the files (snapshot manifests, node positions), replicated too. */

@@ -85,8 +85,8 @@ export class OpeningLog implements ChangeLog {
   async deleteUnfinished(indexKey: string, at: number): Promise<number> {
     return (await this.use()).deleteUnfinished(indexKey, at);
   }
-  async deleteLargeEntries(indexKey: string, at: number): Promise<number> {
-    return (await this.use()).deleteLargeEntries(indexKey, at);
+  async deleteLargeEntries(indexKey: string, at: number, options?: { exceptFrom?: number }): Promise<number> {
+    return (await this.use()).deleteLargeEntries(indexKey, at, options);
   }
   async hasFiles(name: string): Promise<boolean> {
     return (await this.use()).hasFiles(name);

@@ -423,6 +423,7 @@ export class Replica {
     this.noteApplied(seq, entry);
     if (entry.node === this.node) this.keepVerdict(seq, { accepted: true, result });
     this.countTowardsSnapshot(entry);
+    if (entry.op === "purge" && entry.node === this.node) this.eraseCopies(entry.index);
     if (entry.op === "drop-index" && entry.node === this.node) {
       void this.snapshots
         .clearDropped(entry.index, seq, () => this.stopping)
@@ -487,6 +488,34 @@ export class Replica {
       .catch((error: Error) =>
         this.logger.warn("could not snapshot an index; its log stays as it is", {
           index: entry.index,
+          error: error.message,
+        }),
+      );
+  }
+
+  /**
+   * After this node's purge, the record's copies in the log and the object store go (D-277): a
+   * snapshot of the index without it, queued behind the entries already delivered as the
+   * periodic one is, then the removal once every live node has applied the purge. Otherwise they
+   * stayed until two snapshots later, which a quiet index may never reach.
+   */
+  private eraseCopies(index: string): void {
+    void this.chains
+      .run(index, async () => {
+        const current = this.state.indexes.get(index);
+        return current === undefined || this.stopping ? undefined : this.snapshots.take(index, current);
+      })
+      .then(async (snapshot) => {
+        if (snapshot === undefined) return;
+        await this.snapshots.truncate(index, snapshot);
+        const erased = await this.snapshots.erase(index, snapshot, () => this.stopping);
+        if (erased === undefined && !this.stopping) {
+          this.logger.warn("a purged record's copies stay in the log until the index's next snapshots", { index });
+        }
+      })
+      .catch((error: Error) =>
+        this.logger.warn("could not remove a purged record's copies from the log and object store", {
+          index,
           error: error.message,
         }),
       );

@@ -49,6 +49,11 @@ interface NodePosition {
 const pointerName = (index: string) => `snapshots/${index}/latest`;
 const manifestName = (index: string, seq: number) => `snapshots/${index}/${seq}/snapshot`;
 const POINTER_SUFFIX = "/latest";
+/**
+ * How long an append may take to be confirmed (NatsLog's publish timeout): an entry whose large
+ * body was stored before a moment is in the log by then, or never.
+ */
+const APPEND_TIMEOUT_MS = 10_000;
 
 export class Snapshots {
   private readonly log: ChangeLog;
@@ -228,6 +233,73 @@ export class Snapshots {
   }
 
   /**
+   * After a purge (D-277): the record's other copies go, instead of two snapshots later. The
+   * caller took `snapshot` right after applying the purge, with the index's majors published
+   * again without the record, and truncated behind it as far as the live nodes allowed. Once an
+   * append that stored its entry before the snapshot can no longer arrive (the log's append
+   * timeout), and every live node has applied what the log then holds of the index: its entries
+   * before the snapshot, the files of the majors it had applied (not those of uploads still on
+   * their way), older snapshots, and large entries no entry left in the log names are removed.
+   * Resolves with what went, or undefined when it gave up (stopping, or a node that does not
+   * catch up within ten times SIFT_REPLICATION_NODE_GONE_MS).
+   */
+  async erase(
+    index: string,
+    snapshot: SnapshotManifest,
+    stopping: () => boolean,
+    settleMs = APPEND_TIMEOUT_MS,
+  ): Promise<{ files: number; snapshots: number; entries: number } | undefined> {
+    const until = Date.now() + 10 * this.goneAfterMs;
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, snapshot.at + settleMs - Date.now())));
+    if (!(await this.allApplied(await this.log.lastSeqOf(index), until, stopping))) return undefined;
+    // The pointer says how far the log is cut before the cut is made, as truncate() does: a node
+    // counted as gone that holds less restores from the snapshot instead of missing entries.
+    const pointer = await this.pointer(index);
+    const kept: SnapshotManifest[] = [snapshot];
+    if (pointer === null || pointer.seq < snapshot.seq) return undefined;
+    if (pointer.seq > snapshot.seq) {
+      const newer = await this.log.getDoc<SnapshotManifest>(pointer.manifest);
+      if (newer) kept.push(newer);
+    }
+    if (pointer.truncatedBefore < snapshot.seq) {
+      await this.log.putDoc(pointerName(index), {
+        ...pointer,
+        truncatedBefore: snapshot.seq,
+      } satisfies SnapshotPointer);
+    }
+    await this.log.truncate(index, snapshot.seq);
+    const keep = new Set(kept.flatMap((m) => m.majors.map((major) => major.files)));
+    const applied = new Set(snapshot.replica.majors);
+    const files = await this.deletePublished(index, (p) => {
+      if (keep.has(p.name)) return false;
+      // An upload or checkpoint published before its entry: not applied everywhere yet.
+      const major = p.name.startsWith(`segments/${index}/`) ? Number(p.name.split("/").at(-1)) : undefined;
+      if (major !== undefined) return applied.has(major);
+      // A snapshot's own set: older ones go, a newer one being written stays.
+      const seq = Number(/^snapshots\/.+\/(\d+)\/majors\//.exec(p.name)?.[1] ?? Number.NaN);
+      return seq < snapshot.seq;
+    });
+    let snapshots = 0;
+    for (const name of await this.log.listDocs(`snapshots/${index}/`)) {
+      const seq = /\/(\d+)\/snapshot$/.exec(name)?.[1];
+      if (seq === undefined || Number(seq) >= snapshot.seq) continue;
+      await this.log.deleteDoc(name);
+      snapshots++;
+    }
+    // Those of entries still in the log stay (a node restored from the snapshot replays them),
+    // and those stored too lately to be in it yet.
+    const entries = await this.log.deleteLargeEntries(index, Date.now() - settleMs, { exceptFrom: snapshot.seq });
+    this.logger.info("removed a purged record's copies from the log and the object store", {
+      index,
+      snapshot: snapshot.seq,
+      files,
+      snapshots,
+      entries,
+    });
+    return { files, snapshots, entries };
+  }
+
+  /**
    * After an index was dropped by the entry at `seq`, once every live node has applied it: its
    * snapshot pointer first (so that no node restores it), its other documents, its entries before
    * the drop (the drop itself stays, for a node that comes back), its published files and its
@@ -235,11 +307,7 @@ export class Snapshots {
    * SIFT_REPLICATION_NODE_GONE_MS leaves it all in place.
    */
   async clearDropped(index: string, seq: number, stopping: () => boolean): Promise<void> {
-    const until = Date.now() + 10 * this.goneAfterMs;
-    while ((await this.livePositions()).some((p) => p.position < seq)) {
-      if (stopping() || Date.now() > until) return;
-      await new Promise((resolve) => setTimeout(resolve, this.reportEveryMs));
-    }
+    if (!(await this.allApplied(seq, Date.now() + 10 * this.goneAfterMs, stopping))) return;
     await this.log.deleteDoc(pointerName(index));
     for (const name of await this.log.listDocs(`snapshots/${index}/`)) await this.log.deleteDoc(name);
     await this.log.truncate(index, seq);
@@ -259,6 +327,15 @@ export class Snapshots {
     const doomed = (await this.log.listPublished(index)).filter(chosen);
     for (const published of doomed) await this.log.deleteFiles(published.name);
     return doomed.length;
+  }
+
+  /** Waits until every live node has applied `seq`; false when stopping or past `until`. */
+  private async allApplied(seq: number, until: number, stopping: () => boolean): Promise<boolean> {
+    while ((await this.livePositions()).some((p) => p.position < seq)) {
+      if (stopping() || Date.now() > until) return false;
+      await new Promise((resolve) => setTimeout(resolve, this.reportEveryMs));
+    }
+    return !stopping();
   }
 
   /** Nodes that reported lately; one that has not is gone and will restore from a snapshot. */

@@ -146,3 +146,54 @@ describe("a snapshot's majors", () => {
     expect([...memory.files.keys()]).toEqual([`snapshots/${INDEX}/20/majors/1`]);
   });
 });
+
+describe("after a purge (D-277)", () => {
+  /** The index's entries up to `seq` in the log, and the purge's snapshot at `seq` with major 1 republished. */
+  async function purgeSnapshot(seq: number) {
+    const log = memory.client();
+    for (let i = 0; i < seq; i++) await log.append({ op: "create", index: INDEX, node: "a", at: i }, undefined);
+    await publish(`segments/${INDEX}/1`, 3_600_000); // the upload that held the record
+    await publish(`snapshots/${INDEX}/5/majors/2`, 3_600_000); // a checkpoint an older snapshot published
+    await memory.client().putDoc(`snapshots/${INDEX}/5/snapshot`, manifest(5, [`segments/${INDEX}/1`]));
+    await publish(`segments/${INDEX}/7`, 3_600_000); // an upload whose entry has not come yet
+    await publish(`snapshots/${INDEX}/40/majors/3`, 0); // a newer snapshot being written
+    await publish(`snapshots/${INDEX}/${seq}/majors/1`, 0);
+    const m = manifest(seq, [`snapshots/${INDEX}/${seq}/majors/1`]);
+    m.replica = { last: seq, active: "1", majors: [1, 2], maxMinor: {}, appendedAt: 0, purgedAt: seq };
+    return m;
+  }
+
+  test("every older copy goes once the live nodes have applied it; an upload on its way stays", async () => {
+    const m = await purgeSnapshot(20);
+    await reportAt("b", 4); // the snapshot's own truncation cannot pass this node
+    await snapshot(m);
+    expect(memory.entries.filter((e) => e !== null).length).toBeGreaterThan(1);
+    await reportAt("b", 20);
+
+    expect(await snapshots.erase(INDEX, m, () => false, 0)).toEqual({ files: 2, snapshots: 1, entries: 0 });
+    expect([...memory.files.keys()].sort()).toEqual([
+      `segments/${INDEX}/7`,
+      `snapshots/${INDEX}/20/majors/1`,
+      `snapshots/${INDEX}/40/majors/3`,
+    ]);
+    expect([...memory.docs.keys()].filter((n) => n.startsWith("snapshots/")).sort()).toEqual([
+      `snapshots/${INDEX}/20/snapshot`,
+      `snapshots/${INDEX}/latest`,
+    ]);
+    // Only the snapshot's own entry is left, and the pointer says so (a node gone restores).
+    expect(memory.entries.flatMap((e, i) => (e === null ? [] : [i + 1]))).toEqual([20]);
+    expect(await snapshots.pointer(INDEX)).toMatchObject({ seq: 20, truncatedBefore: 20 });
+  });
+
+  test("nothing goes while a live node has not applied it", async () => {
+    const m = await purgeSnapshot(20);
+    await reportAt("b", 4);
+    await snapshot(m);
+    const files = [...memory.files.keys()].sort();
+
+    expect(await snapshots.erase(INDEX, m, () => true, 0)).toBeUndefined();
+    expect([...memory.files.keys()].sort()).toEqual(files);
+    expect(memory.docs.has(`snapshots/${INDEX}/5/snapshot`)).toBe(true);
+    expect(await snapshots.pointer(INDEX)).toMatchObject({ truncatedBefore: 5 });
+  });
+});

@@ -830,12 +830,39 @@ class NatsLog implements ChangeLog {
     return (await this.files.list()).filter((info) => !info.deleted && prefixes.some((p) => info.name.startsWith(p)));
   }
 
-  async deleteLargeEntries(indexKey: string, at: number): Promise<number> {
+  async deleteLargeEntries(indexKey: string, at: number, options: { exceptFrom?: number } = {}): Promise<number> {
+    const named =
+      options.exceptFrom === undefined ? new Set<string>() : await this.refsFrom(indexKey, options.exceptFrom);
     const stale = (await this.files.list()).filter(
-      (info) => !info.deleted && info.name.startsWith(`entries/${indexKey}/`) && Date.parse(info.mtime) < at,
+      (info) =>
+        !info.deleted &&
+        info.name.startsWith(`entries/${indexKey}/`) &&
+        Date.parse(info.mtime) < at &&
+        !named.has(info.name),
     );
     for (const info of stale) await this.files.delete(info.name);
     return stale.length;
+  }
+
+  /** The large entries that the index's entries from `fromSeq` on name: a node replaying them reads them. */
+  private async refsFrom(indexKey: string, fromSeq: number): Promise<Set<string>> {
+    const named = new Set<string>();
+    const subject = subjectOf(indexKey);
+    for (let seq = fromSeq; ; seq++) {
+      // The next entry of the subject at or after `seq` (the server's `next_by_subj`, NATS 2.9).
+      const request = { seq, next_by_subj: subject } as unknown as { seq: number };
+      const message = await this.jsm.streams.getMessage(this.options.stream, request).catch((error: Error) => {
+        if (error instanceof JetStreamApiError && error.code === JetStreamApiCodes.NoMessageFound) return null;
+        throw error;
+      });
+      if (message === null) return named;
+      // A reference is a few dozen bytes; an entry itself is not read further.
+      if (message.data.length < 256) {
+        const body = JSON.parse(message.string()) as Partial<EntryRef>;
+        if (typeof body.ref === "string") named.add(body.ref);
+      }
+      seq = message.seq;
+    }
   }
 
   async hasFiles(name: string): Promise<boolean> {

@@ -1,0 +1,155 @@
+// A purge with replication (D-277): the engines of every region erase the record (D-162), and its
+// other copies leave the change log and the object store within seconds: the log entry that
+// wrote it, the snapshot document that held it, and the published files of the upload that held
+// it. Before, they stayed until two snapshots later, which a quiet index may never reach. A region
+// that returns after that restores from what is left, and has every other write.
+import { zstdDecompressSync } from "node:zlib";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { Objm } from "@nats-io/obj";
+import { connect } from "@nats-io/transport-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { RATE_LIMITS_OFF } from "../support/limits.ts";
+import { streamState } from "../support/nats.ts";
+import { logRegionsOnFailure, type Regions, regionsAvailable, startRegions } from "../support/regions.ts";
+
+/** Words only the purged records hold, as they are written (titles keep their case on disk). */
+const MARKERS = ["Zqxjbulk", "Zqxjminor"];
+
+/**
+ * Where the markers still are: every message the change log's stream holds, and every object of
+ * its two object store buckets (segment parts decompressed).
+ */
+async function copiesOf(r: Regions): Promise<string[]> {
+  const nc = await connect({ servers: r.nats.urls.split(",") });
+  const found: string[] = [];
+  const look = (bytes: Uint8Array, where: string) => {
+    const text = Buffer.from(bytes).toString("latin1");
+    for (const marker of MARKERS) if (text.includes(marker)) found.push(`${marker} in ${where}`);
+  };
+  try {
+    const jsm = await jetstreamManager(nc);
+    const { first_seq, last_seq } = (await streamState(r.nats, "SIFT"))!.state;
+    for (let seq = first_seq; seq <= last_seq; seq++) {
+      // biome-ignore lint/plugin: a position removed from the stream holds nothing to look at.
+      const message = await jsm.streams.getMessage("SIFT", { seq }).catch(() => null);
+      if (message) look(message.data, `log entry ${seq}`);
+    }
+    for (const bucket of ["SIFT_files", "SIFT_docs"]) {
+      const store = await new Objm(nc).open(bucket);
+      for (const info of await store.list()) {
+        if (info.deleted) continue;
+        // An object deleted while it is read leaves the reader waiting for chunks that are gone:
+        // it is not a copy that stays, and the next look lists what is left.
+        const data = await Promise.race([
+          store.getBlob(info.name),
+          new Promise<null>((resolve) => setTimeout(() => resolve(null), 3_000).unref()),
+        ]);
+        if (data === null) continue;
+        look(data, info.name);
+        // biome-ignore lint/plugin: an object that is not zstd (a document, a log entry) was read as it is.
+        try {
+          look(zstdDecompressSync(data), info.name);
+        } catch {}
+      }
+    }
+  } finally {
+    await nc.close();
+  }
+  return found;
+}
+
+describe.skipIf(!regionsAvailable)("a purge with replication", () => {
+  let r: Regions;
+  beforeAll(async () => {
+    r = await startRegions(["frankfurt", "london"], {
+      ...RATE_LIMITS_OFF,
+      SIFT_REPLICATION_SNAPSHOT_EVERY: "5",
+      SIFT_REPLICATION_NODE_GONE_MS: "1500",
+    });
+  }, 120_000);
+  afterAll(() => r?.stop());
+
+  it("removes the record from the log and the object store, and a region restored later has the rest", async () => {
+    logRegionsOnFailure(() => r, 40);
+    const acknowledged = new Map<string, string>();
+    // The record in an upload's published files...
+    const started = await r.http(0).post("/v1/uploads/start", { indexName: r.index });
+    const rows = Array.from({ length: 50 }, (_, i) => `bulk-${i},Bulk lamp ${i}`);
+    const csv = ["id,title", ...rows, "secret-bulk,Zqxjbulk lamp"].join("\n");
+    expect((await fetch(started.body.uploadUrl, { method: "PUT", body: csv })).status).toBe(200);
+    const { indexVersion } = started.body as { indexVersion: string };
+    expect((await r.http(0).post("/v1/uploads/complete", { indexName: r.index, indexVersion })).status).toBe(200);
+    await expect
+      .poll(async () => (await r.http(0).get(`/v1/uploads/${r.index}/${indexVersion}`)).body.state, { timeout: 30_000 })
+      .toBe("succeeded");
+    for (let i = 0; i < 50; i++) acknowledged.set(`bulk-${i}`, `Bulk lamp ${i}`);
+    // ...and in a log entry, then in a snapshot of the index (one every 5 entries here).
+    const written = await r.http(1).put(`/v1/indexes/${r.index}/records/secret-minor`, { title: "Zqxjminor lamp" });
+    expect(written.status, written.text).toBe(200);
+    for (let i = 0; i < 6; i++) {
+      const put = await r.http(i % 2).put(`/v1/indexes/${r.index}/records/before-${i}`, { title: `Before ${i}` });
+      expect(put.status, put.text).toBe(200);
+      acknowledged.set(`before-${i}`, `Before ${i}`);
+    }
+    // Where the test looks is where the copies are: both words are found before the purge.
+    await expect
+      .poll(async () => (await copiesOf(r)).map((where) => where.split(" ")[0]).sort(), { timeout: 20_000 })
+      .toEqual(expect.arrayContaining(MARKERS));
+    const before = await copiesOf(r);
+    expect(before.some((where) => /Zqxjminor in log entry/.test(where))).toBe(true);
+    expect(before.some((where) => /Zqxjbulk in segments\//.test(where))).toBe(true);
+    expect(before.some((where) => /Zqxjminor in snapshots\/.*\/snapshot$/.test(where))).toBe(true);
+
+    let newest = "";
+    for (const id of ["secret-bulk", "secret-minor"]) {
+      const purged = await r.http(0).post(`/v1/indexes/${r.index}/records/${id}/purge`);
+      expect(purged.status, purged.text).toBe(200);
+      newest = purged.body.indexVersion;
+    }
+    for (const node of [0, 1]) {
+      for (const id of ["secret-bulk", "secret-minor"]) {
+        expect((await r.http(node).get(`/v1/indexes/${r.index}/records/${id}?minVersion=${newest}`)).status).toBe(404);
+      }
+    }
+    // The log's append timeout (10 s), then the nodes' next position reports (every 500 ms here).
+    await expect.poll(() => copiesOf(r), { timeout: 45_000, interval: 1_000 }).toEqual([]);
+
+    // Both regions serve everything else, and a region restored from what is left has it too.
+    const down = r.nodes[1]!;
+    await down.kill("SIGKILL");
+    const heldAtKill = (await streamState(r.nats, "SIFT"))!.state.last_seq;
+    // Long enough to count as gone; then writes until the log is cut past what it holds.
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    for (let i = 0; ; i++) {
+      const put = await r.http(0).put(`/v1/indexes/${r.index}/records/away-${i}`, { title: `Away ${i}` });
+      expect(put.status, put.text).toBe(200);
+      acknowledged.set(`away-${i}`, `Away ${i}`);
+      newest = put.body.indexVersion;
+      if ((await streamState(r.nats, "SIFT"))!.state.first_seq > heldAtKill + 1) break;
+      expect(i, "the log was never truncated past the killed region").toBeLessThan(200);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    await down.start();
+    await expect
+      .poll(async () => (await fetch(`${down.url}/readyz`).then((reply) => reply.json())).replication?.caughtUp, {
+        timeout: 60_000,
+      })
+      .toBe(true);
+    expect(down.output()).toMatch(/restored an index from its snapshot/);
+    const missing: string[] = [];
+    for (const [id, title] of acknowledged) {
+      const read = await r.http(1).get(`/v1/indexes/${r.index}/records/${id}?minVersion=${newest}`);
+      if (read.status !== 200 || read.body.title !== title) missing.push(`${id}: ${read.status}`);
+    }
+    expect(missing).toEqual([]);
+    for (const id of ["secret-bulk", "secret-minor"]) {
+      expect((await r.http(1).get(`/v1/indexes/${r.index}/records/${id}`)).status).toBe(404);
+    }
+    const search = (query: string) =>
+      r.http(1).get(`/v1/search?query=${query}&indexName=${r.index}&serviceName=${r.service}&minVersion=${newest}`);
+    const zqxj = await search("zqxjbulk");
+    expect(zqxj.status, zqxj.text).toBe(200);
+    expect(zqxj.body.suggestions).toEqual([]);
+    expect((await search("lamp")).body.suggestions.length).toBeGreaterThan(0);
+  }, 180_000);
+});
