@@ -41,13 +41,6 @@ interface Persisted {
   position: number;
   indexes: Record<string, IndexReplica>;
   dropped?: string[];
-  reported?: PositionReport;
-}
-
-/** A position this node told the others (replication/snapshots.ts), and when. */
-export interface PositionReport {
-  position: number;
-  at: number;
 }
 
 export class ReplicaState {
@@ -58,11 +51,9 @@ export class ReplicaState {
   readonly dropped = new Set<string>();
   /**
    * The position in the file as last written: what the node reports to the others, so that no
-   * truncation passes what a restart starts from (Replica.start relies on it).
+   * truncation passes what a restart starts from.
    */
   savedPosition = 0;
-  /** The last report the others received. */
-  reported: PositionReport | undefined;
   private readonly file: string;
   private saving: Promise<void> | undefined;
   private dirty = false;
@@ -80,7 +71,6 @@ export class ReplicaState {
     const parsed = JSON.parse(raw) as Persisted;
     this.position = parsed.position;
     this.savedPosition = parsed.position;
-    this.reported = parsed.reported;
     for (const [id, r] of Object.entries(parsed.indexes)) this.indexes.set(id, r);
     for (const id of parsed.dropped ?? []) this.dropped.add(id);
   }
@@ -128,7 +118,6 @@ export class ReplicaState {
           position: this.position,
           indexes: Object.fromEntries(this.indexes),
           dropped: [...this.dropped],
-          ...(this.reported ? { reported: this.reported } : {}),
         };
         const tmp = `${this.file}.tmp`;
         await writeFile(tmp, JSON.stringify(body));

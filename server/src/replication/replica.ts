@@ -88,8 +88,6 @@ export class Replica {
   /** Starts following the log; resolves once everything in it at start-up has been applied. */
   async start(): Promise<void> {
     // Said before anything is read: from now on no entry this node has not applied is removed.
-    // Out of reach (the log's home cluster down, the region on its mirror), the position reported
-    // before this node stopped still holds truncation back, as it is never past this one.
     await this.report();
     this.reporter = setInterval(() => void this.report(), this.snapshots.reportEveryMs);
     let target = 0;
@@ -104,8 +102,10 @@ export class Replica {
         break;
       } catch (error) {
         // The log's home out of reach: the region's mirror still holds what this node missed,
-        // and no snapshot is needed while the others still count this node's last report. (A
-        // restore that failed midway is tried again instead: it may have left an index half done.)
+        // unless a truncation passed it. That shows per index, where the first entry left builds
+        // on one this node never applied: that index waits for its snapshot (restoreMissed), in
+        // the home's object store, and the others go on (D-279). (A restore that failed midway
+        // is tried again instead: it may have left an index half done.)
         const nearby = restoring ? undefined : await this.nearbyEnd();
         if (nearby !== undefined) {
           target = nearby;
@@ -113,7 +113,6 @@ export class Replica {
           this.logger.warn("the change log's home is out of reach; following what this region holds", {
             from: this.state.position,
             to: nearby,
-            reportedAt: new Date(this.state.reported!.at).toISOString(),
             error: (error as Error).message,
           });
           break;
@@ -141,22 +140,15 @@ export class Replica {
   /** Tells the others how far this node has applied, as far as its data directory says (see savedPosition). */
   private async report(): Promise<void> {
     try {
-      this.state.reported = await this.snapshots.report(this.state.savedPosition);
-      void this.state.save();
+      await this.snapshots.report(this.state.savedPosition);
     } catch (error) {
       this.logger.warn("could not report this node's position", { error: (error as Error).message });
     }
   }
 
-  /**
-   * The end of what this node's region holds of the log, when it may follow that without asking
-   * for snapshots: its last report is recent enough that no truncation passed it (and reports
-   * never pass what its data directory holds). Undefined otherwise, or when that does not answer.
-   */
+  /** The end of what this node's region holds of the log (its mirror); undefined without one, or when it does not answer. */
   private async nearbyEnd(): Promise<number | undefined> {
-    const reported = this.state.reported;
-    if (!this.log.lastSeqNearby || reported === undefined || !this.snapshots.stillCounted(reported.at))
-      return undefined;
+    if (!this.log.lastSeqNearby) return undefined;
     // biome-ignore lint/plugin: the caller logs the log's own failure and tries again.
     return this.log.lastSeqNearby().catch(() => undefined);
   }
@@ -277,6 +269,12 @@ export class Replica {
   /** The highest minor of `major` applied here (0: none). */
   maxMinor(indexId: string, major: number): number {
     return this.state.indexes.get(indexId)?.maxMinor[major] ?? 0;
+  }
+
+  /** The active version here and the position of the index's newest entry processed here. */
+  liveAt(indexId: string): { version: VersionId; seq: number } | undefined {
+    const version = this.active(indexId);
+    return version === undefined ? undefined : { version, seq: this.appliedSeq(indexId) };
   }
 
   /** Log position of the newest entry of the index processed here (0: none). */

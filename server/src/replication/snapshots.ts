@@ -85,18 +85,8 @@ export class Snapshots {
   }
 
   /** Tells the others how far this node has applied the log; truncation never passes it. */
-  async report(position: number): Promise<{ position: number; at: number }> {
-    const at = Date.now();
-    await this.log.putDoc(`nodes/${this.node}`, { node: this.node, position, at } satisfies NodePosition);
-    return { position, at };
-  }
-
-  /**
-   * Whether no truncation can have passed a position this node reported at `at`: the others
-   * count it live for goneAfterMs after a report; half of that leaves room for clocks that differ.
-   */
-  stillCounted(at: number): boolean {
-    return Date.now() - at < this.goneAfterMs / 2;
+  async report(position: number): Promise<void> {
+    await this.log.putDoc(`nodes/${this.node}`, { node: this.node, position, at: Date.now() } satisfies NodePosition);
   }
 
   /**

@@ -16,6 +16,7 @@ import { Replica } from "../../src/replication/replica.ts";
 import { replicatedEngine } from "../../src/replication/replicated-engine.ts";
 import { CatalogService } from "../../src/services/catalog.ts";
 import { RecordService } from "../../src/services/records.ts";
+import { RegionLagService } from "../../src/services/region-lag.ts";
 import { VersionService } from "../../src/services/versions.ts";
 import { IndexLocks } from "../../src/services/versions/lock.ts";
 import type { SearchEngine } from "../../src/ports/engine.ts";
@@ -34,6 +35,10 @@ interface NodeOptions {
   coalesceAfter?: number;
   /** Wraps the node's own engine (to hold a checkpoint's build). */
   wrap?: (engine: SearchEngine) => SearchEngine;
+  /** Wraps the node's client of the log (to put the log's home out of reach). */
+  wrapLog?: (log: ReturnType<MemoryLog["client"]>) => ReturnType<MemoryLog["client"]>;
+  /** Leaves `replica.start()` to the test. */
+  startLater?: boolean;
 }
 
 async function openNode(memory: MemoryLog, store: Store, name: string, options: NodeOptions = {}) {
@@ -42,7 +47,7 @@ async function openNode(memory: MemoryLog, store: Store, name: string, options: 
   const real = createEmbeddedEngine({ dataDir: path.join(dir, "engine") });
   await real.open();
   const inner = wrap(real);
-  const log = memory.client();
+  const log = (options.wrapLog ?? ((client) => client))(memory.client());
   const replica = new Replica({
     node: name,
     log,
@@ -72,7 +77,7 @@ async function openNode(memory: MemoryLog, store: Store, name: string, options: 
     },
   });
   const records = new RecordService({ catalog, versions, engine });
-  await replica.start();
+  if (!options.startLater) await replica.start();
   return {
     log,
     locks,
@@ -203,6 +208,19 @@ describe("two nodes on one change log", () => {
     expect((await reading).title).toBe("Late record");
     expect(await nodes.b.replica.caughtUp()).toMatchObject({ ready: true, behind: 0 });
   });
+
+  test("a write the other node has not applied counts as its lag as soon as it is acknowledged", async () => {
+    nodes.b.log.hold();
+    const lag = () => new RegionLagService(nodes.store.db, nodes.b.replica).forTenant("ten_r");
+    const version = await nodes.a.records.put(admin, "shop", "counted", { title: "Counted at once" });
+    // Not after the nodes' next store batch (every 100 ms): the writer recorded it (D-278).
+    const [shop] = await lag();
+    expect(shop).toMatchObject({ indexName: "shop", behindVersions: 1 });
+    expect(shop!.activeVersion).not.toBe(version);
+    nodes.b.log.release();
+    await nodes.b.replica.waitFor((await nodes.b.catalog.byName("ten_r", "shop"))!.id, version, 5_000);
+    expect(await lag()).toEqual([{ indexName: "shop", activeVersion: version, behindVersions: 0, lagMs: 0 }]);
+  });
 });
 
 describe("a writer that dies between the log and the store", () => {
@@ -271,6 +289,58 @@ describe("a node that missed entries removed from the log", () => {
     for (const [id, title] of written) expect((await nodes.b.records.get(admin, "shop", id))?.title).toBe(title);
     expect((await nodes.b.records.get(admin, "shop", "early"))?.title).toBe("Early record");
   });
+});
+
+describe("a node started while the log's home is out of reach (D-279)", () => {
+  const nodes = useTwoNodes({ snapshots: { every: 5, goneAfterMs: 60_000 } });
+  const { memory } = nodes;
+
+  test("follows its region's end of the log; an index truncated past it waits for its snapshot", async () => {
+    // "desk" keeps every entry; "shop" loses the ones before its snapshot, as a truncation that
+    // no longer counted the new node would.
+    await nodes.a.catalog.createIndex("ten_r", { name: "desk", serviceName: "ten_r-shop" });
+    const desk = await nodes.a.records.put(admin, "desk", "lamp", { title: "Desk lamp" });
+    let shopVersion = "";
+    for (let i = 0; i < 12; i++)
+      shopVersion = await nodes.a.records.put(admin, "shop", `s-${i}`, { title: `Shop ${i}` });
+    const shop = (await nodes.a.catalog.byName("ten_r", "shop"))!;
+    const deskRef = (await nodes.a.catalog.byName("ten_r", "desk"))!;
+    const pointer = await waitForPointer(memory, shop.id);
+    memory.entries.forEach((e, i) => {
+      if (e?.index === shop.id && i + 1 < pointer.seq) memory.entries[i] = null;
+    });
+    shopVersion = await nodes.a.records.put(admin, "shop", "last", { title: "Last" });
+
+    // The home is down: its end, its documents (pointers, positions) do not answer; the mirror does.
+    let homeDown = true;
+    const home = <T>(call: () => Promise<T>) => (homeDown ? Promise.reject(new Error("no responders")) : call());
+    const c = await openNode(memory, nodes.store, "c", {
+      snapshots: { every: 5, goneAfterMs: 60_000 },
+      startLater: true,
+      wrapLog: (log) => ({
+        ...log,
+        lastSeq: () => home(() => log.lastSeq()),
+        lastSeqNearby: () => log.lastSeq(),
+        getDoc: <T>(name: string) => home(() => log.getDoc<T>(name)),
+        listDocs: (prefix: string) => home(() => log.listDocs(prefix)),
+        putDoc: (name: string, value: unknown) => home(() => log.putDoc(name, value)),
+      }),
+    });
+    try {
+      const started = c.replica.start();
+      // The index with every entry is applied; the one truncated past it waits for the home.
+      await c.replica.waitFor(deskRef.id, desk, 5_000);
+      expect(c.replica.has(shop.id, shopVersion)).toBe(false);
+      expect(await c.replica.caughtUp()).toMatchObject({ ready: false });
+      homeDown = false;
+      await c.replica.waitFor(shop.id, shopVersion, 15_000);
+      await started;
+      for (let i = 0; i < 12; i++) expect((await c.records.get(admin, "shop", `s-${i}`))?.title).toBe(`Shop ${i}`);
+      expect((await c.records.get(admin, "desk", "lamp"))?.title).toBe("Desk lamp");
+    } finally {
+      await c.close();
+    }
+  }, 30_000);
 });
 
 /** The newest snapshot pointer of an index, once a snapshot was taken and its pointer written. */

@@ -7,7 +7,7 @@ import type { SearchRecord } from "../../ports/engine.ts";
 import type { Db } from "../../store/open.ts";
 import { indexes, tombstones, versions } from "../../store/schema.ts";
 import { VERSION_COLUMNS, versionValues } from "../../store/version-rows.ts";
-import type { VersionContext } from "./context.ts";
+import type { LiveAt, VersionContext } from "./context.ts";
 
 /** One change as the store records it. */
 export interface ChangeRow {
@@ -37,6 +37,12 @@ export async function recordChanges(
     activate: boolean;
     /** With replication a replica may have recorded the rows already. */
     ifAbsent: boolean;
+    /**
+     * With replication, the index's active version as this node applied it: recorded unless the
+     * store holds one set at a later log position. Every node records it every 100 ms; the writer
+     * records it before answering, so that GET /v1/regions counts the write at once (D-278).
+     */
+    liveAt?: LiveAt | undefined;
   },
 ): Promise<void> {
   const last = rows.at(-1);
@@ -56,6 +62,13 @@ export async function recordChanges(
   ];
   if (options.activate) {
     parts.push(sql`_a as (update ${indexes} set active_version = ${last.version} where id = ${indexId} returning 1)`);
+  } else if (options.liveAt) {
+    const { version, seq } = options.liveAt;
+    // Not waited for: while a node's batch holds the row (its transaction sets several), that
+    // batch records it soon after. Waiting made a write's p99 five times longer at 250/s (D-278).
+    parts.push(sql`_a as (update ${indexes} set active_version = ${version}, log_seq = ${seq}::bigint
+      where id = (select l.id from ${indexes} l where l.id = ${indexId} and l.log_seq < ${seq}::bigint
+        for no key update skip locked) returning 1)`);
   }
   // One statement must not change a row twice: what the last change did to an id is what stays
   // (an id both rewritten and deleted by one change is deleted).

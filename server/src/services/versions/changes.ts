@@ -10,7 +10,7 @@ import { undoOnFailure } from "./undo.ts";
 import { coalesce } from "./coalesce.ts";
 import { type ChangeRow, recordChanges } from "./change-rows.ts";
 import { groupWrite } from "./group-commit.ts";
-import type { VersionContext } from "./context.ts";
+import type { LiveAt, VersionContext } from "./context.ts";
 import { retainAfterNewMajor } from "./retention.ts";
 import { rethrowUnlessDeleted } from "./rows.ts";
 
@@ -73,6 +73,7 @@ export async function writeChange(
     activate: true,
     ...(change.purge ? { purge: change.purge } : {}),
   });
+  const liveAt = ctx.replica?.liveAt(ref.id);
   const row = {
     indexId: ref.id,
     version,
@@ -87,11 +88,11 @@ export async function writeChange(
   if (ctx.replica) {
     // The change is in the log and applied: nothing to undo. Every node records its version row
     // and the active version in the background (replication/store-backfill.ts); the writer
-    // records the row now as well, so that a listing right after the acknowledgement has it,
+    // records both now as well, so that a listing right after the acknowledgement has them,
     // together with the tombstones, which are this node's to write.
     const stored = ctx.storeOrder.run(ref.id, async () => {
       const records = await ctx.engine.count(ref.id, version);
-      await recordChange(ctx.db, { ...row, records, activate: false, ifAbsent: true });
+      await recordChange(ctx.db, { ...row, records, activate: false, ifAbsent: true, liveAt });
     });
     if (storeAfter) storeAfter(stored);
     else await stored;
@@ -108,6 +109,9 @@ export async function writeChange(
 }
 
 /** Records one change in the store (see recordChanges). */
-function recordChange(db: Db, c: ChangeRow & { activate: boolean; ifAbsent: boolean }): Promise<void> {
+function recordChange(
+  db: Db,
+  c: ChangeRow & { activate: boolean; ifAbsent: boolean; liveAt?: LiveAt | undefined },
+): Promise<void> {
   return recordChanges(db, [c], c);
 }

@@ -21,6 +21,14 @@ export interface ReplicaView {
   newest(indexId: string): VersionId | undefined;
   has(indexId: string, version: VersionId): boolean;
   waitFor(indexId: string, version: VersionId, timeoutMs: number): Promise<void>;
+  /** The version live here and the log position of the newest entry of the index applied here. */
+  liveAt(indexId: string): LiveAt | undefined;
+}
+
+/** An index's active version as of a log position: the store keeps the one with the highest. */
+export interface LiveAt {
+  version: VersionId;
+  seq: number;
 }
 
 export interface VersionPolicy {

@@ -102,6 +102,8 @@ async function commitBatch(ctx: VersionContext, ref: IndexRef, batch: Pending[])
     }
     throw error;
   }
+  // What this node serves now, read before anything else can be applied (see recordChanges).
+  const liveAt = ctx.replica?.liveAt(ref.id);
   const now = ctx.now();
   const rows = async (): Promise<ChangeRow[]> => {
     const made: ChangeRow[] = [];
@@ -126,7 +128,7 @@ async function commitBatch(ctx: VersionContext, ref: IndexRef, batch: Pending[])
     // In the log and applied: every node records the rows in the background; the writer records
     // them as well, after the lock, and answers once they are in (changes.ts).
     stored = ctx.storeOrder.run(ref.id, async () =>
-      recordChanges(ctx.db, await rows(), { activate: false, ifAbsent: true }),
+      recordChanges(ctx.db, await rows(), { activate: false, ifAbsent: true, liveAt }),
     );
   } else {
     // One process: the store is the record of what is live, written under the lock; when it
