@@ -7,10 +7,10 @@ import { zstdDecompressSync } from "node:zlib";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { Objm } from "@nats-io/obj";
 import { connect } from "@nats-io/transport-node";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { RATE_LIMITS_OFF } from "../support/limits.ts";
 import { streamState } from "../support/nats.ts";
-import { logRegionsOnFailure, type Regions, regionsAvailable, startRegions } from "../support/regions.ts";
+import { logRegionsOnFailure, type Regions, regionsAvailable, uploadCsv, useRegions } from "../support/regions.ts";
 
 /** Words only the purged records hold, as they are written (titles keep their case on disk). */
 const MARKERS = ["Zqxjbulk", "Zqxjminor"];
@@ -59,29 +59,19 @@ async function copiesOf(r: Regions): Promise<string[]> {
 }
 
 describe.skipIf(!regionsAvailable)("a purge with replication", () => {
-  let r: Regions;
-  beforeAll(async () => {
-    r = await startRegions(["frankfurt", "london"], {
-      ...RATE_LIMITS_OFF,
-      SIFT_REPLICATION_SNAPSHOT_EVERY: "5",
-      SIFT_REPLICATION_NODE_GONE_MS: "1500",
-    });
-  }, 120_000);
-  afterAll(() => r?.stop());
+  const regions = useRegions(["frankfurt", "london"], {
+    ...RATE_LIMITS_OFF,
+    SIFT_REPLICATION_SNAPSHOT_EVERY: "5",
+    SIFT_REPLICATION_NODE_GONE_MS: "1500",
+  });
 
   it("removes the record from the log and the object store, and a region restored later has the rest", async () => {
-    logRegionsOnFailure(() => r, 40);
+    const r = regions();
+    logRegionsOnFailure(regions, 40);
     const acknowledged = new Map<string, string>();
     // The record in an upload's published files...
-    const started = await r.http(0).post("/v1/uploads/start", { indexName: r.index });
     const rows = Array.from({ length: 50 }, (_, i) => `bulk-${i},Bulk lamp ${i}`);
-    const csv = ["id,title", ...rows, "secret-bulk,Zqxjbulk lamp"].join("\n");
-    expect((await fetch(started.body.uploadUrl, { method: "PUT", body: csv })).status).toBe(200);
-    const { indexVersion } = started.body as { indexVersion: string };
-    expect((await r.http(0).post("/v1/uploads/complete", { indexName: r.index, indexVersion })).status).toBe(200);
-    await expect
-      .poll(async () => (await r.http(0).get(`/v1/uploads/${r.index}/${indexVersion}`)).body.state, { timeout: 30_000 })
-      .toBe("succeeded");
+    await uploadCsv(r.http(0), r.index, ["id,title", ...rows, "secret-bulk,Zqxjbulk lamp"].join("\n"));
     for (let i = 0; i < 50; i++) acknowledged.set(`bulk-${i}`, `Bulk lamp ${i}`);
     // ...and in a log entry, then in a snapshot of the index (one every 5 entries here).
     const written = await r.http(1).put(`/v1/indexes/${r.index}/records/secret-minor`, { title: "Zqxjminor lamp" });

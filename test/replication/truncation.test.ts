@@ -8,10 +8,10 @@
 // and a region restored after that still has every write.
 import { connect } from "@nats-io/transport-node";
 import { Objm } from "@nats-io/obj";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { RATE_LIMITS_OFF } from "../support/limits.ts";
 import { streamState } from "../support/nats.ts";
-import { logRegionsOnFailure, type Regions, regionsAvailable, startRegions } from "../support/regions.ts";
+import { logRegionsOnFailure, type Regions, regionsAvailable, uploadCsv, useRegions } from "../support/regions.ts";
 
 /** The first and last positions the log still holds, as the NATS servers report them. */
 const firstSeq = async (r: Regions) => (await streamState(r.nats, "SIFT"))!.state.first_seq;
@@ -39,29 +39,20 @@ async function putObject(r: Regions, name: string, text: string): Promise<void> 
 }
 
 describe.skipIf(!regionsAvailable)("a region that returns after the log was truncated", () => {
-  let r: Regions;
-  beforeAll(async () => {
-    r = await startRegions(["frankfurt", "london", "newark"], {
-      ...RATE_LIMITS_OFF,
-      SIFT_REPLICATION_SNAPSHOT_EVERY: "10",
-      SIFT_REPLICATION_NODE_GONE_MS: "1500",
-      // The checkpoint below makes the bulk major droppable at once.
-      SIFT_RETAIN_VERSIONS: "1",
-    });
-  }, 120_000);
-  afterAll(() => r?.stop());
+  const regions = useRegions(["frankfurt", "london", "newark"], {
+    ...RATE_LIMITS_OFF,
+    SIFT_REPLICATION_SNAPSHOT_EVERY: "10",
+    SIFT_REPLICATION_NODE_GONE_MS: "1500",
+    // The checkpoint below makes the bulk major droppable at once.
+    SIFT_RETAIN_VERSIONS: "1",
+  });
 
   it("restores the index from the newest snapshot and has every acknowledged write", async () => {
-    logRegionsOnFailure(() => r, 40);
+    const r = regions();
+    logRegionsOnFailure(regions, 40);
     // A bulk major (published when built), then record changes on top of it.
-    const started = await r.http(0).post("/v1/uploads/start", { indexName: r.index });
     const csv = ["id,title", ...Array.from({ length: 200 }, (_, i) => `bulk-${i},Bulk lamp ${i}`)].join("\n");
-    expect((await fetch(started.body.uploadUrl, { method: "PUT", body: csv })).status).toBe(200);
-    const { indexVersion } = started.body as { indexVersion: string };
-    expect((await r.http(0).post("/v1/uploads/complete", { indexName: r.index, indexVersion })).status).toBe(200);
-    await expect
-      .poll(async () => (await r.http(0).get(`/v1/uploads/${r.index}/${indexVersion}`)).body.state, { timeout: 30_000 })
-      .toBe("succeeded");
+    const indexVersion = await uploadCsv(r.http(0), r.index, csv);
     for (let i = 0; i < 3; i++) {
       expect((await r.http(1).put(`/v1/indexes/${r.index}/records/before-${i}`, { title: `Before ${i}` })).status).toBe(
         200,

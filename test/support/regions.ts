@@ -48,6 +48,26 @@ export function keyed(base: string, key: string): Keyed {
   };
 }
 
+/**
+ * An upload of `csv` through one node, as a client makes it (start, PUT, complete), awaited until
+ * its ingest succeeded there; its version. Throws with the upload's state otherwise.
+ */
+export async function uploadCsv(client: Keyed, index: string, csv: string, timeoutMs = 30_000): Promise<string> {
+  const started = await client.post("/v1/uploads/start", { indexName: index });
+  if (started.status !== 200) throw new Error(`upload start: ${started.status} ${started.text}`);
+  const put = await fetch(started.body.uploadUrl, { method: "PUT", body: csv });
+  if (put.status !== 200) throw new Error(`upload PUT: ${put.status}`);
+  const version = started.body.indexVersion as string;
+  const completed = await client.post("/v1/uploads/complete", { indexName: index, indexVersion: version });
+  if (completed.status !== 200) throw new Error(`upload complete: ${completed.status} ${completed.text}`);
+  for (const deadline = Date.now() + timeoutMs; ; ) {
+    const status = await client.get(`/v1/uploads/${index}/${version}`);
+    if (status.body.state === "succeeded") return version;
+    if (status.body.state === "failed" || Date.now() > deadline) throw new Error(`upload ${version}: ${status.text}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
 export async function startRegions(
   regionIds: string[] = ["frankfurt", "london", "newark"],
   env: Record<string, string> = {},
@@ -132,11 +152,11 @@ export async function startRegions(
   }
 }
 
-/** Three regions for the tests of one describe block: started before them, stopped after. */
-export function useRegions(): () => Regions {
+/** Regions (three by default) for the tests of one describe block: started before them, stopped after. */
+export function useRegions(...args: Parameters<typeof startRegions>): () => Regions {
   let regions: Regions | undefined;
   beforeAll(async () => {
-    regions = await startRegions();
+    regions = await startRegions(...args);
   }, 180_000);
   afterAll(async () => {
     await regions?.stop();

@@ -201,13 +201,7 @@ export class Snapshots {
     const keep = new Set([...current.majors, ...older.majors].map((m) => m.files));
     const until = older.at - this.goneAfterMs;
     const files = await this.deletePublished(index, (p) => !keep.has(p.name) && p.at < until);
-    let snapshots = 0;
-    for (const name of await this.log.listDocs(`snapshots/${index}/`)) {
-      const seq = /\/(\d+)\/snapshot$/.exec(name)?.[1];
-      if (seq === undefined || Number(seq) >= previous.seq) continue;
-      await this.log.deleteDoc(name);
-      snapshots++;
-    }
+    const snapshots = await this.deleteSnapshotsBefore(index, previous.seq);
     const entries = await this.log.deleteLargeEntries(index, until);
     // Parts of uploads and snapshots whose publisher died before their manifest: no entry names them.
     const unfinished = await this.log.deleteUnfinished(index, until);
@@ -269,13 +263,7 @@ export class Snapshots {
       const seq = Number(/^snapshots\/.+\/(\d+)\/majors\//.exec(p.name)?.[1] ?? Number.NaN);
       return seq < snapshot.seq;
     });
-    let snapshots = 0;
-    for (const name of await this.log.listDocs(`snapshots/${index}/`)) {
-      const seq = /\/(\d+)\/snapshot$/.exec(name)?.[1];
-      if (seq === undefined || Number(seq) >= snapshot.seq) continue;
-      await this.log.deleteDoc(name);
-      snapshots++;
-    }
+    const snapshots = await this.deleteSnapshotsBefore(index, snapshot.seq);
     // Those of entries still in the log stay (a node restored from the snapshot replays them),
     // and those stored too lately to be in it yet.
     const entries = await this.log.deleteLargeEntries(index, Date.now() - settleMs, { exceptFrom: snapshot.seq });
@@ -310,6 +298,18 @@ export class Snapshots {
       entries,
       unfinished,
     });
+  }
+
+  /** Deletes the index's snapshot documents taken before position `seq`; returns how many went. */
+  private async deleteSnapshotsBefore(index: string, seq: number): Promise<number> {
+    let deleted = 0;
+    for (const name of await this.log.listDocs(`snapshots/${index}/`)) {
+      const at = /\/(\d+)\/snapshot$/.exec(name)?.[1];
+      if (at === undefined || Number(at) >= seq) continue;
+      await this.log.deleteDoc(name);
+      deleted++;
+    }
+    return deleted;
   }
 
   /** Deletes the index's published files that `chosen` picks; returns how many sets went. */
