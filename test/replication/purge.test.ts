@@ -10,7 +10,14 @@ import { connect } from "@nats-io/transport-node";
 import { describe, expect, it } from "vitest";
 import { RATE_LIMITS_OFF } from "../support/limits.ts";
 import { streamState } from "../support/nats.ts";
-import { logRegionsOnFailure, type Regions, regionsAvailable, uploadCsv, useRegions } from "../support/regions.ts";
+import {
+  logRegionsOnFailure,
+  type Regions,
+  regionsAvailable,
+  startCaughtUp,
+  uploadCsv,
+  useRegions,
+} from "../support/regions.ts";
 
 /** Words only the purged records hold, as they are written (titles keep their case on disk). */
 const MARKERS = ["Zqxjbulk", "Zqxjminor"];
@@ -119,12 +126,7 @@ describe.skipIf(!regionsAvailable)("a purge with replication", () => {
       expect(i, "the log was never truncated past the killed region").toBeLessThan(200);
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
-    await down.start();
-    await expect
-      .poll(async () => (await fetch(`${down.url}/readyz`).then((reply) => reply.json())).replication?.caughtUp, {
-        timeout: 60_000,
-      })
-      .toBe(true);
+    await startCaughtUp(down);
     expect(down.output()).toMatch(/restored an index from its snapshot/);
     const missing: string[] = [];
     for (const [id, title] of acknowledged) {

@@ -11,7 +11,14 @@ import { Objm } from "@nats-io/obj";
 import { describe, expect, it } from "vitest";
 import { RATE_LIMITS_OFF } from "../support/limits.ts";
 import { streamState } from "../support/nats.ts";
-import { logRegionsOnFailure, type Regions, regionsAvailable, uploadCsv, useRegions } from "../support/regions.ts";
+import {
+  logRegionsOnFailure,
+  type Regions,
+  regionsAvailable,
+  startCaughtUp,
+  uploadCsv,
+  useRegions,
+} from "../support/regions.ts";
 
 /** The first and last positions the log still holds, as the NATS servers report them. */
 const firstSeq = async (r: Regions) => (await streamState(r.nats, "SIFT"))!.state.first_seq;
@@ -92,13 +99,8 @@ describe.skipIf(!regionsAvailable)("a region that returns after the log was trun
     // The log no longer holds what the region missed.
     await expect.poll(() => firstSeq(r), { timeout: 20_000 }).toBeGreaterThan(heldAtKill + 1);
 
-    await down.start();
     // It answers at once and says it is catching up until it has restored and replayed.
-    await expect
-      .poll(async () => (await fetch(`${down.url}/readyz`).then((reply) => reply.json())).replication?.caughtUp, {
-        timeout: 60_000,
-      })
-      .toBe(true);
+    await startCaughtUp(down);
     expect(down.output()).toMatch(/restored an index from its snapshot/);
     const back = r.http(2);
     const missing: string[] = [];

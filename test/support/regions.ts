@@ -1,7 +1,7 @@
 // Several Sift regions as separate processes, each with its own data directory, sharing one
 // PostgreSQL database and one private NATS JetStream cluster, or a supercluster with a cluster
 // per region (docs/replication.md).
-import { afterAll, beforeAll, onTestFailed } from "vitest";
+import { afterAll, beforeAll, expect, onTestFailed } from "vitest";
 import { createTempDatabase } from "../../server/test/support/store.ts";
 import { createKey, signUp } from "./world.ts";
 import { Http, type Reply } from "./http.ts";
@@ -66,6 +66,16 @@ export async function uploadCsv(client: Keyed, index: string, csv: string, timeo
     if (status.body.state === "failed" || Date.now() > deadline) throw new Error(`upload ${version}: ${status.text}`);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
+}
+
+/** Starts a stopped node and waits until /readyz says it has caught up with the log. */
+export async function startCaughtUp(node: SiftProcess): Promise<void> {
+  await node.start();
+  await expect
+    .poll(async () => (await fetch(`${node.url}/readyz`).then((reply) => reply.json())).replication?.caughtUp, {
+      timeout: 60_000,
+    })
+    .toBe(true);
 }
 
 export async function startRegions(
