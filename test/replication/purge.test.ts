@@ -26,12 +26,12 @@ const MARKERS = ["Zqxjbulk", "Zqxjminor"];
  * Where the markers still are: every message the change log's stream holds, and every object of
  * its two object store buckets (segment parts decompressed).
  */
-async function copiesOf(r: Regions): Promise<string[]> {
+async function copiesOf(r: Regions, markers = MARKERS): Promise<string[]> {
   const nc = await connect({ servers: r.nats.urls.split(",") });
   const found: string[] = [];
   const look = (bytes: Uint8Array, where: string) => {
     const text = Buffer.from(bytes).toString("latin1");
-    for (const marker of MARKERS) if (text.includes(marker)) found.push(`${marker} in ${where}`);
+    for (const marker of markers) if (text.includes(marker)) found.push(`${marker} in ${where}`);
   };
   try {
     const jsm = await jetstreamManager(nc);
@@ -144,4 +144,33 @@ describe.skipIf(!regionsAvailable)("a purge with replication", () => {
     expect(zqxj.body.suggestions).toEqual([]);
     expect((await search("lamp")).body.suggestions.length).toBeGreaterThan(0);
   }, 180_000);
+});
+
+describe.skipIf(!regionsAvailable)("a purge whose writer is killed before it removed the copies", () => {
+  const regions = useRegions(["frankfurt", "london"], { ...RATE_LIMITS_OFF, SIFT_REPLICATION_NODE_GONE_MS: "3000" });
+
+  it("is carried on by that node once it is back", async () => {
+    const r = regions();
+    logRegionsOnFailure(regions, 40);
+    const written = await r.http(0).put(`/v1/indexes/${r.index}/records/again`, { title: "Zqxjagain lamp" });
+    expect(written.status, written.text).toBe(200);
+    const kept = await r.http(0).put(`/v1/indexes/${r.index}/records/kept`, { title: "Kept lamp" });
+    expect((await copiesOf(r, ["Zqxjagain"])).length).toBeGreaterThan(0);
+    const purged = await r.http(0).post(`/v1/indexes/${r.index}/records/again/purge`);
+    expect(purged.status, purged.text).toBe(200);
+    // Killed once its state is saved past the purge (every 0.5 s), so that a restart does not
+    // apply the purge again, and before its removal starts (it waits 10 s, the append timeout).
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    const writer = r.nodes[0]!;
+    await writer.kill("SIGKILL");
+    await startCaughtUp(writer);
+    await expect.poll(() => copiesOf(r, ["Zqxjagain"]), { timeout: 45_000, interval: 1_000 }).toEqual([]);
+    for (const node of [0, 1]) {
+      const read = (id: string) =>
+        r.http(node).get(`/v1/indexes/${r.index}/records/${id}?minVersion=${purged.body.indexVersion}`);
+      expect((await read("again")).status).toBe(404);
+      expect((await read("kept")).body.title).toBe("Kept lamp");
+    }
+    expect(kept.status).toBe(200);
+  }, 120_000);
 });

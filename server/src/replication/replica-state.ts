@@ -41,6 +41,7 @@ interface Persisted {
   position: number;
   indexes: Record<string, IndexReplica>;
   dropped?: string[];
+  erasing?: string[];
 }
 
 export class ReplicaState {
@@ -49,6 +50,11 @@ export class ReplicaState {
   readonly indexes = new Map<string, IndexReplica>();
   /** Indexes dropped here: a snapshot of one is never restored. */
   readonly dropped = new Set<string>();
+  /**
+   * Indexes whose purged records' copies this node still has to remove from the log and the
+   * object store (replication/snapshots.ts, erase): kept so that a restart carries on.
+   */
+  readonly erasing = new Set<string>();
   /**
    * The position in the file as last written: what the node reports to the others, so that no
    * truncation passes what a restart starts from.
@@ -73,6 +79,7 @@ export class ReplicaState {
     this.savedPosition = parsed.position;
     for (const [id, r] of Object.entries(parsed.indexes)) this.indexes.set(id, r);
     for (const id of parsed.dropped ?? []) this.dropped.add(id);
+    for (const id of parsed.erasing ?? []) this.erasing.add(id);
   }
 
   index(id: string): IndexReplica {
@@ -118,6 +125,7 @@ export class ReplicaState {
           position: this.position,
           indexes: Object.fromEntries(this.indexes),
           dropped: [...this.dropped],
+          erasing: [...this.erasing],
         };
         const tmp = `${this.file}.tmp`;
         await writeFile(tmp, JSON.stringify(body));

@@ -48,6 +48,8 @@ export class Replica {
   private readonly chains = new IndexLocks();
   /** Outcomes of this node's own entries, until their writers collect them (see keepVerdict). */
   private readonly verdicts = new Map<number, Verdict>();
+  /** Erasures after purges under way here, per index (see eraseCopies). */
+  private readonly erasingNow = new Map<string, number>();
   private stopping = false;
   /** The newest position known in the log, refreshed by readiness checks and catch-up. */
   private logLast = 0;
@@ -129,6 +131,8 @@ export class Replica {
     }
     if (this.stopping) return;
     this.following = true;
+    // Purges whose copies this node had not removed yet when it stopped.
+    for (const index of this.state.erasing) this.eraseCopies(index);
     this.follower = this.log.follow(this.state.position + 1, (applied) => this.deliver(applied));
     if (target > this.state.position) {
       this.logger.info("catching up with the change log", { from: this.state.position, to: target });
@@ -421,7 +425,10 @@ export class Replica {
     this.noteApplied(seq, entry);
     if (entry.node === this.node) this.keepVerdict(seq, { accepted: true, result });
     this.countTowardsSnapshot(entry);
-    if (entry.op === "purge" && entry.node === this.node) this.eraseCopies(entry.index);
+    if (entry.op === "purge" && entry.node === this.node) {
+      this.state.erasing.add(entry.index);
+      this.eraseCopies(entry.index);
+    }
     if (entry.op === "drop-index" && entry.node === this.node) {
       void this.snapshots
         .clearDropped(entry.index, seq, () => this.stopping)
@@ -498,20 +505,34 @@ export class Replica {
    * stayed until two snapshots later, which a quiet index may never reach.
    */
   private eraseCopies(index: string): void {
+    this.erasingNow.set(index, (this.erasingNow.get(index) ?? 0) + 1);
+    // Done (or given up, with a warning: the periodic snapshots take over): a restart need not
+    // carry on, unless another purge of the index is still being erased.
+    const settle = () => {
+      const left = (this.erasingNow.get(index) ?? 1) - 1;
+      if (left > 0) return void this.erasingNow.set(index, left);
+      this.erasingNow.delete(index);
+      this.state.erasing.delete(index);
+      void this.state.save();
+    };
     void this.chains
       .run(index, async () => {
         const current = this.state.indexes.get(index);
         return current === undefined || this.stopping ? undefined : this.snapshots.take(index, current);
       })
       .then(async (snapshot) => {
-        if (snapshot === undefined) return;
+        if (this.stopping) return;
+        if (snapshot === undefined) return settle(); // the index was dropped: nothing of it is left
         await this.snapshots.truncate(index, snapshot);
         const erased = await this.snapshots.erase(index, snapshot, () => this.stopping);
-        if (erased === undefined && !this.stopping) {
+        if (this.stopping) return;
+        if (erased === undefined) {
           this.logger.warn("a purged record's copies stay in the log until the index's next snapshots", { index });
         }
+        settle();
       })
       .catch((error: Error) =>
+        // Left in `erasing`: the next start tries again.
         this.logger.warn("could not remove a purged record's copies from the log and object store", {
           index,
           error: error.message,
