@@ -209,7 +209,7 @@ describe("two nodes on one change log", () => {
     expect(await nodes.b.replica.caughtUp()).toMatchObject({ ready: true, behind: 0 });
   });
 
-  test("a write the other node has not applied counts as its lag as soon as it is acknowledged", async () => {
+  test("a write or activation the other node has not applied counts as its lag once answered", async () => {
     nodes.b.log.hold();
     const lag = () => new RegionLagService(nodes.store.db, nodes.b.replica).forTenant("ten_r");
     const version = await nodes.a.records.put(admin, "shop", "counted", { title: "Counted at once" });
@@ -218,8 +218,21 @@ describe("two nodes on one change log", () => {
     expect(shop).toMatchObject({ indexName: "shop", behindVersions: 1 });
     expect(shop!.activeVersion).not.toBe(version);
     nodes.b.log.release();
-    await nodes.b.replica.waitFor((await nodes.b.catalog.byName("ten_r", "shop"))!.id, version, 5_000);
+    const shopId = (await nodes.b.catalog.byName("ten_r", "shop"))!.id;
+    await nodes.b.replica.waitFor(shopId, version, 5_000);
     expect(await lag()).toEqual([{ indexName: "shop", activeVersion: version, behindVersions: 0, lagMs: 0 }]);
+
+    // So does an activation: a roll back to the version before.
+    nodes.b.log.hold();
+    const ref = (await nodes.a.catalog.byName("ten_r", "shop"))!;
+    const before = shop!.activeVersion;
+    await nodes.a.versions.activate(ref, before);
+    expect(await lag()).toEqual([
+      { indexName: "shop", activeVersion: version, behindVersions: 1, lagMs: expect.any(Number) },
+    ]);
+    nodes.b.log.release();
+    await expect.poll(() => nodes.b.replica.active(shopId), { timeout: 5_000 }).toBe(before);
+    expect(await lag()).toMatchObject([{ activeVersion: before, behindVersions: 0 }]);
   });
 });
 

@@ -63,12 +63,7 @@ export async function recordChanges(
   if (options.activate) {
     parts.push(sql`_a as (update ${indexes} set active_version = ${last.version} where id = ${indexId} returning 1)`);
   } else if (options.liveAt) {
-    const { version, seq } = options.liveAt;
-    // Not waited for: while a node's batch holds the row (its transaction sets several), that
-    // batch records it soon after. Waiting made a write's p99 five times longer at 250/s (D-278).
-    parts.push(sql`_a as (update ${indexes} set active_version = ${version}, log_seq = ${seq}::bigint
-      where id = (select l.id from ${indexes} l where l.id = ${indexId} and l.log_seq < ${seq}::bigint
-        for no key update skip locked) returning 1)`);
+    parts.push(sql`_a as (${recordLiveAt(indexId, options.liveAt)} returning 1)`);
   }
   // One statement must not change a row twice: what the last change did to an id is what stays
   // (an id both rewritten and deleted by one change is deleted).
@@ -111,6 +106,18 @@ export async function recordChanges(
       if (code !== "40P01" || attempt >= 3) throw error;
     }
   }
+}
+
+/**
+ * With replication, the index's active version as of a log position, in the shared store (what
+ * GET /v1/regions counts lag against), unless the store holds one from a later position. Not
+ * waited for: while a node's batch holds the row (its transaction sets several), that batch
+ * records it soon after; waiting made a write's p99 five times longer at 250/s (D-278).
+ */
+export function recordLiveAt(indexId: string, { version, seq }: LiveAt): SQL {
+  return sql`update ${indexes} set active_version = ${version}, log_seq = ${seq}::bigint
+    where id = (select l.id from ${indexes} l where l.id = ${indexId} and l.log_seq < ${seq}::bigint
+      for no key update skip locked)`;
 }
 
 /** What a write needs to know of its parent: see parentFacts. */

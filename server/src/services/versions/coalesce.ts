@@ -8,7 +8,7 @@ import type { RecordChange } from "../../ports/engine.ts";
 import { versions } from "../../store/schema.ts";
 import type { IndexRef } from "../catalog.ts";
 import { undoOnFailure } from "./undo.ts";
-import { recordChanges } from "./change-rows.ts";
+import { recordChanges, recordLiveAt } from "./change-rows.ts";
 import { setActive, type VersionContext } from "./context.ts";
 import { erasePurgedSince } from "./erase.ts";
 import { liveVersion, rethrowUnlessDeleted, takeMajor, updateVersion } from "./rows.ts";
@@ -62,6 +62,7 @@ export async function coalesce(
         : null;
     const target = carry?.version ?? version;
     await engine.adoptCheckpoint!(ref.id, { from, major, records, carry, expectActive: live, live: true });
+    const liveAt = ctx.replica?.liveAt(ref.id);
     // Dated when it went live, after the writes it carries: retention counts it as newer than they
     // are. The ids they deleted are deleted again by the carry, with tombstones as new as it is:
     // a branch made later from the checkpoint (which still holds them) deletes them too.
@@ -81,9 +82,11 @@ export async function coalesce(
           rewritten: [],
           deleted: carry.deletes,
         };
-        await recordChanges(ctx.db, [row], { activate: !ctx.replica, ifAbsent: Boolean(ctx.replica) });
+        await recordChanges(ctx.db, [row], { activate: !ctx.replica, ifAbsent: Boolean(ctx.replica), liveAt });
       } else if (!ctx.replica) {
         await setActive(ctx, ref.id, version);
+      } else if (liveAt) {
+        await ctx.db.execute(recordLiveAt(ref.id, liveAt));
       }
     };
     // With replication the log has it now; alone, the engine's carry is withdrawn if the store fails.

@@ -8,6 +8,7 @@ import { indexes } from "../../store/schema.ts";
 import { eq } from "drizzle-orm";
 import type { CatalogService } from "../catalog.ts";
 import type { IndexLocks } from "./lock.ts";
+import { recordLiveAt } from "./change-rows.ts";
 
 /**
  * With replication (docs/replication.md): what this node has applied of the change log. Version
@@ -68,9 +69,11 @@ export async function setActive(
   version: VersionId,
   ifActive?: VersionId,
 ): Promise<void> {
-  // The engine first: with replication its activate is the log entry that decides, and the
-  // replica records the active version in the store itself, in log order.
+  // The engine first: with replication its activate is the log entry that decides, and every
+  // node records the active version in the store in log order; this one does before answering.
   await ctx.engine.activate(indexId, version, ifActive === undefined ? {} : { ifActive });
+  const live = ctx.replica?.liveAt(indexId);
   if (!ctx.replica) await ctx.db.update(indexes).set({ activeVersion: version }).where(eq(indexes.id, indexId));
+  else if (live) await ctx.db.execute(recordLiveAt(indexId, live));
   ctx.catalog.setActive(indexId, version);
 }
