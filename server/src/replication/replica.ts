@@ -483,26 +483,33 @@ export class Replica {
     if (r.sinceSnapshot < this.snapshots.every) return;
     r.sinceSnapshot = 0;
     if (entry.node !== this.node) return;
-    // Queued behind the entries of the index already delivered: it sees them all, and none after.
-    void this.chains
-      .run(entry.index, async () => {
-        const current = this.state.indexes.get(entry.index);
-        return current === undefined || this.stopping ? undefined : this.snapshots.take(entry.index, current);
-      })
-      .then((snapshot) => (snapshot ? this.snapshots.truncate(entry.index, snapshot) : undefined))
-      .catch((error: Error) =>
-        this.logger.warn("could not snapshot an index; its log stays as it is", {
-          index: entry.index,
-          error: error.message,
-        }),
-      );
+    void this.snapshotNow(entry.index).catch((error: Error) =>
+      this.logger.warn("could not snapshot an index; its log stays as it is", {
+        index: entry.index,
+        error: error.message,
+      }),
+    );
+  }
+
+  /**
+   * Snapshots the index and truncates its log behind it. Queued behind the entries of the index
+   * already delivered: the snapshot sees them all, and none after. Undefined when the index is
+   * gone or the node is stopping.
+   */
+  private async snapshotNow(index: string): Promise<SnapshotManifest | undefined> {
+    const snapshot = await this.chains.run(index, async () => {
+      const current = this.state.indexes.get(index);
+      return current === undefined || this.stopping ? undefined : this.snapshots.take(index, current);
+    });
+    if (snapshot !== undefined) await this.snapshots.truncate(index, snapshot);
+    return snapshot;
   }
 
   /**
    * After this node's purge, the record's copies in the log and the object store go (D-277): a
-   * snapshot of the index without it, queued behind the entries already delivered as the
-   * periodic one is, then the removal once every live node has applied the purge. Otherwise they
-   * stayed until two snapshots later, which a quiet index may never reach.
+   * snapshot of the index without it, as the periodic one is taken, then the removal once every
+   * live node has applied the purge. Otherwise they stayed until two snapshots later, which a
+   * quiet index may never reach.
    */
   private eraseCopies(index: string): void {
     this.erasingNow.set(index, (this.erasingNow.get(index) ?? 0) + 1);
@@ -515,15 +522,10 @@ export class Replica {
       this.state.erasing.delete(index);
       void this.state.save();
     };
-    void this.chains
-      .run(index, async () => {
-        const current = this.state.indexes.get(index);
-        return current === undefined || this.stopping ? undefined : this.snapshots.take(index, current);
-      })
+    void this.snapshotNow(index)
       .then(async (snapshot) => {
         if (this.stopping) return;
         if (snapshot === undefined) return settle(); // the index was dropped: nothing of it is left
-        await this.snapshots.truncate(index, snapshot);
         const erased = await this.snapshots.erase(index, snapshot, () => this.stopping);
         if (this.stopping) return;
         if (erased === undefined) {

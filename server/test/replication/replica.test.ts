@@ -131,11 +131,23 @@ describe("two nodes on one change log", () => {
   test("racing writers whose appends all pass the log get distinct versions and one order", async () => {
     // What NATS 2.9 clusters do under concurrency: the compare-and-set lets them all through.
     memory.enforceCompareAndSet = false;
+    // Each node's lock on the index is held while the writes arrive, so that those after its first
+    // queue behind it and go into the log together; the index is looked up beforehand, so that no
+    // write waits for the store on its way (whether one arrived before another committed was
+    // timing, and under a loaded machine none did).
+    const id = (await nodes.a.catalog.byName("ten_r", "shop"))!.id;
+    await nodes.b.catalog.byName("ten_r", "shop");
+    let release = () => {};
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const held = [nodes.a, nodes.b].map((node) => node.locks.run(id, () => gate));
     const writes = Array.from({ length: 30 }, (_, i) =>
       (i % 2 ? nodes.a : nodes.b).records
         .put(admin, "shop", `r${i}`, { title: `Record ${i}` })
         .then((version) => ({ i, version })),
     );
+    await new Promise((resolve) => setImmediate(resolve));
+    release();
+    await Promise.all(held);
     const done = await Promise.all(writes);
     memory.enforceCompareAndSet = true;
     expect(new Set(done.map((d) => d.version)).size).toBe(30);
