@@ -6,7 +6,7 @@
 // adapter's test file miss a part.
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { SearchEngine, SearchHit, SearchRecord, SearchRequest } from "../../src/ports/engine.ts";
+import type { RecordChange, SearchEngine, SearchHit, SearchRecord, SearchRequest } from "../../src/ports/engine.ts";
 import { parseFilter } from "../../src/search/filter.ts";
 import { tokenize } from "../../src/engine/tokenize.ts";
 import { random } from "../support/random.ts";
@@ -682,6 +682,53 @@ export function describeEngineConformance(name: string, open: OpenEngine): void 
           ["1.3", "1", 2],
           ["1.4", "1.2", 2],
         ]);
+      });
+
+      it("reads every version of a random tree of changes as its own chain made it", async () => {
+        // Mostly each change builds on the newest version, as writes do; sometimes on an older one,
+        // as after a roll back. Where the engine takes batches, runs of a chain go in one.
+        const rand = random(20261127);
+        const title = (id: string, n: number) => `Common ${id} take${n}`;
+        const base = Array.from({ length: 15 }, (_, i) => ({ id: `s${i}`, title: title(`s${i}`, 0) }));
+        const key = await indexWith(base);
+        const states = new Map<string, Map<string, string | null>>([["1", new Map(base.map((r) => [r.id, r.title]))]]);
+        const order = ["1"];
+        let pending: RecordChange[] = [];
+        const flush = async () => {
+          if (pending.length === 0) return;
+          if (engine.applyChanges) await engine.applyChanges(key, pending);
+          else for (const c of pending) await engine.applyChange(key, c);
+          pending = [];
+        };
+        for (let minor = 1; minor <= 40; minor++) {
+          const newest = rand() < 0.75;
+          const parent = newest ? order.at(-1)! : order[Math.floor(rand() * order.length)]!;
+          if (!newest || pending.length >= 4) await flush();
+          const state = new Map(states.get(parent)!);
+          const change: RecordChange = { version: `1.${minor}`, parent, upserts: [], deletes: [] };
+          for (let k = 0; k < 1 + Math.floor(rand() * 3); k++) {
+            const id = rand() < 0.5 ? `s${Math.floor(rand() * 15)}` : `n${Math.floor(rand() * 15)}`;
+            if (change.upserts.some((r) => r.id === id) || change.deletes.includes(id)) continue;
+            if (rand() < 0.3) {
+              change.deletes.push(id);
+              state.set(id, null);
+            } else {
+              change.upserts.push({ id, title: title(id, minor) });
+              state.set(id, title(id, minor));
+            }
+          }
+          pending.push(change);
+          states.set(change.version, state);
+          order.push(change.version);
+        }
+        await flush();
+        for (const [version, state] of states) {
+          const alive = [...state].filter(([, t]) => t !== null);
+          expect(await engine.count(key, version)).toBe(alive.length);
+          for (const [id, t] of state) expect((await engine.get(key, version, id))?.title ?? null).toBe(t);
+          const found = await search(key, "common", { limit: 100 }, version);
+          expect(new Set(ids(found))).toEqual(new Set(alive.map(([id]) => id)));
+        }
       });
 
       it("ranks changed records with the rest of the version", async () => {

@@ -239,9 +239,8 @@ class EmbeddedEngine implements SearchEngine {
    */
   async applyChanges(indexKey: string, changes: RecordChange[]): Promise<void> {
     const versions = this.index(indexKey);
-    // `next`: the version's overlay; the batch's changes are applied to one copy in turn, so only
-    // the last of a run keeps it (the others' are computed again if ever read).
-    const prepared: { node: ChangeVersion; next?: Overlay; segment: Segment; major: number }[] = [];
+    // `next`: the version's overlay, each the child of the one before in the batch.
+    const prepared: { node: ChangeVersion; next: Overlay; segment: Segment; major: number }[] = [];
     for (const change of changes) {
       const target = parseVersion(change.version);
       const parent = parseVersion(change.parent);
@@ -252,21 +251,15 @@ class EmbeddedEngine implements SearchEngine {
         throw new Error(`index ${indexKey}: version ${change.version} already exists`);
       }
       const previous = prepared.at(-1);
-      let segment: Segment;
-      let next: Overlay;
-      if (previous?.next !== undefined && previous.node.row.version === change.parent) {
-        segment = previous.segment;
-        next = previous.next;
-        previous.next = undefined;
-      } else {
-        const view = await this.view(indexKey, change.parent);
-        segment = view.segment;
-        next = view.overlay.copy();
-      }
+      const parentView =
+        previous !== undefined && previous.node.row.version === change.parent
+          ? { segment: previous.segment, overlay: previous.next }
+          : await this.view(indexKey, change.parent);
+      const segment = parentView.segment;
       // The engine keeps its own copy (as it will read it back after a restart), not the caller's objects.
       const own: RecordChange = JSON.parse(JSON.stringify(change)) as RecordChange;
       const upserted = own.upserts.map(overlayRecord);
-      next.apply(own, upserted, segment);
+      const next = parentView.overlay.child(own, upserted, segment);
       const node = ChangeVersion.fromChange(own, upserted, next.count(segment), target.major);
       prepared.push({ node, next, segment, major: target.major });
     }
@@ -286,7 +279,7 @@ class EmbeddedEngine implements SearchEngine {
     if (this.indexes.get(indexKey) !== versions) throw new Error(`index ${indexKey} was dropped during the change`);
     for (const { node, next } of prepared) {
       versions.changes.set(node.row.version, node);
-      if (next !== undefined) versions.remember(node.row.version, next);
+      versions.remember(node.row.version, next);
     }
     if (failed >= 0) throw (committed[failed] as PromiseRejectedResult).reason;
   }
@@ -299,7 +292,7 @@ class EmbeddedEngine implements SearchEngine {
     const { segment, overlay } = await this.view(indexKey, from);
     versions.building.add(major);
     const name = `${major}-${randomUUID().slice(0, 8)}`;
-    const expected = segment.docCount - overlay.shadowed.size + overlay.upserts.size;
+    const expected = overlay.count(segment);
     const builder = await startBuild(path.join(this.indexDir(indexKey), name), this.maxPrefix, this.map, expected);
     const pacer = new Pacer();
     try {
@@ -310,7 +303,7 @@ class EmbeddedEngine implements SearchEngine {
           if (!overlay.shadowed.has(doc)) await builder.add(segment.records.read(doc));
         }
       }
-      for (const item of overlay.upserts.values()) await builder.add(item.record);
+      for (const item of overlay.records()) await builder.add(item.record);
       const built = await builder.finish();
       this.commitMajor(indexKey, versions, { major, parent: from, records: built.docCount, dir: name }, built);
       return { records: built.docCount };
@@ -463,7 +456,7 @@ class EmbeddedEngine implements SearchEngine {
       docs.set(major, { node, segment, doc: segment.findDoc(id) });
     }
     // Whether each version holds the record: a change decides for itself when it touches the id
-    // (a delete wins over an upsert, as in Overlay.extend), otherwise its parent does.
+    // (a delete wins over an upsert, as in Overlay.child), otherwise its parent does.
     const holds = new Map<VersionId, boolean>();
     const held = (version: VersionId): boolean => {
       const path: VersionId[] = [];
@@ -634,9 +627,9 @@ class EmbeddedEngine implements SearchEngine {
 
   async get(indexKey: string, version: VersionId, id: string): Promise<SearchRecord | null> {
     const { segment, overlay } = await this.view(indexKey, version);
-    const upserted = overlay.upserts.get(id);
+    const upserted = overlay.upserted(id);
     if (upserted !== undefined) return structuredClone(upserted.record);
-    if (overlay.deletes.has(id)) return null;
+    if (overlay.deleted(id)) return null;
     const doc = segment.findDoc(id);
     return doc < 0 ? null : segment.records.readHot(doc);
   }

@@ -15,7 +15,7 @@ import {
 } from "./lexical.ts";
 import { holdsFine, type Stream } from "./planning.ts";
 import type { QueryTerms } from "./query-terms.ts";
-import type { SegmentHit, SegmentQuery } from "./segment-search.ts";
+import type { DocSet, SegmentHit, SegmentQuery } from "./segment-search.ts";
 
 export class Matcher {
   /** The query's point, or null when distance orders nothing (no point, or no document with coordinates). */
@@ -26,6 +26,8 @@ export class Matcher {
   private readonly query: SegmentQuery;
   private readonly n: number;
   private readonly filter: DocPredicate | null;
+  /** The documents the version hides, when it hides any (tested for every document read). */
+  private readonly hidden: DocSet | null;
   private readonly scratch = new MatchScratch();
   private readonly forwardOffsets: Uint32Array;
   private readonly forwardTerms: Uint32Array;
@@ -36,6 +38,7 @@ export class Matcher {
     this.query = query;
     this.n = query.tokens.length;
     this.filter = query.request.filter ? compileFilter(query.request.filter, segment) : null;
+    this.hidden = query.shadowed.size > 0 ? query.shadowed : null;
     // Without any document with coordinates, distance cannot order anything here.
     this.point = query.request.geo && segment.geo.docs.length > 0 ? query.request.geo : null;
     this.scratch.ensure(segment.meta.maxTitleTokens, this.n);
@@ -70,7 +73,7 @@ export class Matcher {
    * else -1; its fine value is left in `fine`.
    */
   accept(doc: number, stream: Stream): number {
-    if (this.query.shadowed.size > 0 && this.query.shadowed.has(doc)) return -1;
+    if (this.hidden?.has(doc)) return -1;
     const packed = this.match(doc, stream.terms());
     if (packed < 0) return -1;
     const bucket = packed >>> 2;
@@ -87,7 +90,7 @@ export class Matcher {
    * document came from a source whose members all match), so only the version and filter are checked.
    */
   rank(doc: number, terms: QueryTerms, matched = false): number {
-    if (this.query.shadowed.size > 0 && this.query.shadowed.has(doc)) return -1;
+    if (this.hidden?.has(doc)) return -1;
     const packed = matched ? 0 : this.match(doc, terms);
     if (packed < 0) return -1;
     if (this.filter !== null && !this.filter(doc)) return -1;
@@ -96,7 +99,7 @@ export class Matcher {
 
   /** Whether a filter or the version's changes can reject documents the query matches. */
   get restricts(): boolean {
-    return this.filter !== null || this.query.shadowed.size > 0;
+    return this.filter !== null || this.hidden !== null;
   }
 
   get hasFilter(): boolean {

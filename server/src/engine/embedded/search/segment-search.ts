@@ -15,6 +15,12 @@ import { Matcher } from "./matching.ts";
 import { planStreams } from "./planning.ts";
 import { StreamReader } from "./reading-orders.ts";
 
+/** Documents of the segment, as a search tests them (the ones the version hides). */
+export interface DocSet {
+  readonly size: number;
+  has(doc: number): boolean;
+}
+
 export interface SearchTuning {
   /** A prefix longer than the prefix index spanning more terms than this is merged into one run. */
   maxUnionTerms: number;
@@ -70,7 +76,7 @@ export interface SegmentQuery {
   prefixLast: boolean;
   request: SearchRequest;
   /** Documents replaced or deleted by the version's changes. */
-  shadowed: ReadonlySet<number>;
+  shadowed: DocSet;
 }
 
 export interface SegmentSearch {

@@ -52,7 +52,7 @@ export function searchVersion(
   // The version's changed records that match: all of them (they are few), ranked like the
   // segment's; exactly only when the segment has an exact match (much cheaper than with typos).
   const changed =
-    overlay.upserts.size > 0
+    overlay.upsertedCount > 0
       ? overlay.search(tokens, prefixLast, segmentExact ? { ...request, typoTolerance: false } : request)
       : [];
   const changedExact = changed.filter((h) => typosOf(h.bucket) === 0);

@@ -65,16 +65,15 @@ export function sameJson(a: unknown, b: unknown): boolean {
 
 /** The record a side holds for an id: its overlay decides when it touched the id, else its segment. */
 function recordOf(side: DiffSide, id: string): SearchRecord | null {
-  const upserted = side.overlay?.upserts.get(id);
+  const upserted = side.overlay?.upserted(id);
   if (upserted !== undefined) return upserted.record;
-  if (side.segment === null || side.overlay?.deletes.has(id)) return null;
+  if (side.segment === null || side.overlay?.deleted(id)) return null;
   const doc = side.segment.findDoc(id);
   return doc < 0 ? null : side.segment.records.read(doc);
 }
 
 /** The ids an overlay upserted or deleted. */
-const touchedBy = (overlay: Overlay | null): string[] =>
-  overlay === null ? [] : [...overlay.upserts.keys(), ...overlay.deletes];
+const touchedBy = (overlay: Overlay | null): string[] => (overlay === null ? [] : overlay.touched());
 
 /** A computed diff: counts, and the changed ids in code point order, a page at a time. */
 export class VersionDiff {

@@ -86,12 +86,11 @@ export class IndexVersions {
     }
     // Walk up to the major or a cached ancestor, then apply the changes downwards.
     const chain: ChangeVersion[] = [];
-    let overlay = new Overlay();
+    let overlay = Overlay.empty();
     for (let v = version; !isMajorVersion(v); ) {
       const hit = this.overlays.get(v);
       if (hit !== undefined) {
-        // Copied once for the whole walk: a cached overlay belongs to its version.
-        overlay = chain.length > 0 ? hit.copy() : hit;
+        overlay = hit;
         break;
       }
       const node = this.changes.get(v);
@@ -101,7 +100,7 @@ export class IndexVersions {
     }
     for (let i = chain.length - 1; i >= 0; i--) {
       const { change, upserted } = chain[i]!.content;
-      overlay.apply(change, upserted, segment);
+      overlay = overlay.child(change, upserted, segment);
     }
     this.remember(version, overlay);
     return overlay;
