@@ -319,6 +319,33 @@ async function downgradeSegments(dataDir: string, how: Downgrade): Promise<void>
   }
 }
 
+describe("embedded engine checkpoints", () => {
+  // Built one at a time on a build thread (D-281): a failed build must not hold up those queued
+  // behind it, and each must still be of its own index.
+  it("builds checkpoints asked for at once, each of its own index, past one that fails", async () => {
+    const engine = await openEngine({ dataDir: tempDir() });
+    const keys = ["a", "b", "c"];
+    for (const [n, key] of keys.entries()) {
+      await engine.createIndex(key);
+      await bulk(engine, key, 1, makeRecords(random(10 + n), 50 + n));
+      await engine.applyChange(key, {
+        version: "1.1",
+        parent: "1",
+        upserts: [{ id: `only-${key}`, title: `Gamma ${key}` }],
+        deletes: [],
+      });
+    }
+    const failed = engine.checkpoint("a", "1.7", 2);
+    const built = keys.map((key) => engine.checkpoint(key, "1.1", 3));
+    await expect(failed).rejects.toThrow(/unknown version 1\.7/);
+    expect(await Promise.all(built)).toEqual([{ records: 51 }, { records: 52 }, { records: 53 }]);
+    for (const key of keys) {
+      expect(await engine.get(key, "3", `only-${key}`)).toEqual({ id: `only-${key}`, title: `Gamma ${key}` });
+      expect((await engine.versions(key)).map((v) => v.version)).toEqual(["1", "1.1", "3"]);
+    }
+  });
+});
+
 describe("embedded engine persistence", () => {
   it("reloads every version after a clean close", async () => {
     const dataDir = tempDir();

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, test } from "vitest"
 import { createLogger } from "../../src/log.ts";
 import type { SearchEngine } from "../../src/ports/engine.ts";
 import { VersionService } from "../../src/services/versions.ts";
+import { IndexLocks } from "../../src/services/versions/lock.ts";
 import type { Store } from "../../src/store/open.ts";
 import { indexes, services, tenants, versions } from "../../src/store/schema.ts";
 import { storeTargets } from "../support/store.ts";
@@ -162,5 +163,38 @@ describe.each(storeTargets())("retention on $name", (target) => {
     const index = await treeIndex("2.3");
     expect(await service(1).applyRetention(index)).toEqual(["2.2", "0.2", "4", "1.3", "1.2", "1.1", "1", "0.1", "0"]);
     expect(engineDrops).toEqual(["2.2", "0.2", "1.3", "1.2", "1.1", "1", "0.1", "0"]);
+  });
+
+  test("a pass with nothing to drop does not wait for the index's writes; one with drops does", async () => {
+    // Each automatic checkpoint runs a pass; most drop nothing, and reading the index's rows
+    // under its lock held its writes for that long.
+    const index = await treeIndex("1.3");
+    const locks = new IndexLocks();
+    const held = (retainVersions: number) =>
+      new VersionService({
+        db: store.db,
+        engine: recordingEngine(engineDrops),
+        catalog: { setActive: () => {} } as never,
+        policy: { coalesceAfter: 1_000, retainVersions },
+        log: createLogger("silent"),
+        locks,
+      });
+    expect(await held(100).applyRetention(index)).toEqual(["4"]);
+    let release = () => {};
+    const writing = locks.run(index, () => new Promise<void>((resolve) => (release = resolve)));
+    const waited = new Promise((resolve) => setTimeout(() => resolve("waited for the lock"), 5_000));
+    expect(await Promise.race([held(100).applyRetention(index), waited])).toEqual([]);
+    let done = false;
+    const pass = held(2)
+      .applyRetention(index)
+      .then((dropped) => {
+        done = true;
+        return dropped;
+      });
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(done).toBe(false);
+    release();
+    await writing;
+    expect(await pass).toEqual(["0.2", "1.2", "0.1", "0"]);
   });
 });

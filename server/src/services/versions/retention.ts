@@ -32,17 +32,33 @@ export function planRetention(rows: readonly PlannedRow[], active: VersionId, re
   return rows.filter((r) => !keep.has(r.version) && !(r.minor === 0 && keptMajors.has(r.major)));
 }
 
+/** What retention would drop of the index now. */
+async function planFor(ctx: VersionContext, indexId: string): Promise<PlannedRow[]> {
+  const rows = await ctx.db
+    .select({
+      version: versions.version,
+      major: versions.major,
+      minor: versions.minor,
+      parent: versions.parent,
+      state: versions.state,
+    })
+    .from(versions)
+    .where(and(eq(versions.indexId, indexId), ne(versions.state, "dropped")))
+    .orderBy(desc(versions.createdAt));
+  return planRetention(rows, await liveVersion(ctx, indexId), ctx.policy.retainVersions);
+}
+
 /** Applies retention to one index under its write lock; returns the versions it dropped. */
 export async function applyRetention(ctx: VersionContext, indexId: string): Promise<VersionId[]> {
   // With replication, an index this node has not received yet is not its to retain.
   if (ctx.replica && ctx.replica.active(indexId) === undefined) return [];
+  // Looked at before taking the lock: most passes drop nothing (every one right after an index's
+  // first checkpoint, whose chain the newest versions still stand on), and reading the index's
+  // rows under the lock held its writes 15 to 65 ms at each checkpoint (bench/RESULTS.md). What
+  // writes make droppable meanwhile waits for the next pass.
+  if ((await planFor(ctx, indexId)).length === 0) return [];
   return ctx.locks.run(indexId, async () => {
-    const rows = await ctx.db
-      .select()
-      .from(versions)
-      .where(and(eq(versions.indexId, indexId), ne(versions.state, "dropped")))
-      .orderBy(desc(versions.createdAt));
-    const plan = planRetention(rows, await liveVersion(ctx, indexId), ctx.policy.retainVersions);
+    const plan = await planFor(ctx, indexId);
     const ready = plan.filter((r) => r.state === "ready").map((r) => r.version);
     // With replication, one log entry for them all: after a checkpoint of 1,000 minors, one
     // entry each held the index for seconds and starved every other index on every node.
