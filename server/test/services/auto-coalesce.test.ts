@@ -49,3 +49,43 @@ describe.each(storeTargets())("automatic checkpoints on $name", (target) => {
     expect(await engine.count(ref.id, active)).toBe(80);
   });
 });
+
+describe.each(storeTargets())("automatic checkpoints of indexes written alike, on $name", (target) => {
+  const EVERY = 40;
+  let services: TestServices;
+
+  beforeAll(async () => {
+    services = await openServices(target, {
+      tenantId: "ten_k",
+      policy: { coalesceAfter: EVERY, retainVersions: 1_000 },
+    });
+  });
+  afterAll(() => services?.close());
+
+  test("start at a change of their own, within the last quarter before SIFT_COALESCE_AFTER", async () => {
+    // Written alike, they reached the threshold together and every region adopted all their
+    // checkpoints at once (D-282).
+    const { store, catalog, records } = services;
+    const names = Array.from({ length: 8 }, (_, i) => `alike${i}`);
+    for (const name of names) await catalog.createIndex("ten_k", { name, serviceName: "ten_k-shop" });
+    for (let i = 0; i < EVERY; i++) {
+      for (const name of names) await records.put(admin, name, `r${i}`, { title: `Record ${i}` });
+    }
+    const from: number[] = [];
+    for (const name of names) {
+      const ref = (await catalog.byName("ten_k", name))!;
+      const rows = () =>
+        store.db
+          .select()
+          .from(versionRows)
+          .where(and(eq(versionRows.indexId, ref.id), eq(versionRows.kind, "checkpoint")));
+      await expect.poll(async () => (await rows()).filter((c) => c.state !== "pending").length).toBe(1);
+      from.push(minorOf((await rows())[0]!.parent!));
+    }
+    for (const minor of from) {
+      expect(minor).toBeGreaterThan(EVERY - EVERY / 4);
+      expect(minor).toBeLessThanOrEqual(EVERY);
+    }
+    expect(new Set(from).size).toBeGreaterThan(1);
+  });
+});

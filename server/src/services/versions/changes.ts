@@ -15,6 +15,20 @@ import { retainAfterNewMajor } from "./retention.ts";
 import { rethrowUnlessDeleted } from "./rows.ts";
 
 /**
+ * The change of a chain that starts its automatic checkpoint: SIFT_COALESCE_AFTER, less up to a
+ * quarter of it chosen by the index's id (D-282). Indexes written alike reached the number
+ * together and checkpointed at once, and every region adopted them all in the same moment.
+ */
+export function firstCheckpointAt(indexId: string, every: number): number {
+  const spread = Math.floor(every / 4);
+  if (spread === 0) return every;
+  // FNV-1a: the same number on every node, from the id alone.
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < indexId.length; i++) hash = Math.imul(hash ^ indexId.charCodeAt(i), 0x01000193) >>> 0;
+  return every - (hash % spread);
+}
+
+/**
  * Applies one record change on top of the active version and makes the result active.
  * Resolves once the engine has made the change durable and the store points at it.
  */
@@ -37,12 +51,15 @@ export async function applyRecordChange(
     .catch((error: unknown) => rethrowUnlessDeleted(ctx.db, ref.id, error));
   // Acknowledged once the store has its row and tombstones, written after the lock is free.
   await stored?.catch((error: unknown) => rethrowUnlessDeleted(ctx.db, ref.id, error));
-  // Started by the write that made the chain's N-th change (or 2N-th, ... if that checkpoint
-  // failed): one node of all regions builds it, not every node whose writes cross the threshold
-  // while it is built (three builds of one checkpoint at once, D-254). One per index at a time.
-  if (minorOf(version) % ctx.policy.coalesceAfter === 0 && !ctx.autoCoalescing.has(ref.id)) {
+  // Started by the write that made the chain's N-th change (or N + SIFT_COALESCE_AFTER-th, ... if
+  // that checkpoint failed): one node of all regions builds it, not every node whose writes cross
+  // the threshold while it is built (three builds of one checkpoint at once, D-254). One per
+  // index at a time.
+  const first = firstCheckpointAt(ref.id, ctx.policy.coalesceAfter);
+  const minor = minorOf(version);
+  if (minor >= first && (minor - first) % ctx.policy.coalesceAfter === 0 && !ctx.autoCoalescing.has(ref.id)) {
     ctx.autoCoalescing.add(ref.id);
-    void coalesce(ctx, ref, { minChain: ctx.policy.coalesceAfter })
+    void coalesce(ctx, ref, { minChain: first })
       .then(() => retainAfterNewMajor(ctx, ref.id))
       .catch((error: Error) => ctx.log.error("automatic coalesce failed", { index: ref.id, error: error.message }))
       .finally(() => ctx.autoCoalescing.delete(ref.id));
