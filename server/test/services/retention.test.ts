@@ -109,13 +109,15 @@ describe.each(storeTargets())("retention on $name", (target) => {
     );
 
   let engineDrops: string[];
-  const service = (retainVersions: number) =>
+  /** `locks`: shared with the test, to hold the index's writes. */
+  const service = (retainVersions: number, locks?: IndexLocks) =>
     new VersionService({
       db: store.db,
       engine: recordingEngine(engineDrops),
       catalog: { setActive: () => {} } as never,
       policy: { coalesceAfter: 1_000, retainVersions },
       log: createLogger("silent"),
+      ...(locks ? { locks } : {}),
     });
   beforeEach(() => {
     engineDrops = [];
@@ -170,15 +172,7 @@ describe.each(storeTargets())("retention on $name", (target) => {
     // under its lock held its writes for that long.
     const index = await treeIndex("1.3");
     const locks = new IndexLocks();
-    const held = (retainVersions: number) =>
-      new VersionService({
-        db: store.db,
-        engine: recordingEngine(engineDrops),
-        catalog: { setActive: () => {} } as never,
-        policy: { coalesceAfter: 1_000, retainVersions },
-        log: createLogger("silent"),
-        locks,
-      });
+    const held = (retainVersions: number) => service(retainVersions, locks);
     expect(await held(100).applyRetention(index)).toEqual(["4"]);
     let release = () => {};
     const writing = locks.run(index, () => new Promise<void>((resolve) => (release = resolve)));

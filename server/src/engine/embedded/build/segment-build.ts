@@ -1,7 +1,7 @@
 // Where a segment is built: in a worker thread (OffThreadBuilder) unless it is known to be small.
-// A small one (an automatic checkpoint of an index written record by record, a purge of a small
-// major) is built on the calling thread: starting or handing work to a thread cost more than the
-// build, and its few thousand records leave little for the garbage collector.
+// A small one (a purge's rebuild of a small major) is built on the calling thread: starting or
+// handing work to a thread cost more than the build, and its few thousand records leave little
+// for the garbage collector. Checkpoints always go to a thread, one at a time (D-281).
 import type { SearchRecord } from "../../../ports/engine.ts";
 import { Segment } from "../segment/segment.ts";
 import { OffThreadBuilder } from "./off-thread-builder.ts";
