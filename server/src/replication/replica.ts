@@ -65,12 +65,14 @@ export class Replica {
     dataDir: string;
     /** Snapshot an index's log after this many entries; a node silent this long counts as gone. */
     snapshots?: { every: number; goneAfterMs: number };
+    /** How often applied versions are recorded in the store (100 ms; tests lengthen it). */
+    storeEveryMs?: number;
   }) {
     this.node = deps.node;
     this.log = deps.log;
     this.engine = deps.engine;
     this.logger = deps.logger.child({ component: "replica", node: deps.node });
-    this.backfill = new StoreBackfill(deps.db, this.logger);
+    this.backfill = new StoreBackfill(deps.db, this.logger, deps.storeEveryMs);
     this.state = new ReplicaState(join(deps.dataDir, "replica.json"));
     this.snapshots = new Snapshots({
       log: deps.log,

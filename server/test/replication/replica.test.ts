@@ -5,7 +5,7 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { and, eq } from "drizzle-orm";
+import { and, eq, sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import type { Principal } from "../../src/auth/principal.ts";
 import { NotFoundError, QuotaExceededError, UnavailableError } from "../../src/domain/errors.ts";
@@ -21,7 +21,7 @@ import { VersionService } from "../../src/services/versions.ts";
 import { IndexLocks } from "../../src/services/versions/lock.ts";
 import type { SearchEngine } from "../../src/ports/engine.ts";
 import type { Store } from "../../src/store/open.ts";
-import { tenants, tombstones, versions } from "../../src/store/schema.ts";
+import { indexes, tenants, tombstones, versions } from "../../src/store/schema.ts";
 import { storeTargets } from "../support/store.ts";
 import { MemoryLog } from "./memory-log.ts";
 
@@ -39,6 +39,8 @@ interface NodeOptions {
   wrapLog?: (log: ReturnType<MemoryLog["client"]>) => ReturnType<MemoryLog["client"]>;
   /** Leaves `replica.start()` to the test. */
   startLater?: boolean;
+  /** How often the node records what it applied in the store (100 ms). */
+  storeEveryMs?: number;
 }
 
 async function openNode(memory: MemoryLog, store: Store, name: string, options: NodeOptions = {}) {
@@ -56,6 +58,7 @@ async function openNode(memory: MemoryLog, store: Store, name: string, options: 
     logger: silent,
     dataDir: dir,
     ...(snapshots ? { snapshots } : {}),
+    ...(options.storeEveryMs ? { storeEveryMs: options.storeEveryMs } : {}),
   });
   const engine = replicatedEngine(inner, replica, log);
   const locks = new IndexLocks();
@@ -245,6 +248,59 @@ describe("two nodes on one change log", () => {
     nodes.b.log.release();
     await expect.poll(() => nodes.b.replica.active(shopId), { timeout: 5_000 }).toBe(before);
     expect(await lag()).toMatchObject([{ activeVersion: before, behindVersions: 0 }]);
+  });
+});
+
+const postgresTarget = storeTargets().find((t) => t.name === "postgres");
+
+describe.runIf(postgresTarget)("the writer's record of the active version, on PostgreSQL", () => {
+  // Row locks need a store with concurrent transactions; the nodes' own store batches are made
+  // rare, so that only the writer's record can set what GET /v1/regions counts against.
+  const memory = new MemoryLog();
+  const nodes = {} as {
+    store: Store;
+    a: Awaited<ReturnType<typeof openNode>>;
+    b: Awaited<ReturnType<typeof openNode>>;
+  };
+  beforeAll(async () => {
+    nodes.store = await postgresTarget!.open();
+    await nodes.store.db.insert(tenants).values({ id: "ten_r", name: "ten_r", createdAt: 0 });
+    nodes.a = await openNode(memory, nodes.store, "a", { storeEveryMs: 600_000 });
+    nodes.b = await openNode(memory, nodes.store, "b", { storeEveryMs: 600_000 });
+    await nodes.a.catalog.createService("ten_r", { name: "ten_r-shop", regions: ["frankfurt"] });
+    await nodes.a.catalog.createIndex("ten_r", { name: "shop", serviceName: "ten_r-shop" });
+  });
+  afterAll(async () => {
+    await nodes.a?.close();
+    await nodes.b?.close();
+    await nodes.store?.close();
+  });
+
+  test("is made once another node's batch holding the index's row is done, not at the next batch", async () => {
+    nodes.b.log.hold();
+    const id = (await nodes.a.catalog.byName("ten_r", "shop"))!.id;
+    const lag = () => new RegionLagService(nodes.store.db, nodes.b.replica).forTenant("ten_r");
+    const stored = async () =>
+      (await nodes.store.db.select({ v: indexes.activeVersion }).from(indexes).where(eq(indexes.id, id)))[0]!.v;
+    // Another node's store batch: a transaction holding the index's row (D-278 skips it).
+    let locked = () => {};
+    const holding = new Promise<void>((resolve) => (locked = resolve));
+    let release = () => {};
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const batch = nodes.store.db.transaction(async (tx) => {
+      await tx.execute(sql`select 1 from ${indexes} where id = ${id} for no key update`);
+      locked();
+      await released;
+    });
+    await holding;
+    const before = await stored();
+    const version = await nodes.a.records.put(admin, "shop", "held", { title: "Written while held" });
+    expect(await stored()).toBe(before);
+    release();
+    await batch;
+    await expect.poll(stored, { timeout: 2_000 }).toBe(version);
+    expect(await lag()).toMatchObject([{ indexName: "shop", activeVersion: before, behindVersions: 1 }]);
+    nodes.b.log.release();
   });
 });
 

@@ -8,7 +8,7 @@ import type { RecordChange } from "../../ports/engine.ts";
 import { versions } from "../../store/schema.ts";
 import type { IndexRef } from "../catalog.ts";
 import { undoOnFailure } from "./undo.ts";
-import { recordChanges, recordLiveAt } from "./change-rows.ts";
+import { recordChanges, recordLiveAtNow } from "./change-rows.ts";
 import { setActive, type VersionContext } from "./context.ts";
 import { erasePurgedSince } from "./erase.ts";
 import { liveVersion, rethrowUnlessDeleted, takeMajor, updateVersion } from "./rows.ts";
@@ -86,7 +86,7 @@ export async function coalesce(
       } else if (!ctx.replica) {
         await setActive(ctx, ref.id, version);
       } else if (liveAt) {
-        await ctx.db.execute(recordLiveAt(ref.id, liveAt));
+        await recordLiveAtNow(ctx.db, ref.id, liveAt);
       }
     };
     // With replication the log has it now; alone, the engine's carry is withdrawn if the store fails.

@@ -8,7 +8,7 @@ import { indexes } from "../../store/schema.ts";
 import { eq } from "drizzle-orm";
 import type { CatalogService } from "../catalog.ts";
 import type { IndexLocks } from "./lock.ts";
-import { recordLiveAt } from "./change-rows.ts";
+import { recordLiveAtNow } from "./change-rows.ts";
 
 /**
  * With replication (docs/replication.md): what this node has applied of the change log. Version
@@ -74,6 +74,6 @@ export async function setActive(
   await ctx.engine.activate(indexId, version, ifActive === undefined ? {} : { ifActive });
   const live = ctx.replica?.liveAt(indexId);
   if (!ctx.replica) await ctx.db.update(indexes).set({ activeVersion: version }).where(eq(indexes.id, indexId));
-  else if (live) await ctx.db.execute(recordLiveAt(indexId, live));
+  else if (live) await recordLiveAtNow(ctx.db, indexId, live);
   ctx.catalog.setActive(indexId, version);
 }
