@@ -6,6 +6,7 @@
 // entry on every node, which held up each index's entries.
 import { type SQL, sql } from "drizzle-orm";
 import type { Logger } from "../log.ts";
+import { recordActiveAt } from "../store/active-at.ts";
 import type { Db } from "../store/open.ts";
 import { indexes, tombstones, versions } from "../store/schema.ts";
 import { VERSION_COLUMNS as columns, type VersionInsert, versionValues } from "../store/version-rows.ts";
@@ -125,10 +126,7 @@ export class StoreBackfill {
       if (active.length) {
         await this.db.transaction(async (tx) => {
           for (const [id, a] of active) {
-            await tx.execute(
-              sql`update ${indexes} set active_version = ${a.version}, log_seq = ${a.seq}::bigint
-                where id = ${id} and log_seq < ${a.seq}::bigint`,
-            );
+            await tx.execute(recordActiveAt(id, a.version, a.seq));
           }
         });
       }

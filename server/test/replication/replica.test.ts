@@ -22,7 +22,7 @@ import { IndexLocks } from "../../src/services/versions/lock.ts";
 import type { SearchEngine } from "../../src/ports/engine.ts";
 import type { Store } from "../../src/store/open.ts";
 import { indexes, tenants, tombstones, versions } from "../../src/store/schema.ts";
-import { storeTargets } from "../support/store.ts";
+import { type StoreTarget, storeTargets } from "../support/store.ts";
 import { MemoryLog } from "./memory-log.ts";
 
 const admin: Principal = { kind: "key", keyId: "key_r", tenantId: "ten_r", type: "adm", userId: null };
@@ -101,7 +101,11 @@ async function openNode(memory: MemoryLog, store: Store, name: string, options: 
  * Two nodes "a" and "b" over one in-memory log and one store, with index "shop" made through a:
  * opened before the describe block's tests, closed after them.
  */
-function useTwoNodes(options: NodeOptions = {}, optionsB: NodeOptions = { ...options, wrap: undefined }) {
+function useTwoNodes(
+  options: NodeOptions = {},
+  optionsB: NodeOptions = { ...options, wrap: undefined },
+  target: StoreTarget = storeTargets()[0]!,
+) {
   const memory = new MemoryLog();
   const nodes = { memory } as {
     memory: MemoryLog;
@@ -111,7 +115,7 @@ function useTwoNodes(options: NodeOptions = {}, optionsB: NodeOptions = { ...opt
   };
   let store: Store | undefined;
   beforeAll(async () => {
-    store = await storeTargets()[0]!.open();
+    store = await target.open();
     nodes.store = store;
     await store.db.insert(tenants).values({ id: "ten_r", name: "ten_r", createdAt: 0 });
     nodes.a = await openNode(memory, store, "a", options);
@@ -256,25 +260,7 @@ const postgresTarget = storeTargets().find((t) => t.name === "postgres");
 describe.runIf(postgresTarget)("the writer's record of the active version, on PostgreSQL", () => {
   // Row locks need a store with concurrent transactions; the nodes' own store batches are made
   // rare, so that only the writer's record can set what GET /v1/regions counts against.
-  const memory = new MemoryLog();
-  const nodes = {} as {
-    store: Store;
-    a: Awaited<ReturnType<typeof openNode>>;
-    b: Awaited<ReturnType<typeof openNode>>;
-  };
-  beforeAll(async () => {
-    nodes.store = await postgresTarget!.open();
-    await nodes.store.db.insert(tenants).values({ id: "ten_r", name: "ten_r", createdAt: 0 });
-    nodes.a = await openNode(memory, nodes.store, "a", { storeEveryMs: 600_000 });
-    nodes.b = await openNode(memory, nodes.store, "b", { storeEveryMs: 600_000 });
-    await nodes.a.catalog.createService("ten_r", { name: "ten_r-shop", regions: ["frankfurt"] });
-    await nodes.a.catalog.createIndex("ten_r", { name: "shop", serviceName: "ten_r-shop" });
-  });
-  afterAll(async () => {
-    await nodes.a?.close();
-    await nodes.b?.close();
-    await nodes.store?.close();
-  });
+  const nodes = useTwoNodes({ storeEveryMs: 600_000 }, { storeEveryMs: 600_000 }, postgresTarget);
 
   test("is made once another node's batch holding the index's row is done, not at the next batch", async () => {
     nodes.b.log.hold();

@@ -5,6 +5,7 @@ import { and, eq, type SQL, sql } from "drizzle-orm";
 import { majorOf, minorOf, type VersionId } from "../../domain/version-id.ts";
 import type { SearchRecord } from "../../ports/engine.ts";
 import type { Db } from "../../store/open.ts";
+import { recordActiveAt } from "../../store/active-at.ts";
 import { indexes, tombstones, versions } from "../../store/schema.ts";
 import { VERSION_COLUMNS, versionValues } from "../../store/version-rows.ts";
 import type { LiveAt, VersionContext } from "./context.ts";
@@ -60,10 +61,13 @@ export async function recordChanges(
     sql`_v as (insert into ${versions} (${VERSION_COLUMNS})
       values ${values} ${options.ifAbsent ? sql`on conflict do nothing` : sql``} returning 1)`,
   ];
+  // With replication (and no `activate`), the active version to record as of a log position; the
+  // statement answers whether it was recorded (D-283).
+  const liveAt = options.activate ? undefined : options.liveAt;
   if (options.activate) {
     parts.push(sql`_a as (update ${indexes} set active_version = ${last.version} where id = ${indexId} returning 1)`);
-  } else if (options.liveAt) {
-    parts.push(sql`_a as (${recordLiveAt(indexId, options.liveAt)} returning 1)`);
+  } else if (liveAt) {
+    parts.push(sql`_a as (${recordLiveAt(indexId, liveAt)} returning 1)`);
   }
   // One statement must not change a row twice: what the last change did to an id is what stays
   // (an id both rewritten and deleted by one change is deleted).
@@ -94,14 +98,13 @@ export async function recordChanges(
         returning 1)`,
     );
   }
-  const recordsLive = !options.activate && options.liveAt !== undefined;
-  const statement = sql`with ${sql.join(parts, sql`, `)} select ${recordsLive ? sql`(select count(*) from _a)::int` : sql`1`} as live`;
+  const statement = sql`with ${sql.join(parts, sql`, `)} select ${liveAt ? sql`(select count(*) from _a)::int` : sql`1`} as live`;
   // Replicas insert the same rows in the background (in the same order); should PostgreSQL still
   // pick this statement as a deadlock's victim, it is safe to run again.
   for (let attempt = 1; ; attempt++) {
     try {
       const result = await db.execute(statement);
-      if (recordsLive && liveOf(result) === 0) recordLiveAtLater(db, indexId, options.liveAt!);
+      if (liveAt && liveOf(result) === 0) recordLiveAtLater(db, indexId, liveAt);
       return;
     } catch (error) {
       const code = ((error as { cause?: { code?: string } }).cause ?? (error as { code?: string })).code;
@@ -118,9 +121,7 @@ export async function recordChanges(
  * times longer at 250/s (D-278).
  */
 function recordLiveAt(indexId: string, { version, seq }: LiveAt): SQL {
-  return sql`update ${indexes} set active_version = ${version}, log_seq = ${seq}::bigint
-    where id = (select l.id from ${indexes} l where l.id = ${indexId} and l.log_seq < ${seq}::bigint
-      for no key update skip locked)`;
+  return recordActiveAt(indexId, version, seq, { skipLocked: true });
 }
 
 /** recordLiveAt on its own, made again in the background when another transaction held the row. */
@@ -137,19 +138,19 @@ export async function recordLiveAtNow(db: Db, indexId: string, liveAt: LiveAt): 
  * already holds a later position (which also made the first update skip).
  */
 function recordLiveAtLater(db: Db, indexId: string, { version, seq }: LiveAt): void {
-  const update = db.execute(
-    sql`update ${indexes} set active_version = ${version}, log_seq = ${seq}::bigint
-      where id = ${indexId} and log_seq < ${seq}::bigint`,
-  );
+  const update = db.execute(recordActiveAt(indexId, version, seq));
   // biome-ignore lint/plugin: best effort; the node's next store batch records it as well.
   void update.catch(() => undefined);
 }
 
 /** The `live` column of a statement's one row (0: the update of the active version was skipped). */
 function liveOf(result: unknown): number {
-  // Drivers differ: postgres.js answers the rows, PGlite an object holding them.
-  const rows = (Array.isArray(result) ? result : (result as { rows: unknown[] }).rows) as { live: unknown }[];
-  return Number(rows[0]?.live ?? 1);
+  return Number(rowsOf<{ live: unknown }>(result)[0]?.live ?? 1);
+}
+
+/** The rows a statement answered. Drivers differ: postgres.js answers the rows, PGlite an object holding them. */
+function rowsOf<T>(result: unknown): T[] {
+  return (Array.isArray(result) ? result : (result as { rows: unknown[] }).rows) as T[];
 }
 
 /** What a write needs to know of its parent: see parentFacts. */
@@ -204,13 +205,12 @@ export async function writeBase(
       ${versions}.records as records, ${newerTombstones} as newer
     from ${indexes} i left join ${versions} on ${versions}.index_id = i.id and ${versions}.version = i.active_version
     where i.id = ${indexId}`);
-  // Drivers differ: postgres.js answers the rows, PGlite an object holding them.
-  const rows = (Array.isArray(result) ? result : (result as unknown as { rows: unknown[] }).rows) as {
+  const rows = rowsOf<{
     base: string;
     minor: number | string | null;
     records: number | string | null;
     newer: unknown;
-  }[];
+  }>(result);
   const row = rows[0];
   if (row === undefined) return undefined;
   const records = row.records === null ? null : Number(row.records);
