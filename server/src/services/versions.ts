@@ -17,6 +17,7 @@ import { coalesce } from "./versions/coalesce.ts";
 import { versionChanges } from "./versions/diff.ts";
 import { type ReplicaView, setActive, type VersionContext, type VersionPolicy } from "./versions/context.ts";
 import { IndexLocks } from "./versions/lock.ts";
+import { StoreBatches } from "./versions/store-batches.ts";
 import { purgeRecord } from "./versions/purge.ts";
 import { reconcile } from "./versions/reconcile.ts";
 import { applyRetention, applyRetentionEverywhere, retainAfterNewMajor } from "./versions/retention.ts";
@@ -57,7 +58,7 @@ export class VersionService {
       ...deps,
       now: deps.now ?? Date.now,
       locks: deps.locks ?? new IndexLocks(),
-      storeOrder: new IndexLocks(),
+      storeBatches: new StoreBatches(deps.db),
       autoCoalescing: new Set(),
     };
     const perTenant = deps.policy.writesPerTenant;

@@ -107,10 +107,11 @@ export async function writeChange(
     // and the active version in the background (replication/store-backfill.ts); the writer
     // records both now as well, so that a listing right after the acknowledgement has them,
     // together with the tombstones, which are this node's to write.
-    const stored = ctx.storeOrder.run(ref.id, async () => {
-      const records = await ctx.engine.count(ref.id, version);
-      await recordChange(ctx.db, { ...row, records, activate: false, ifAbsent: true, liveAt });
-    });
+    const stored = ctx.storeBatches.record(
+      ref.id,
+      async () => [{ ...row, records: await ctx.engine.count(ref.id, version) }],
+      liveAt,
+    );
     if (storeAfter) storeAfter(stored);
     else await stored;
     return version;

@@ -8,6 +8,7 @@ import { indexes } from "../../store/schema.ts";
 import { eq } from "drizzle-orm";
 import type { CatalogService } from "../catalog.ts";
 import type { IndexLocks } from "./lock.ts";
+import type { StoreBatches } from "./store-batches.ts";
 import { recordLiveAtNow } from "./change-rows.ts";
 
 /**
@@ -53,10 +54,10 @@ export interface VersionContext {
   now: () => number;
   locks: IndexLocks;
   /**
-   * With replication, a change's store write follows its write lock: this keeps those writes in
-   * the order of their versions (a delete's tombstone before a later re-write removes it).
+   * With replication, a change's store write follows its write lock, in the order of the versions
+   * (a delete's tombstone before a later re-write removes it).
    */
-  storeOrder: IndexLocks;
+  storeBatches: StoreBatches;
   /** Indexes with an automatic checkpoint queued or running (versions/changes.ts). */
   autoCoalescing: Set<string>;
   replica?: ReplicaView | undefined;

@@ -127,9 +127,7 @@ async function commitBatch(ctx: VersionContext, ref: IndexRef, batch: Pending[])
   if (ctx.replica) {
     // In the log and applied: every node records the rows in the background; the writer records
     // them as well, after the lock, and answers once they are in (changes.ts).
-    stored = ctx.storeOrder.run(ref.id, async () =>
-      recordChanges(ctx.db, await rows(), { activate: false, ifAbsent: true, liveAt }),
-    );
+    stored = ctx.storeBatches.record(ref.id, rows, liveAt);
   } else {
     // One process: the store is the record of what is live, written under the lock; when it
     // refuses, the whole batch is withdrawn from the engine and every writer in it gets the error.

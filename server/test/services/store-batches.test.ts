@@ -1,0 +1,111 @@
+// With replication, a writer's store rows (D-284): the rows of log entries made while the index's
+// previous statement runs go into the store together in the next, in version order, and each
+// write is answered once its own rows are in. One statement per entry before: at 500 writes/s
+// an index's statements queued behind each other and the acknowledgements waited for them all.
+import { afterEach, describe, expect, test } from "vitest";
+import { sql } from "drizzle-orm";
+import type { ChangeRow } from "../../src/services/versions/change-rows.ts";
+import { StoreBatches } from "../../src/services/versions/store-batches.ts";
+import type { Db } from "../../src/store/open.ts";
+import { openServices, type TestServices } from "../support/services.ts";
+import { storeTargets } from "../support/store.ts";
+
+describe.each(storeTargets())("a writer's store rows with replication, on $name", (target) => {
+  let services: TestServices | undefined;
+  afterEach(async () => {
+    await services?.close();
+    services = undefined;
+  });
+
+  /** The store behind a gate: the first statement waits for `release`; every statement is counted. */
+  async function open() {
+    services = await openServices(target, { tenantId: "ten_s" });
+    await services.catalog.createIndex("ten_s", { name: "shop", serviceName: "ten_s-shop" });
+    const ref = (await services.catalog.byName("ten_s", "shop"))!;
+    const real = services.store.db;
+    const statements: string[] = [];
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    /** The statement (counted from 1) that the store refuses. */
+    let failAt = 0;
+    const db = Object.assign(Object.create(real) as Db, {
+      execute: async (query: Parameters<Db["execute"]>[0]) => {
+        statements.push("statement");
+        if (statements.length === 1) await gate;
+        if (statements.length === failAt) {
+          throw new Error("the store refused the statement");
+        }
+        return real.execute(query);
+      },
+    });
+    const row = (minor: number, deleted: string[] = []): ChangeRow => ({
+      indexId: ref.id,
+      version: `0.${minor}`,
+      parent: `0.${minor - 1}`,
+      kind: "change",
+      records: minor,
+      createdAt: 1_000 + minor,
+      purgedRecordId: null,
+      purgedBy: null,
+      rewritten: deleted.length ? [] : [`r${minor}`],
+      deleted,
+    });
+    const listed = async () => {
+      const result = (await real.execute(
+        sql`select version from versions where index_id = ${ref.id} and minor > 0 order by minor`,
+      )) as unknown;
+      const rows = (Array.isArray(result) ? result : (result as { rows: unknown[] }).rows) as { version: string }[];
+      return rows.map((r) => r.version);
+    };
+    const tombstones = async () => {
+      const result = (await real.execute(
+        sql`select record_id from tombstones where index_id = ${ref.id} order by record_id`,
+      )) as unknown;
+      const rows = (Array.isArray(result) ? result : (result as { rows: unknown[] }).rows) as { record_id: string }[];
+      return rows.map((r) => r.record_id);
+    };
+    return {
+      batches: new StoreBatches(db),
+      ref,
+      row,
+      statements,
+      release,
+      failStatement: (n: number) => (failAt = n),
+      listed,
+      tombstones,
+    };
+  }
+
+  test("rows given while a statement runs are recorded together in the next, each write answered once its rows are in", async () => {
+    const { batches, ref, row, statements, release, listed, tombstones } = await open();
+    const answered: string[] = [];
+    const first = batches.record(ref.id, async () => [row(1)], undefined).then(() => answered.push("0.1"));
+    // The first statement is held: these wait, and go together.
+    const queued = [2, 3, 4].map((minor) =>
+      batches
+        .record(ref.id, async () => [row(minor, minor === 3 ? ["r1"] : [])], undefined)
+        .then(() => answered.push(`0.${minor}`)),
+    );
+    await new Promise((r) => setTimeout(r, 20));
+    expect(answered).toEqual([]);
+    release();
+    await Promise.all([first, ...queued]);
+    expect(statements).toHaveLength(2);
+    expect(answered).toEqual(["0.1", "0.2", "0.3", "0.4"]);
+    expect(await listed()).toEqual(["0.1", "0.2", "0.3", "0.4"]);
+    // Applied in version order: the delete of r1 in 0.3 leaves its tombstone.
+    expect(await tombstones()).toEqual(["r1"]);
+  });
+
+  test("a statement the store refuses fails only the writes in it; the next ones are recorded", async () => {
+    const { batches, ref, row, release, failStatement, listed } = await open();
+    const first = batches.record(ref.id, async () => [row(1)], undefined);
+    const refused = [2, 3].map((minor) => batches.record(ref.id, async () => [row(minor)], undefined));
+    failStatement(2);
+    release();
+    await first;
+    for (const write of refused) await expect(write).rejects.toThrow("the store refused the statement");
+    await batches.record(ref.id, async () => [row(2), row(3)], undefined);
+    expect(await listed()).toEqual(["0.1", "0.2", "0.3"]);
+  });
+});
