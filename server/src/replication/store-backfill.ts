@@ -2,11 +2,11 @@
 // the version row of each record change and its tombstones, in case its writer died before
 // recording them, and the index's active version, guarded by log position so that a node that
 // lags never sets it back. Batched off the apply path, every 100 ms: one statement for the rows
-// and their tombstones and one transaction for the active versions, instead of round trips per
-// entry on every node, which held up each index's entries.
+// and their tombstones and one for the active versions, instead of round trips per entry on every
+// node, which held up each index's entries.
 import { type SQL, sql } from "drizzle-orm";
 import type { Logger } from "../log.ts";
-import { recordActiveAt } from "../store/active-at.ts";
+import { recordActiveAtMany, rowsOf } from "../store/active-at.ts";
 import type { Db } from "../store/open.ts";
 import { indexes, tombstones, versions } from "../store/schema.ts";
 import { VERSION_COLUMNS as columns, type VersionInsert, versionValues } from "../store/version-rows.ts";
@@ -120,15 +120,15 @@ export class StoreBackfill {
         const effects = this.effectValues(pending);
         await this.db.execute(effects === undefined ? insert : withTombstones(insert, effects));
       }
-      // One row per statement: a join would lock the rows in whatever order it picks. In one
-      // transaction (the rows locked in id order, as every node's flush locks them): one commit
-      // and its fsync instead of one per index, every 100 ms on every node.
+      // One statement that waits for no lock: a row another node's flush or a writer holds is
+      // tried again with the next flush (D-285). In a transaction of one update per index, every
+      // node's flush waited for the others' in turn at 500 writes/s.
       if (active.length) {
-        await this.db.transaction(async (tx) => {
-          for (const [id, a] of active) {
-            await tx.execute(recordActiveAt(id, a.version, a.seq));
-          }
-        });
+        const held = await this.db.execute(
+          recordActiveAtMany(active.map(([indexId, a]) => ({ indexId, version: a.version, seq: a.seq }))),
+        );
+        const again = new Set(rowsOf<{ id: string }>(held).map((r) => r.id));
+        for (const [id, a] of active) if (again.has(id)) this.setActive(id, a.version, a.seq);
       }
     } catch (error) {
       // Kept for the next flush (newer entries win); the store may be briefly unreachable.

@@ -1,6 +1,8 @@
 // The index's active version as of a position in the change log, in the shared store (what
 // GET /v1/regions counts lag against). Every node records what it applied, and the writer what
 // it wrote (D-278): whichever comes with the later position stays, in whatever order they arrive.
+// Every node records its indexes every 100 ms, so a row another transaction holds can be left
+// for the next time instead of waited for (D-285).
 import { type SQL, sql } from "drizzle-orm";
 import { indexes } from "./schema.ts";
 
@@ -15,4 +17,29 @@ export function recordActiveAt(indexId: string, version: string, seq: number, { 
           for no key update skip locked)`
     : sql`update ${indexes} set active_version = ${version}, log_seq = ${seq}::bigint
         where id = ${indexId} and log_seq < ${seq}::bigint`;
+}
+
+/**
+ * recordActiveAt for several indexes in one statement, leaving alone the rows other transactions
+ * hold. Answers (`id`) the indexes left alone that still need the update, to try again later.
+ * Nothing waits for a lock, so the order rows are locked in cannot deadlock.
+ */
+export function recordActiveAtMany(active: { indexId: string; version: string; seq: number }[]): SQL {
+  const values = sql.join(
+    active.map((a) => sql`(${a.indexId}, ${a.version}, ${a.seq}::bigint)`),
+    sql`, `,
+  );
+  // Every part of one statement reads the same snapshot: the last select sees the rows as they
+  // were before the update, so a row it finds behind and not updated was held by another.
+  return sql`with v(id, version, seq) as (values ${values}),
+    locked as (select l.id from ${indexes} l join v on v.id = l.id where l.log_seq < v.seq
+      for no key update of l skip locked),
+    u as (update ${indexes} set active_version = v.version, log_seq = v.seq from v
+      where ${indexes}.id = v.id and ${indexes}.id in (select id from locked) returning ${indexes}.id)
+    select v.id from v join ${indexes} b on b.id = v.id where b.log_seq < v.seq and v.id not in (select id from u)`;
+}
+
+/** The rows a statement answered. Drivers differ: postgres.js answers the rows, PGlite an object holding them. */
+export function rowsOf<T>(result: unknown): T[] {
+  return (Array.isArray(result) ? result : (result as { rows: unknown[] }).rows) as T[];
 }

@@ -2,7 +2,7 @@
 // when a change's writer died between the log and the store, its version row and its tombstones
 // are recorded by the nodes that applied it, as the writer would have; a tombstone recorded that
 // late for a record a later change wrote again does not stay.
-import { eq } from "drizzle-orm";
+import { eq, sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createLogger } from "../../src/log.ts";
 import { type BackfillRow, StoreBackfill } from "../../src/replication/store-backfill.ts";
@@ -129,4 +129,38 @@ describe.each(storeTargets())("the store backfill ($name)", (target) => {
     await backfill.flush();
     expect((await tombstonesNow()).d).toBe("0.10");
   });
+  const activeNow = async () =>
+    (
+      await store.db
+        .select({ version: indexes.activeVersion, seq: indexes.logSeq })
+        .from(indexes)
+        .where(eq(indexes.id, "idx_b"))
+    )[0];
+
+  test("the active version of the latest log position stays; one from an earlier position does not set it back", async () => {
+    const backfill = new StoreBackfill(store.db, silent, 60_000);
+    backfill.setActive("idx_b", "0.5", 50);
+    await backfill.flush();
+    expect(await activeNow()).toEqual({ version: "0.5", seq: 50 });
+    backfill.setActive("idx_b", "0.4", 40);
+    await backfill.flush();
+    expect(await activeNow()).toEqual({ version: "0.5", seq: 50 });
+  });
+
+  // PGlite has one connection: a transaction holding the row would hold the flush too.
+  test.runIf(target.name === "postgres")(
+    "a row another transaction holds is left for the next flush, which records it once free (D-285)",
+    async () => {
+      const backfill = new StoreBackfill(store.db, silent, 60_000);
+      await store.db.transaction(async (tx) => {
+        await tx.execute(sql`select id from indexes where id = 'idx_b' for no key update`);
+        backfill.setActive("idx_b", "0.7", 70);
+        // Answers at once instead of waiting for the transaction.
+        await backfill.flush();
+        expect(await activeNow()).toEqual({ version: "0.5", seq: 50 });
+      });
+      await backfill.flush();
+      expect(await activeNow()).toEqual({ version: "0.7", seq: 70 });
+    },
+  );
 });

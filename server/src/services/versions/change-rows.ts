@@ -5,7 +5,7 @@ import { and, eq, type SQL, sql } from "drizzle-orm";
 import { majorOf, minorOf, type VersionId } from "../../domain/version-id.ts";
 import type { SearchRecord } from "../../ports/engine.ts";
 import type { Db } from "../../store/open.ts";
-import { recordActiveAt } from "../../store/active-at.ts";
+import { recordActiveAt, rowsOf } from "../../store/active-at.ts";
 import { indexes, tombstones, versions } from "../../store/schema.ts";
 import { VERSION_COLUMNS, versionValues } from "../../store/version-rows.ts";
 import type { LiveAt, VersionContext } from "./context.ts";
@@ -146,11 +146,6 @@ function recordLiveAtLater(db: Db, indexId: string, { version, seq }: LiveAt): v
 /** The `live` column of a statement's one row (0: the update of the active version was skipped). */
 function liveOf(result: unknown): number {
   return Number(rowsOf<{ live: unknown }>(result)[0]?.live ?? 1);
-}
-
-/** The rows a statement answered. Drivers differ: postgres.js answers the rows, PGlite an object holding them. */
-function rowsOf<T>(result: unknown): T[] {
-  return (Array.isArray(result) ? result : (result as { rows: unknown[] }).rows) as T[];
 }
 
 /** What a write needs to know of its parent: see parentFacts. */
