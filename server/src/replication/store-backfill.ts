@@ -6,8 +6,8 @@
 // node, which held up each index's entries.
 import { type SQL, sql } from "drizzle-orm";
 import type { Logger } from "../log.ts";
-import { recordActiveAtMany, rowsOf } from "../store/active-at.ts";
-import type { Db } from "../store/open.ts";
+import { recordActiveAtMany } from "../store/active-at.ts";
+import { type Db, rowsOf } from "../store/open.ts";
 import { indexes, tombstones, versions } from "../store/schema.ts";
 import { VERSION_COLUMNS as columns, type VersionInsert, versionValues } from "../store/version-rows.ts";
 

@@ -38,8 +38,3 @@ export function recordActiveAtMany(active: { indexId: string; version: string; s
       where ${indexes}.id = v.id and ${indexes}.id in (select id from locked) returning ${indexes}.id)
     select v.id from v join ${indexes} b on b.id = v.id where b.log_seq < v.seq and v.id not in (select id from u)`;
 }
-
-/** The rows a statement answered. Drivers differ: postgres.js answers the rows, PGlite an object holding them. */
-export function rowsOf<T>(result: unknown): T[] {
-  return (Array.isArray(result) ? result : (result as { rows: unknown[] }).rows) as T[];
-}

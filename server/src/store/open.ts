@@ -16,6 +16,11 @@ export type Db = PgDatabase<PgQueryResultHKT, typeof schema>;
 /** The handle a transaction callback receives; usable wherever a Db is. */
 export type Tx = Parameters<Parameters<Db["transaction"]>[0]>[0];
 
+/** The rows `db.execute` answered. Drivers differ: postgres.js answers the rows, PGlite an object holding them. */
+export function rowsOf<T>(result: unknown): T[] {
+  return (Array.isArray(result) ? result : (result as { rows: unknown[] }).rows) as T[];
+}
+
 export interface Store {
   readonly db: Db;
   /**

@@ -3,10 +3,11 @@
 // write is answered once its own rows are in. One statement per entry before: at 500 writes/s
 // an index's statements queued behind each other and the acknowledgements waited for them all.
 import { afterEach, describe, expect, test } from "vitest";
-import { sql } from "drizzle-orm";
+import { and, eq, gt } from "drizzle-orm";
 import type { ChangeRow } from "../../src/services/versions/change-rows.ts";
 import { StoreBatches } from "../../src/services/versions/store-batches.ts";
 import type { Db } from "../../src/store/open.ts";
+import { tombstones, versions } from "../../src/store/schema.ts";
 import { openServices, type TestServices } from "../support/services.ts";
 import { storeTargets } from "../support/store.ts";
 
@@ -50,20 +51,22 @@ describe.each(storeTargets())("a writer's store rows with replication, on $name"
       rewritten: deleted.length ? [] : [`r${minor}`],
       deleted,
     });
-    const listed = async () => {
-      const result = (await real.execute(
-        sql`select version from versions where index_id = ${ref.id} and minor > 0 order by minor`,
-      )) as unknown;
-      const rows = (Array.isArray(result) ? result : (result as { rows: unknown[] }).rows) as { version: string }[];
-      return rows.map((r) => r.version);
-    };
-    const tombstones = async () => {
-      const result = (await real.execute(
-        sql`select record_id from tombstones where index_id = ${ref.id} order by record_id`,
-      )) as unknown;
-      const rows = (Array.isArray(result) ? result : (result as { rows: unknown[] }).rows) as { record_id: string }[];
-      return rows.map((r) => r.record_id);
-    };
+    const listed = async () =>
+      (
+        await real
+          .select({ version: versions.version })
+          .from(versions)
+          .where(and(eq(versions.indexId, ref.id), gt(versions.minor, 0)))
+          .orderBy(versions.minor)
+      ).map((r) => r.version);
+    const tombstonesNow = async () =>
+      (
+        await real
+          .select({ id: tombstones.recordId })
+          .from(tombstones)
+          .where(eq(tombstones.indexId, ref.id))
+          .orderBy(tombstones.recordId)
+      ).map((r) => r.id);
     return {
       batches: new StoreBatches(db),
       ref,
@@ -72,12 +75,12 @@ describe.each(storeTargets())("a writer's store rows with replication, on $name"
       release,
       failStatement: (n: number) => (failAt = n),
       listed,
-      tombstones,
+      tombstonesNow,
     };
   }
 
   test("rows given while a statement runs are recorded together in the next, each write answered once its rows are in", async () => {
-    const { batches, ref, row, statements, release, listed, tombstones } = await open();
+    const { batches, ref, row, statements, release, listed, tombstonesNow } = await open();
     const answered: string[] = [];
     const first = batches.record(ref.id, async () => [row(1)], undefined).then(() => answered.push("0.1"));
     // The first statement is held: these wait, and go together.
@@ -94,7 +97,7 @@ describe.each(storeTargets())("a writer's store rows with replication, on $name"
     expect(answered).toEqual(["0.1", "0.2", "0.3", "0.4"]);
     expect(await listed()).toEqual(["0.1", "0.2", "0.3", "0.4"]);
     // Applied in version order: the delete of r1 in 0.3 leaves its tombstone.
-    expect(await tombstones()).toEqual(["r1"]);
+    expect(await tombstonesNow()).toEqual(["r1"]);
   });
 
   test("a statement the store refuses fails only the writes in it; the next ones are recorded", async () => {

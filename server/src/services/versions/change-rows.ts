@@ -4,8 +4,8 @@
 import { and, eq, type SQL, sql } from "drizzle-orm";
 import { majorOf, minorOf, type VersionId } from "../../domain/version-id.ts";
 import type { SearchRecord } from "../../ports/engine.ts";
-import type { Db } from "../../store/open.ts";
-import { recordActiveAt, rowsOf } from "../../store/active-at.ts";
+import { type Db, rowsOf } from "../../store/open.ts";
+import { recordActiveAt } from "../../store/active-at.ts";
 import { indexes, tombstones, versions } from "../../store/schema.ts";
 import { VERSION_COLUMNS, versionValues } from "../../store/version-rows.ts";
 import type { LiveAt, VersionContext } from "./context.ts";
@@ -116,9 +116,8 @@ export async function recordChanges(
 /**
  * With replication, the index's active version as of a log position, in the shared store (what
  * GET /v1/regions counts lag against), unless the store holds one from a later position. Not
- * waited for: while a node's batch holds the row (its transaction sets several), the update is
- * made again in the background, once that batch is done (D-283); waiting made a write's p99 five
- * times longer at 250/s (D-278).
+ * waited for: while a node's batch holds the row, the update is made again in the background,
+ * once that batch is done (D-283); waiting made a write's p99 five times longer at 250/s (D-278).
  */
 function recordLiveAt(indexId: string, { version, seq }: LiveAt): SQL {
   return recordActiveAt(indexId, version, seq, { skipLocked: true });
