@@ -10,6 +10,7 @@ import type { Logger } from "../log.ts";
 import { within } from "../within.ts";
 import { isStoreUnreachable } from "./errors.ts";
 import { type Lookup, primaryOnly, replicaFirst } from "./lookup.ts";
+import { preparingStatements } from "./prepared.ts";
 import * as schema from "./schema.ts";
 
 export type Db = PgDatabase<PgQueryResultHKT, typeof schema>;
@@ -82,7 +83,7 @@ async function openPostgres(url: string, readUrl: string | undefined, log: Logge
     import("drizzle-orm/postgres-js/migrator"),
   ]);
   const client = postgres(url, { max: 10, onnotice: () => {}, connect_timeout: 10 });
-  const db = drizzle({ client, schema });
+  const db = drizzle({ client: preparingStatements(client), schema });
   // A replica is read-only and migrated by its primary; its connections open on first use, so a
   // replica that does not answer yet does not stop the node from starting.
   const replica = readUrl ? postgres(readUrl, { max: 10, onnotice: () => {}, connect_timeout: 5 }) : undefined;
@@ -119,7 +120,7 @@ async function openPostgres(url: string, readUrl: string | undefined, log: Logge
     }
   }
   const primaryDb = db as unknown as Db;
-  const replicaDb = replica ? (drizzle({ client: replica, schema }) as unknown as Db) : undefined;
+  const replicaDb = replica ? (drizzle({ client: preparingStatements(replica), schema }) as unknown as Db) : undefined;
   return {
     db: primaryDb,
     lookup: replicaDb ? replicaFirst(primaryDb, replicaDb, log) : primaryOnly(primaryDb),
