@@ -143,26 +143,53 @@ export function resetHighWaterMark(pid: number): boolean {
  * A process that ends between two readings drops out of the later one.
  */
 export function cpuByGroup(group: (pid: number, command: string) => string | undefined): Map<string, number> {
-  const ticks = 100; // USER_HZ on Linux
   const out = new Map<string, number>();
   for (const entry of fs.readdirSync("/proc")) {
     if (!/^\d+$/.test(entry)) continue;
-    let stat = "";
-    // biome-ignore lint/plugin: a process that ended while the list was read has nothing to count.
-    try {
-      stat = fs.readFileSync(`/proc/${entry}/stat`, "utf8");
-    } catch {}
+    const stat = cpuOf(`/proc/${entry}/stat`);
     if (!stat) continue;
-    // "pid (command) state ...": the command may hold spaces and parentheses.
-    const close = stat.lastIndexOf(")");
-    const command = stat.slice(stat.indexOf("(") + 1, close);
-    const fields = stat.slice(close + 2).split(" ");
-    const name = group(Number(entry), command);
-    if (!name) continue;
-    const seconds = (Number(fields[11]) + Number(fields[12])) / ticks;
-    out.set(name, (out.get(name) ?? 0) + seconds);
+    const name = group(Number(entry), stat.command);
+    if (name) out.set(name, (out.get(name) ?? 0) + stat.seconds);
   }
   return out;
+}
+
+/**
+ * CPU seconds of one process's threads so far, summed by thread name (Node's: MainThread,
+ * WorkerThread for worker_threads, V8Worker for the GC's and compiler's helpers, libuv-worker for
+ * the thread pool). A thread that has ended is no longer counted, so a reading taken after a
+ * worker thread ended shows less for its name than one taken before.
+ */
+export function cpuByThread(pid: number): Map<string, number> {
+  const out = new Map<string, number>();
+  let tasks: string[] = [];
+  // biome-ignore lint/plugin: a process that has ended has no threads to count.
+  try {
+    tasks = fs.readdirSync(`/proc/${pid}/task`);
+  } catch {}
+  for (const task of tasks) {
+    const stat = cpuOf(`/proc/${pid}/task/${task}/stat`);
+    if (stat) out.set(stat.command, (out.get(stat.command) ?? 0) + stat.seconds);
+  }
+  return out;
+}
+
+/** A /proc stat file's command and user plus system CPU seconds; undefined once it is gone. */
+function cpuOf(file: string): { command: string; seconds: number } | undefined {
+  const ticks = 100; // USER_HZ on Linux
+  let stat = "";
+  // biome-ignore lint/plugin: a process or thread that ended while the list was read has nothing to count.
+  try {
+    stat = fs.readFileSync(file, "utf8");
+  } catch {}
+  if (!stat) return undefined;
+  // "pid (command) state ...": the command may hold spaces and parentheses.
+  const close = stat.lastIndexOf(")");
+  const fields = stat.slice(close + 2).split(" ");
+  return {
+    command: stat.slice(stat.indexOf("(") + 1, close),
+    seconds: (Number(fields[11]) + Number(fields[12])) / ticks,
+  };
 }
 
 /** The CPU each group used between two readings of cpuByGroup. */

@@ -12,6 +12,8 @@
 //   npm run bench:replication -- --rate=200 --seconds=10 --records=100000 --warmup=3
 //   npm run bench:replication -- --rate=500 --seconds=10 --single-writes-only
 //   npm run bench:replication -- --lag-every=5     lag read back on every 5th write only
+//   npm run bench:replication -- --rate=100 --seconds=10 --roles
+//                 what one write costs each node: every write to the first region, CPU by thread
 import http from "node:http";
 import os from "node:os";
 import { statSync, writeFileSync } from "node:fs";
@@ -20,7 +22,7 @@ import { siftProcess } from "../test/support/process.ts";
 import { RATE_LIMITS_OFF } from "../test/support/limits.ts";
 import { createKey, signUp } from "../test/support/world.ts";
 import { Http } from "../test/support/http.ts";
-import { cpuByGroup, cpuSpent, percentile } from "./measure.ts";
+import { cpuByGroup, cpuByThread, cpuSpent, percentile } from "./measure.ts";
 import { uploadAndWait } from "./upload.ts";
 
 const args = new Map(process.argv.slice(2).map((a) => a.replace(/^--/, "").split("=") as [string, string]));
@@ -36,6 +38,11 @@ const CONTENDED = args.has("contended");
  * writes they measure.
  */
 const LAG_EVERY = Number(args.get("lag-every") ?? 1);
+/**
+ * Only the cost of a write by role: every write goes to the first region (the writer), none is
+ * read back, and the CPU each node's threads, NATS and PostgreSQL used is divided by the writes.
+ */
+const ROLES = args.has("roles");
 /** Only the one-process write phase (an A/B of the write path without replication). */
 const SINGLE_WRITES_ONLY = args.has("single-writes-only");
 /**
@@ -220,7 +227,59 @@ const cpuLine = (label: string, m: { cpu: Map<string, number>; wall: number }, p
   return `| ${label} | ${cells.join(" | ")} | ${all} | ${(total / m.wall).toFixed(2)} |`;
 };
 
+/** --roles: what one write costs the node that takes it, each node that applies it, NATS and PostgreSQL. */
+async function roles() {
+  const r = await startRegions(["frankfurt", "london", "newark"], ENV);
+  try {
+    const names = Array.from({ length: INDEXES }, (_, k) => `writes-${k}`);
+    for (const name of names) {
+      await r.http(0).post("/v1/indexes", { name, serviceName: r.service, visibility: "PUBLIC" });
+      for (const n of [1, 2]) while ((await r.http(n).get(`/v1/indexes/${name}`)).status !== 200) await sleep(20);
+    }
+    const writer = [lean(r.nodes[0]!.url, r.key)];
+    await writeLoad(writer, names, WARMUP, "warm");
+    const pids = r.nodes.map((node) => node.pid()!);
+    const messages = async () => {
+      let total = 0;
+      for (const server of r.nats.servers) {
+        const varz = (await (await fetch(`${server.monitor}/varz`)).json()) as { in_msgs: number; out_msgs: number };
+        total += varz.in_msgs + varz.out_msgs;
+      }
+      return total;
+    };
+    const threadsBefore = pids.map(cpuByThread);
+    const messagesBefore = await messages();
+    const measured = await withCpu(
+      () => pids,
+      () => writeLoad(writer, names),
+    );
+    const threadsAfter = pids.map(cpuByThread);
+    const perWrite = (seconds: number) => `${((seconds * 1000) / measured.result.acks.length).toFixed(2)} ms`;
+    const threadNames = ["MainThread", "WorkerThread", "V8Worker", "libuv-worker"];
+    console.log(
+      `\nRun ${new Date().toISOString().slice(0, 16)}Z, ${os.cpus().length} cores ${os.cpus()[0]?.model ?? ""}, Node ${process.versions.node}: ${RATE} writes/s for ${SECONDS} s, all to ${r.regionIds[0]}, ${measured.result.acks.length} answered, ${measured.result.failed} failed; acknowledgement p50 / p99 ${ms(percentile(measured.result.acks, 0.5))} / ${ms(percentile(measured.result.acks, 0.99))}.\n`,
+    );
+    console.log(`CPU per write, by node and thread (${threadNames.join(", ")}):\n`);
+    console.log("| node | all threads | main | worker threads | V8 helpers | libuv pool |");
+    console.log("| --- | --- | --- | --- | --- | --- |");
+    pids.forEach((_, n) => {
+      const spent = cpuSpent(threadsAfter[n]!, threadsBefore[n]!);
+      const all = [...spent.values()].reduce((a, b) => a + b, 0);
+      const cells = threadNames.map((name) => perWrite(spent.get(name) ?? 0));
+      console.log(
+        `| ${n === 0 ? "writer" : "applies"} (${r.regionIds[n]}) | ${perWrite(all)} | ${cells.join(" | ")} |`,
+      );
+    });
+    console.log(
+      `\nNATS ${perWrite(measured.cpu.get("nats") ?? 0)}, PostgreSQL ${perWrite(measured.cpu.get("postgresql") ?? 0)}, load generator ${perWrite(measured.cpu.get("generator") ?? 0)}; NATS messages in and out over all servers: ${(((await messages()) - messagesBefore) / measured.result.acks.length).toFixed(1)} per write.`,
+    );
+  } finally {
+    await r.stop();
+  }
+}
+
 async function main() {
+  if (ROLES) return roles();
   const file = `${os.tmpdir()}/sift-replication-bench-${RECORDS}.csv`;
   try {
     statSync(file);
