@@ -5,15 +5,20 @@ import { sql } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/postgres-js";
 import postgres from "postgres";
 import { afterEach, describe, expect, test } from "vitest";
+import { rowsOf, type Store } from "../../src/store/open.ts";
 import { preparingStatements } from "../../src/store/prepared.ts";
+import { storeTargets } from "../support/store.ts";
 
 const url = process.env.DATABASE_URL;
 
 describe.skipIf(!url)("prepared statements on PostgreSQL", () => {
   let client: postgres.Sql | undefined;
+  let store: Store | undefined;
   afterEach(async () => {
     await client?.end({ timeout: 1 });
+    await store?.close();
     client = undefined;
+    store = undefined;
   });
 
   /** One connection, so that the statements it holds are the ones this test made. */
@@ -56,5 +61,17 @@ describe.skipIf(!url)("prepared statements on PostgreSQL", () => {
       expect(row!.n).toBe(k);
     }
     expect((await held(db)).filter((text) => / as k\d/.test(text))).toHaveLength(2);
+  });
+
+  test("the store Sift opens on DATABASE_URL prepares its queries", async () => {
+    store = await storeTargets()
+      .find((target) => target.name === "postgres")!
+      .open();
+    // A transaction holds one connection, whose prepared statements the view lists.
+    const statements = await store.db.transaction(async (tx) => {
+      await tx.execute(sql`select ${1}::int as wired`);
+      return rowsOf<{ statement: string }>(await tx.execute(sql`select statement from pg_prepared_statements`));
+    });
+    expect(statements.some((row) => row.statement.includes("as wired"))).toBe(true);
   });
 });
