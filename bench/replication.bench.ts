@@ -227,15 +227,21 @@ const cpuLine = (label: string, m: { cpu: Map<string, number>; wall: number }, p
   return `| ${label} | ${cells.join(" | ")} | ${all} | ${(total / m.wall).toFixed(2)} |`;
 };
 
+/** Creates the indexes in the first region and waits until every region has them. */
+async function createEverywhere(r: Awaited<ReturnType<typeof startRegions>>, names: string[]) {
+  const regions = r.nodes.map((_, n) => r.http(n));
+  for (const name of names) {
+    await regions[0]!.post("/v1/indexes", { name, serviceName: r.service, visibility: "PUBLIC" });
+    for (const region of regions) while ((await region.get(`/v1/indexes/${name}`)).status !== 200) await sleep(20);
+  }
+}
+
 /** --roles: what one write costs the node that takes it, each node that applies it, NATS and PostgreSQL. */
 async function roles() {
   const r = await startRegions(["frankfurt", "london", "newark"], ENV);
   try {
     const names = Array.from({ length: INDEXES }, (_, k) => `writes-${k}`);
-    for (const name of names) {
-      await r.http(0).post("/v1/indexes", { name, serviceName: r.service, visibility: "PUBLIC" });
-      for (const n of [1, 2]) while ((await r.http(n).get(`/v1/indexes/${name}`)).status !== 200) await sleep(20);
-    }
+    await createEverywhere(r, names);
     const writer = [lean(r.nodes[0]!.url, r.key)];
     await writeLoad(writer, names, WARMUP, "warm");
     const pids = r.nodes.map((node) => node.pid()!);
@@ -329,10 +335,7 @@ async function main() {
   const r = await startRegions(["frankfurt", "london", "newark"], ENV);
   try {
     const regions = [0, 1, 2].map((n) => r.http(n));
-    for (const name of names) {
-      await regions[0]!.post("/v1/indexes", { name, serviceName: r.service, visibility: "PUBLIC" });
-      for (const region of regions) while ((await region.get(`/v1/indexes/${name}`)).status !== 200) await sleep(20);
-    }
+    await createEverywhere(r, names);
     console.log("three regions: writes");
     const siftPids = () => r.nodes.map((node) => node.pid());
     const writers = r.nodes.map((node) => lean(node.url, r.key));

@@ -11,7 +11,7 @@ import type { Sql } from "postgres";
  * connection, and texts with a list of values differ by its length, so the set is bounded: texts
  * first seen after it is full run unnamed, as before.
  */
-export const MAX_PREPARED = 256;
+const MAX_PREPARED = 256;
 
 export function preparingStatements(client: Sql, max = MAX_PREPARED): Sql {
   const texts = new Set<string>();

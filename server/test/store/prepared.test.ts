@@ -53,6 +53,16 @@ describe.skipIf(!url)("prepared statements on PostgreSQL", () => {
     expect((await held(db)).some((text) => text.includes("insert into scratch values"))).toBe(true);
   });
 
+  test("a statement the server no longer holds is prepared again, and the query answers", async () => {
+    const db = open();
+    await db.execute(sql`select ${1}::int as again`);
+    // What a pooler that hands the session another server connection, or DISCARD ALL, leaves.
+    await db.execute(sql`deallocate all`);
+    const [row] = await db.execute<{ again: number }>(sql`select ${2}::int as again`);
+    expect(row!.again).toBe(2);
+    expect((await held(db)).filter((text) => text.includes("as again"))).toHaveLength(1);
+  });
+
   test("texts beyond the bound run unprepared and still answer", async () => {
     const db = open(2);
     for (const k of [1, 2, 3, 4]) {
