@@ -65,6 +65,14 @@ describe("segment files", () => {
     expect(opened.sections.reals).toBeInstanceOf(Float64Array);
   });
 
+  it("read only the sections asked for, into the heap, even where maps work", async () => {
+    const file = path.join(dir, "only.bin");
+    await writeSegmentFile(file, { docCount: 3 }, sections);
+    const opened = await openSegmentFile(file, true, ["words", "reals"]);
+    expect(opened.mapped).toBe(false);
+    expect(plain(opened.sections)).toEqual({ words: plain(sections).words, reals: plain(sections).reals });
+  });
+
   it.each([true, false])("open files of the earlier header-first layout (mapped: %s)", async (map) => {
     const file = path.join(dir, `v1-${map}.bin`);
     writeV1(file, { docCount: 3 }, sections);

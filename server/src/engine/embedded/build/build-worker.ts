@@ -38,13 +38,15 @@ parentPort!.on("message", async (request: BuildRequest) => {
         break;
       case "copy": {
         // Read here, not on the server's thread: reading and parsing every record there took most
-        // of that thread while a checkpoint of a large index was built, and writes queued.
-        const source = await Segment.load(request.dir);
+        // of that thread while a checkpoint of a large index was built, and writes queued. Only
+        // the records are opened, not the mapped index: a thread kept or ended afterwards then
+        // holds no mapping (D-287).
+        const { docCount, records } = await Segment.openRecords(request.dir);
         try {
           const skip = new Set(request.skip);
-          for (let doc = 0; doc < source.docCount; doc++) if (!skip.has(doc)) builder!.add(source.records.read(doc));
+          for (let doc = 0; doc < docCount; doc++) if (!skip.has(doc)) builder!.add(records.read(doc));
         } finally {
-          source.close();
+          records.close();
         }
         break;
       }

@@ -163,20 +163,23 @@ function checkBounds(layout: Layout, path: string, size: number): void {
 /**
  * Opens a segment file. With `map` (and the addon built) the sections are views into one read-only
  * mapping of the file: resident memory is only the pages searches touch, and the kernel may drop
- * them again. Otherwise each section is read into its own array.
+ * them again. Otherwise each section is read into its own array; with `only`, just those sections
+ * are read (never mapped).
  */
 export async function openSegmentFile(
   path: string,
   map: boolean,
+  only?: readonly string[],
 ): Promise<{ meta: unknown; sections: Record<string, Section>; mapped: boolean }> {
   const file = await fs.promises.open(path, "r");
   try {
     const { size } = await file.stat();
     const layout = await readLayout(file, path, size);
     checkBounds(layout, path, size);
-    const mapping = map ? mapFile(file.fd, size) : null;
+    const mapping = map && only === undefined ? mapFile(file.fd, size) : null;
     const sections: Record<string, Section> = {};
     for (const [name, s] of Object.entries(layout.sections)) {
+      if (only !== undefined && !only.includes(name)) continue;
       const ctor = s.type === "f64" ? Float64Array : s.type === "u32" ? Uint32Array : Uint8Array;
       if (mapping !== null) {
         sections[name] = new ctor(mapping, s.offset, s.length);

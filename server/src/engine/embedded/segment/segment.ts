@@ -197,6 +197,21 @@ export class Segment {
     return new Segment(dir, meta as SegmentMeta, new SectionViews(sections), mapped);
   }
 
+  /**
+   * Only the records of the segment in `dir`, for a scan of all of them (a checkpoint's copy): the
+   * two sections that locate them are read into the heap and the index is not opened at all.
+   */
+  static async openRecords(dir: string): Promise<{ docCount: number; records: RecordStore }> {
+    const wanted = [SECTIONS.recordOffsets.stored, SECTIONS.recordLengths.stored];
+    const { meta, sections } = await openSegmentFile(path.join(dir, INDEX_FILE), false, wanted);
+    const records = new RecordStore(
+      dir,
+      sectionOf(sections, SECTIONS.recordOffsets),
+      sectionOf(sections, SECTIONS.recordLengths),
+    );
+    return { docCount: (meta as SegmentMeta).docCount, records };
+  }
+
   get docCount(): number {
     return this.meta.docCount;
   }
