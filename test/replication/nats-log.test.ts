@@ -9,6 +9,8 @@ import { createHash, randomBytes } from "node:crypto";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Objm } from "@nats-io/obj";
+import { connect } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLogger } from "../../server/src/log.ts";
 import type { AppliedEntry, ChangeLog, LogEntry } from "../../server/src/ports/change-log.ts";
@@ -78,6 +80,32 @@ describe.skipIf(!natsAvailable)("the NATS change log", () => {
     }
     expect(readdirSync(join(dir, "fetcher-1-staging"))).toEqual([]);
   }, 120_000);
+
+  it("moves file bytes on a connection of its own, and names a part gone from the store", async () => {
+    const writer = await open("mover", false);
+    const path = join(dir, "moved.bin");
+    writeFileSync(path, randomBytes(20 * 1024 * 1024));
+    const name = "segments/idx_files/5";
+    await writer.putFiles(name, [{ name: "index.bin", path }]);
+    // The server's own connection stays free for the log while a segment moves (D-288): the
+    // bytes went through the transfer thread's connection.
+    const connz = (await (await fetch(`${nats.servers[0]!.monitor}/connz`)).json()) as {
+      connections: { name?: string; in_bytes: number }[];
+    };
+    const sent = (who: string) => connz.connections.find((c) => c.name === who)?.in_bytes ?? 0;
+    expect(sent("mover files")).toBeGreaterThan(5 * 1024 * 1024);
+    expect(sent("mover")).toBeLessThan(1024 * 1024);
+    // A part removed behind the manifest's back: the reader says which file of which segment.
+    const client = await connect({ servers: nats.urls.split(",") });
+    try {
+      await (await new Objm(client).open("FILES_TEST_files", false)).delete(`${name}/index.bin.part-1`);
+    } finally {
+      await client.close();
+    }
+    await expect(writer.getFiles(name, join(dir, "moved-back"))).rejects.toThrow(
+      `file index.bin of segment ${name} is missing from the object store`,
+    );
+  }, 60_000);
 
   it("a fetching node that goes away holds its publisher a few seconds, not the whole wait", async () => {
     const writer = await open("writer-2", false);

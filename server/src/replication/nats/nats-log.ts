@@ -3,13 +3,9 @@
 // Compare-and-set appends use the expected last sequence of the index's subject; the publish
 // acknowledgement comes once the stream's replicas have a quorum, which is the durability a write
 // waits for.
-import { createReadStream, createWriteStream } from "node:fs";
 import { mkdir, open, rename, rm, stat, truncate } from "node:fs/promises";
 import { join } from "node:path";
-import { Readable } from "node:stream";
-import { pipeline } from "node:stream/promises";
 import { randomUUID } from "node:crypto";
-import zlib from "node:zlib";
 import { connect } from "@nats-io/transport-node";
 import type { NatsConnection } from "@nats-io/transport-node";
 import {
@@ -25,6 +21,8 @@ import {
 import { Objm, type ObjectStore, setSha256Backend } from "@nats-io/obj";
 import type { Logger } from "../../log.ts";
 import { within } from "../../within.ts";
+import { type FileEncoding, zstdAvailable } from "./parts.ts";
+import { MissingPartError, TransferThread } from "./transfer-thread.ts";
 import { type AppliedEntry, type ChangeLog, type LogEntry, StaleAppendError } from "../../ports/change-log.ts";
 
 export interface NatsLogOptions {
@@ -111,7 +109,6 @@ interface EntryRef {
 
 const SUBJECT_ROOT = "sift.log";
 
-type FileEncoding = "zstd" | "identity";
 interface ManifestFile {
   name: string;
   encoding: FileEncoding;
@@ -138,18 +135,6 @@ async function runLimited(jobs: (() => Promise<void>)[], limit: number): Promise
   };
   await Promise.all(Array.from({ length: Math.min(limit, jobs.length) }, worker));
 }
-
-/**
- * Segment files travel zstd-compressed (level 1: 264 MB of a 1M-record version became 102 MB in
- * 0.3 s) where this Node has zstd (22.15 and later); a node without it publishes them as they are.
- */
-const zstdAvailable = typeof (zlib as { createZstdCompress?: unknown }).createZstdCompress === "function";
-/**
- * Streams of segment files move in 1 MB pieces: with the 16 to 64 kB defaults, a 1M-record major
- * took some 16,000 zstd callbacks and file writes on every node that fetched it.
- */
-const PIECE = 1 << 20;
-const ZSTD_FAST = zstdAvailable ? { chunkSize: PIECE, params: { [zlib.constants.ZSTD_c_compressionLevel]: 1 } } : {};
 
 /** A subject token per index key: keys are ids, but anything else is encoded to stay one token. */
 const subjectOf = (indexKey: string) =>
@@ -298,6 +283,8 @@ class NatsLog implements ChangeLog {
   private readonly js: JetStreamClient;
   private readonly files: ObjectStore;
   private readonly docs: ObjectStore;
+  /** Puts and fetches the parts of segment files (its own thread and connection). */
+  private readonly transfers: TransferThread;
   private readonly options: NatsLogOptions;
   /** Tells this node's own announcements from others'. */
   private readonly instance = randomUUID();
@@ -324,6 +311,11 @@ class NatsLog implements ChangeLog {
     this.files = files;
     this.docs = docs;
     this.options = options;
+    this.transfers = new TransferThread({
+      servers: options.servers,
+      name: `${options.name} files`,
+      bucket: `${options.stream}_files`,
+    });
     // Headroom for the headers of the message.
     this.maxPayload = Math.max(1024, nc.info?.max_payload ?? 1024 * 1024) - 4096;
     if (options.stagingDir !== undefined) {
@@ -431,15 +423,12 @@ class NatsLog implements ChangeLog {
         const object = f.parts === undefined ? `${name}/${f.name}` : partName(name, f.name, part);
         jobs.push(async () => {
           await ready(object);
-          const result = await this.files.get(object);
-          if (result === null) throw new Error(`file ${f.name} of segment ${name} is missing from the object store`);
-          const source = Readable.fromWeb(result.data as import("node:stream/web").ReadableStream<Uint8Array>);
-          const target = createWriteStream(path, { flags: "r+", start: part * PART_BYTES, highWaterMark: PIECE });
-          await (f.encoding === "zstd"
-            ? pipeline(source, zlib.createZstdDecompress({ chunkSize: PIECE }), target)
-            : pipeline(source, target));
-          const error = await result.error;
-          if (error) throw error;
+          await this.transfers
+            .fetch({ object, path, start: part * PART_BYTES, encoding: f.encoding })
+            .catch((error: Error) => {
+              if (!(error instanceof MissingPartError)) throw error;
+              throw new Error(`file ${f.name} of segment ${name} is missing from the object store`);
+            });
         });
       }
     }
@@ -663,17 +652,13 @@ class NatsLog implements ChangeLog {
       for (let part = 0; part < parts; part++) {
         jobs.push(() =>
           this.again(`publishing ${partName(name, f.name, part)}`, async () => {
-            const end = Math.min(size, (part + 1) * PART_BYTES) - 1;
-            const source = createReadStream(f.path, {
+            await this.transfers.put({
+              object: partName(name, f.name, part),
+              path: f.path,
               start: part * PART_BYTES,
-              end: Math.max(end, 0),
-              highWaterMark: PIECE,
+              end: Math.min(size, (part + 1) * PART_BYTES) - 1,
+              encoding,
             });
-            const body = encoding === "zstd" ? source.pipe(zlib.createZstdCompress(ZSTD_FAST)) : source;
-            await this.files.put(
-              { name: partName(name, f.name, part), options: { max_chunk_size: this.maxPayload } },
-              Readable.toWeb(body) as ReadableStream<Uint8Array>,
-            );
             if (announced) this.nc.publish(PART_SUBJECT, partName(name, f.name, part));
           }),
         );
@@ -929,6 +914,7 @@ class NatsLog implements ChangeLog {
   }
 
   async close(): Promise<void> {
+    await this.transfers.close();
     await this.nc.drain();
   }
 }
