@@ -5,6 +5,8 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 120_000,
     include: ["test/**/*.test.ts"],
+    // What a test process that died of a native failure printed, again at the end of the run.
+    globalSetup: ["test/support/fatal-echo.ts"],
     // Two files at a time on the CI's two cores (vitest's default there is one): the suite took
     // 78 to 84 s against 177 s, with the same tests passing (docs/DECISIONS.md, D-241).
     maxWorkers: 2,

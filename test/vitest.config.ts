@@ -12,6 +12,8 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 120_000,
     exclude: ["node_modules/**"],
+    // What a test process that died of a native failure printed, again at the end of the run.
+    globalSetup: ["../server/test/support/fatal-echo.ts"],
     // expect.poll waits for a state the page or server must reach (a search answered and drawn);
     // the default second is too short on a loaded machine (seen failing at load 10 on 2 cores),
     // and a state that never comes still fails, only later.
