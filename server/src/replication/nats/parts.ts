@@ -58,7 +58,9 @@ export async function fetchPart(files: ObjectStore, part: FetchPart): Promise<vo
   const result = await files.get(part.object);
   if (result === null) throw new MissingObjectError(`${part.object} is missing from the object store`);
   const source = Readable.fromWeb(result.data as WebReadableStream<Uint8Array>);
-  const target = createWriteStream(part.path, { flags: "r+", start: part.start, highWaterMark: PIECE });
+  // Flushed as each part ends, while the others still download: the flush of the whole set, which
+  // the publisher waits for, then finds little left to write.
+  const target = createWriteStream(part.path, { flags: "r+", start: part.start, highWaterMark: PIECE, flush: true });
   await (part.encoding === "zstd"
     ? pipeline(source, zlib.createZstdDecompress({ chunkSize: PIECE }), target)
     : pipeline(source, target));
