@@ -15,6 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLogger } from "../../server/src/log.ts";
 import type { AppliedEntry, ChangeLog, LogEntry } from "../../server/src/ports/change-log.ts";
 import { openNatsLog } from "../../server/src/replication/nats/nats-log.ts";
+import { TransferThread } from "../../server/src/replication/nats/transfer-thread.ts";
 import { type NatsCluster, natsAvailable, startNatsCluster } from "../support/nats.ts";
 
 const silent = createLogger("silent", {}, () => {});
@@ -105,6 +106,34 @@ describe.skipIf(!natsAvailable)("the NATS change log", () => {
     await expect(writer.getFiles(name, join(dir, "moved-back"))).rejects.toThrow(
       `file index.bin of segment ${name} is missing from the object store`,
     );
+  }, 60_000);
+
+  it("a transfer thread that died is started again for the next part", async () => {
+    await open("thread-owner", false); // makes the object store, if no test before did
+    const thread = new TransferThread({
+      servers: nats.urls.split(","),
+      name: "thread-test",
+      bucket: "FILES_TEST_files",
+    });
+    const path = join(dir, "thread.bin");
+    const bytes = randomBytes(3 * 1024 * 1024);
+    writeFileSync(path, bytes);
+    const put = (object: string) => thread.put({ object, path, start: 0, end: bytes.length - 1, encoding: "zstd" });
+    try {
+      await put("thread/one");
+      // Its thread ends under it (a crash, say): what was asked for fails, the next part starts a new one.
+      const worker = (thread as unknown as { worker: { terminate(): Promise<number> } }).worker;
+      const lost = put("thread/lost");
+      await worker.terminate();
+      await expect(lost).rejects.toThrow(/transfer thread exited/);
+      await put("thread/two");
+      const back = join(dir, "thread-back.bin");
+      writeFileSync(back, Buffer.alloc(bytes.length));
+      await thread.fetch({ object: "thread/two", path: back, start: 0, encoding: "zstd" });
+      expect(digest(readFileSync(back))).toBe(digest(bytes));
+    } finally {
+      await thread.close();
+    }
   }, 60_000);
 
   it("a fetching node that goes away holds its publisher a few seconds, not the whole wait", async () => {
