@@ -21,8 +21,8 @@ import {
 import { Objm, type ObjectStore, setSha256Backend } from "@nats-io/obj";
 import type { Logger } from "../../log.ts";
 import { within } from "../../within.ts";
-import { type FileEncoding, zstdAvailable } from "./parts.ts";
-import { MissingPartError, TransferThread } from "./transfer-thread.ts";
+import { CONNECTION, type FileEncoding, filesBucket, zstdAvailable } from "./parts.ts";
+import { TransferThread } from "./transfer-thread.ts";
 import { type AppliedEntry, type ChangeLog, type LogEntry, StaleAppendError } from "../../ports/change-log.ts";
 
 export interface NatsLogOptions {
@@ -144,17 +144,7 @@ export async function openNatsLog(options: NatsLogOptions): Promise<ChangeLog> {
   // The object store checks every object's SHA-256 on put and get, by default in JavaScript: that
   // was 43% of a node's CPU while it fetched a 1M-record major (bench/RESULTS.md, Replication).
   setSha256Backend("native");
-  const nc = await connect({
-    servers: options.servers,
-    name: options.name,
-    // A cluster member going away is routine: reconnect to another one, for as long as it takes.
-    maxReconnectAttempts: -1,
-    reconnectTimeWait: 250,
-    timeout: 5_000,
-    // Each request would otherwise capture a stack trace up front, in case it fails: measured at
-    // about a tenth of a write's CPU on a replicating node (bench/RESULTS.md, Replication).
-    noAsyncTraces: true,
-  });
+  const nc = await connect({ servers: options.servers, name: options.name, ...CONNECTION });
   const ready = untilReady(options);
   // No account-info probe: in a supercluster that asks the meta leader, which has no quorum while
   // a region's cluster is down, and the steps below say what is wrong anyway.
@@ -194,7 +184,7 @@ export async function openNatsLog(options: NatsLogOptions): Promise<ChangeLog> {
       () => tryEnsureStream(jsm, options, nc.info?.cluster),
       () => undefined,
     ),
-    bucket(`${options.stream}_files`, "Sift segment files and large log entries"),
+    bucket(filesBucket(options.stream), "Sift segment files and large log entries"),
     // Documents in a bucket of their own: listing them (at every start, at every truncation) then
     // walks a handful of pointers and positions, not every part of every published segment.
     bucket(`${options.stream}_docs`, "Sift snapshot pointers and manifests, node positions"),
@@ -314,7 +304,7 @@ class NatsLog implements ChangeLog {
     this.transfers = new TransferThread({
       servers: options.servers,
       name: `${options.name} files`,
-      bucket: `${options.stream}_files`,
+      bucket: filesBucket(options.stream),
     });
     // Headroom for the headers of the message.
     this.maxPayload = Math.max(1024, nc.info?.max_payload ?? 1024 * 1024) - 4096;
@@ -423,12 +413,8 @@ class NatsLog implements ChangeLog {
         const object = f.parts === undefined ? `${name}/${f.name}` : partName(name, f.name, part);
         jobs.push(async () => {
           await ready(object);
-          await this.transfers
-            .fetch({ object, path, start: part * PART_BYTES, encoding: f.encoding })
-            .catch((error: Error) => {
-              if (!(error instanceof MissingPartError)) throw error;
-              throw new Error(`file ${f.name} of segment ${name} is missing from the object store`);
-            });
+          const of = `file ${f.name} of segment ${name}`;
+          await this.transfers.fetch({ object, path, start: part * PART_BYTES, encoding: f.encoding, of });
         });
       }
     }
@@ -658,6 +644,7 @@ class NatsLog implements ChangeLog {
               start: part * PART_BYTES,
               end: Math.min(size, (part + 1) * PART_BYTES) - 1,
               encoding,
+              maxChunk: this.maxPayload,
             });
             if (announced) this.nc.publish(PART_SUBJECT, partName(name, f.name, part));
           }),

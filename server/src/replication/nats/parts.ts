@@ -7,6 +7,23 @@ import type { ReadableStream as WebReadableStream } from "node:stream/web";
 import { pipeline } from "node:stream/promises";
 import zlib from "node:zlib";
 import type { ObjectStore } from "@nats-io/obj";
+import type { ConnectionOptions } from "@nats-io/transport-node";
+
+/**
+ * How every connection of a node to NATS behaves, the server's own and its transfer thread's: a
+ * cluster member going away is routine, so reconnect to another one for as long as it takes.
+ */
+export const CONNECTION: Omit<ConnectionOptions, "servers" | "name"> = {
+  maxReconnectAttempts: -1,
+  reconnectTimeWait: 250,
+  timeout: 5_000,
+  // Each request would otherwise capture a stack trace up front, in case it fails: measured at
+  // about a tenth of a write's CPU on a replicating node (bench/RESULTS.md, Replication).
+  noAsyncTraces: true,
+};
+
+/** The object store of segment files beside the log stream `stream`. */
+export const filesBucket = (stream: string) => `${stream}_files`;
 
 export type FileEncoding = "zstd" | "identity";
 
@@ -40,10 +57,9 @@ export interface FetchPart {
   path: string;
   start: number;
   encoding: FileEncoding;
+  /** What the part belongs to, for the error when the store lacks it ("file x of segment y"). */
+  of: string;
 }
-
-/** Thrown when the object is not in the store: the caller says which file of which segment. */
-export class MissingObjectError extends Error {}
 
 export async function putPart(files: ObjectStore, part: PutPart): Promise<void> {
   const source = createReadStream(part.path, { start: part.start, end: Math.max(part.end, 0), highWaterMark: PIECE });
@@ -56,7 +72,7 @@ export async function putPart(files: ObjectStore, part: PutPart): Promise<void> 
 
 export async function fetchPart(files: ObjectStore, part: FetchPart): Promise<void> {
   const result = await files.get(part.object);
-  if (result === null) throw new MissingObjectError(`${part.object} is missing from the object store`);
+  if (result === null) throw new Error(`${part.of} is missing from the object store`);
   const source = Readable.fromWeb(result.data as WebReadableStream<Uint8Array>);
   // Flushed as each part ends, while the others still download: the flush of the whole set, which
   // the publisher waits for, then finds little left to write.

@@ -8,9 +8,6 @@ import { Worker } from "node:worker_threads";
 import type { FetchPart, PutPart } from "./parts.ts";
 import type { TransferData, TransferReply, TransferRequest } from "./transfer-worker.ts";
 
-/** A part the object store does not hold. */
-export class MissingPartError extends Error {}
-
 type Request = TransferRequest extends infer R ? (R extends unknown ? Omit<R, "id"> : never) : never;
 
 export class TransferThread {
@@ -24,7 +21,7 @@ export class TransferThread {
     this.data = data;
   }
 
-  put(part: Omit<PutPart, "maxChunk">): Promise<void> {
+  put(part: PutPart): Promise<void> {
     return this.call({ op: "put", part });
   }
 
@@ -48,7 +45,7 @@ export class TransferThread {
       const waiter = this.waiting.get(reply.id);
       this.waiting.delete(reply.id);
       if (reply.ok) waiter?.resolve();
-      else waiter?.reject(reply.missing ? new MissingPartError(reply.message) : new Error(reply.message));
+      else waiter?.reject(new Error(reply.message));
     });
     const gone = (error: Error) => {
       if (this.worker === worker) this.worker = undefined;

@@ -4,7 +4,7 @@ import { parentPort, workerData } from "node:worker_threads";
 import { connect } from "@nats-io/transport-node";
 import { jetstream } from "@nats-io/jetstream";
 import { Objm, type ObjectStore, setSha256Backend } from "@nats-io/obj";
-import { type FetchPart, MissingObjectError, type PutPart, fetchPart, putPart } from "./parts.ts";
+import { CONNECTION, type FetchPart, type PutPart, fetchPart, putPart } from "./parts.ts";
 
 export interface TransferData {
   servers: string[];
@@ -12,31 +12,19 @@ export interface TransferData {
   bucket: string;
 }
 
-export type TransferRequest =
-  | { id: number; op: "put"; part: Omit<PutPart, "maxChunk"> }
-  | { id: number; op: "fetch"; part: FetchPart };
+export type TransferRequest = { id: number; op: "put"; part: PutPart } | { id: number; op: "fetch"; part: FetchPart };
 
-export type TransferReply = { id: number; ok: true } | { id: number; ok: false; message: string; missing: boolean };
+export type TransferReply = { id: number; ok: true } | { id: number; ok: false; message: string };
 
 const { servers, name, bucket } = workerData as TransferData;
 setSha256Backend("native");
 
-let opened: Promise<{ files: ObjectStore; maxChunk: number }> | undefined;
+let opened: Promise<ObjectStore> | undefined;
 /** Connected on the first request, and again after a failure to connect. */
-function store(): Promise<{ files: ObjectStore; maxChunk: number }> {
+function store(): Promise<ObjectStore> {
   opened ??= (async () => {
-    // As the server's own connection (nats-log.ts): a cluster member going away is routine.
-    const nc = await connect({
-      servers,
-      name,
-      maxReconnectAttempts: -1,
-      reconnectTimeWait: 250,
-      timeout: 5_000,
-      noAsyncTraces: true,
-    });
-    const files = await new Objm(jetstream(nc, { timeout: 10_000, checkAPI: false })).open(bucket, false);
-    // Headroom for the headers of the message.
-    return { files, maxChunk: Math.max(1024, nc.info?.max_payload ?? 1024 * 1024) - 4096 };
+    const nc = await connect({ servers, name, ...CONNECTION });
+    return new Objm(jetstream(nc, { timeout: 10_000, checkAPI: false })).open(bucket, false);
   })();
   opened.catch(() => {
     opened = undefined;
@@ -46,17 +34,10 @@ function store(): Promise<{ files: ObjectStore; maxChunk: number }> {
 
 parentPort!.on("message", async (request: TransferRequest) => {
   try {
-    const { files, maxChunk } = await store();
-    if (request.op === "put") await putPart(files, { ...request.part, maxChunk });
-    else await fetchPart(files, request.part);
+    const files = await store();
+    await (request.op === "put" ? putPart(files, request.part) : fetchPart(files, request.part));
     parentPort!.postMessage({ id: request.id, ok: true } satisfies TransferReply);
   } catch (error) {
-    const missing = error instanceof MissingObjectError;
-    parentPort!.postMessage({
-      id: request.id,
-      ok: false,
-      message: (error as Error).message,
-      missing,
-    } satisfies TransferReply);
+    parentPort!.postMessage({ id: request.id, ok: false, message: (error as Error).message } satisfies TransferReply);
   }
 });
