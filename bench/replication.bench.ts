@@ -14,6 +14,8 @@
 //   npm run bench:replication -- --lag-every=5     lag read back on every 5th write only
 //   npm run bench:replication -- --rate=100 --seconds=10 --roles
 //                 what one write costs each node: every write to the first region, CPU by thread
+//   npm run bench:replication -- --coalesce-after=100000
+//                 no automatic checkpoint during the writes (SIFT_COALESCE_AFTER; default 1,000)
 import http from "node:http";
 import os from "node:os";
 import { statSync, writeFileSync } from "node:fs";
@@ -53,7 +55,15 @@ const SINGLE_WRITES_ONLY = args.has("single-writes-only");
 const WARMUP = Number(args.get("warmup") ?? 3);
 /** The open-loop load opens a connection per write in flight; the per-client cap would refuse them. */
 // One tenant writes everything here: its bound on writes in progress would be the bottleneck.
-const ENV = { ...RATE_LIMITS_OFF, SIFT_MAX_CONNECTIONS_PER_CLIENT: "100000", SIFT_WRITES_PER_TENANT: "64" };
+const ENV = {
+  ...RATE_LIMITS_OFF,
+  SIFT_MAX_CONNECTIONS_PER_CLIENT: "100000",
+  SIFT_WRITES_PER_TENANT: "64",
+  // Each index checkpoints after this many writes (the server's default unless given): at 500
+  // writes/s over 6 indexes, every index does so once in 13 s, and the writes of those moments
+  // make most of the three regions' p99 (bench/RESULTS.md, Replication).
+  ...(args.has("coalesce-after") ? { SIFT_COALESCE_AFTER: args.get("coalesce-after")! } : {}),
+};
 process.env.DATABASE_URL ??= "postgres://postgres@127.0.0.1:5432/test";
 
 const WORDS = "amber birch cedar delta ember fjord grove harbor island jasper kestrel lumen meadow nectar".split(" ");
@@ -125,6 +135,7 @@ async function writeLoad(regions: Lean[], indexes: string[], seconds = SECONDS, 
   let failed = 0;
   const why = new Map<string, number>();
   const pending: Promise<void>[] = [];
+  const from = Date.now();
   const started = performance.now();
   const total = RATE * seconds;
   for (let i = 0; i < total; i++) {
@@ -177,7 +188,20 @@ async function writeLoad(regions: Lean[], indexes: string[], seconds = SECONDS, 
   }
   await Promise.all(pending);
   if (why.size) console.log("failed writes:", Object.fromEntries(why));
-  return { acks, lags, failed, seconds: (performance.now() - started) / 1000 };
+  return { acks, lags, failed, seconds: (performance.now() - started) / 1000, from, to: Date.now() };
+}
+
+/** Checkpoints of the indexes made while the writes ran (automatic ones: every SIFT_COALESCE_AFTER writes). */
+async function checkpointsDuring(region: Lean, indexes: string[], window: { from: number; to: number }) {
+  let count = 0;
+  for (const index of indexes) {
+    const list = await region.get(`/v1/indexes/${index}/versions`);
+    const items = (field(list.body, "versions") ?? []) as { kind: string; createdAt: number }[];
+    count += items.filter(
+      (v) => v.kind === "checkpoint" && v.createdAt >= window.from && v.createdAt <= window.to,
+    ).length;
+  }
+  return count;
 }
 
 /** Kills the last region, writes while it is down, restarts it: how long until it serves again. */
@@ -316,6 +340,7 @@ async function main() {
     () => writeLoad(singleWriters, names),
   );
   const singleWrites = singleWritesCpu.result;
+  const singleCheckpoints = await checkpointsDuring(singleWriters[0]!, names, singleWrites);
   if (SINGLE_WRITES_ONLY) {
     console.log(
       `one process: acknowledgement p50 / p99 ${ms(percentile(singleWrites.acks, 0.5))} / ${ms(percentile(singleWrites.acks, 0.99))}, ${singleWrites.failed} failed`,
@@ -342,6 +367,7 @@ async function main() {
     await writeLoad(writers, names, WARMUP, "warm");
     const writesCpu = await withCpu(siftPids, () => writeLoad(writers, names));
     const writes = writesCpu.result;
+    const checkpoints = await checkpointsDuring(writers[0]!, names, writes);
     console.log("three regions: bulk");
     const bulkCpu = await withCpu(siftPids, () => uploadAndWait(regions[0]!, r.index, file, regions.slice(1)));
     const bulk = bulkCpu.result;
@@ -356,6 +382,7 @@ async function main() {
       "| --- | --- | --- | --- |",
       `| write acknowledgement p50 / p99 (${RATE}/s for ${SECONDS} s over ${INDEXES} indexes, after ${WARMUP} s of the same) | ${ms(percentile(singleWrites.acks, 0.5))} / ${ms(percentile(singleWrites.acks, 0.99))} | ${ms(percentile(writes.acks, 0.5))} / ${ms(percentile(writes.acks, 0.99))} | p99 ≤ 15 ms |`,
       `| acknowledged to readable in both other regions p50 / p99${LAG_EVERY > 1 ? ` (one write in ${LAG_EVERY})` : ""} | – | ${ms(percentile(writes.lags, 0.5))} / ${ms(percentile(writes.lags, 0.99))} | p50 ≤ 10 ms, p99 ≤ 50 ms |`,
+      `| automatic checkpoints while the writes were measured (one per index every ${ENV.SIFT_COALESCE_AFTER ?? "1000"} writes) | ${singleCheckpoints} | ${checkpoints} | |`,
       `| writes answered / failed | ${singleWrites.acks.length} / ${singleWrites.failed} | ${writes.acks.length} / ${writes.failed} | 0 failed |`,
       `| bulk of ${RECORDS.toLocaleString("en")} records (${mb.toFixed(0)} MB): ingested where uploaded | ${(singleBulk.here / 1000).toFixed(1)} s | ${(bulk.here / 1000).toFixed(1)} s | |`,
       `| bulk: searchable in every region | – | ${(bulk.everywhere / 1000).toFixed(1)} s (${(bulk.everywhere / singleBulk.here).toFixed(2)}x one process) | ≤ 2x |`,
