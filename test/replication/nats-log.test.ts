@@ -1,8 +1,9 @@
 // The NATS change log adapter against a private server (docs/replication.md).
 // Segment files (D-217, D-254): the nodes that fetch a new major ahead of its entry hold it,
 // flushed, by the time its publisher's putFiles resolves, so that the entry that names it is
-// applied without a download; a node that fetched nothing ahead still gets the files with the
-// entry; and a fetching node that goes away is not waited for long.
+// applied without a download, and opened without reading the object store again; a node that
+// fetched nothing ahead still gets the files with the entry; and a fetching node that goes away
+// is not waited for long.
 // Truncation: removing an index's entries before position 1 removes nothing, and its writes go on.
 // Large entries: after a purge, a body no entry left in the log names is removed, the others stay.
 import { createHash, randomBytes } from "node:crypto";
@@ -81,6 +82,30 @@ describe.skipIf(!natsAvailable)("the NATS change log", () => {
     }
     expect(readdirSync(join(dir, "fetcher-1-staging"))).toEqual([]);
   }, 120_000);
+
+  it("a segment fetched ahead is opened from what the node holds, without the object store", async () => {
+    const writer = await open("ahead-writer", false);
+    const fetcher = await open("ahead-fetcher", true);
+    const late = await open("ahead-late", false);
+    const bytes = randomBytes(3 * 1024 * 1024);
+    writeFileSync(join(dir, "ahead.bin"), bytes);
+    const name = "segments/idx_files/7";
+    await writer.putFiles(name, [{ name: "index.bin", path: join(dir, "ahead.bin") }]);
+    // The manifest gone from the store: the node that fetched ahead needs nothing more of it
+    // (D-290: reading it held the index's later entries for tens of milliseconds)...
+    const client = await connect({ servers: nats.urls.split(",") });
+    try {
+      await (await new Objm(client).open("FILES_TEST_files", false)).delete(`${name}/manifest`);
+    } finally {
+      await client.close();
+    }
+    expect(await fetcher.getFiles(name, join(dir, "ahead-segment"))).toEqual(["index.bin"]);
+    expect(digest(readFileSync(join(dir, "ahead-segment", "index.bin")))).toBe(digest(bytes));
+    // ... while a node that fetched nothing ahead has nothing to go on.
+    await expect(late.getFiles(name, join(dir, "ahead-late-segment"))).rejects.toThrow(
+      `segment ${name} is missing from the object store`,
+    );
+  }, 60_000);
 
   it("moves file bytes on a connection of its own, and names a part gone from the store", async () => {
     const writer = await open("mover", false);
