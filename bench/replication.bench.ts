@@ -340,7 +340,6 @@ async function main() {
     () => writeLoad(singleWriters, names),
   );
   const singleWrites = singleWritesCpu.result;
-  const singleCheckpoints = await checkpointsDuring(singleWriters[0]!, names, singleWrites);
   if (SINGLE_WRITES_ONLY) {
     console.log(
       `one process: acknowledgement p50 / p99 ${ms(percentile(singleWrites.acks, 0.5))} / ${ms(percentile(singleWrites.acks, 0.99))}, ${singleWrites.failed} failed`,
@@ -349,6 +348,7 @@ async function main() {
     await single.destroy();
     return;
   }
+  const singleCheckpoints = await checkpointsDuring(singleWriters[0]!, names, singleWrites);
   console.log("single process: bulk");
   const singleBulkCpu = await withCpu(
     () => [single.pid()],

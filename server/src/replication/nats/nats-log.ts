@@ -20,6 +20,7 @@ import {
 } from "@nats-io/jetstream";
 import { Objm, type ObjectStore, setSha256Backend } from "@nats-io/obj";
 import type { Logger } from "../../log.ts";
+import { syncDirectory, syncFile } from "../../durable.ts";
 import { within } from "../../within.ts";
 import { CONNECTION, type FileEncoding, filesBucket, zstdAvailable } from "./parts.ts";
 import { TransferThread } from "./transfer-thread.ts";
@@ -68,10 +69,7 @@ function timedWait(ms: number): { done: Promise<void>; end(): void } {
 }
 
 async function syncFiles(dir: string, files: { name: string }[]): Promise<void> {
-  for (const f of files) {
-    const handle = await open(join(dir, f.name), "r");
-    await handle.sync().finally(() => handle.close());
-  }
+  for (const f of files) await syncFile(join(dir, f.name));
 }
 
 /** A fetching node's word on one announced segment: "fetching" again every FETCHING_EVERY_MS. */
@@ -748,9 +746,11 @@ class NatsLog implements ChangeLog {
       await rm(staged.dir, { recursive: true, force: true });
     } else {
       await runLimited(await this.partJobs(name, files, dir), PARTS_AT_ONCE);
+      await syncFiles(dir, files);
     }
-    // On disk before the engine's catalog names the segment, as a segment built here is.
-    await syncFiles(dir, files);
+    // On disk before the engine's catalog names the segment, as a segment built here is. Files
+    // fetched ahead were flushed in staging: moving them changed only this folder's entries.
+    await syncDirectory(dir);
     return files.map((f) => f.name);
   }
 

@@ -7,6 +7,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import type { SearchRecord } from "../../../ports/engine.ts";
+import { syncDirectory } from "../../../durable.ts";
 import { walkData } from "../columns/data-fields.ts";
 import { GeoWriter } from "../columns/geo-writer.ts";
 import { IdsWriter } from "../columns/ids-writer.ts";
@@ -164,14 +165,5 @@ export class SegmentBuilder {
     this.records.abort();
     this.log.remove();
     await fs.promises.rm(this.dir, { recursive: true, force: true });
-  }
-}
-
-async function syncDirectory(dir: string): Promise<void> {
-  const handle = await fs.promises.open(dir, "r");
-  try {
-    await handle.sync();
-  } finally {
-    await handle.close();
   }
 }
