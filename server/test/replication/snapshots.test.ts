@@ -105,6 +105,26 @@ describe("a truncation's clean-up of the object store", () => {
   });
 });
 
+describe("a snapshot finished after a newer one", () => {
+  test("goes with the files it published itself; the newer one stays pointed to", async () => {
+    await reportAt("b", 100);
+    await publish(`segments/${INDEX}/1`, 0); // an upload's files: the late snapshot only reuses them
+    await publish(`snapshots/${INDEX}/8/majors/2`, 0); // a checkpoint the late snapshot published
+    await snapshot(manifest(20, [`segments/${INDEX}/1`]));
+
+    // Taken at 8 before the snapshot at 20, written after it (a purge's clean-up, D-277, ran
+    // meanwhile and could not see it).
+    await snapshot(manifest(8, [`segments/${INDEX}/1`, `snapshots/${INDEX}/8/majors/2`]));
+
+    expect([...memory.docs.keys()].filter((n) => n.startsWith("snapshots/")).sort()).toEqual([
+      `snapshots/${INDEX}/20/snapshot`,
+      `snapshots/${INDEX}/latest`,
+    ]);
+    expect([...memory.files.keys()]).toEqual([`segments/${INDEX}/1`]);
+    expect(await snapshots.pointer(INDEX)).toMatchObject({ manifest: `snapshots/${INDEX}/20/snapshot`, seq: 20 });
+  });
+});
+
 describe("a snapshot's majors", () => {
   // One major, as the engine holds it now.
   const engine = {
