@@ -82,7 +82,12 @@ async function openEngine(config: Config, log: Logger): Promise<SearchEngine> {
       reason: mmapUnavailable,
     });
   }
-  return createEmbeddedEngine({ dataDir: join(config.dataDir, "engine") });
+  // With replication the change log holds every change durably, and a node replays it from the
+  // position it saved: the engine's own commits need not each wait for the disk (D-292).
+  return createEmbeddedEngine({
+    dataDir: join(config.dataDir, "engine"),
+    syncEachChange: !config.nats,
+  });
 }
 
 /** The HMAC key for signed URLs and OAuth state: configured, or generated once and kept in the data dir. */

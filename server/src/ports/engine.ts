@@ -190,7 +190,10 @@ export interface SearchEngine {
 
   /** Starts writing major version `major` from scratch (bulk ingest). */
   bulkWriter(indexKey: string, major: number): Promise<BulkWriter>;
-  /** Applies a change durably: when the promise resolves the change survives kill -9. */
+  /**
+   * Applies a change durably: when the promise resolves the change survives kill -9, and power
+   * loss too unless the engine was told that another log holds it (then: after `sync()`).
+   */
   applyChange(indexKey: string, change: RecordChange): Promise<void>;
   /**
    * Changes each built on the one before, committed together (with replication: one log entry;
@@ -231,6 +234,12 @@ export interface SearchEngine {
   /** Versions the engine holds, for reconciliation at start-up. */
   versions(indexKey: string): Promise<EngineVersionInfo[]>;
 
+  /**
+   * Replication: makes everything applied so far survive power loss, where the engine defers its
+   * flushes to the change log's durability (the embedded engine, D-292). Called before a node
+   * records a log position as applied.
+   */
+  sync?(): Promise<void>;
   /** Replication: whether the engine holds `version` (cheap; asked for every entry applied). */
   has?(indexKey: string, version: VersionId): Promise<boolean>;
   /**

@@ -1,6 +1,7 @@
 // What one node has applied of the change log, per index, kept in `<dataDir>/replica.json`.
-// Saved after the engine made each effect durable, so after a crash the file may lag the engine
-// but never lead it: entries after `position` are delivered again and applying them is idempotent.
+// Saved after the engine made each effect durable (its `sync()` first: D-292), so after a crash
+// or power loss the file may lag the engine but never lead it: entries after `position` are
+// delivered again and applying them is idempotent.
 import { readFileSync } from "node:fs";
 import { rename, writeFile } from "node:fs/promises";
 import { majorOf, minorOf, type VersionId } from "../domain/version-id.ts";
@@ -61,12 +62,15 @@ export class ReplicaState {
    */
   savedPosition = 0;
   private readonly file: string;
+  /** Makes what the engine applied so far durable; run before each save. */
+  private readonly beforeSave: () => Promise<void>;
   private saving: Promise<void> | undefined;
   private dirty = false;
   private savedAt = 0;
 
-  constructor(file: string) {
+  constructor(file: string, beforeSave: () => Promise<void> = async () => {}) {
     this.file = file;
+    this.beforeSave = beforeSave;
     let raw: string;
     try {
       raw = readFileSync(file, "utf8");
@@ -127,8 +131,12 @@ export class ReplicaState {
           dropped: [...this.dropped],
           erasing: [...this.erasing],
         };
+        // Written out before the flush (the per-index records change as entries are applied):
+        // everything it counts as applied was applied before the flush began.
+        const json = JSON.stringify(body);
+        await this.beforeSave();
         const tmp = `${this.file}.tmp`;
-        await writeFile(tmp, JSON.stringify(body));
+        await writeFile(tmp, json);
         await rename(tmp, this.file);
         this.savedPosition = Math.max(this.savedPosition, body.position);
       }

@@ -73,7 +73,9 @@ export class Replica {
     this.engine = deps.engine;
     this.logger = deps.logger.child({ component: "replica", node: deps.node });
     this.backfill = new StoreBackfill(deps.db, this.logger, deps.storeEveryMs);
-    this.state = new ReplicaState(join(deps.dataDir, "replica.json"));
+    this.state = new ReplicaState(join(deps.dataDir, "replica.json"), async () => {
+      await deps.engine.sync?.();
+    });
     this.snapshots = new Snapshots({
       log: deps.log,
       engine: deps.engine,

@@ -62,6 +62,11 @@ export interface EmbeddedEngineOptions {
   tuning?: Partial<SearchTuning>;
   /** Map segment indexes from their files (default) rather than reading them into the heap. */
   mapSegments?: boolean;
+  /**
+   * Whether a record change is on disk before it counts (default). Off with replication, whose
+   * change log holds every change durably: changes reach the disk at `sync()` (D-292).
+   */
+  syncEachChange?: boolean;
 }
 
 /** Records between asking the pacer whether searches should get the event loop. */
@@ -86,6 +91,7 @@ class EmbeddedEngine implements SearchEngine {
   private readonly maxPrefix: number;
   private readonly tuning: SearchTuning;
   private readonly map: boolean;
+  private readonly syncEachChange: boolean;
   private catalog: Catalog | null = null;
   private readonly indexes = new Map<string, IndexVersions>();
   /** Computed diffs by `<index>\n<base>\n<version>`, oldest first; an index's are forgotten when a purge or a drop changes it. */
@@ -101,11 +107,12 @@ class EmbeddedEngine implements SearchEngine {
     this.maxPrefix = options.maxPrefix ?? 4;
     this.tuning = { ...DEFAULT_TUNING, ...options.tuning };
     this.map = options.mapSegments ?? true;
+    this.syncEachChange = options.syncEachChange ?? true;
   }
 
   async open(): Promise<void> {
     await fs.promises.mkdir(this.segmentsDir, { recursive: true });
-    const catalog = new Catalog(path.join(this.dataDir, "catalog.db"));
+    const catalog = new Catalog(path.join(this.dataDir, "catalog.db"), { syncEachCommit: this.syncEachChange });
     this.catalog = catalog;
     const keep = new Set<string>();
     for (const key of catalog.indexes()) {
@@ -149,6 +156,10 @@ class EmbeddedEngine implements SearchEngine {
 
   async ping(): Promise<boolean> {
     return this.catalog !== null;
+  }
+
+  async sync(): Promise<void> {
+    await this.catalog?.sync();
   }
 
   async createIndex(indexKey: string): Promise<void> {
@@ -237,7 +248,8 @@ class EmbeddedEngine implements SearchEngine {
   /**
    * Changes each built on the one before (a replicated batch): prepared in turn in memory, then
    * appended in one turn, so the change log's thread commits them with one fsync instead of one
-   * each (each node applies every batch; the fsyncs in a row were most of its apply time).
+   * each (each node applies every batch; the fsyncs in a row were most of its apply time). With
+   * replication there is no fsync here at all (`syncEachChange`, D-292).
    */
   async applyChanges(indexKey: string, changes: RecordChange[]): Promise<void> {
     const versions = this.index(indexKey);
@@ -266,6 +278,20 @@ class EmbeddedEngine implements SearchEngine {
       prepared.push({ node, next, segment, major: target.major });
     }
     // The durable point: once a row is committed its change survives a crash.
+    if (!this.syncEachChange) {
+      // Nothing is awaited from here on: checked before the rows are written, not after.
+      if (this.indexes.get(indexKey) !== versions) throw new Error(`index ${indexKey} was dropped during the change`);
+      // All or none, at once: the change log that holds them durably is replayed past a failure.
+      this.db().addChangesNow(
+        indexKey,
+        prepared.map((p) => ({ major: p.major, row: p.node.row })),
+      );
+      for (const { node, next } of prepared) {
+        versions.changes.set(node.row.version, node);
+        versions.remember(node.row.version, next);
+      }
+      return;
+    }
     const committed = await Promise.allSettled(prepared.map((p) => this.db().addChange(indexKey, p.major, p.node.row)));
     const failed = committed.findIndex((c) => c.status === "rejected");
     if (failed >= 0) {

@@ -1,7 +1,9 @@
-// The engine's durable bookkeeping in SQLite (node:sqlite, WAL, synchronous=FULL): which indexes
-// and major segments exist, and the log of record changes (one row per minor version). A row
-// committed here is the acknowledgement: it survives kill -9 and power loss, and a segment
-// directory without a row is debris from an interrupted build.
+// The engine's durable bookkeeping in SQLite (node:sqlite, WAL): which indexes and major segments
+// exist, and the log of record changes (one row per minor version). A row committed here survives
+// kill -9; a segment directory without a row is debris from an interrupted build. Alone, a commit
+// is synced to disk before it counts (synchronous=FULL): it is the acknowledgement, and survives
+// power loss too. With replication the change log is the durable record and this one is rebuilt
+// from it: commits reach the disk at `sync()` instead (D-292).
 import { DatabaseSync, type StatementSync } from "node:sqlite";
 import { ChangeLogWriter } from "./change-log-writer.ts";
 
@@ -19,17 +21,36 @@ export interface ChangeRow {
   body: string;
 }
 
+export interface CatalogOptions {
+  /**
+   * Whether each commit waits for the disk (default). Off where another durable log holds every
+   * change and the caller calls `sync()` before it records a position past them (replication):
+   * record changes are then committed on the caller's thread, without a flush, and reach the
+   * disk at the next `sync()`, or within SYNC_SOON_MS.
+   */
+  syncEachCommit?: boolean;
+}
+
+/** Unsynced commits are flushed at most this long after they were made, whoever asks. */
+const SYNC_SOON_MS = 1_000;
+
 export class Catalog {
   private readonly db: DatabaseSync;
   private readonly statements: Record<string, StatementSync>;
-  /** Record changes are appended from a worker thread: their commit's fsync stays off the event loop. */
+  /**
+   * Record changes are appended from a worker thread: their commit's fsync stays off the event
+   * loop. Without a flush per commit, the thread flushes the catalog when asked.
+   */
   private readonly changeLog: ChangeLogWriter;
+  private readonly syncEachCommit: boolean;
+  private syncTimer: ReturnType<typeof setTimeout> | undefined;
 
-  constructor(file: string) {
+  constructor(file: string, options: CatalogOptions = {}) {
+    this.syncEachCommit = options.syncEachCommit ?? true;
     this.db = new DatabaseSync(file);
     this.db.exec(`
       PRAGMA journal_mode = WAL;
-      PRAGMA synchronous = FULL;
+      PRAGMA synchronous = ${this.syncEachCommit ? "FULL" : "NORMAL"};
       -- Freed space is zeroed, so a purged record's bytes do not linger in free pages
       -- (docs/versions.md, Erasure).
       PRAGMA secure_delete = ON;
@@ -44,6 +65,9 @@ export class Catalog {
         records INTEGER NOT NULL, body TEXT NOT NULL,
         PRIMARY KEY (index_key, version));
     `);
+    // The change log's thread checkpoints instead (change-log-worker.ts): here, on the server's
+    // thread, a checkpoint's flushes would hold every request.
+    if (!this.syncEachCommit) this.db.exec("PRAGMA wal_autocheckpoint = 0");
     // Started once the tables exist.
     this.changeLog = new ChangeLogWriter(file);
     const prepare = (sql: string) => this.db.prepare(sql);
@@ -61,6 +85,9 @@ export class Catalog {
       removeChange: prepare("DELETE FROM changes WHERE index_key = ? AND version = ?"),
       setMajor: prepare("UPDATE majors SET dir = ?, records = ? WHERE index_key = ? AND major = ?"),
       setChange: prepare("UPDATE changes SET body = ?, records = ? WHERE index_key = ? AND version = ?"),
+      addChange: prepare(
+        "INSERT INTO changes (index_key, version, major, parent, records, body) VALUES (?, ?, ?, ?, ?, ?)",
+      ),
     };
   }
 
@@ -110,9 +137,34 @@ export class Catalog {
     }));
   }
 
-  /** Resolves once the row is durable. */
+  /** Resolves once the row is durable (commits synced each; see addChangesNow otherwise). */
   addChange(key: string, major: number, row: ChangeRow): Promise<void> {
     return this.changeLog.append(key, major, row);
+  }
+
+  /**
+   * Where commits are not synced each: commits the rows (one transaction, all or none) on this
+   * thread, into the write-ahead log, where kill -9 does not reach them; they reach the disk at
+   * the next `sync()`. Posting each batch to the change log's thread and back was the largest
+   * part of applying a write on a replicating node (D-292).
+   */
+  addChangesNow(key: string, rows: readonly { major: number; row: ChangeRow }[]): void {
+    if (this.syncEachCommit) throw new Error("addChangesNow needs a catalog whose commits are not synced each");
+    const insert = ({ major, row }: { major: number; row: ChangeRow }) =>
+      this.statements.addChange!.run(key, row.version, major, row.parent, row.records, row.body);
+    // Most batches hold one change: its insert is its own transaction, without two statements more.
+    if (rows.length === 1) insert(rows[0]!);
+    else this.transaction(() => rows.forEach(insert));
+    this.syncTimer ??= setTimeout(() => {
+      this.syncTimer = undefined;
+      // biome-ignore lint/plugin: a background flush; the next sync() flushes again and reports its failure.
+      this.sync().catch(() => {});
+    }, SYNC_SOON_MS).unref();
+  }
+
+  /** Resolves once every commit made before the call is on disk (immediately when each is synced). */
+  sync(): Promise<void> {
+    return this.syncEachCommit ? Promise.resolve() : this.changeLog.sync();
   }
 
   removeChanges(key: string, versions: readonly string[]): void {
@@ -135,6 +187,9 @@ export class Catalog {
   }
 
   async close(): Promise<void> {
+    clearTimeout(this.syncTimer);
+    // biome-ignore lint/plugin: closing anyway; what did not reach the disk is in the change log that rebuilds it.
+    await this.sync().catch(() => {});
     await this.changeLog.close();
     this.db.close();
   }

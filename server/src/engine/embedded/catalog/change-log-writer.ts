@@ -1,9 +1,10 @@
 // Appends record changes to the catalog from a worker thread (change-log-worker.ts), so the
 // commit's fsync never holds the event loop. A change is acknowledged only once its row is
-// durable, exactly as before; only the waiting moved off the server's thread.
+// durable, exactly as before; only the waiting moved off the server's thread. Where the catalog's
+// commits are not synced each (Catalog, `syncEachCommit`), the same thread flushes them on demand.
 import { Worker } from "node:worker_threads";
 import type { ChangeRow } from "./catalog.ts";
-import type { AppendReply, AppendRequest } from "./change-log-worker.ts";
+import type { AppendReply, AppendRequest, SyncRequest } from "./change-log-worker.ts";
 
 export class ChangeLogWriter {
   private readonly worker: Worker;
@@ -12,6 +13,8 @@ export class ChangeLogWriter {
   private failure: Error | undefined;
   private readonly pending = new Set<Promise<void>>();
   private batch: AppendRequest[] = [];
+  private syncing: Promise<void> | undefined;
+  private syncingNext: Promise<void> | undefined;
 
   constructor(file: string) {
     this.worker = new Worker(new URL("./change-log-worker.ts", import.meta.url), { workerData: { file } });
@@ -43,6 +46,35 @@ export class ChangeLogWriter {
     return appended;
   }
 
+  /** Resolves once every commit to the catalog made before the call is on disk. */
+  sync(): Promise<void> {
+    if (this.syncing === undefined) {
+      const syncing = this.syncOnce().finally(() => {
+        if (this.syncing === syncing) this.syncing = undefined;
+      });
+      this.syncing = syncing;
+      return syncing;
+    }
+    // The flush under way may have begun before this caller's commits: one more follows it, for
+    // every caller that arrives meanwhile.
+    // Whether the one under way succeeds or fails (its own callers hear of that), this one flushes.
+    const next = () => {
+      this.syncingNext = undefined;
+      return this.sync();
+    };
+    this.syncingNext ??= this.syncing.then(next, next);
+    return this.syncingNext;
+  }
+
+  private syncOnce(): Promise<void> {
+    if (this.failure) return Promise.reject(this.failure);
+    const id = ++this.next;
+    return new Promise<void>((resolve, reject) => {
+      this.waiting.set(id, { resolve, reject });
+      this.worker.postMessage({ sync: id } satisfies SyncRequest);
+    });
+  }
+
   private flush(): void {
     const batch = this.batch;
     this.batch = [];
@@ -51,7 +83,7 @@ export class ChangeLogWriter {
 
   /** Waits for the appends already asked for, then stops the thread. */
   async close(): Promise<void> {
-    const pending = [...this.pending];
+    const pending = [...this.pending, this.syncing, this.syncingNext].filter((p) => p !== undefined);
     this.failure ??= new Error("the change log is closed");
     await Promise.allSettled(pending);
     await this.worker.terminate();
