@@ -161,6 +161,21 @@ export class Snapshots {
       truncatedBefore: said,
       ...(previous ? { previous } : {}),
     } satisfies SnapshotPointer);
+    // Another node may have read the pointer when this one did and written it first, for a newer
+    // snapshot: this write took the pointer back behind what that truncation cut from the log (a
+    // purge's clean-up then gave up, leaving the record in the older snapshot). Its manifest was
+    // written before it read the pointer, so it is listed now: the pointer goes forward again,
+    // saying the log may be cut up to it (more than it may be: a node behind it restores).
+    const newest = await this.newestManifest(index);
+    if (newest > snapshot.seq) {
+      await this.log.putDoc(pointerName(index), {
+        manifest: manifestName(index, newest),
+        seq: newest,
+        truncatedBefore: newest,
+        previous: { manifest: manifestName(index, snapshot.seq), seq: snapshot.seq },
+      } satisfies SnapshotPointer);
+      return newest;
+    }
     // Asked again after the pointer is out: a node starting meanwhile either reported before this
     // look (and is counted) or reads the pointer after it (and restores from the snapshot).
     const live = await this.livePositions();
@@ -241,9 +256,19 @@ export class Snapshots {
     if (!(await this.allApplied(await this.log.lastSeqOf(index), until, stopping))) return undefined;
     // The pointer says how far the log is cut before the cut is made, as truncate() does: a node
     // counted as gone that holds less restores from the snapshot instead of missing entries.
-    const pointer = await this.pointer(index);
+    let pointer = await this.pointer(index);
     const kept: SnapshotManifest[] = [snapshot];
-    if (pointer === null || pointer.seq < snapshot.seq) return undefined;
+    if (pointer === null) return undefined;
+    if (pointer.seq < snapshot.seq) {
+      // A truncation behind an older snapshot wrote the pointer after this one's: forward again.
+      pointer = {
+        manifest: manifestName(index, snapshot.seq),
+        seq: snapshot.seq,
+        truncatedBefore: snapshot.seq,
+        previous: { manifest: pointer.manifest, seq: pointer.seq },
+      };
+      await this.log.putDoc(pointerName(index), pointer satisfies SnapshotPointer);
+    }
     if (pointer.seq > snapshot.seq) {
       const newer = await this.log.getDoc<SnapshotManifest>(pointer.manifest);
       if (newer) kept.push(newer);
@@ -317,6 +342,15 @@ export class Snapshots {
       index: snapshot.index,
       snapshot: snapshot.seq,
     });
+  }
+
+  /** The position of the index's newest snapshot document (0: none). */
+  private async newestManifest(index: string): Promise<number> {
+    let newest = 0;
+    for (const name of await this.log.listDocs(`snapshots/${index}/`)) {
+      newest = Math.max(newest, Number(/\/(\d+)\/snapshot$/.exec(name)?.[1] ?? 0));
+    }
+    return newest;
   }
 
   /** Deletes the index's snapshot documents taken before position `seq`; returns how many went. */

@@ -125,6 +125,22 @@ describe("a snapshot finished after a newer one", () => {
   });
 });
 
+describe("two truncations at once", () => {
+  test("the pointer ends at the newer snapshot, whichever wrote it last", async () => {
+    await reportAt("b", 100);
+    const older = manifest(8, [`segments/${INDEX}/1`]);
+    const newer = manifest(20, [`segments/${INDEX}/1`]);
+    await memory.client().putDoc(`snapshots/${INDEX}/8/snapshot`, older);
+    await memory.client().putDoc(`snapshots/${INDEX}/20/snapshot`, newer);
+    // Both read the pointer before either writes it; the older one writes last.
+    await Promise.all([snapshots.truncate(INDEX, newer), snapshots.truncate(INDEX, older)]);
+
+    expect(await snapshots.pointer(INDEX)).toMatchObject({ manifest: `snapshots/${INDEX}/20/snapshot`, seq: 20 });
+    // It says no less than the newer truncation may have cut: a node behind it restores.
+    expect((await snapshots.pointer(INDEX))!.truncatedBefore).toBeGreaterThanOrEqual(20);
+  });
+});
+
 describe("a snapshot's majors", () => {
   // One major, as the engine holds it now.
   const engine = {
@@ -203,6 +219,26 @@ describe("after a purge (D-277)", () => {
     // Only the snapshot's own entry is left, and the pointer says so (a node gone restores).
     expect(memory.entries.flatMap((e, i) => (e === null ? [] : [i + 1]))).toEqual([20]);
     expect(await snapshots.pointer(INDEX)).toMatchObject({ seq: 20, truncatedBefore: 20 });
+  });
+
+  test("a pointer that went back to an older snapshot meanwhile is moved forward, and the copies go", async () => {
+    const m = await purgeSnapshot(20);
+    await reportAt("b", 20);
+    await snapshot(m);
+    // A periodic snapshot at 5, taken before the purge, wrote the pointer after the purge's own.
+    await memory.client().putDoc(`snapshots/${INDEX}/latest`, {
+      manifest: `snapshots/${INDEX}/5/snapshot`,
+      seq: 5,
+      truncatedBefore: 5,
+    });
+
+    expect(await snapshots.erase(INDEX, m, () => false, 0)).toEqual({ files: 2, snapshots: 1, entries: 0 });
+    expect(memory.docs.has(`snapshots/${INDEX}/5/snapshot`)).toBe(false);
+    expect(await snapshots.pointer(INDEX)).toMatchObject({
+      manifest: `snapshots/${INDEX}/20/snapshot`,
+      seq: 20,
+      truncatedBefore: 20,
+    });
   });
 
   test("nothing goes while a live node has not applied it", async () => {
