@@ -155,12 +155,7 @@ export class Snapshots {
       return replaced.truncatedBefore;
     }
     const previous = replaced && { manifest: replaced.manifest, seq: replaced.seq };
-    await this.log.putDoc(pointerName(index), {
-      manifest: manifestName(index, snapshot.seq),
-      seq: snapshot.seq,
-      truncatedBefore: said,
-      ...(previous ? { previous } : {}),
-    } satisfies SnapshotPointer);
+    await this.pointTo(index, snapshot.seq, said, previous);
     // Another node may have read the pointer when this one did and written it first, for a newer
     // snapshot: this write took the pointer back behind what that truncation cut from the log (a
     // purge's clean-up then gave up, leaving the record in the older snapshot). Its manifest was
@@ -168,12 +163,7 @@ export class Snapshots {
     // saying the log may be cut up to it (more than it may be: a node behind it restores).
     const newest = await this.newestManifest(index);
     if (newest > snapshot.seq) {
-      await this.log.putDoc(pointerName(index), {
-        manifest: manifestName(index, newest),
-        seq: newest,
-        truncatedBefore: newest,
-        previous: { manifest: manifestName(index, snapshot.seq), seq: snapshot.seq },
-      } satisfies SnapshotPointer);
+      await this.pointTo(index, newest, newest, { manifest: manifestName(index, snapshot.seq), seq: snapshot.seq });
       return newest;
     }
     // Asked again after the pointer is out: a node starting meanwhile either reported before this
@@ -256,24 +246,17 @@ export class Snapshots {
     if (!(await this.allApplied(await this.log.lastSeqOf(index), until, stopping))) return undefined;
     // The pointer says how far the log is cut before the cut is made, as truncate() does: a node
     // counted as gone that holds less restores from the snapshot instead of missing entries.
-    let pointer = await this.pointer(index);
+    const pointer = await this.pointer(index);
     const kept: SnapshotManifest[] = [snapshot];
     if (pointer === null) return undefined;
-    if (pointer.seq < snapshot.seq) {
-      // A truncation behind an older snapshot wrote the pointer after this one's: forward again.
-      pointer = {
-        manifest: manifestName(index, snapshot.seq),
-        seq: snapshot.seq,
-        truncatedBefore: snapshot.seq,
-        previous: { manifest: pointer.manifest, seq: pointer.seq },
-      };
-      await this.log.putDoc(pointerName(index), pointer satisfies SnapshotPointer);
-    }
     if (pointer.seq > snapshot.seq) {
       const newer = await this.log.getDoc<SnapshotManifest>(pointer.manifest);
       if (newer) kept.push(newer);
     }
-    if (pointer.truncatedBefore < snapshot.seq) {
+    if (pointer.seq < snapshot.seq) {
+      // A truncation behind an older snapshot wrote the pointer after this one's: forward again.
+      await this.pointTo(index, snapshot.seq, snapshot.seq, { manifest: pointer.manifest, seq: pointer.seq });
+    } else if (pointer.truncatedBefore < snapshot.seq) {
       await this.log.putDoc(pointerName(index), {
         ...pointer,
         truncatedBefore: snapshot.seq,
@@ -342,6 +325,21 @@ export class Snapshots {
       index: snapshot.index,
       snapshot: snapshot.seq,
     });
+  }
+
+  /** Points the index at its snapshot taken at `seq`. */
+  private async pointTo(
+    index: string,
+    seq: number,
+    truncatedBefore: number,
+    previous: SnapshotPointer["previous"] | null,
+  ): Promise<void> {
+    await this.log.putDoc(pointerName(index), {
+      manifest: manifestName(index, seq),
+      seq,
+      truncatedBefore,
+      ...(previous ? { previous } : {}),
+    } satisfies SnapshotPointer);
   }
 
   /** The position of the index's newest snapshot document (0: none). */

@@ -277,22 +277,17 @@ class EmbeddedEngine implements SearchEngine {
       const node = ChangeVersion.fromChange(own, upserted, next.count(segment), target.major);
       prepared.push({ node, next, segment, major: target.major });
     }
-    // The durable point: once a row is committed its change survives a crash.
-    if (!this.syncEachChange) {
-      // Nothing is awaited from here on: checked before the rows are written, not after.
+    // The index may be dropped while this awaits: checked before the rows are written (without a
+    // flush per change nothing is awaited after this, D-292), and again after the wait.
+    const stillThere = () => {
       if (this.indexes.get(indexKey) !== versions) throw new Error(`index ${indexKey} was dropped during the change`);
-      // All or none, at once: the change log that holds them durably is replayed past a failure.
-      this.db().addChangesNow(
-        indexKey,
-        prepared.map((p) => ({ major: p.major, row: p.node.row })),
-      );
-      for (const { node, next } of prepared) {
-        versions.changes.set(node.row.version, node);
-        versions.remember(node.row.version, next);
-      }
-      return;
-    }
-    const committed = await Promise.allSettled(prepared.map((p) => this.db().addChange(indexKey, p.major, p.node.row)));
+    };
+    stillThere();
+    // The durable point: once a row is committed its change survives a crash.
+    const committed = await this.db().addChanges(
+      indexKey,
+      prepared.map((p) => ({ major: p.major, row: p.node.row })),
+    );
     const failed = committed.findIndex((c) => c.status === "rejected");
     if (failed >= 0) {
       // Rows after the failed one build on a version that does not exist: withdrawn.
@@ -303,8 +298,7 @@ class EmbeddedEngine implements SearchEngine {
       );
       prepared.length = failed;
     }
-    // Checked again after the wait: the index may have been dropped meanwhile.
-    if (this.indexes.get(indexKey) !== versions) throw new Error(`index ${indexKey} was dropped during the change`);
+    stillThere();
     for (const { node, next } of prepared) {
       versions.changes.set(node.row.version, node);
       versions.remember(node.row.version, next);

@@ -137,29 +137,31 @@ export class Catalog {
     }));
   }
 
-  /** Resolves once the row is durable (commits synced each; see addChangesNow otherwise). */
-  addChange(key: string, major: number, row: ChangeRow): Promise<void> {
-    return this.changeLog.append(key, major, row);
-  }
-
   /**
-   * Where commits are not synced each: commits the rows (one transaction, all or none) on this
-   * thread, into the write-ahead log, where kill -9 does not reach them; they reach the disk at
-   * the next `sync()`. Posting each batch to the change log's thread and back was the largest
-   * part of applying a write on a replicating node (D-292).
+   * Commits record changes of one index; resolves with each row's outcome, in order. Synced each:
+   * on the change log's thread, each row durable once fulfilled (a row that fails leaves the
+   * others). Otherwise on this thread, all or none, into the write-ahead log, where kill -9 does
+   * not reach them; they reach the disk at the next `sync()`. Posting each batch to the thread and
+   * back was the largest part of applying a write on a replicating node (D-292).
    */
-  addChangesNow(key: string, rows: readonly { major: number; row: ChangeRow }[]): void {
-    if (this.syncEachCommit) throw new Error("addChangesNow needs a catalog whose commits are not synced each");
+  addChanges(key: string, rows: readonly { major: number; row: ChangeRow }[]): Promise<PromiseSettledResult<void>[]> {
+    if (this.syncEachCommit)
+      return Promise.allSettled(rows.map(({ major, row }) => this.changeLog.append(key, major, row)));
     const insert = ({ major, row }: { major: number; row: ChangeRow }) =>
       this.statements.addChange!.run(key, row.version, major, row.parent, row.records, row.body);
-    // Most batches hold one change: its insert is its own transaction, without two statements more.
-    if (rows.length === 1) insert(rows[0]!);
-    else this.transaction(() => rows.forEach(insert));
+    try {
+      // Most batches hold one change: its insert is its own transaction, without two statements more.
+      if (rows.length === 1) insert(rows[0]!);
+      else this.transaction(() => rows.forEach(insert));
+    } catch (error) {
+      return Promise.resolve(rows.map(() => ({ status: "rejected", reason: error }) as const));
+    }
     this.syncTimer ??= setTimeout(() => {
       this.syncTimer = undefined;
       // biome-ignore lint/plugin: a background flush; the next sync() flushes again and reports its failure.
       this.sync().catch(() => {});
     }, SYNC_SOON_MS).unref();
+    return Promise.resolve(rows.map(() => ({ status: "fulfilled", value: undefined }) as const));
   }
 
   /** Resolves once every commit made before the call is on disk (immediately when each is synced). */

@@ -44,10 +44,10 @@ const run = (r: AppendRequest) => insert.run(r.indexKey, r.version, r.major, r.p
 
 /**
  * Commits not synced each live in the write-ahead log until a checkpoint copies them into the
- * database file. The log file's own flush makes every commit so far durable, whatever the
- * checkpoint could copy (a reader's snapshot holds it back); the checkpoint, which also flushes
- * what it copies, keeps the log from growing: the server's connection never checkpoints on its
- * own thread, where the flushes would hold every request.
+ * database file. The log file's own flush makes every commit so far durable, whatever a
+ * checkpoint could copy (a reader's snapshot holds it back). The checkpoint, past CHECKPOINT_BYTES,
+ * keeps the log from growing: the server's connection never checkpoints, since on its thread the
+ * flushes would hold every request.
  */
 function syncCatalog(): void {
   let fd: number | undefined;
