@@ -307,6 +307,11 @@ export class Replica {
    * Resolves once this node has applied the entry that made `version`; after `timeoutMs` rejects
    * with UnavailableError (503, Retry-After), so the client asks another region.
    */
+  /** Resolves once the rows of what this node applied of the index are in the shared store. */
+  storeSettled(indexId: string): Promise<void> {
+    return this.backfill.settled(indexId);
+  }
+
   async waitFor(indexId: string, version: VersionId, timeoutMs: number): Promise<void> {
     const until = Date.now() + timeoutMs;
     await this.waitUntil(() => this.has(indexId, version), until, version);
@@ -730,7 +735,7 @@ export class Replica {
 
   /**
    * A change's row and tombstones in the shared store, in case its writer died before it
-   * recorded them: in the background, batched (its writer records them before answering). A
+   * recorded them: in the background, batched (its writer records them as it answers). A
    * checkpoint's carried writes rewrite nothing of their own: their writers recorded that.
    */
   private async recordChangeRow(entry: LogEntry, change: RecordChange, carried = false): Promise<void> {

@@ -9,7 +9,8 @@ import type { Logger } from "../log.ts";
 import { recordActiveAtMany } from "../store/active-at.ts";
 import { type Db, rowsOf } from "../store/open.ts";
 import { indexes, tombstones, versions } from "../store/schema.ts";
-import { VERSION_COLUMNS as columns, type VersionInsert, versionValues } from "../store/version-rows.ts";
+import { array } from "../store/sql-array.ts";
+import { VERSION_COLUMNS as columns, type VersionInsert, versionRows } from "../store/version-rows.ts";
 
 export type BackfillRow = VersionInsert;
 
@@ -79,6 +80,16 @@ export class StoreBackfill {
     for (const [key, { row }] of this.rows) if (row.indexId === indexId) this.rows.delete(key);
   }
 
+  /**
+   * Resolves once what this node applied of the index so far is in the store: its pending rows
+   * are written (with everything else pending), or a flush under way has ended. Failures are
+   * kept for the next flush, as always.
+   */
+  async settled(indexId: string): Promise<void> {
+    const pending = this.active.has(indexId) || [...this.rows.values()].some(({ row }) => row.indexId === indexId);
+    if (pending || this.flushing !== undefined) await this.flush();
+  }
+
   /** Writes what is pending now (and waits for a flush under way). */
   async flush(): Promise<void> {
     clearTimeout(this.timer);
@@ -111,9 +122,8 @@ export class StoreBackfill {
     try {
       if (rows.length) {
         // An index deleted meanwhile has no row to refer to: those rows are skipped, not an error.
-        const values = versionValues(rows);
         const insert = sql`insert into ${versions} (${columns}) select ${columns}
-            from (values ${values}) as v(${columns})
+            from ${versionRows(rows)}
             where exists (select 1 from ${indexes} i where i.id = v.index_id)
             order by index_id, major, minor
             on conflict do nothing`;
@@ -148,7 +158,7 @@ export class StoreBackfill {
 
   /**
    * What the batch did to each id, the last change of the batch winning (an id rewritten, then
-   * deleted, is deleted): as `values` rows for withTombstones, or nothing when no change touched an
+   * deleted, is deleted): as the relation withTombstones reads, or nothing when no change touched an
    * id. A rewrite is marked `heal` when the id was deleted by an entry applied here lately: its
    * writer removed the id's tombstone, but a batch here may have recorded that delete's tombstone
    * after it, for a writer that died (see withTombstones).
@@ -166,15 +176,18 @@ export class StoreBackfill {
     }
     if (last.size === 0) return undefined;
     // In (index, id) order: every node's batch takes the tombstones' row locks in the same order.
-    const values = [...last]
-      .sort(([a], [b]) => compare(a, b))
-      .map(([key, { row, deleted }]) => {
-        const id = key.slice(row.indexId.length + 1);
-        const heal = !deleted && this.recentDeletes.has(key);
-        return sql`(${row.indexId}, ${id}, ${row.version}, ${row.major}::int, ${row.minor}::int, ${deleted}::boolean,
-        ${heal}::boolean, ${row.createdAt}::bigint)`;
-      });
-    return sql.join(values, sql`, `);
+    const sorted = [...last].sort(([a], [b]) => compare(a, b));
+    const column = <T>(pick: (key: string, effect: { row: BackfillRow; deleted: boolean }) => T) =>
+      array(sorted.map(([key, effect]) => pick(key, effect)));
+    // Flags as 0 and 1: a boolean array parameter is sent as a boolean when not prepared.
+    return sql`select index_id, record_id, version, major, minor, deleted = 1 as deleted, heal = 1 as heal, created_at
+      from unnest(${column((_, { row }) => row.indexId)}::text[],
+        ${column((key, { row }) => key.slice(row.indexId.length + 1))}::text[], ${column((_, { row }) => row.version)}::text[],
+        ${column((_, { row }) => row.major)}::int[], ${column((_, { row }) => row.minor)}::int[],
+        ${column((_, { deleted }) => (deleted ? 1 : 0))}::int[],
+        ${column((key, { deleted }) => (!deleted && this.recentDeletes.has(key) ? 1 : 0))}::int[],
+        ${column((_, { row }) => row.createdAt)}::bigint[])
+      as e(index_id, record_id, version, major, minor, deleted, heal, created_at)`;
   }
 }
 
@@ -192,7 +205,7 @@ const versionOrder = (column: SQL) =>
 function withTombstones(insert: SQL, effects: SQL): SQL {
   const t = sql.raw("t");
   return sql`with ins as (${insert} returning index_id, version),
-    e(index_id, record_id, version, major, minor, deleted, heal, created_at) as (values ${effects}),
+    e as (${effects}),
     _r as (delete from ${tombstones} t using e
       where not e.deleted and t.index_id = e.index_id and t.record_id = e.record_id
         and (e.heal or exists (select 1 from ins where ins.index_id = e.index_id and ins.version = e.version))

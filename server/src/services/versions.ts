@@ -15,7 +15,13 @@ import { failBulk, finishBulk } from "./versions/bulk.ts";
 import { applyRecordChange } from "./versions/changes.ts";
 import { coalesce } from "./versions/coalesce.ts";
 import { versionChanges } from "./versions/diff.ts";
-import { type ReplicaView, setActive, type VersionContext, type VersionPolicy } from "./versions/context.ts";
+import {
+  type ReplicaView,
+  setActive,
+  storeSettled,
+  type VersionContext,
+  type VersionPolicy,
+} from "./versions/context.ts";
 import { IndexLocks } from "./versions/lock.ts";
 import { StoreBatches } from "./versions/store-batches.ts";
 import { purgeRecord } from "./versions/purge.ts";
@@ -75,7 +81,12 @@ export class VersionService {
     const replica = this.ctx.replica;
     if (minVersion !== undefined && replica) await replica.waitFor(ref.id, minVersion, MIN_VERSION_WAIT_MS);
     if (requested === undefined) return replica ? liveVersion(this.ctx, ref.id) : ref.activeVersion;
-    const row = await versionRow(this.ctx.db, ref.id, requested);
+    let row = await versionRow(this.ctx.db, ref.id, requested);
+    // A version this node answered or applied a moment ago may not be in the store yet (D-295).
+    if (row?.state !== "ready" && replica) {
+      await storeSettled(this.ctx, ref.id);
+      row = await versionRow(this.ctx.db, ref.id, requested);
+    }
     if (row?.state !== "ready") {
       throw new NotFoundError(`version ${requested} of index "${ref.name}" does not exist or is no longer retained`);
     }
@@ -85,6 +96,7 @@ export class VersionService {
 
   async list(ref: IndexRef): Promise<IndexVersion[]> {
     const { db, engine, log } = this.ctx;
+    await storeSettled(this.ctx, ref.id);
     const rows = await db
       .select()
       .from(versions)
@@ -137,6 +149,7 @@ export class VersionService {
   activate(ref: IndexRef, version: VersionId): Promise<VersionId> {
     this.retentionDue?.add(ref.id);
     return this.ctx.locks.run(ref.id, async () => {
+      await storeSettled(this.ctx, ref.id);
       const row = await versionRow(this.ctx.db, ref.id, version);
       if (!row || row.state === "dropped") {
         throw new NotFoundError(`version ${version} of index "${ref.name}" does not exist or is no longer retained`);

@@ -5,6 +5,7 @@
 // for the next time instead of waited for (D-285).
 import { type SQL, sql } from "drizzle-orm";
 import { indexes } from "./schema.ts";
+import { array } from "./sql-array.ts";
 
 /**
  * `skipLocked`: leave the row alone while another transaction holds it, instead of waiting for
@@ -25,13 +26,12 @@ export function recordActiveAt(indexId: string, version: string, seq: number, { 
  * Nothing waits for a lock, so the order rows are locked in cannot deadlock.
  */
 export function recordActiveAtMany(active: { indexId: string; version: string; seq: number }[]): SQL {
-  const values = sql.join(
-    active.map((a) => sql`(${a.indexId}, ${a.version}, ${a.seq}::bigint)`),
-    sql`, `,
-  );
+  const ids = array(active.map((a) => a.indexId));
+  const versions = array(active.map((a) => a.version));
+  const seqs = array(active.map((a) => a.seq));
   // Every part of one statement reads the same snapshot: the last select sees the rows as they
   // were before the update, so a row it finds behind and not updated was held by another.
-  return sql`with v(id, version, seq) as (values ${values}),
+  return sql`with v as (select * from unnest(${ids}::text[], ${versions}::text[], ${seqs}::bigint[]) as v(id, version, seq)),
     locked as (select l.id from ${indexes} l join v on v.id = l.id where l.log_seq < v.seq
       for no key update of l skip locked),
     u as (update ${indexes} set active_version = v.version, log_seq = v.seq from v

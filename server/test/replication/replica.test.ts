@@ -41,6 +41,8 @@ interface NodeOptions {
   startLater?: boolean;
   /** How often the node records what it applied in the store (100 ms). */
   storeEveryMs?: number;
+  /** Wraps the store its writes record their rows in (to hold those statements). */
+  wrapDb?: (db: Store["db"]) => Store["db"];
 }
 
 async function openNode(memory: MemoryLog, store: Store, name: string, options: NodeOptions = {}) {
@@ -67,7 +69,7 @@ async function openNode(memory: MemoryLog, store: Store, name: string, options: 
   replica.onActivated((id, version) => catalog.setActive(id, version));
   catalog.useLocalActive((id) => replica.active(id));
   const versions = new VersionService({
-    db: store.db,
+    db: options.wrapDb?.(store.db) ?? store.db,
     engine,
     catalog,
     log: silent,
@@ -304,7 +306,8 @@ describe("a writer that dies between the log and the store", () => {
         .map((t) => `${t.recordId}@${t.version}`)
         .sort();
     const parent = nodes.a.replica.active(ref.id)!;
-    expect(await tombstonesNow()).toEqual([`back@${parent}`]);
+    // The writes' own rows reach the store just after their acknowledgements (D-295).
+    await expect.poll(tombstonesNow).toEqual([`back@${parent}`]);
     // What a writer does before it records the change: in the log, applied. Then it is gone.
     const version = `${majorOf(parent)}.${minorOf(parent) + 1}`;
     await nodes.a.replica.commit({
@@ -324,6 +327,62 @@ describe("a writer that dies between the log and the store", () => {
     expect(stored).toMatchObject({ parent, kind: "change", records: 2 });
     // The change itself is applied on both nodes, as before.
     expect((await nodes.b.records.get(admin, "shop", "back"))?.title).toBe("Back again");
+  });
+});
+
+describe("a write's store rows after its acknowledgement (D-295)", () => {
+  /** The writer's own statements (its rows, tombstones and active version) wait while held. */
+  let held: Promise<void> | undefined;
+  const nodes = useTwoNodes(
+    {
+      // This node's backup batch would record the rows too: not within these tests.
+      storeEveryMs: 60_000,
+      wrapDb: (db) =>
+        Object.assign(Object.create(db) as Store["db"], {
+          execute: async (query: Parameters<Store["db"]["execute"]>[0]) => {
+            await held;
+            return db.execute(query);
+          },
+        }),
+    },
+    { storeEveryMs: 60_000 },
+  );
+  const versionsOf = async (node: "a" | "b") =>
+    (await nodes[node].versions.list((await nodes[node].catalog.byName("ten_r", "shop"))!)).map((v) => v.version);
+
+  test("a write is answered once the log has it and it is applied, while its rows still wait", async () => {
+    let release = () => {};
+    held = new Promise<void>((resolve) => (release = resolve));
+    try {
+      const version = await nodes.a.records.put(admin, "shop", "quick", { title: "Quick" });
+      expect((await nodes.a.records.get(admin, "shop", "quick"))?.title).toBe("Quick");
+      // A listing on the node that answered waits for the rows it has not written yet.
+      let listed: string[] | undefined;
+      const listing = versionsOf("a").then((v) => (listed = v));
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(listed).toBeUndefined();
+      release();
+      await listing;
+      expect(listed).toContain(version);
+    } finally {
+      release();
+      held = undefined;
+    }
+  });
+
+  test("a listing on another node that applied the write has it, its backup rows written first", async () => {
+    let release = () => {};
+    held = new Promise<void>((resolve) => (release = resolve));
+    try {
+      const version = await nodes.a.records.put(admin, "shop", "elsewhere", { title: "Elsewhere" });
+      const ref = (await nodes.b.catalog.byName("ten_r", "shop"))!;
+      await nodes.b.replica.waitFor(ref.id, version, 5_000);
+      // The writer's statement is still held, and b's batch is not due for a minute.
+      expect(await versionsOf("b")).toContain(version);
+    } finally {
+      release();
+      held = undefined;
+    }
   });
 });
 

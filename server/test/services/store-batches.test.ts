@@ -1,7 +1,7 @@
 // With replication, a writer's store rows (D-284): the rows of log entries made while the index's
 // previous statement runs go into the store together in the next, in version order, and each
-// write is answered once its own rows are in. One statement per entry before: at 500 writes/s
-// an index's statements queued behind each other and the acknowledgements waited for them all.
+// write's rows resolve once they are in (readers wait for that: settled, D-295). One statement per
+// entry before: at 500 writes/s an index's statements queued behind each other.
 import { afterEach, describe, expect, test } from "vitest";
 import { and, eq, gt } from "drizzle-orm";
 import type { ChangeRow } from "../../src/services/versions/change-rows.ts";
@@ -29,10 +29,14 @@ describe.each(storeTargets())("a writer's store rows with replication, on $name"
     const gate = new Promise<void>((r) => (release = r));
     /** The statement (counted from 1) that the store refuses. */
     let failAt = 0;
+    /** The second statement waits for this too (not held unless a test holds it). */
+    let second: Promise<void> = Promise.resolve();
+    let releaseSecond = () => {};
     const db = Object.assign(Object.create(real) as Db, {
       execute: async (query: Parameters<Db["execute"]>[0]) => {
         statements.push("statement");
         if (statements.length === 1) await gate;
+        if (statements.length === 2) await second;
         if (statements.length === failAt) {
           throw new Error("the store refused the statement");
         }
@@ -74,6 +78,8 @@ describe.each(storeTargets())("a writer's store rows with replication, on $name"
       statements,
       release,
       failStatement: (n: number) => (failAt = n),
+      holdSecond: () => (second = new Promise<void>((r) => (releaseSecond = r))),
+      releaseSecond: () => releaseSecond(),
       listed,
       tombstonesNow,
     };
@@ -98,6 +104,28 @@ describe.each(storeTargets())("a writer's store rows with replication, on $name"
     expect(await listed()).toEqual(["0.1", "0.2", "0.3", "0.4"]);
     // Applied in version order: the delete of r1 in 0.3 leaves its tombstone.
     expect(await tombstonesNow()).toEqual(["r1"]);
+  });
+
+  test("settled waits for the statements of the rows given so far, written or refused, and not for later ones", async () => {
+    const { batches, ref, row, release, failStatement, holdSecond, releaseSecond, listed } = await open();
+    const refused = batches.record(ref.id, async () => [row(1)], undefined);
+    let settled = false;
+    const settling = batches.settled(ref.id).then(() => (settled = true));
+    await new Promise((r) => setTimeout(r, 20));
+    expect(settled).toBe(false);
+    // Given after settled was asked, into a second statement that is held: not waited for.
+    holdSecond();
+    const later = batches.record(ref.id, async () => [row(2)], undefined);
+    failStatement(1);
+    release();
+    await settling;
+    await expect(refused).rejects.toThrow("the store refused the statement");
+    expect(await listed()).toEqual([]);
+    releaseSecond();
+    await later;
+    expect(await listed()).toEqual(["0.2"]);
+    // Nothing given: nothing to wait for.
+    await batches.settled("another-index");
   });
 
   test("a statement the store refuses fails only the writes in it; the next ones are recorded", async () => {

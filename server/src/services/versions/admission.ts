@@ -7,7 +7,7 @@ import { formatVersion, majorOf, type VersionId } from "../../domain/version-id.
 import type { SearchRecord } from "../../ports/engine.ts";
 import type { IndexRef } from "../catalog.ts";
 import { parentFacts, tombstonesToCarry, writeBase } from "./change-rows.ts";
-import type { VersionContext } from "./context.ts";
+import { storeSettled, type VersionContext } from "./context.ts";
 import { liveVersion } from "./rows.ts";
 
 export interface RecordWrite {
@@ -66,6 +66,7 @@ export class Admission {
     const base = await liveVersion(ctx, ref.id);
     const linear = ctx.replica.newest(ref.id) === base;
     const minor = ctx.replica.maxMinor(ref.id, majorOf(base));
+    if (!linear) await storeSettled(ctx, ref.id);
     const facts = linear ? { records: undefined, newer: [] } : await parentFacts(ctx.db, ref.id, base);
     return new Admission(ctx, ref, base, minor, facts);
   }

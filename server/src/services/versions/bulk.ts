@@ -26,6 +26,7 @@ export function finishBulk(
     // What the upload replaces, kept so what it changed can be told later (versions/diff.ts).
     const before = ctx.replica ? (ctx.replica.active(ref.id) ?? null) : await activeVersionOf(ctx.db, ref.id);
     await updateVersion(ctx.db, ref.id, base, { state: "ready", records: options.records, base: before });
+    // Settled by erasePurgedSince: the tombstones of deletes this node answered or applied are in.
     await erasePurgedSince(ctx, ref.id, options.startedAt);
     const late = await ctx.db
       .select({ recordId: tombstones.recordId })

@@ -41,7 +41,8 @@ export async function recordChanges(
     /**
      * With replication, the index's active version as this node applied it: recorded unless the
      * store holds one set at a later log position. Every node records it every 100 ms; the writer
-     * records it before answering, so that GET /v1/regions counts the write at once (D-278).
+     * records it right after answering, so that GET /v1/regions counts the write within
+     * milliseconds (D-278, D-295).
      */
     liveAt?: LiveAt | undefined;
   },

@@ -25,6 +25,8 @@ export interface ReplicaView {
   waitFor(indexId: string, version: VersionId, timeoutMs: number): Promise<void>;
   /** The version live here and the log position of the newest entry of the index applied here. */
   liveAt(indexId: string): LiveAt | undefined;
+  /** Resolves once the rows of what this node applied of the index are in the shared store. */
+  storeSettled(indexId: string): Promise<void>;
 }
 
 /** An index's active version as of a log position: the store keeps the one with the highest. */
@@ -77,4 +79,16 @@ export async function setActive(
   if (!ctx.replica) await ctx.db.update(indexes).set({ activeVersion: version }).where(eq(indexes.id, indexId));
   else if (live) await recordLiveAtNow(ctx.db, indexId, live);
   ctx.catalog.setActive(indexId, version);
+}
+
+/**
+ * With replication, a write is answered before its rows reach the shared store (D-295): every
+ * reader of an index's version rows or tombstones calls this first, so that it finds whatever
+ * this node has answered or applied of the index (the writer's own statements, then this node's
+ * backup rows). Nothing to wait for in one process, where the store is written before answering.
+ */
+export async function storeSettled(ctx: VersionContext, indexId: string): Promise<void> {
+  if (!ctx.replica) return;
+  await ctx.storeBatches.settled(indexId);
+  await ctx.replica.storeSettled(indexId);
 }

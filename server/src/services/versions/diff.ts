@@ -10,7 +10,7 @@ import type { VersionId } from "../../domain/version-id.ts";
 import type { VersionDiffPage } from "../../ports/engine.ts";
 import { versions } from "../../store/schema.ts";
 import type { IndexRef } from "../catalog.ts";
-import type { VersionContext } from "./context.ts";
+import { storeSettled, type VersionContext } from "./context.ts";
 import { rethrowUnlessDeleted, type VersionRow, versionRow } from "./rows.ts";
 
 type VersionChanges = components["schemas"]["VersionChanges"];
@@ -25,6 +25,7 @@ export async function versionChanges(
   page: { after?: string | undefined; limit: number },
   retried = false,
 ): Promise<VersionChanges> {
+  await storeSettled(ctx, ref.id);
   const row = await versionRow(ctx.db, ref.id, version);
   if (!row || row.state === "dropped") {
     throw new NotFoundError(`version ${version} of index "${ref.name}" does not exist or is no longer retained`);

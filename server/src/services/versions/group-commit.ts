@@ -26,7 +26,8 @@ const queues = new WeakMap<VersionContext, Map<string, Pending[]>>();
 
 /**
  * Queues a record write on the index; resolves with its version once the log has it and this
- * node applied it, and with the store write to await before answering.
+ * node applied it, and with its store write (already done in one process; with
+ * replication the answer does not wait for it, D-295).
  */
 export function groupWrite(
   ctx: VersionContext,
@@ -126,7 +127,7 @@ async function commitBatch(ctx: VersionContext, ref: IndexRef, batch: Pending[])
   let stored: Promise<void>;
   if (ctx.replica) {
     // In the log and applied: every node records the rows in the background; the writer records
-    // them as well, after the lock, and answers once they are in (changes.ts).
+    // them as well, after the lock, without waiting for them to answer (changes.ts, D-295).
     stored = ctx.storeBatches.record(ref.id, rows, liveAt);
   } else {
     // One process: the store is the record of what is live, written under the lock; when it

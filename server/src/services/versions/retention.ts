@@ -4,7 +4,7 @@
 import { and, desc, eq, inArray, ne } from "drizzle-orm";
 import { majorOf, type VersionId } from "../../domain/version-id.ts";
 import { indexes, versions } from "../../store/schema.ts";
-import type { VersionContext } from "./context.ts";
+import { storeSettled, type VersionContext } from "./context.ts";
 import { liveVersion, type VersionRow } from "./rows.ts";
 
 type PlannedRow = Pick<VersionRow, "version" | "major" | "minor" | "parent" | "state">;
@@ -34,6 +34,7 @@ export function planRetention(rows: readonly PlannedRow[], active: VersionId, re
 
 /** What retention would drop of the index now. */
 async function planFor(ctx: VersionContext, indexId: string): Promise<PlannedRow[]> {
+  await storeSettled(ctx, indexId);
   const rows = await ctx.db
     .select({
       version: versions.version,

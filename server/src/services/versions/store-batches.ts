@@ -2,7 +2,8 @@
 // applied (docs/replication.md): one statement per index at a time, in version order, and what
 // queues while one runs goes into the next one together (D-284). One statement per log entry
 // before: at 500 writes/s an index's statements queued behind each other, and a write's
-// acknowledgement waited for every statement ahead of its own.
+// acknowledgement waited for every statement ahead of its own. Since D-295 the acknowledgement
+// does not wait for them at all; readers of the rows wait for what was given (settled).
 import type { Db } from "../../store/open.ts";
 import { type ChangeRow, recordChanges } from "./change-rows.ts";
 import type { LiveAt } from "./context.ts";
@@ -21,6 +22,8 @@ interface Entry {
 export class StoreBatches {
   /** Per index, the entries waiting for the statement in flight; absent when none is. */
   private readonly queues = new Map<string, Entry[]>();
+  /** Per index, the newest entry given, until its statement has ended (they end in order). */
+  private readonly newest = new Map<string, Promise<void>>();
 
   private readonly db: Db;
 
@@ -34,13 +37,30 @@ export class StoreBatches {
    * statement's entries is recorded).
    */
   record(indexId: string, rows: Entry["rows"], liveAt: LiveAt | undefined): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
+    const recorded = new Promise<void>((resolve, reject) => {
       const entry = { rows, liveAt, resolve, reject };
       const queue = this.queues.get(indexId);
       if (queue) return void queue.push(entry);
       this.queues.set(indexId, []);
       void this.drain(indexId, [entry]);
     });
+    const ended = recorded.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.newest.set(indexId, ended);
+    void ended.then(() => {
+      if (this.newest.get(indexId) === ended) this.newest.delete(indexId);
+    });
+    return recorded;
+  }
+
+  /**
+   * Resolves once the statements of every entry given for the index so far have ended (written
+   * or failed), not waiting for entries given later.
+   */
+  async settled(indexId: string): Promise<void> {
+    await this.newest.get(indexId);
   }
 
   private async drain(indexId: string, first: Entry[]): Promise<void> {
