@@ -1,58 +1,24 @@
 // PostgreSQL unreachable for a while (issue 18: a region keeps answering searches with what it
 // has cached, and says so in /readyz). The server reaches its database through a TCP proxy this
 // test controls; closing the proxy refuses every connection, as a database that went away does.
-import { createServer, type Server, type Socket, connect } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTempDatabase } from "../../server/test/support/store.ts";
 import { Http } from "../support/http.ts";
-import { freePort } from "../support/ports.ts";
+import { type PostgresProxy, postgresProxy } from "../support/postgres-proxy.ts";
 import { type SiftProcess, siftProcess } from "../support/process.ts";
 import { keyed } from "../support/regions.ts";
 import { createKey, signUp } from "../support/world.ts";
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** A TCP proxy to PostgreSQL that can be cut and restored. */
-async function postgresProxy(target: URL) {
-  const port = await freePort();
-  const sockets = new Set<Socket>();
-  let server: Server | undefined;
-  const open = () =>
-    new Promise<void>((resolve) => {
-      if (server?.listening) return resolve();
-      server = createServer((client) => {
-        const upstream = connect(Number(target.port || 5432), target.hostname);
-        for (const s of [client, upstream]) {
-          sockets.add(s);
-          s.on("close", () => sockets.delete(s));
-          s.on("error", () => s.destroy());
-        }
-        client.pipe(upstream).pipe(client);
-      }).listen(port, "127.0.0.1", () => resolve());
-    });
-  await open();
-  return {
-    port,
-    open,
-    cut: () =>
-      new Promise<void>((resolve) => {
-        for (const s of sockets) s.destroy();
-        if (!server?.listening) return resolve();
-        server.close(() => resolve());
-      }),
-  };
-}
-
 describe.skipIf(!process.env.DATABASE_URL)("the metadata store goes away", () => {
   let node: SiftProcess;
-  let proxy: Awaited<ReturnType<typeof postgresProxy>>;
+  let proxy: PostgresProxy;
   let database: { url: string; drop(): Promise<void> };
   beforeAll(async () => {
     database = await createTempDatabase(process.env.DATABASE_URL!);
-    const url = new URL(database.url);
     proxy = await postgresProxy(new URL(database.url));
-    url.host = `127.0.0.1:${proxy.port}`;
-    node = await siftProcess({}, { sharedDatabase: url.toString() });
+    node = await siftProcess({}, { sharedDatabase: proxy.via(database.url) });
     await node.start();
   });
   afterAll(async () => {

@@ -8,6 +8,7 @@ import { Http, type Reply } from "./http.ts";
 import { RATE_LIMITS_OFF } from "./limits.ts";
 import { type NatsCluster, natsAvailable, startNatsCluster, startNatsSupercluster } from "./nats.ts";
 import { freePort } from "./ports.ts";
+import { type PostgresProxy, postgresProxy } from "./postgres-proxy.ts";
 import { type SiftProcess, siftProcess } from "./process.ts";
 
 /** Replication needs a real PostgreSQL (shared by the regions) and nats-server. */
@@ -27,6 +28,8 @@ export interface Regions {
   index: string;
   /** A client of one node, with the key. */
   http(node: number): Keyed;
+  /** With `storeProxy`: the proxy every node reaches PostgreSQL through, to cut and restore. */
+  store?: PostgresProxy;
   stop(): Promise<void>;
 }
 
@@ -87,13 +90,15 @@ export async function startRegions(
    * `supercluster`: a NATS cluster of three per region, joined by gateways, each region's node
    * connected to its own cluster's servers only, as in a deployment; else one cluster for all.
    * `tieBreaker`: with it, one more cluster of a single server and no region.
+   * `storeProxy`: every node reaches the shared PostgreSQL through a proxy (Regions.store).
    */
-  options: { supercluster?: boolean; tieBreaker?: string } = {},
+  options: { supercluster?: boolean; tieBreaker?: string; storeProxy?: boolean } = {},
 ): Promise<Regions> {
   const supercluster = options.supercluster ? await startNatsSupercluster(regionIds, 3, options.tieBreaker) : undefined;
   const nats = supercluster ?? (await startNatsCluster(3));
   const clusters = supercluster?.clusters;
   const database = await createTempDatabase(process.env.DATABASE_URL!);
+  const store = options.storeProxy ? await postgresProxy(new URL(database.url)) : undefined;
   const nodes: SiftProcess[] = [];
   try {
     // Every node's port before any node starts, so that each one's GET /v1/regions names them all
@@ -116,7 +121,7 @@ export async function startRegions(
           ...env,
           ...regionEnv[region],
         },
-        { sharedDatabase: database.url, port: ports[i]! },
+        { sharedDatabase: store ? store.via(database.url) : database.url, port: ports[i]! },
       );
       nodes.push(node);
     }
@@ -148,14 +153,17 @@ export async function startRegions(
       service,
       index: "products",
       http: (n) => keyed(nodes[n]!.url, key),
+      ...(store ? { store } : {}),
       async stop() {
         for (const node of nodes) await node.destroy();
+        await store?.cut();
         await database.drop();
         await nats.stop();
       },
     };
   } catch (error) {
     for (const node of nodes) await node.destroy();
+    await store?.cut();
     await database.drop();
     await nats.stop();
     throw error;
