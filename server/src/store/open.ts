@@ -82,11 +82,13 @@ async function openPostgres(url: string, readUrl: string | undefined, log: Logge
     import("drizzle-orm/postgres-js"),
     import("drizzle-orm/postgres-js/migrator"),
   ]);
-  const client = postgres(url, { max: 10, onnotice: () => {}, connect_timeout: 10 });
+  const client = postgres(url, { max: 10, onnotice: () => {}, connect_timeout: 10, backoff: reconnectDelay });
   const db = drizzle({ client: preparingStatements(client), schema });
   // A replica is read-only and migrated by its primary; its connections open on first use, so a
   // replica that does not answer yet does not stop the node from starting.
-  const replica = readUrl ? postgres(readUrl, { max: 10, onnotice: () => {}, connect_timeout: 5 }) : undefined;
+  const replica = readUrl
+    ? postgres(readUrl, { max: 10, onnotice: () => {}, connect_timeout: 5, backoff: reconnectDelay })
+    : undefined;
   let migrating: ReturnType<typeof setTimeout> | undefined;
   try {
     await migrate(db, { migrationsFolder });
@@ -140,6 +142,16 @@ async function openPostgres(url: string, readUrl: string | undefined, log: Logge
     },
   };
 }
+
+/**
+ * Seconds before a connection of the pool tries again after failing: at most one. postgres.js
+ * waits (0.5 to 1) x 3^failures / 100 s, up to 20 s, and a query waits that long for its
+ * connection before it even fails. While the store was unreachable a replicated node's background
+ * retries made those failures add up, and a lookup that would have been answered from its cache
+ * waited 11 s to learn that the store was down (D-296).
+ */
+export const reconnectDelay = (failures: number): number =>
+  (0.5 + Math.random() / 2) * Math.min(0.05 * 2 ** failures, 1);
 
 /** How often a node that started on its replica tries the primary's migrations again. */
 const MIGRATE_RETRY_MS = 5_000;
