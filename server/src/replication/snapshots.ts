@@ -48,6 +48,11 @@ interface NodePosition {
 
 const pointerName = (index: string) => `snapshots/${index}/latest`;
 const manifestName = (index: string, seq: number) => `snapshots/${index}/${seq}/snapshot`;
+/** The position in a manifestName; undefined for another document. */
+const manifestSeq = (name: string): number | undefined => {
+  const at = /\/(\d+)\/snapshot$/.exec(name)?.[1];
+  return at === undefined ? undefined : Number(at);
+};
 const POINTER_SUFFIX = "/latest";
 /**
  * How long an append may take to be confirmed (NatsLog's publish timeout): an entry whose large
@@ -345,9 +350,8 @@ export class Snapshots {
   /** The position of the index's newest snapshot document (0: none). */
   private async newestManifest(index: string): Promise<number> {
     let newest = 0;
-    for (const name of await this.log.listDocs(`snapshots/${index}/`)) {
-      newest = Math.max(newest, Number(/\/(\d+)\/snapshot$/.exec(name)?.[1] ?? 0));
-    }
+    for (const name of await this.log.listDocs(`snapshots/${index}/`))
+      newest = Math.max(newest, manifestSeq(name) ?? 0);
     return newest;
   }
 
@@ -355,8 +359,8 @@ export class Snapshots {
   private async deleteSnapshotsBefore(index: string, seq: number): Promise<number> {
     let deleted = 0;
     for (const name of await this.log.listDocs(`snapshots/${index}/`)) {
-      const at = /\/(\d+)\/snapshot$/.exec(name)?.[1];
-      if (at === undefined || Number(at) >= seq) continue;
+      const at = manifestSeq(name);
+      if (at === undefined || at >= seq) continue;
       await this.log.deleteDoc(name);
       deleted++;
     }

@@ -150,8 +150,7 @@ async function openPostgres(url: string, readUrl: string | undefined, log: Logge
  * retries made those failures add up, and a lookup that would have been answered from its cache
  * waited 11 s to learn that the store was down (D-296).
  */
-export const reconnectDelay = (failures: number): number =>
-  (0.5 + Math.random() / 2) * Math.min(0.05 * 2 ** failures, 1);
+const reconnectDelay = (failures: number): number => (0.5 + Math.random() / 2) * Math.min(0.05 * 2 ** failures, 1);
 
 /** How often a node that started on its replica tries the primary's migrations again. */
 const MIGRATE_RETRY_MS = 5_000;

@@ -5,7 +5,7 @@ import { formatVersion, type VersionId } from "../../domain/version-id.ts";
 import { tombstones, versions } from "../../store/schema.ts";
 import type { IndexRef } from "../catalog.ts";
 import { undoOnFailure } from "./undo.ts";
-import { setActive, type VersionContext } from "./context.ts";
+import { setActive, storeSettled, type VersionContext } from "./context.ts";
 import { erasePurgedSince } from "./erase.ts";
 import { activeVersionOf, updateVersion } from "./rows.ts";
 
@@ -26,7 +26,10 @@ export function finishBulk(
     // What the upload replaces, kept so what it changed can be told later (versions/diff.ts).
     const before = ctx.replica ? (ctx.replica.active(ref.id) ?? null) : await activeVersionOf(ctx.db, ref.id);
     await updateVersion(ctx.db, ref.id, base, { state: "ready", records: options.records, base: before });
-    // Settled by erasePurgedSince: the tombstones of deletes this node answered or applied are in.
+    // The tombstones of deletes this node answered or applied are in the store before they are
+    // read (D-295). Not in erasePurgedSince: a purge's row is in before its answer, and that also
+    // runs at every checkpoint's adoption, under the lock.
+    await storeSettled(ctx, ref.id);
     await erasePurgedSince(ctx, ref.id, options.startedAt);
     const late = await ctx.db
       .select({ recordId: tombstones.recordId })

@@ -2,7 +2,7 @@
 // that were being built while one happened (a bulk major, a checkpoint).
 import { and, eq, gt } from "drizzle-orm";
 import { versions } from "../../store/schema.ts";
-import { storeSettled, type VersionContext } from "./context.ts";
+import type { VersionContext } from "./context.ts";
 import { updateVersion } from "./rows.ts";
 
 /** Erases `recordId` from every version the engine holds and records the counts that changed. */
@@ -18,7 +18,6 @@ export async function erase(ctx: VersionContext, indexId: string, recordId: stri
  * purged since it started is erased again. Runs under the index's write lock.
  */
 export async function erasePurgedSince(ctx: VersionContext, indexId: string, startedAt: number): Promise<void> {
-  await storeSettled(ctx, indexId);
   const purged = await ctx.db
     .select({ recordId: versions.purgedRecordId })
     .from(versions)

@@ -22,7 +22,7 @@ interface Entry {
 export class StoreBatches {
   /** Per index, the entries waiting for the statement in flight; absent when none is. */
   private readonly queues = new Map<string, Entry[]>();
-  /** Per index, the newest entry given, until its statement has ended (they end in order). */
+  /** Per index, the newest entry given, while its queue drains (entries end in order). */
   private readonly newest = new Map<string, Promise<void>>();
 
   private readonly db: Db;
@@ -44,14 +44,7 @@ export class StoreBatches {
       this.queues.set(indexId, []);
       void this.drain(indexId, [entry]);
     });
-    const ended = recorded.then(
-      () => undefined,
-      () => undefined,
-    );
-    this.newest.set(indexId, ended);
-    void ended.then(() => {
-      if (this.newest.get(indexId) === ended) this.newest.delete(indexId);
-    });
+    this.newest.set(indexId, recorded);
     return recorded;
   }
 
@@ -60,7 +53,11 @@ export class StoreBatches {
    * or failed), not waiting for entries given later.
    */
   async settled(indexId: string): Promise<void> {
-    await this.newest.get(indexId);
+    // Its failure is its writer's to hear of (and every node records the rows again).
+    await this.newest.get(indexId)?.then(
+      () => undefined,
+      () => undefined,
+    );
   }
 
   private async drain(indexId: string, first: Entry[]): Promise<void> {
@@ -76,6 +73,8 @@ export class StoreBatches {
         for (const e of taken) e.reject(error);
       }
     }
+    // Every entry given has ended: nothing is left to settle until the next one.
     this.queues.delete(indexId);
+    this.newest.delete(indexId);
   }
 }
