@@ -174,3 +174,36 @@ describe.skipIf(!regionsAvailable)("a purge whose writer is killed before it rem
     expect(kept.status).toBe(200);
   }, 120_000);
 });
+
+describe.skipIf(!regionsAvailable)("a purge whose writer is killed and never comes back", () => {
+  const regions = useRegions(["frankfurt", "london"], { ...RATE_LIMITS_OFF, SIFT_REPLICATION_NODE_GONE_MS: "3000" });
+
+  it("has its copies removed by another node once the writer counts as gone (D-298)", async () => {
+    const r = regions();
+    logRegionsOnFailure(regions, 40);
+    // The record in an upload's published files, which only the clean-up removes, and in a log
+    // entry.
+    await uploadCsv(r.http(0), r.index, ["id,title", "orphan,Zqxjorphan lamp", "kept,Kept lamp"].join("\n"));
+    const written = await r.http(0).put(`/v1/indexes/${r.index}/records/orphan`, { title: "Zqxjorphan lamp again" });
+    expect(written.status, written.text).toBe(200);
+    const before = await copiesOf(r, ["Zqxjorphan"]);
+    expect(before.some((where) => /in segments\//.test(where))).toBe(true);
+    expect(before.some((where) => /in log entry/.test(where))).toBe(true);
+    const purged = await r.http(0).post(`/v1/indexes/${r.index}/records/orphan/purge`);
+    expect(purged.status, purged.text).toBe(200);
+    // Killed before its removal starts (it waits 10 s, the append timeout), and left down.
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    await r.nodes[0]!.kill("SIGKILL");
+    // London counts it as gone 3 s after its last report, takes a snapshot of its own, and
+    // removes the copies 10 s after that. It used to leave them until two snapshots later.
+    await expect.poll(() => copiesOf(r, ["Zqxjorphan"]), { timeout: 45_000, interval: 1_000 }).toEqual([]);
+    expect(r.nodes[1]!.output()).toMatch(/removing the copies of a purged record for its writer, which is gone/);
+    const read = (id: string) =>
+      r.http(1).get(`/v1/indexes/${r.index}/records/${id}?minVersion=${purged.body.indexVersion}`);
+    expect((await read("orphan")).status).toBe(404);
+    expect((await read("kept")).body.title).toBe("Kept lamp");
+    // Writes go on in London after the cut.
+    const after = await r.http(1).put(`/v1/indexes/${r.index}/records/after`, { title: "After lamp" });
+    expect(after.status, after.text).toBe(200);
+  }, 120_000);
+});

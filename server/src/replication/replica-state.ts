@@ -43,6 +43,14 @@ interface Persisted {
   indexes: Record<string, IndexReplica>;
   dropped?: string[];
   erasing?: string[];
+  watching?: Record<string, WatchedPurge>;
+}
+
+/** Another node's purge whose copies that node has to remove (see Replica.watchErasure). */
+export interface WatchedPurge {
+  /** The newest such purge of the index: a removal after it covers the ones before. */
+  seq: number;
+  writer: string;
 }
 
 export class ReplicaState {
@@ -56,6 +64,8 @@ export class ReplicaState {
    * object store (replication/snapshots.ts, erase): kept so that a restart carries on.
    */
   readonly erasing = new Set<string>();
+  /** Other nodes' purges, per index, until their copies are gone: kept so that a restart watches on. */
+  readonly watching = new Map<string, WatchedPurge>();
   /**
    * The position in the file as last written: what the node reports to the others, so that no
    * truncation passes what a restart starts from.
@@ -84,6 +94,7 @@ export class ReplicaState {
     for (const [id, r] of Object.entries(parsed.indexes)) this.indexes.set(id, r);
     for (const id of parsed.dropped ?? []) this.dropped.add(id);
     for (const id of parsed.erasing ?? []) this.erasing.add(id);
+    for (const [id, w] of Object.entries(parsed.watching ?? {})) this.watching.set(id, w);
   }
 
   index(id: string): IndexReplica {
@@ -130,6 +141,7 @@ export class ReplicaState {
           indexes: Object.fromEntries(this.indexes),
           dropped: [...this.dropped],
           erasing: [...this.erasing],
+          watching: Object.fromEntries(this.watching),
         };
         // Written out before the flush (the per-index records change as entries are applied):
         // everything it counts as applied was applied before the flush began.

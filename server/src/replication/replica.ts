@@ -50,6 +50,8 @@ export class Replica {
   private readonly verdicts = new Map<number, Verdict>();
   /** Erasures after purges under way here, per index (see eraseCopies). */
   private readonly erasingNow = new Map<string, number>();
+  /** The next look at another node's purge clean-up, per index (see watchErasure). */
+  private readonly erasureWatches = new Map<string, ReturnType<typeof setTimeout>>();
   private stopping = false;
   /** The newest position known in the log, refreshed by readiness checks and catch-up. */
   private logLast = 0;
@@ -137,6 +139,7 @@ export class Replica {
     this.following = true;
     // Purges whose copies this node had not removed yet when it stopped.
     for (const index of this.state.erasing) this.eraseCopies(index);
+    for (const index of this.state.watching.keys()) this.watchErasure(index);
     this.follower = this.log.follow(this.state.position + 1, (applied) => this.deliver(applied));
     if (target > this.state.position) {
       this.logger.info("catching up with the change log", { from: this.state.position, to: target });
@@ -164,6 +167,7 @@ export class Replica {
   async stop(): Promise<void> {
     this.stopping = true;
     clearInterval(this.reporter);
+    for (const watch of this.erasureWatches.values()) clearTimeout(watch);
     await this.follower?.stop();
     // Entries still being applied end soon (a failing one stops retrying once `stopping` is set).
     const until = Date.now() + 5_000;
@@ -437,6 +441,10 @@ export class Replica {
     if (entry.op === "purge" && entry.node === this.node) {
       this.state.erasing.add(entry.index);
       this.eraseCopies(entry.index);
+    } else if (entry.op === "purge") {
+      const watched = this.state.watching.get(entry.index);
+      if (watched === undefined || watched.seq < seq) this.state.watching.set(entry.index, { seq, writer: entry.node });
+      this.watchErasure(entry.index);
     }
     if (entry.op === "drop-index" && entry.node === this.node) {
       void this.snapshots
@@ -549,6 +557,63 @@ export class Replica {
           error: error.message,
         }),
       );
+  }
+
+  /**
+   * Another node's purge: that node removes the record's copies (eraseCopies), a restart of it
+   * included, and says how far it got (Snapshots.erasedThrough). Should it be gone for good
+   * before it did (no report for SIFT_REPLICATION_NODE_GONE_MS), the live node with the lowest id
+   * does the removal instead (D-298). Looked at once the writer could count as gone, then every
+   * third of that time, until the copies are gone.
+   */
+  private watchErasure(index: string, after = this.snapshots.goneAfterMs): void {
+    if (this.erasureWatches.has(index) || this.stopping) return;
+    const again = () => this.watchErasure(index, Math.ceil(this.snapshots.goneAfterMs / 3));
+    const watch = setTimeout(() => {
+      this.erasureWatches.delete(index);
+      this.checkErasure(index).then(
+        (pending) => pending && again(),
+        (error: Error) => {
+          this.logger.warn("could not look at another node's purge clean-up; trying again", {
+            index,
+            error: error.message,
+          });
+          again();
+        },
+      );
+    }, after);
+    watch.unref();
+    this.erasureWatches.set(index, watch);
+  }
+
+  /** One look at a watched purge (see watchErasure); true while it is still to be removed. */
+  private async checkErasure(index: string): Promise<boolean> {
+    const watched = this.state.watching.get(index);
+    if (watched === undefined || this.stopping) return false;
+    const settled = () => {
+      // A newer purge of the index watched meanwhile is looked at on its own.
+      if (this.state.watching.get(index) !== watched) return true;
+      this.state.watching.delete(index);
+      void this.state.save();
+      return false;
+    };
+    if (this.state.dropped.has(index) || (await this.snapshots.erasedThrough(index)) >= watched.seq) return settled();
+    // Two snapshots after the purge, the periodic clean-up has removed the copies too (D-221):
+    // the case of a writer that gave up on a node that lagged.
+    const pointer = await this.snapshots.pointer(index);
+    if (pointer?.previous !== undefined && pointer.previous.seq > watched.seq) return settled();
+    const live = await this.snapshots.liveNodes();
+    if (live.includes(watched.writer)) return true;
+    const successor = live.filter((node) => node !== watched.writer).sort()[0];
+    if (successor !== this.node) return true;
+    this.logger.warn("removing the copies of a purged record for its writer, which is gone", {
+      index,
+      writer: watched.writer,
+      purge: watched.seq,
+    });
+    this.state.erasing.add(index);
+    this.eraseCopies(index);
+    return settled();
   }
 
   /**
@@ -766,6 +831,7 @@ export class Replica {
     if (entry.op === "drop-index") {
       this.state.indexes.delete(entry.index);
       this.state.dropped.add(entry.index);
+      this.state.watching.delete(entry.index);
       this.backfill.forget(entry.index);
       return;
     }

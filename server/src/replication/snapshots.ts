@@ -54,6 +54,8 @@ const manifestSeq = (name: string): number | undefined => {
   return at === undefined ? undefined : Number(at);
 };
 const POINTER_SUFFIX = "/latest";
+/** How far a purge's clean-up (erase) has gone for the index: `{ through }`, a snapshot's position. */
+const erasedName = (index: string) => `snapshots/${index}/erased`;
 /**
  * How long an append may take to be confirmed (NatsLog's publish timeout): an entry whose large
  * body was stored before a moment is in the log by then, or never.
@@ -66,7 +68,7 @@ export class Snapshots {
   private readonly logger: Logger;
   private readonly node: string;
   readonly every: number;
-  private readonly goneAfterMs: number;
+  readonly goneAfterMs: number;
 
   constructor(deps: {
     log: ChangeLog;
@@ -283,6 +285,10 @@ export class Snapshots {
     // Those of entries still in the log stay (a node restored from the snapshot replays them),
     // and those stored too lately to be in it yet.
     const entries = await this.log.deleteLargeEntries(index, Date.now() - settleMs, { exceptFrom: snapshot.seq });
+    // For the other nodes, which take this over should its writer be gone for good (watchErasure).
+    if (snapshot.seq > (await this.erasedThrough(index))) {
+      await this.log.putDoc(erasedName(index), { through: snapshot.seq });
+    }
     this.logger.info("removed a purged record's copies from the log and the object store", {
       index,
       snapshot: snapshot.seq,
@@ -381,6 +387,16 @@ export class Snapshots {
       await new Promise((resolve) => setTimeout(resolve, this.reportEveryMs));
     }
     return !stopping();
+  }
+
+  /** The position of the newest snapshot a purge's clean-up of the index finished behind (0: none). */
+  async erasedThrough(index: string): Promise<number> {
+    return (await this.log.getDoc<{ through: number }>(erasedName(index)))?.through ?? 0;
+  }
+
+  /** The nodes that reported lately, by id. */
+  async liveNodes(): Promise<string[]> {
+    return (await this.livePositions()).map((p) => p.node);
   }
 
   /** Nodes that reported lately; one that has not is gone and will restore from a snapshot. */

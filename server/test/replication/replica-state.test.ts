@@ -56,4 +56,15 @@ describe("replica.json", () => {
     expect(saved(file).position).toBe(3);
     expect(state.savedPosition).toBe(3);
   });
+
+  it("keeps the purges still to be removed, this node's and others', for a restart", async () => {
+    const file = stateFile();
+    const state = new ReplicaState(file);
+    state.erasing.add("mine");
+    state.watching.set("theirs", { seq: 12, writer: "frankfurt" });
+    await state.save();
+    const restarted = new ReplicaState(file);
+    expect([...restarted.erasing]).toEqual(["mine"]);
+    expect(restarted.watching.get("theirs")).toEqual({ seq: 12, writer: "frankfurt" });
+  });
 });

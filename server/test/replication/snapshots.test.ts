@@ -214,11 +214,14 @@ describe("after a purge (D-277)", () => {
     ]);
     expect([...memory.docs.keys()].filter((n) => n.startsWith("snapshots/")).sort()).toEqual([
       `snapshots/${INDEX}/20/snapshot`,
+      `snapshots/${INDEX}/erased`,
       `snapshots/${INDEX}/latest`,
     ]);
     // Only the snapshot's own entry is left, and the pointer says so (a node gone restores).
     expect(memory.entries.flatMap((e, i) => (e === null ? [] : [i + 1]))).toEqual([20]);
     expect(await snapshots.pointer(INDEX)).toMatchObject({ seq: 20, truncatedBefore: 20 });
+    // The other nodes, which watch the purges up to 20, stop watching (D-298).
+    expect(await snapshots.erasedThrough(INDEX)).toBe(20);
   });
 
   test("a pointer that went back to an older snapshot meanwhile is moved forward, and the copies go", async () => {
@@ -251,5 +254,7 @@ describe("after a purge (D-277)", () => {
     expect([...memory.files.keys()].sort()).toEqual(files);
     expect(memory.docs.has(`snapshots/${INDEX}/5/snapshot`)).toBe(true);
     expect(await snapshots.pointer(INDEX)).toMatchObject({ truncatedBefore: 5 });
+    // Not said to be done: the nodes watching the purge go on watching.
+    expect(await snapshots.erasedThrough(INDEX)).toBe(0);
   });
 });
