@@ -307,15 +307,15 @@ export class Replica {
     return this.state.has(indexId, version);
   }
 
-  /**
-   * Resolves once this node has applied the entry that made `version`; after `timeoutMs` rejects
-   * with UnavailableError (503, Retry-After), so the client asks another region.
-   */
   /** Resolves once the rows of what this node applied of the index are in the shared store. */
   storeSettled(indexId: string): Promise<void> {
     return this.backfill.settled(indexId);
   }
 
+  /**
+   * Resolves once this node has applied the entry that made `version`; after `timeoutMs` rejects
+   * with UnavailableError (503, Retry-After), so the client asks another region.
+   */
   async waitFor(indexId: string, version: VersionId, timeoutMs: number): Promise<void> {
     const until = Date.now() + timeoutMs;
     await this.waitUntil(() => this.has(indexId, version), until, version);
@@ -439,7 +439,6 @@ export class Replica {
     if (entry.node === this.node) this.keepVerdict(seq, { accepted: true, result });
     this.countTowardsSnapshot(entry);
     if (entry.op === "purge" && entry.node === this.node) {
-      this.state.erasing.add(entry.index);
       this.eraseCopies(entry.index);
     } else if (entry.op === "purge") {
       const watched = this.state.watching.get(entry.index);
@@ -523,12 +522,14 @@ export class Replica {
   }
 
   /**
-   * After this node's purge, the record's copies in the log and the object store go (D-277): a
-   * snapshot of the index without it, as the periodic one is taken, then the removal once every
-   * live node has applied the purge. Otherwise they stayed until two snapshots later, which a
-   * quiet index may never reach.
+   * After this node's purge (or one whose writer is gone, D-298), the record's copies in the log
+   * and the object store go (D-277): a snapshot of the index without it, as the periodic one is
+   * taken, then the removal once every live node has applied the purge. Otherwise they stayed
+   * until two snapshots later, which a quiet index may never reach.
    */
   private eraseCopies(index: string): void {
+    // Kept in the state until done, so that a restart carries on.
+    this.state.erasing.add(index);
     this.erasingNow.set(index, (this.erasingNow.get(index) ?? 0) + 1);
     // Done (or given up, with a warning: the periodic snapshots take over): a restart need not
     // carry on, unless another purge of the index is still being erased.
@@ -611,7 +612,6 @@ export class Replica {
       writer: watched.writer,
       purge: watched.seq,
     });
-    this.state.erasing.add(index);
     this.eraseCopies(index);
     return settled();
   }
