@@ -436,6 +436,8 @@ export class Replica {
     }
     const result = await this.applyEffect(entry);
     this.noteApplied(seq, entry);
+    // Before its writer is answered: on a quiet index the rows are in the store within milliseconds.
+    this.backfill.applied();
     if (entry.node === this.node) this.keepVerdict(seq, { accepted: true, result });
     this.countTowardsSnapshot(entry);
     if (entry.op === "purge" && entry.node === this.node) {
@@ -799,9 +801,9 @@ export class Replica {
   }
 
   /**
-   * A change's row and tombstones in the shared store, in case its writer died before it
-   * recorded them: in the background, batched (its writer records them as it answers). A
-   * checkpoint's carried writes rewrite nothing of their own: their writers recorded that.
+   * A change's row and tombstones in the shared store: every node that applies it records them,
+   * in the background, batched (the writer's node first, the others in case it died first, D-299).
+   * A checkpoint's carried writes rewrite nothing of their own: their own entries recorded that.
    */
   private async recordChangeRow(entry: LogEntry, change: RecordChange, carried = false): Promise<void> {
     const version = change.version;

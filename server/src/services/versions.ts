@@ -23,7 +23,6 @@ import {
   type VersionPolicy,
 } from "./versions/context.ts";
 import { IndexLocks } from "./versions/lock.ts";
-import { StoreBatches } from "./versions/store-batches.ts";
 import { purgeRecord } from "./versions/purge.ts";
 import { reconcile } from "./versions/reconcile.ts";
 import { applyRetention, applyRetentionEverywhere, retainAfterNewMajor } from "./versions/retention.ts";
@@ -64,7 +63,6 @@ export class VersionService {
       ...deps,
       now: deps.now ?? Date.now,
       locks: deps.locks ?? new IndexLocks(),
-      storeBatches: new StoreBatches(deps.db),
       autoCoalescing: new Set(),
     };
     const perTenant = deps.policy.writesPerTenant;

@@ -24,8 +24,8 @@ export function versionRows(rows: VersionInsert[]): SQL {
 }
 
 /**
- * `(…), (…)` for `values`, a parameter per value: for the few rows of a writer's own statement,
- * where arrays measured no cheaper (D-294).
+ * `(…), (…)` for `values`, a parameter per value: for the few rows of one process's write (and a
+ * checkpoint's carried change), where arrays measured no cheaper than values (D-294).
  */
 export function versionValues(rows: VersionInsert[]): SQL {
   return sql.join(

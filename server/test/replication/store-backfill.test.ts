@@ -28,7 +28,7 @@ const row = (version: string, at: number): BackfillRow => ({
   purgedBy: null,
 });
 
-/** The same change as its writer records it (services/versions/change-rows.ts). */
+/** The same change recorded first by another statement: its writer's node's, say (change-rows.ts). */
 const recorded = (version: string, at: number, effects: { rewritten: string[]; deleted: string[] }): ChangeRow => ({
   indexId: "idx_b",
   version,
@@ -101,8 +101,8 @@ describe.each(storeTargets())("the store backfill ($name)", (target) => {
 
   test("a late tombstone goes once a later change that wrote the record again is applied", async () => {
     const backfill = new StoreBackfill(store.db, silent, 60_000);
-    // 0.4 deletes b and its writer dies; 0.5 writes b again and its writer records it at once,
-    // before this node's batch with 0.4 reaches the store.
+    // 0.4 deletes b and its writer dies; 0.5 writes b again and its writer's node records it at
+    // once, before this node's batch with 0.4 reaches the store.
     backfill.addRow(row("0.4", 4), { rewritten: [], deleted: ["b"] });
     await recordChanges(store.db, [recorded("0.5", 5, { rewritten: ["b"], deleted: [] })], {
       activate: false,
@@ -163,4 +163,24 @@ describe.each(storeTargets())("the store backfill ($name)", (target) => {
       expect(await activeNow()).toEqual({ version: "0.7", seq: 70 });
     },
   );
+
+  test("an entry applied after a quiet interval is recorded at once; one within it, with the next batch (D-299)", async () => {
+    const backfill = new StoreBackfill(store.db, silent, 400);
+    const soon = () => new Promise((resolve) => setTimeout(resolve, 100));
+    backfill.addRow(row("0.11", 11), { rewritten: ["e"], deleted: [] });
+    backfill.setActive("idx_b", "0.11", 80);
+    backfill.applied();
+    await soon();
+    expect(await activeNow()).toEqual({ version: "0.11", seq: 80 });
+    expect(await versionsNow()).toContain("0.11");
+    // The interval since that batch has not passed: this one waits for the timer.
+    backfill.addRow(row("0.12", 12), { rewritten: ["e"], deleted: [] });
+    backfill.setActive("idx_b", "0.12", 90);
+    backfill.applied();
+    await soon();
+    expect(await activeNow()).toEqual({ version: "0.11", seq: 80 });
+    expect(await versionsNow()).not.toContain("0.12");
+    await expect.poll(activeNow, { timeout: 2_000 }).toEqual({ version: "0.12", seq: 90 });
+    expect(await versionsNow()).toContain("0.12");
+  });
 });

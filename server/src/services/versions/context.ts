@@ -8,7 +8,6 @@ import { indexes } from "../../store/schema.ts";
 import { eq } from "drizzle-orm";
 import type { CatalogService } from "../catalog.ts";
 import type { IndexLocks } from "./lock.ts";
-import type { StoreBatches } from "./store-batches.ts";
 import { recordLiveAtNow } from "./change-rows.ts";
 
 /**
@@ -55,11 +54,6 @@ export interface VersionContext {
   log: Logger;
   now: () => number;
   locks: IndexLocks;
-  /**
-   * With replication, a change's store write follows its write lock, in the order of the versions
-   * (a delete's tombstone before a later re-write removes it).
-   */
-  storeBatches: StoreBatches;
   /** Indexes with an automatic checkpoint queued or running (versions/changes.ts). */
   autoCoalescing: Set<string>;
   replica?: ReplicaView | undefined;
@@ -82,13 +76,11 @@ export async function setActive(
 }
 
 /**
- * With replication, a write is answered before its rows reach the shared store (D-295): every
- * reader of an index's version rows or tombstones calls this first, so that it finds whatever
- * this node has answered or applied of the index (the writer's own statements, then this node's
- * backup rows). Nothing to wait for in one process, where the store is written before answering.
+ * With replication, a write is answered before its rows reach the shared store (D-295, D-299):
+ * every reader of an index's version rows or tombstones calls this first, so that it finds
+ * whatever this node has answered or applied of the index (its node's store batch, written now
+ * if it holds any). Nothing to wait for in one process, where the store is written before answering.
  */
 export async function storeSettled(ctx: VersionContext, indexId: string): Promise<void> {
-  if (!ctx.replica) return;
-  await ctx.storeBatches.settled(indexId);
-  await ctx.replica.storeSettled(indexId);
+  if (ctx.replica) await ctx.replica.storeSettled(indexId);
 }

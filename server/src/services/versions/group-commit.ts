@@ -18,7 +18,7 @@ const MAX_BATCH = 64;
 
 interface Pending {
   change: { upserts?: SearchRecord[]; deletes?: string[] };
-  resolve: (written: { version: VersionId; stored: Promise<void> }) => void;
+  resolve: (version: VersionId) => void;
   reject: (error: unknown) => void;
 }
 
@@ -26,14 +26,9 @@ const queues = new WeakMap<VersionContext, Map<string, Pending[]>>();
 
 /**
  * Queues a record write on the index; resolves with its version once the log has it and this
- * node applied it, and with its store write (already done in one process; with
- * replication the answer does not wait for it, D-295).
+ * node applied it (with replication), or once the store has it too (one process).
  */
-export function groupWrite(
-  ctx: VersionContext,
-  ref: IndexRef,
-  change: Pending["change"],
-): Promise<{ version: VersionId; stored: Promise<void> }> {
+export function groupWrite(ctx: VersionContext, ref: IndexRef, change: Pending["change"]): Promise<VersionId> {
   let byIndex = queues.get(ctx);
   if (byIndex === undefined) {
     byIndex = new Map();
@@ -45,9 +40,7 @@ export function groupWrite(
     queue = [];
     byIndex.set(ref.id, queue);
   }
-  const written = new Promise<{ version: VersionId; stored: Promise<void> }>((resolve, reject) =>
-    queue.push({ change, resolve, reject }),
-  );
+  const written = new Promise<VersionId>((resolve, reject) => queue.push({ change, resolve, reject }));
   // One drain per index in the lock's queue; it takes whatever has queued by the time it runs.
   if (first) void drain(ctx, ref, byIndex);
   return written;
@@ -103,8 +96,13 @@ async function commitBatch(ctx: VersionContext, ref: IndexRef, batch: Pending[])
     }
     throw error;
   }
-  // What this node serves now, read before anything else can be applied (see recordChanges).
-  const liveAt = ctx.replica?.liveAt(ref.id);
+  if (ctx.replica) {
+    // In the log and applied: the rows are this node's to record with its next store batch,
+    // which took them as it applied the entry (replication/store-backfill.ts, D-299).
+    for (const t of taken) t.item.resolve(t.change.version);
+    batch.length = 0;
+    return;
+  }
   const now = ctx.now();
   const rows = async (): Promise<ChangeRow[]> => {
     const made: ChangeRow[] = [];
@@ -124,24 +122,16 @@ async function commitBatch(ctx: VersionContext, ref: IndexRef, batch: Pending[])
     }
     return made;
   };
-  let stored: Promise<void>;
-  if (ctx.replica) {
-    // In the log and applied: every node records the rows in the background; the writer records
-    // them as well, after the lock, without waiting for them to answer (changes.ts, D-295).
-    stored = ctx.storeBatches.record(ref.id, rows, liveAt);
-  } else {
-    // One process: the store is the record of what is live, written under the lock; when it
-    // refuses, the whole batch is withdrawn from the engine and every writer in it gets the error.
-    await undoOnFailure(
-      ctx,
-      ref.id,
-      taken.map((t) => t.change.version),
-      async () => recordChanges(ctx.db, await rows(), { activate: true, ifAbsent: false }),
-    );
-    ctx.catalog.setActive(ref.id, taken.at(-1)!.change.version);
-    stored = Promise.resolve();
-  }
-  for (const t of taken) t.item.resolve({ version: t.change.version, stored });
+  // One process: the store is the record of what is live, written under the lock; when it
+  // refuses, the whole batch is withdrawn from the engine and every writer in it gets the error.
+  await undoOnFailure(
+    ctx,
+    ref.id,
+    taken.map((t) => t.change.version),
+    async () => recordChanges(ctx.db, await rows(), { activate: true, ifAbsent: false }),
+  );
+  ctx.catalog.setActive(ref.id, taken.at(-1)!.change.version);
+  for (const t of taken) t.item.resolve(t.change.version);
   // The batch's writers are answered; a failure now would reject the ones already resolved.
   batch.length = 0;
 }
