@@ -22,7 +22,8 @@ import { Objm, type ObjectStore, setSha256Backend } from "@nats-io/obj";
 import type { Logger } from "../../log.ts";
 import { syncDirectory, syncFile } from "../../durable.ts";
 import { within } from "../../within.ts";
-import { CONNECTION, type FileEncoding, filesBucket, zstdAvailable } from "./parts.ts";
+import { CONNECTION, docsBucket, type FileEncoding, filesBucket, zstdAvailable } from "./parts.ts";
+import { readObject } from "./small-objects.ts";
 import { TransferThread } from "./transfer-thread.ts";
 import { type AppliedEntry, type ChangeLog, type LogEntry, StaleAppendError } from "../../ports/change-log.ts";
 
@@ -185,7 +186,7 @@ export async function openNatsLog(options: NatsLogOptions): Promise<ChangeLog> {
     bucket(filesBucket(options.stream), "Sift segment files and large log entries"),
     // Documents in a bucket of their own: listing them (at every start, at every truncation) then
     // walks a handful of pointers and positions, not every part of every published segment.
-    bucket(`${options.stream}_docs`, "Sift snapshot pointers and manifests, node positions"),
+    bucket(docsBucket(options.stream), "Sift snapshot pointers and manifests, node positions"),
   ]);
   return new NatsLog(nc, jsm, js, files, docs, options);
 }
@@ -756,7 +757,7 @@ class NatsLog implements ChangeLog {
 
   /** The files published under `name` (a list of names: written before files were compressed). */
   private async manifest(name: string): Promise<ManifestFile[] | null> {
-    const data = await this.files.getBlob(`${name}/manifest`);
+    const data = await readObject(this.jsm, this.files, filesBucket(this.options.stream), `${name}/manifest`);
     if (data === null) return null;
     const parsed = JSON.parse(Buffer.from(data).toString("utf8")) as Manifest | string[];
     return Array.isArray(parsed) ? parsed.map((f) => ({ name: f, encoding: "identity" })) : parsed.files;
@@ -859,7 +860,11 @@ class NatsLog implements ChangeLog {
     let data: Uint8Array | null = null;
     for (let attempt = 1; ; attempt++) {
       try {
-        data = await within(3_000, `reading ${name}`, this.docs.getBlob(name));
+        data = await within(
+          3_000,
+          `reading ${name}`,
+          readObject(this.jsm, this.docs, docsBucket(this.options.stream), name),
+        );
         break;
       } catch (error) {
         if (attempt >= 5) throw error;

@@ -6,7 +6,9 @@ import { Readable } from "node:stream";
 import type { ReadableStream as WebReadableStream } from "node:stream/web";
 import { pipeline } from "node:stream/promises";
 import zlib from "node:zlib";
+import type { JetStreamManager } from "@nats-io/jetstream";
 import type { ObjectStore } from "@nats-io/obj";
+import { readOneChunk } from "./small-objects.ts";
 import type { ConnectionOptions } from "@nats-io/transport-node";
 
 /**
@@ -24,6 +26,9 @@ export const CONNECTION: Omit<ConnectionOptions, "servers" | "name"> = {
 
 /** The object store of segment files beside the log stream `stream`. */
 export const filesBucket = (stream: string) => `${stream}_files`;
+
+/** The object store of documents (snapshot pointers, positions, manifests) beside the log stream `stream`. */
+export const docsBucket = (stream: string) => `${stream}_docs`;
 
 export type FileEncoding = "zstd" | "identity";
 
@@ -70,16 +75,24 @@ export async function putPart(files: ObjectStore, part: PutPart): Promise<void> 
   );
 }
 
-export async function fetchPart(files: ObjectStore, part: FetchPart): Promise<void> {
-  const result = await files.get(part.object);
+export async function fetchPart(
+  files: ObjectStore,
+  jsm: JetStreamManager,
+  bucket: string,
+  part: FetchPart,
+): Promise<void> {
+  // A part of a small segment (a checkpoint's, most often) is one chunk: read without a consumer.
+  const small = await readOneChunk(jsm, bucket, part.object);
+  if (small === null) throw new Error(`${part.of} is missing from the object store`);
+  const result = small === "chunked" ? await files.get(part.object) : undefined;
   if (result === null) throw new Error(`${part.of} is missing from the object store`);
-  const source = Readable.fromWeb(result.data as WebReadableStream<Uint8Array>);
+  const source = result ? Readable.fromWeb(result.data as WebReadableStream<Uint8Array>) : Readable.from([small]);
   // Flushed as each part ends, while the others still download: the flush of the whole set, which
   // the publisher waits for, then finds little left to write.
   const target = createWriteStream(part.path, { flags: "r+", start: part.start, highWaterMark: PIECE, flush: true });
   await (part.encoding === "zstd"
     ? pipeline(source, zlib.createZstdDecompress({ chunkSize: PIECE }), target)
     : pipeline(source, target));
-  const error = await result.error;
+  const error = await result?.error;
   if (error) throw error;
 }

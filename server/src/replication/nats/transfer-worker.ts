@@ -2,7 +2,7 @@
 // part put or fetched per request (parts.ts), several at once as the server's thread asks.
 import { parentPort, workerData } from "node:worker_threads";
 import { connect } from "@nats-io/transport-node";
-import { jetstream } from "@nats-io/jetstream";
+import { type JetStreamManager, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { Objm, type ObjectStore, setSha256Backend } from "@nats-io/obj";
 import { CONNECTION, type FetchPart, type PutPart, fetchPart, putPart } from "./parts.ts";
 
@@ -19,12 +19,13 @@ export type TransferReply = { id: number; ok: true } | { id: number; ok: false; 
 const { servers, name, bucket } = workerData as TransferData;
 setSha256Backend("native");
 
-let opened: Promise<ObjectStore> | undefined;
+let opened: Promise<{ files: ObjectStore; jsm: JetStreamManager }> | undefined;
 /** Connected on the first request, and again after a failure to connect. */
-function store(): Promise<ObjectStore> {
+function store(): Promise<{ files: ObjectStore; jsm: JetStreamManager }> {
   opened ??= (async () => {
     const nc = await connect({ servers, name, ...CONNECTION });
-    return new Objm(jetstream(nc, { timeout: 10_000, checkAPI: false })).open(bucket, false);
+    const files = await new Objm(jetstream(nc, { timeout: 10_000, checkAPI: false })).open(bucket, false);
+    return { files, jsm: await jetstreamManager(nc, { timeout: 10_000, checkAPI: false }) };
   })();
   opened.catch(() => {
     opened = undefined;
@@ -34,8 +35,8 @@ function store(): Promise<ObjectStore> {
 
 parentPort!.on("message", async (request: TransferRequest) => {
   try {
-    const files = await store();
-    await (request.op === "put" ? putPart(files, request.part) : fetchPart(files, request.part));
+    const { files, jsm } = await store();
+    await (request.op === "put" ? putPart(files, request.part) : fetchPart(files, jsm, bucket, request.part));
     parentPort!.postMessage({ id: request.id, ok: true } satisfies TransferReply);
   } catch (error) {
     parentPort!.postMessage({ id: request.id, ok: false, message: (error as Error).message } satisfies TransferReply);
