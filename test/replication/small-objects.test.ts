@@ -39,13 +39,13 @@ describe.skipIf(!natsAvailable)("objects of one chunk, read without a consumer",
     await store.putBlob({ name: "several", options: { max_chunk_size: 128 * 1024 } }, several);
 
     const consumers = async () => (await jsm.consumers.list(`OBJ_${bucket}`).next()).length;
-    expect(Buffer.from((await readOneChunk(jsm, bucket, odd)) as Uint8Array).equals(one)).toBe(true);
-    expect(Buffer.from((await readObject(jsm, store, bucket, odd))!).equals(one)).toBe(true);
-    expect(await readOneChunk(jsm, bucket, "empty")).toEqual(new Uint8Array(0));
+    expect(Buffer.from((await readOneChunk(store, jsm, bucket, odd)) as Uint8Array).equals(one)).toBe(true);
+    expect(Buffer.from((await readObject(store, jsm, bucket, odd))!).equals(one)).toBe(true);
+    expect(await readOneChunk(store, jsm, bucket, "empty")).toEqual(new Uint8Array(0));
     // No consumer was made on the bucket's stream for those reads...
     expect(await consumers()).toBe(0);
-    expect(await readOneChunk(jsm, bucket, "several")).toBe("chunked");
-    expect(Buffer.from((await readObject(jsm, store, bucket, "several"))!).equals(several)).toBe(true);
+    expect(await readOneChunk(store, jsm, bucket, "several")).toBe("chunked");
+    expect(Buffer.from((await readObject(store, jsm, bucket, "several"))!).equals(several)).toBe(true);
     // ...where the object store's own reader makes one (it goes once idle).
     expect(await consumers()).toBe(1);
   });
@@ -53,11 +53,11 @@ describe.skipIf(!natsAvailable)("objects of one chunk, read without a consumer",
   it("an overwritten object reads as its newest bytes; deleted or missing, as nothing", async () => {
     await store.putBlob({ name: "doc" }, Buffer.from('{"position":1}'));
     await store.putBlob({ name: "doc" }, Buffer.from('{"position":2}'));
-    expect(Buffer.from((await readObject(jsm, store, bucket, "doc"))!).toString()).toBe('{"position":2}');
+    expect(Buffer.from((await readObject(store, jsm, bucket, "doc"))!).toString()).toBe('{"position":2}');
     await store.putBlob({ name: "gone" }, Buffer.from("soon gone"));
     await store.delete("gone");
-    expect(await readObject(jsm, store, bucket, "gone")).toBeNull();
-    expect(await readObject(jsm, store, bucket, "never written")).toBeNull();
+    expect(await readObject(store, jsm, bucket, "gone")).toBeNull();
+    expect(await readObject(store, jsm, bucket, "never written")).toBeNull();
   });
 
   it("a chunk that does not match its description's digest is refused", async () => {
@@ -67,6 +67,6 @@ describe.skipIf(!natsAvailable)("objects of one chunk, read without a consumer",
     // The same description with another digest, as a corrupted store would hold it.
     const forged = { ...meta, digest: `SHA-256=${Buffer.alloc(32, 7).toString("base64url")}=` };
     await jetstream(nc).publish(subject, JSON.stringify(forged));
-    await expect(readObject(jsm, store, bucket, "checked")).rejects.toThrow(/does not match its description/);
+    await expect(readObject(store, jsm, bucket, "checked")).rejects.toThrow(/does not match its description/);
   });
 });

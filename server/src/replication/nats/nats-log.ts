@@ -757,7 +757,7 @@ class NatsLog implements ChangeLog {
 
   /** The files published under `name` (a list of names: written before files were compressed). */
   private async manifest(name: string): Promise<ManifestFile[] | null> {
-    const data = await readObject(this.jsm, this.files, filesBucket(this.options.stream), `${name}/manifest`);
+    const data = await readObject(this.files, this.jsm, filesBucket(this.options.stream), `${name}/manifest`);
     if (data === null) return null;
     const parsed = JSON.parse(Buffer.from(data).toString("utf8")) as Manifest | string[];
     return Array.isArray(parsed) ? parsed.map((f) => ({ name: f, encoding: "identity" })) : parsed.files;
@@ -863,7 +863,7 @@ class NatsLog implements ChangeLog {
         data = await within(
           3_000,
           `reading ${name}`,
-          readObject(this.jsm, this.docs, docsBucket(this.options.stream), name),
+          readObject(this.docs, this.jsm, docsBucket(this.options.stream), name),
         );
         break;
       } catch (error) {

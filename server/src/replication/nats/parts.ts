@@ -82,7 +82,7 @@ export async function fetchPart(
   part: FetchPart,
 ): Promise<void> {
   // A part of a small segment (a checkpoint's, most often) is one chunk: read without a consumer.
-  const small = await readOneChunk(jsm, bucket, part.object);
+  const small = await readOneChunk(files, jsm, bucket, part.object);
   if (small === null) throw new Error(`${part.of} is missing from the object store`);
   const result = small === "chunked" ? await files.get(part.object) : undefined;
   if (result === null) throw new Error(`${part.of} is missing from the object store`);

@@ -8,60 +8,44 @@ import { createHash } from "node:crypto";
 import type { JetStreamManager } from "@nats-io/jetstream";
 import type { ObjectStore } from "@nats-io/obj";
 
-/** The part of an object's description (its meta message) read here. */
-interface Description {
-  nuid: string;
-  size: number;
-  chunks: number;
-  digest: string;
-  deleted?: boolean;
-  options?: { link?: unknown };
-}
-
 const DIGEST_PREFIX = "SHA-256=";
 
-/** The subject token the object store names an object by: padded base64url of its name (btoa's, so Latin-1). */
-const nameToken = (name: string) =>
-  Buffer.from(name, "latin1").toString("base64").replace(/\+/g, "-").replace(/\//g, "_");
-
 /**
- * The bytes of `name` in `bucket` when it is one chunk; null when there is no such object (or it
- * was deleted); "chunked" when it spans several chunks or links elsewhere, for the object store's
- * own reader.
+ * The bytes of `name` in `store` (the bucket `bucket`) when it is one chunk; null when there is
+ * no such object (or it was deleted); "chunked" when it spans several chunks or links elsewhere,
+ * for the object store's own reader. Its description is read by the store itself (a message get).
  */
 export async function readOneChunk(
+  store: ObjectStore,
   jsm: JetStreamManager,
   bucket: string,
   name: string,
 ): Promise<Uint8Array | null | "chunked"> {
-  const stream = `OBJ_${bucket}`;
-  const meta = await jsm.streams.getMessage(stream, { last_by_subj: `$O.${bucket}.M.${nameToken(name)}` });
-  if (meta === null) return null;
-  const description = meta.json<Description>();
-  if (description.deleted) return null;
-  if (description.options?.link !== undefined || description.chunks > 1) return "chunked";
-  if (description.size === 0) return new Uint8Array(0);
-  const chunk = await jsm.streams.getMessage(stream, { last_by_subj: `$O.${bucket}.C.${description.nuid}` });
+  const info = await store.info(name);
+  if (info === null || info.deleted) return null;
+  if (info.options?.link !== undefined || info.chunks > 1) return "chunked";
+  if (info.size === 0) return new Uint8Array(0);
+  const chunk = await jsm.streams.getMessage(`OBJ_${bucket}`, { last_by_subj: `$O.${bucket}.C.${info.nuid}` });
   // Overwritten meanwhile (its old chunk purged): the caller reads again, as with the store's reader.
-  if (chunk === null) throw new Error(`object ${name} changed while it was read`);
+  if (chunk === null) throw new Error(`object ${name} of ${bucket} changed while it was read; read it again`);
   const data = chunk.data;
   const digest = createHash("sha256").update(data).digest();
-  const expected = description.digest.startsWith(DIGEST_PREFIX)
-    ? Buffer.from(description.digest.slice(DIGEST_PREFIX.length), "base64url")
+  const expected = info.digest.startsWith(DIGEST_PREFIX)
+    ? Buffer.from(info.digest.slice(DIGEST_PREFIX.length), "base64url")
     : undefined;
-  if (data.length !== description.size || expected === undefined || !digest.equals(expected)) {
-    throw new Error(`object ${name} does not match its description (size or digest)`);
+  if (data.length !== info.size || expected === undefined || !digest.equals(expected)) {
+    throw new Error(`object ${name} of ${bucket} does not match its description (size or digest): it is damaged`);
   }
   return data;
 }
 
-/** The bytes of `name` in `bucket`, or null: readOneChunk, else the object store's own reader. */
+/** The bytes of `name` in `store`, or null: readOneChunk, else the object store's own reader. */
 export async function readObject(
-  jsm: JetStreamManager,
   store: ObjectStore,
+  jsm: JetStreamManager,
   bucket: string,
   name: string,
 ): Promise<Uint8Array | null> {
-  const data = await readOneChunk(jsm, bucket, name);
+  const data = await readOneChunk(store, jsm, bucket, name);
   return data === "chunked" ? store.getBlob(name) : data;
 }

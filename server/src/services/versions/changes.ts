@@ -9,7 +9,7 @@ import { undoOnFailure } from "./undo.ts";
 import { coalesce } from "./coalesce.ts";
 import { recordChanges } from "./change-rows.ts";
 import { groupWrite } from "./group-commit.ts";
-import type { VersionContext } from "./context.ts";
+import { storeSettled, type VersionContext } from "./context.ts";
 import { retainAfterNewMajor } from "./retention.ts";
 import { rethrowUnlessDeleted } from "./rows.ts";
 
@@ -83,7 +83,7 @@ export async function writeChange(ctx: VersionContext, ref: IndexRef, change: Re
   if (ctx.replica) {
     // In the log and applied: nothing to undo. This node took the rows as it applied the entry
     // and records them in the store now (a purge's answer is its audit row, D-299).
-    await ctx.replica.storeSettled(ref.id);
+    await storeSettled(ctx, ref.id);
     return version;
   }
   const row = {
