@@ -218,10 +218,17 @@ describe.skipIf(!natsAvailable)("the NATS change log", () => {
     const log = await open("truncating", false);
     const entry = (n: number) => ({ op: "create", index: "idx_trunc", node: "truncating", at: n }) as const;
     let last = 0;
+    const before = Date.now();
     for (let i = 0; i < 3; i++) last = await log.append(entry(i), last);
     // What a truncation computes while a node that has just started reports position 0.
     await log.truncate("idx_trunc", 1);
     expect(await log.lastSeqOf("idx_trunc")).toBe(last);
+    // With when the log took it (GET /v1/regions' lag, D-301); an index without entries has none.
+    const newest = await log.lastEntryOf("idx_trunc");
+    expect(newest?.seq).toBe(last);
+    expect(newest!.at).toBeGreaterThanOrEqual(before - 1_000);
+    expect(newest!.at).toBeLessThanOrEqual(Date.now() + 1_000);
+    expect(await log.lastEntryOf("idx_none")).toBeNull();
     // The next write names the index's last position, as every node knows it.
     expect(await log.append(entry(3), last)).toBeGreaterThan(last);
   });

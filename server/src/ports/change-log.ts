@@ -79,6 +79,8 @@ export interface ChangeLog {
   lastSeqNearby?(): Promise<number>;
   /** The position of the newest entry of one index (0 when it has none). */
   lastSeqOf(indexKey: string): Promise<number>;
+  /** The newest entry of one index: its position and when the log took it (epoch ms); null when it has none. */
+  lastEntryOf(indexKey: string): Promise<{ seq: number; at: number } | null>;
   /** The oldest position still held (the log may be truncated behind checkpoints). */
   firstSeq(): Promise<number>;
   /**

@@ -62,6 +62,9 @@ export class OpeningLog implements ChangeLog {
   async lastSeqOf(indexKey: string): Promise<number> {
     return (await this.use()).lastSeqOf(indexKey);
   }
+  async lastEntryOf(indexKey: string): Promise<{ seq: number; at: number } | null> {
+    return (await this.use()).lastEntryOf(indexKey);
+  }
   async firstSeq(): Promise<number> {
     return (await this.use()).firstSeq();
   }

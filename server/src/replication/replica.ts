@@ -294,6 +294,11 @@ export class Replica {
     return this.state.indexes.get(indexId)?.last ?? 0;
   }
 
+  /** The newest entry the log holds for the index, processed here or not (null: none). */
+  logTail(indexId: string): Promise<{ seq: number; at: number } | null> {
+    return this.log.lastEntryOf(indexId);
+  }
+
   /** Whether this node has applied the index's drop. */
   isDropped(indexId: string): boolean {
     return this.state.dropped.has(indexId);

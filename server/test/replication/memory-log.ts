@@ -41,6 +41,10 @@ export class MemoryLog {
       },
       lastSeq: async () => log.entries.length,
       lastSeqOf: async (indexKey: string) => log.entries.reduce((at, e, i) => (e?.index === indexKey ? i + 1 : at), 0),
+      lastEntryOf: async (indexKey: string) => {
+        const seq = log.entries.reduce((at, e, i) => (e?.index === indexKey ? i + 1 : at), 0);
+        return seq === 0 ? null : { seq, at: log.entries[seq - 1]!.at };
+      },
       firstSeq: async () => Math.max(1, log.entries.findIndex((e) => e !== null) + 1),
       follow(fromSeq: number, deliver: (applied: AppliedEntry) => Promise<void>) {
         let stopped = false;

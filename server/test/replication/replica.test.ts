@@ -260,6 +260,29 @@ describe("two nodes on one change log", () => {
   });
 });
 
+describe("per-index lag before any node's store batch has the write (D-301)", () => {
+  // Both nodes' batches are made rare: after the first write's, the store records nothing more.
+  const nodes = useTwoNodes({ storeEveryMs: 600_000 });
+
+  test("counts the log's newest entry of the index the node has not processed", async () => {
+    const shopId = (await nodes.a.catalog.byName("ten_r", "shop"))!.id;
+    const first = await nodes.a.records.put(admin, "shop", "recorded", { title: "In the store" });
+    await nodes.b.replica.waitFor(shopId, first, 5_000);
+    const lag = () => new RegionLagService(nodes.store.db, nodes.b.replica).forTenant("ten_r");
+    const [before] = await lag();
+    expect(before).toMatchObject({ behindVersions: 0, lagMs: 0 });
+    nodes.b.log.hold();
+    const written = Date.now();
+    const version = await nodes.a.records.put(admin, "shop", "unrecorded", { title: "Not in the store yet" });
+    const [shop] = await lag();
+    expect(shop).toMatchObject({ indexName: "shop", activeVersion: before!.activeVersion, behindVersions: 1 });
+    expect(shop!.lagMs).toBeLessThanOrEqual(Date.now() - written);
+    nodes.b.log.release();
+    await nodes.b.replica.waitFor(shopId, version, 5_000);
+    expect(await lag()).toEqual([{ indexName: "shop", activeVersion: version, behindVersions: 0, lagMs: 0 }]);
+  });
+});
+
 const postgresTarget = storeTargets().find((t) => t.name === "postgres");
 
 describe.runIf(postgresTarget)("the writer's record of the active version, on PostgreSQL", () => {

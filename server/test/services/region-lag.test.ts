@@ -1,6 +1,8 @@
 // Per-index lag as /v1/regions reports it (docs/replication.md, Health): a node that has not
 // applied the entry that made the store's active version live is behind by the versions between
-// its own and that one, and by how long ago the newest of them was written.
+// its own and that one, and by how long ago the newest of them was written. One whose store shows
+// nothing newer yet, while the log holds an entry it has not processed, is one version behind
+// since that entry (D-301).
 import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import type { Principal } from "../../src/auth/principal.ts";
@@ -30,14 +32,36 @@ describe.each(storeTargets())("region lag on $name", (target) => {
     await db.update(indexes).set({ logSeq: 7 }).where(eq(indexes.tenantId, "ten_l"));
     const [newest] = await db.select({ at: versions.createdAt }).from(versions).where(eq(versions.version, "0.3"));
     const now = newest!.at + 1_500;
-    const behind = new RegionLagService(db, { active: () => "0.1", appliedSeq: () => 5 }, () => now);
+    const logTail = async () => ({ seq: 7, at: now - 2_000 });
+    const behind = new RegionLagService(db, { active: () => "0.1", appliedSeq: () => 5, logTail }, () => now);
     expect(await behind.forTenant("ten_l")).toEqual([
       { indexName: "shop", activeVersion: "0.1", behindVersions: 2, lagMs: 1_500 },
     ]);
     // Once it has applied the entry that set the store's active version, it no longer trails.
-    const caughtUp = new RegionLagService(db, { active: () => "0.3", appliedSeq: () => 7 }, () => now);
+    const caughtUp = new RegionLagService(db, { active: () => "0.3", appliedSeq: () => 7, logTail }, () => now);
     expect((await caughtUp.forTenant("ten_l"))[0]).toMatchObject({ behindVersions: 0, lagMs: 0 });
     // Another tenant's indexes are not listed.
     expect(await behind.forTenant("ten_other")).toEqual([]);
+  });
+
+  test("a node the store shows caught up trails while the log holds an entry it has not processed", async () => {
+    const db = services.store.db;
+    await db.update(indexes).set({ logSeq: 7 }).where(eq(indexes.tenantId, "ten_l"));
+    const now = Date.now();
+    const view = (logTail: () => Promise<{ seq: number; at: number } | null>) =>
+      new RegionLagService(db, { active: () => "0.3", appliedSeq: () => 7, logTail }, () => now);
+    // Entry 9 was taken 40 ms ago; the writer's node has not recorded its version yet.
+    expect(await view(async () => ({ seq: 9, at: now - 40 })).forTenant("ten_l")).toEqual([
+      { indexName: "shop", activeVersion: "0.3", behindVersions: 1, lagMs: 40 },
+    ]);
+    expect((await view(async () => ({ seq: 7, at: now - 40 })).forTenant("ten_l"))[0]).toMatchObject({
+      behindVersions: 0,
+      lagMs: 0,
+    });
+    // A log that fails or does not answer leaves it to the store.
+    const failing = view(() => Promise.reject(new Error("no responders")));
+    expect((await failing.forTenant("ten_l"))[0]).toMatchObject({ behindVersions: 0 });
+    const silent = view(() => new Promise(() => {}));
+    expect((await silent.forTenant("ten_l"))[0]).toMatchObject({ behindVersions: 0 });
   });
 });

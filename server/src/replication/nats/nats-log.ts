@@ -459,8 +459,12 @@ class NatsLog implements ChangeLog {
   }
 
   async lastSeqOf(indexKey: string): Promise<number> {
+    return (await this.lastEntryOf(indexKey))?.seq ?? 0;
+  }
+
+  async lastEntryOf(indexKey: string): Promise<{ seq: number; at: number } | null> {
     const message = await this.jsm.streams.getMessage(this.options.stream, { last_by_subj: subjectOf(indexKey) });
-    return message?.seq ?? 0;
+    return message ? { seq: message.seq, at: message.time.getTime() } : null;
   }
 
   async firstSeq(): Promise<number> {
