@@ -5,6 +5,7 @@ import { ConfigError, loadConfig, type Config } from "./config.ts";
 import { composeSift } from "./compose.ts";
 import { listen } from "./http/listen.ts";
 import { createLogger } from "./log.ts";
+import { surviveDroppedStoreRejections } from "./store/errors.ts";
 
 let config: Config;
 try {
@@ -17,6 +18,7 @@ try {
   throw error;
 }
 const log = createLogger(config.logLevel, { service: "sift", region: config.region });
+surviveDroppedStoreRejections(log);
 
 const sift = await composeSift(config, log).catch((error: Error) => {
   process.stderr.write(`sift: cannot start: ${error.message}\n`);

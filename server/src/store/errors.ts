@@ -34,6 +34,23 @@ export function isStoreUnreachable(error: unknown): boolean {
 }
 
 /**
+ * postgres.js (3.4.9) asks every new connection for the database's array types and drops the
+ * promise of that query (porsager/postgres issue 1192). A store that goes away at that moment
+ * rejects it with nobody listening, and Node ends the process: a node died so in the middle of a
+ * store outage it would otherwise ride out (test/replication/store-outage.test.ts). Installed by
+ * the process's entry point: such a rejection is logged; any other still ends the process, as Node
+ * would end it.
+ */
+export function surviveDroppedStoreRejections(log: Logger, on: NodeJS.Process = process): void {
+  on.on("unhandledRejection", (reason) => {
+    if (!isStoreUnreachable(reason)) throw reason;
+    log.warn("a store query nobody waited for failed: the store does not answer", {
+      error: (reason as Error).message,
+    });
+  });
+}
+
+/**
  * `step`, or undefined with a warning naming `what` when the store cannot be reached: for work a
  * node can do later (a node started on its read replica while the primary is down, D-276). Any
  * other failure goes on.
