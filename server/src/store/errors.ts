@@ -41,8 +41,8 @@ export function isStoreUnreachable(error: unknown): boolean {
  * the process's entry point: such a rejection is logged; any other still ends the process, as Node
  * would end it.
  */
-export function surviveDroppedStoreRejections(log: Logger, on: NodeJS.Process = process): void {
-  on.on("unhandledRejection", (reason) => {
+export function surviveDroppedStoreRejections(log: Logger): void {
+  process.on("unhandledRejection", (reason) => {
     if (!isStoreUnreachable(reason)) throw reason;
     log.warn("a store query nobody waited for failed: the store does not answer", {
       error: (reason as Error).message,

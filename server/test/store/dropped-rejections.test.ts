@@ -7,7 +7,7 @@ import { describe, expect, test } from "vitest";
 
 const url = process.env.DATABASE_URL;
 const fixture = path.join(import.meta.dirname, "fixtures", "store-cut-while-connecting.ts");
-const run = (mode: "guarded" | "bare") =>
+const run = (mode: "guarded" | "guarded-bug" | "bare") =>
   spawnSync(process.execPath, [fixture, url!, mode], { encoding: "utf8", timeout: 30_000 });
 
 describe.skipIf(!url)("a store cut while a connection asks for its types", () => {
@@ -25,5 +25,12 @@ describe.skipIf(!url)("a store cut while a connection asks for its types", () =>
     expect(guarded.stdout).toContain("survived");
     expect(guarded.status).toBe(0);
     expect(guarded.stdout + guarded.stderr).toContain("a store query nobody waited for failed");
+  });
+
+  test("still ends a process with the guard on any other rejection nobody waited for", () => {
+    const bug = run("guarded-bug");
+    expect(bug.stdout).not.toContain("survived");
+    expect(bug.status).not.toBe(0);
+    expect(bug.stderr).toContain("a rejection of the fixture's own");
   });
 });
