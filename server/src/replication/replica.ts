@@ -388,10 +388,15 @@ export class Replica {
     while (this.delivered.length && !this.inFlight.has(this.delivered[0]!)) {
       this.state.position = this.delivered.shift()!;
     }
+    this.saveSoon();
+    this.notify();
+  }
+
+  /** Saves replica.json in the background: a failure is logged, and the next save tries again. */
+  private saveSoon(): void {
     void this.state
       .save()
       .catch((error: Error) => this.logger.error("could not save the replica state", { error: error.message }));
-    this.notify();
   }
 
   /**
@@ -545,7 +550,7 @@ export class Replica {
       if (left > 0) return void this.erasingNow.set(index, left);
       this.erasingNow.delete(index);
       this.state.erasing.delete(index);
-      void this.state.save();
+      this.saveSoon();
     };
     void this.snapshotNow(index)
       .then(async (snapshot) => {
@@ -602,7 +607,7 @@ export class Replica {
       // A newer purge of the index watched meanwhile is looked at on its own.
       if (this.state.watching.get(index) !== watched) return true;
       this.state.watching.delete(index);
-      void this.state.save();
+      this.saveSoon();
       return false;
     };
     if (this.state.dropped.has(index) || (await this.snapshots.erasedThrough(index)) >= watched.seq) return settled();

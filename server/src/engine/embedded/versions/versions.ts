@@ -30,8 +30,12 @@ export class MajorVersion {
 
   close(): void {
     this.segment?.close();
-    // A load still in flight closes what it opens.
-    void this.loading?.then((s) => s.close());
+    // A load still in flight closes what it opens; one that failed opened nothing, and its error
+    // went to whoever asked for the segment.
+    void this.loading?.then(
+      (s) => s.close(),
+      () => undefined,
+    );
   }
 }
 
