@@ -31,7 +31,7 @@ interface Variant {
   republish?: boolean;
   /** One append in flight per subject, each expecting the one before, as Sift's writers do. */
   compareAndSet?: boolean;
-  /** Entries sent this many at a time, at the same rate. */
+  /** Entries sent this many at a time, at the same rate (not with compareAndSet: those go one by one). */
   together?: number;
 }
 

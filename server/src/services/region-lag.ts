@@ -55,7 +55,7 @@ export class RegionLagService {
         }
         const local = this.applied.active(row.id) ?? "0";
         if (this.applied.appliedSeq(row.id) >= row.logSeq || local === row.active) {
-          return { indexName: row.name, activeVersion: local, ...(await this.fromLog(row.id)) };
+          return { indexName: row.name, activeVersion: local, ...(await this.fromLog(this.applied, row.id)) };
         }
         return { indexName: row.name, activeVersion: local, ...(await this.between(row.id, local, row.active)) };
       }),
@@ -67,8 +67,7 @@ export class RegionLagService {
    * not show yet: one version behind at least (how many the entries hold is not read), since that
    * entry. A log out of reach leaves it at what the store says.
    */
-  private async fromLog(indexId: string): Promise<{ behindVersions: number; lagMs: number }> {
-    const applied = this.applied!;
+  private async fromLog(applied: AppliedView, indexId: string): Promise<{ behindVersions: number; lagMs: number }> {
     const looking = within(LOG_LOOK_MS, "reading the index's newest log entry", applied.logTail(indexId));
     // biome-ignore lint/plugin: the lag then rests on the store alone; /readyz reports the log's state.
     const tail = await looking.catch(() => null);

@@ -81,18 +81,28 @@ export async function fetchPart(
   bucket: string,
   part: FetchPart,
 ): Promise<void> {
-  // A part of a small segment (a checkpoint's, most often) is one chunk: read without a consumer.
-  const small = await readOneChunk(files, jsm, bucket, part.object);
-  if (small === null) throw new Error(`${part.of} is missing from the object store`);
-  const result = small === "chunked" ? await files.get(part.object) : undefined;
-  if (result === null) throw new Error(`${part.of} is missing from the object store`);
-  const source = result ? Readable.fromWeb(result.data as WebReadableStream<Uint8Array>) : Readable.from([small]);
+  const { source, error } = await openPart(files, jsm, bucket, part);
   // Flushed as each part ends, while the others still download: the flush of the whole set, which
   // the publisher waits for, then finds little left to write.
   const target = createWriteStream(part.path, { flags: "r+", start: part.start, highWaterMark: PIECE, flush: true });
   await (part.encoding === "zstd"
     ? pipeline(source, zlib.createZstdDecompress({ chunkSize: PIECE }), target)
     : pipeline(source, target));
-  const error = await result?.error;
-  if (error) throw error;
+  const failed = await error;
+  if (failed) throw failed;
+}
+
+/** A part's bytes as a stream, and how the read ended (the object store's reader says so after the stream). */
+async function openPart(
+  files: ObjectStore,
+  jsm: JetStreamManager,
+  bucket: string,
+  part: FetchPart,
+): Promise<{ source: Readable; error: Promise<Error | null> }> {
+  // A part of a small segment (a checkpoint's, most often) is one chunk: read without a consumer.
+  const small = await readOneChunk(files, jsm, bucket, part.object);
+  if (small instanceof Uint8Array) return { source: Readable.from([small]), error: Promise.resolve(null) };
+  const result = small === null ? null : await files.get(part.object);
+  if (result === null) throw new Error(`${part.of} is missing from the object store`);
+  return { source: Readable.fromWeb(result.data as WebReadableStream<Uint8Array>), error: result.error };
 }
