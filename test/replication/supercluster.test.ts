@@ -16,7 +16,7 @@ import { openNatsLog } from "../../server/src/replication/nats/nats-log.ts";
 import { Http } from "../support/http.ts";
 import { RATE_LIMITS_OFF } from "../support/limits.ts";
 import { type NatsSupercluster, natsAvailable, startNatsSupercluster, streamState } from "../support/nats.ts";
-import { logRegionsOnFailure, type Regions, regionsAvailable, startRegions } from "../support/regions.ts";
+import { logRegionsOnFailure, readBack, type Regions, regionsAvailable, startRegions } from "../support/regions.ts";
 
 const FRANKFURT = 0;
 const LONDON = 1;
@@ -45,17 +45,6 @@ async function write(r: Regions, node: number, id: string, title: string, retryF
 }
 
 /** Reads a record in a region with minVersion, until that region has applied it. */
-async function readBack(r: Regions, node: number, id: string, version: string, timeout = 10_000): Promise<string> {
-  const deadline = Date.now() + timeout;
-  for (;;) {
-    const read = await r.http(node).get(`/v1/indexes/${r.index}/records/${id}?minVersion=${version}`);
-    if (read.status === 200) return read.body.title as string;
-    expect(read.status, read.text).toBe(503);
-    if (Date.now() > deadline) throw new Error(`${id}@${version} never reached region ${node}: ${read.text}`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-}
-
 describe.skipIf(!natsAvailable)("a region's mirror on a supercluster", () => {
   let nats: NatsSupercluster;
   const logs: ChangeLog[] = [];

@@ -198,3 +198,25 @@ export function logRegionsOnFailure(r: () => Regions, lines = 30, match: (line: 
     }
   });
 }
+
+/**
+ * The title of record `id` as region `node` serves it at `version` or later: a read with
+ * minVersion, asked again while the region answers 503 (it waits 2 s for the version, then says
+ * to try again), as a client does, for up to `timeout` ms.
+ */
+export async function readBack(
+  r: Regions,
+  node: number,
+  id: string,
+  version: string,
+  timeout = 10_000,
+): Promise<string> {
+  const deadline = Date.now() + timeout;
+  for (;;) {
+    const read = await r.http(node).get(`/v1/indexes/${r.index}/records/${id}?minVersion=${version}`);
+    if (read.status === 200) return read.body.title as string;
+    expect(read.status, read.text).toBe(503);
+    if (Date.now() > deadline) throw new Error(`${id}@${version} never reached region ${node}: ${read.text}`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
