@@ -176,6 +176,12 @@ export interface VersionDiffPage {
   next?: string;
 }
 
+/** Files held for a while (SearchEngine.holdSegmentFiles); `release` lets them go. */
+export interface HeldFiles {
+  files: { name: string; path: string }[];
+  release(): Promise<void>;
+}
+
 export interface SearchEngine {
   readonly name: string;
   /** Opens or creates storage; reloads persisted indexes. */
@@ -247,6 +253,12 @@ export interface SearchEngine {
    * major, for the node that built it to publish.
    */
   segmentFiles?(indexKey: string, major: number): Promise<{ name: string; path: string }[]>;
+  /**
+   * Replication snapshots: the files of a committed major as they are now, kept until `release`
+   * whatever lands meanwhile (a drop, a purge, a checkpoint replacing the major), so that they can
+   * be published after the index's later entries are applied. Cheap: no bytes are copied.
+   */
+  holdSegmentFiles?(indexKey: string, major: number): Promise<HeldFiles>;
   /**
    * Replication: opens a major another node built; `fill` writes its published files into the
    * directory it is given. Durable when it resolves, like a commit.

@@ -525,11 +525,20 @@ export class Replica {
    * gone or the node is stopping.
    */
   private async snapshotNow(index: string): Promise<SnapshotManifest | undefined> {
-    const snapshot = await this.chains.run(index, async () => {
+    // Only the reading holds the index's later entries: publishing a checkpoint's files took over
+    // 2 s on a busy machine, and a read with minVersion here waited for it (and answered 503).
+    const captured = await this.chains.run(index, async () => {
       const current = this.state.indexes.get(index);
-      return current === undefined || this.stopping ? undefined : this.snapshots.take(index, current);
+      return current === undefined || this.stopping ? undefined : this.snapshots.capture(index, current);
     });
-    if (snapshot !== undefined) await this.snapshots.truncate(index, snapshot);
+    if (captured === undefined) return undefined;
+    const snapshot = await this.snapshots.publish(captured);
+    // Dropped meanwhile: pointing to it now would bring back what the drop's clean-up removed.
+    if (this.state.dropped.has(index)) {
+      await this.snapshots.discard(snapshot, "of an index dropped while it was written");
+      return undefined;
+    }
+    await this.snapshots.truncate(index, snapshot);
     return snapshot;
   }
 

@@ -22,7 +22,7 @@ import type { ChangeLog } from "../ports/change-log.ts";
 import type { Replica } from "./replica.ts";
 
 export function replicatedEngine(inner: SearchEngine, replica: Replica, log: ChangeLog): SearchEngine {
-  if (!inner.segmentFiles || !inner.importMajor || !inner.has || !inner.changesSince) {
+  if (!inner.segmentFiles || !inner.holdSegmentFiles || !inner.importMajor || !inner.has || !inner.changesSince) {
     throw new Error(`replication needs an engine that stores majors as files; "${inner.name}" does not`);
   }
   return new ReplicatedEngine(inner, replica, log);

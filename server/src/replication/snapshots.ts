@@ -9,7 +9,7 @@ import type { VersionId } from "../domain/version-id.ts";
 import { minorOf } from "../domain/version-id.ts";
 import type { Logger } from "../log.ts";
 import type { ChangeLog } from "../ports/change-log.ts";
-import type { RecordChange, SearchEngine } from "../ports/engine.ts";
+import type { HeldFiles, RecordChange, SearchEngine } from "../ports/engine.ts";
 import type { IndexReplica } from "./replica-state.ts";
 
 export interface SnapshotManifest {
@@ -27,6 +27,14 @@ export interface SnapshotManifest {
     /** The log position they were published at (0: when the major was built). */
     publishedAt?: number;
   }[];
+  changes: RecordChange[];
+}
+
+/** What a snapshot holds, read while the index's entries wait (Snapshots.capture). */
+export interface SnapshotCapture {
+  index: string;
+  replica: IndexReplica;
+  majors: { major: number; parent: VersionId | null; records: number; held: HeldFiles }[];
   changes: RecordChange[];
 }
 
@@ -97,51 +105,81 @@ export class Snapshots {
   }
 
   /**
-   * Writes a snapshot of the index as this node holds it now. The caller holds the index's chain
-   * (no entry of it is applied meanwhile) and passes the replica's record of it.
+   * Reads what a snapshot of the index holds, as this node holds it now. The caller holds the
+   * index's chain (no entry of it is applied meanwhile) and passes the replica's record of it.
+   * Cheap, so that the index's later entries wait as little as possible: the majors' files are
+   * held as they are, not published; `publish` does that after the chain is let go.
    */
+  async capture(index: string, replica: IndexReplica): Promise<SnapshotCapture> {
+    const majors: SnapshotCapture["majors"] = [];
+    try {
+      for (const v of await this.engine.versions(index)) {
+        if (minorOf(v.version) !== 0) continue;
+        const held = await this.engine.holdSegmentFiles!(index, Number(v.version));
+        majors.push({ major: Number(v.version), parent: v.parent, records: v.records, held });
+      }
+      return { index, replica: structuredClone(replica), majors, changes: await this.engine.changes!(index) };
+    } catch (error) {
+      await Promise.all(majors.map((m) => m.held.release()));
+      throw error;
+    }
+  }
+
+  /**
+   * Writes a captured snapshot: the files of its majors not published yet (reusing those the
+   * previous snapshot or a bulk upload published), then its manifest. Lets the held files go,
+   * whatever happens.
+   */
+  async publish(capture: SnapshotCapture): Promise<SnapshotManifest> {
+    try {
+      const { index, replica } = capture;
+      const seq = replica.last;
+      const previous = await this.pointer(index);
+      const reusable = new Map<number, SnapshotManifest["majors"][number]>();
+      if (previous) {
+        const old = await this.log.getDoc<SnapshotManifest>(previous.manifest);
+        for (const m of old?.majors ?? []) reusable.set(m.major, m);
+      }
+      // Files published before the newest purge still hold the erased record: published again.
+      const purgedAt = replica.purgedAt ?? 0;
+      const majors: SnapshotManifest["majors"] = [];
+      for (const { major, parent, records, held } of capture.majors) {
+        const before = reusable.get(major);
+        // A bulk major was published when it was built; a checkpoint is published here, once.
+        let files = "";
+        let publishedAt = 0;
+        if (before && (before.publishedAt ?? 0) >= purgedAt) {
+          files = before.files;
+          publishedAt = before.publishedAt ?? 0;
+        } else if (!before && purgedAt === 0) {
+          files = `segments/${index}/${major}`;
+        }
+        if (files === "" || !(await this.log.hasFiles(files))) {
+          files = `snapshots/${index}/${seq}/majors/${major}`;
+          publishedAt = seq;
+          await this.log.putFiles(files, held.files, { background: true });
+        }
+        majors.push({ major, parent, records, files, publishedAt });
+      }
+      const manifest: SnapshotManifest = {
+        index,
+        seq,
+        at: Date.now(),
+        node: this.node,
+        replica,
+        majors,
+        changes: capture.changes,
+      };
+      await this.log.putDoc(manifestName(index, seq), manifest);
+      return manifest;
+    } finally {
+      await Promise.all(capture.majors.map((m) => m.held.release()));
+    }
+  }
+
+  /** A snapshot captured and published at once (nothing waits on the caller meanwhile). */
   async take(index: string, replica: IndexReplica): Promise<SnapshotManifest> {
-    const seq = replica.last;
-    const previous = await this.pointer(index);
-    const reusable = new Map<number, SnapshotManifest["majors"][number]>();
-    if (previous) {
-      const old = await this.log.getDoc<SnapshotManifest>(previous.manifest);
-      for (const m of old?.majors ?? []) reusable.set(m.major, m);
-    }
-    // Files published before the newest purge still hold the erased record: published again.
-    const purgedAt = replica.purgedAt ?? 0;
-    const majors: SnapshotManifest["majors"] = [];
-    for (const v of await this.engine.versions(index)) {
-      if (minorOf(v.version) !== 0) continue;
-      const major = Number(v.version);
-      const before = reusable.get(major);
-      // A bulk major was published when it was built; a checkpoint is published here, once.
-      let files = "";
-      let publishedAt = 0;
-      if (before && (before.publishedAt ?? 0) >= purgedAt) {
-        files = before.files;
-        publishedAt = before.publishedAt ?? 0;
-      } else if (!before && purgedAt === 0) {
-        files = `segments/${index}/${major}`;
-      }
-      if (files === "" || !(await this.log.hasFiles(files))) {
-        files = `snapshots/${index}/${seq}/majors/${major}`;
-        publishedAt = seq;
-        await this.log.putFiles(files, await this.engine.segmentFiles!(index, major), { background: true });
-      }
-      majors.push({ major, parent: v.parent, records: v.records, files, publishedAt });
-    }
-    const manifest: SnapshotManifest = {
-      index,
-      seq,
-      at: Date.now(),
-      node: this.node,
-      replica: structuredClone(replica),
-      majors,
-      changes: await this.engine.changes!(index),
-    };
-    await this.log.putDoc(manifestName(index, seq), manifest);
-    return manifest;
+    return this.publish(await this.capture(index, replica));
   }
 
   /**
@@ -158,7 +196,7 @@ export class Snapshots {
     // Two nodes may snapshot one index at about the same time: the pointer never goes back, or a
     // node restoring from it would miss the entries the newer truncation removed.
     if (replaced && replaced.seq >= snapshot.seq) {
-      if (replaced.seq > snapshot.seq) await this.discardSuperseded(snapshot);
+      if (replaced.seq > snapshot.seq) await this.discard(snapshot, "a newer one had replaced while it was taken");
       return replaced.truncatedBefore;
     }
     const previous = replaced && { manifest: replaced.manifest, seq: replaced.seq };
@@ -323,19 +361,17 @@ export class Snapshots {
   }
 
   /**
-   * A snapshot finished after a newer one was pointed to: no node will restore from it, and the
-   * clean-ups that ran meanwhile (a purge's above all, D-277) could not see it. Its document and
-   * the files it published itself go now; it held a purged record when it was taken before the
-   * purge and written after that purge's clean-up (seen in the purge test under load).
+   * Removes a snapshot no node will restore from: its document and the files it published itself.
+   * One finished after a newer one was pointed to, which the clean-ups that ran meanwhile (a
+   * purge's above all, D-277) could not see: it held a purged record when it was taken before the
+   * purge and written after that purge's clean-up (seen in the purge test under load). Or one of
+   * an index dropped while it was published.
    */
-  private async discardSuperseded(snapshot: SnapshotManifest): Promise<void> {
+  async discard(snapshot: SnapshotManifest, reason: string): Promise<void> {
     const own = `snapshots/${snapshot.index}/${snapshot.seq}/`;
     for (const m of snapshot.majors) if (m.files.startsWith(own)) await this.log.deleteFiles(m.files);
     await this.log.deleteDoc(manifestName(snapshot.index, snapshot.seq));
-    this.logger.info("removed a snapshot a newer one had replaced while it was taken", {
-      index: snapshot.index,
-      snapshot: snapshot.seq,
-    });
+    this.logger.info(`removed a snapshot ${reason}`, { index: snapshot.index, snapshot: snapshot.seq });
   }
 
   /** Points the index at its snapshot taken at `seq`. */

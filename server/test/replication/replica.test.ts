@@ -13,6 +13,7 @@ import { majorOf, minorOf } from "../../src/domain/version-id.ts";
 import { createEmbeddedEngine } from "../../src/engine/embedded/index.ts";
 import { createLogger } from "../../src/log.ts";
 import { Replica } from "../../src/replication/replica.ts";
+import { within } from "../../src/within.ts";
 import { replicatedEngine } from "../../src/replication/replicated-engine.ts";
 import { CatalogService } from "../../src/services/catalog.ts";
 import { RecordService } from "../../src/services/records.ts";
@@ -20,6 +21,7 @@ import { RegionLagService } from "../../src/services/region-lag.ts";
 import { VersionService } from "../../src/services/versions.ts";
 import { IndexLocks } from "../../src/services/versions/lock.ts";
 import type { SearchEngine } from "../../src/ports/engine.ts";
+import type { SnapshotManifest } from "../../src/replication/snapshots.ts";
 import type { Store } from "../../src/store/open.ts";
 import { indexes, tenants, tombstones, versions } from "../../src/store/schema.ts";
 import { type StoreTarget, storeTargets } from "../support/store.ts";
@@ -494,6 +496,59 @@ describe("a node started while the log's home is out of reach (D-279)", () => {
       await c.close();
     }
   }, 30_000);
+});
+
+describe("a snapshot being written", () => {
+  // Its majors' files are published as a snapshot's own (none counts as published already), and
+  // that publishing waits until the test lets it go.
+  let letGo = () => {};
+  const publishing = new Promise<void>((resolve) => (letGo = resolve));
+  let started = () => {};
+  const publishingStarted = new Promise<void>((resolve) => (started = resolve));
+  const nodes = useTwoNodes(
+    {
+      snapshots: { every: 5, goneAfterMs: 60_000 },
+      coalesceAfter: 3,
+      wrapLog: (log) => ({
+        ...log,
+        hasFiles: async () => false,
+        putFiles: async (name, files, options) => {
+          if (name.startsWith("snapshots/")) {
+            started();
+            await publishing;
+          }
+          return log.putFiles(name, files, options);
+        },
+      }),
+    },
+    { snapshots: { every: 5, goneAfterMs: 60_000 }, coalesceAfter: 3 },
+  );
+  const { memory } = nodes;
+
+  test("does not hold the index's later writes on the node writing it", async () => {
+    for (let i = 0; i < 8; i++) await nodes.a.records.put(admin, "shop", `s-${i}`, { title: `Shop ${i}` });
+    await publishingStarted;
+    const ref = (await nodes.a.catalog.byName("ten_r", "shop"))!;
+    try {
+      // Acknowledged only once applied here: it would wait for the publishing if that held the index.
+      const later = await within(
+        3_000,
+        "a write while a snapshot is published",
+        nodes.a.records.put(admin, "shop", "later", { title: "Later" }),
+      );
+      expect((await nodes.a.records.get(admin, "shop", "later"))?.title).toBe("Later");
+      await nodes.b.replica.waitFor(ref.id, later, 5_000);
+    } finally {
+      letGo();
+    }
+    const pointer = (await waitForPointer(memory, ref.id)) as { seq: number; manifest: string };
+    const manifest = memory.docs.get(pointer.manifest) as SnapshotManifest;
+    // Read before the later write was applied: it holds what came before, and not that write.
+    expect(manifest.majors.length).toBeGreaterThan(0);
+    expect(manifest.majors.every((m) => m.files.startsWith(`snapshots/${ref.id}/${pointer.seq}/`))).toBe(true);
+    const held = manifest.changes.flatMap((c) => c.upserts.map((r) => r.id));
+    expect(held).not.toContain("later");
+  });
 });
 
 /** The newest snapshot pointer of an index, once a snapshot was taken and its pointer written. */

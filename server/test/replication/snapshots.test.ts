@@ -145,7 +145,7 @@ describe("a snapshot's majors", () => {
   // One major, as the engine holds it now.
   const engine = {
     versions: async () => [{ version: "1", parent: null, records: 2 }],
-    segmentFiles: async () => [{ name: "postings", path: file }],
+    holdSegmentFiles: async () => ({ files: [{ name: "postings", path: file }], release: async () => {} }),
     changes: async () => [],
   } as unknown as SearchEngine;
   const replica = (last: number, purgedAt?: number): IndexReplica => ({

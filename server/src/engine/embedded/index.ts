@@ -32,6 +32,7 @@ import type {
   BulkWriter,
   NetChange,
   EngineVersionInfo,
+  HeldFiles,
   PurgeResult,
   RecordChange,
   SearchEngine,
@@ -88,6 +89,8 @@ class EmbeddedEngine implements SearchEngine {
   readonly name = "embedded";
   private readonly dataDir: string;
   private readonly segmentsDir: string;
+  /** Links to segment files a snapshot holds (holdSegmentFiles); emptied at start. */
+  private readonly heldDir: string;
   private readonly maxPrefix: number;
   private readonly tuning: SearchTuning;
   private readonly map: boolean;
@@ -104,6 +107,7 @@ class EmbeddedEngine implements SearchEngine {
   constructor(options: EmbeddedEngineOptions) {
     this.dataDir = options.dataDir;
     this.segmentsDir = path.join(options.dataDir, "segments");
+    this.heldDir = path.join(options.dataDir, "held");
     this.maxPrefix = options.maxPrefix ?? 4;
     this.tuning = { ...DEFAULT_TUNING, ...options.tuning };
     this.map = options.mapSegments ?? true;
@@ -112,6 +116,8 @@ class EmbeddedEngine implements SearchEngine {
 
   async open(): Promise<void> {
     await fs.promises.mkdir(this.segmentsDir, { recursive: true });
+    // Held by snapshots of a process that stopped before publishing them.
+    await fs.promises.rm(this.heldDir, { recursive: true, force: true });
     const catalog = new Catalog(path.join(this.dataDir, "catalog.db"), { syncEachCommit: this.syncEachChange });
     this.catalog = catalog;
     const keep = new Set<string>();
@@ -388,6 +394,29 @@ class EmbeddedEngine implements SearchEngine {
     if (node === undefined) throw new Error(`index ${indexKey}: unknown major version ${major}`);
     const names = (await fs.promises.readdir(node.dir)).sort();
     return names.map((name) => ({ name, path: path.join(node.dir, name) }));
+  }
+
+  async holdSegmentFiles(indexKey: string, major: number): Promise<HeldFiles> {
+    const files = await this.segmentFiles(indexKey, major);
+    // Hard links: a drop or a purge that removes the major's folder meanwhile leaves them whole.
+    // A purge also zeroes the record's bytes in records.bin in place, which the link shares: a
+    // snapshot taken before the purge and published after it holds a blank record, never the
+    // erased one, and the purge's own snapshot replaces it.
+    const dir = path.join(this.heldDir, randomUUID());
+    const release = () => fs.promises.rm(dir, { recursive: true, force: true });
+    try {
+      await fs.promises.mkdir(dir, { recursive: true });
+      const held: HeldFiles["files"] = [];
+      for (const f of files) {
+        const link = path.join(dir, f.name);
+        await fs.promises.link(f.path, link);
+        held.push({ name: f.name, path: link });
+      }
+      return { files: held, release };
+    } catch (error) {
+      await release();
+      throw error;
+    }
   }
 
   async importMajor(
