@@ -16,6 +16,8 @@
 //                 what one write costs each node: every write to the first region, CPU by thread
 //   npm run bench:replication -- --coalesce-after=100000
 //                 no automatic checkpoint during the writes (SIFT_COALESCE_AFTER; default 1,000)
+//   npm run bench:replication -- --snapshot-every=200
+//                 snapshots of each index during the writes (SIFT_REPLICATION_SNAPSHOT_EVERY; default 10,000)
 import http from "node:http";
 import os from "node:os";
 import { statSync, writeFileSync } from "node:fs";
@@ -63,6 +65,9 @@ const ENV = {
   // writes/s over 6 indexes, every index does so once in 13 s, and the writes of those moments
   // make most of the three regions' p99 (bench/RESULTS.md, Replication).
   ...(args.has("coalesce-after") ? { SIFT_COALESCE_AFTER: args.get("coalesce-after")! } : {}),
+  // Each index is snapshotted after this many of its entries (10,000 unless given: none during a
+  // 20 s run); a lower figure shows what a snapshot costs the writes of its moment.
+  ...(args.has("snapshot-every") ? { SIFT_REPLICATION_SNAPSHOT_EVERY: args.get("snapshot-every")! } : {}),
 };
 process.env.DATABASE_URL ??= "postgres://postgres@127.0.0.1:5432/test";
 
@@ -376,7 +381,7 @@ async function main() {
 
     const cpu = os.cpus()[0]?.model ?? "unknown CPU";
     const table = [
-      `Run ${new Date().toISOString().slice(0, 16)}Z, ${os.cpus().length} cores ${cpu}, ${Math.round(os.totalmem() / 2 ** 30)} GB, Node ${process.versions.node}; NATS ${"2.9"} cluster of 3 on loopback, stream R3; PostgreSQL shared.`,
+      `Run ${new Date().toISOString().slice(0, 16)}Z, ${os.cpus().length} cores ${cpu}, ${Math.round(os.totalmem() / 2 ** 30)} GB, Node ${process.versions.node}; NATS ${"2.9"} cluster of 3 on loopback, stream R3; PostgreSQL shared${ENV.SIFT_REPLICATION_SNAPSHOT_EVERY ? `; each index snapshotted every ${ENV.SIFT_REPLICATION_SNAPSHOT_EVERY} entries` : ""}.`,
       "",
       "| figure | one process, no replication | three regions | target |",
       "| --- | --- | --- | --- |",
