@@ -1,7 +1,9 @@
 // `npm start` as a newcomer meets it: a fresh data dir, the embedded defaults, the demo index,
 // the README's example query, the docs; then a graceful stop and a clear refusal of bad settings.
 import { execFile } from "node:child_process";
-import { resolve } from "node:path";
+import { mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { siftProcess, type SiftProcess } from "../support/process.ts";
@@ -108,4 +110,19 @@ test("a second process on the same data directory refuses to start, naming it an
   await proc.kill("SIGKILL");
   await proc.start();
   expect((await fetch(`${proc.url}/healthz`)).status).toBe(200);
+});
+
+test("a node killed right after it started has left its compiled modules for the next start (D-304)", async () => {
+  const cache = mkdtempSync(join(tmpdir(), "sift-compile-cache-"));
+  const node = await siftProcess({ NODE_COMPILE_CACHE: cache, DATABASE_URL: "" });
+  try {
+    await node.start();
+    // Written once it listens: Node alone would write it at a clean exit, which a kill never reaches.
+    await expect.poll(() => readdirSync(cache, { recursive: true }).length, { timeout: 10_000 }).toBeGreaterThan(100);
+    await node.kill("SIGKILL");
+    expect(readdirSync(cache, { recursive: true }).length).toBeGreaterThan(100);
+  } finally {
+    await node.destroy();
+    rmSync(cache, { recursive: true, force: true });
+  }
 });

@@ -1,10 +1,14 @@
 // The worker side of TransferThread: its own NATS connection and object store handle, and one
 // part put or fetched per request (parts.ts), several at once as the server's thread asks.
+import module from "node:module";
 import { parentPort, workerData } from "node:worker_threads";
 import { connect } from "@nats-io/transport-node";
 import { type JetStreamManager, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { Objm, type ObjectStore, setSha256Backend } from "@nats-io/obj";
 import { CONNECTION, type FetchPart, type PutPart, fetchPart, putPart } from "./parts.ts";
+
+// This thread's modules, to the compile cache main.ts turned on (none when it is off).
+module.flushCompileCache?.();
 
 export interface TransferData {
   servers: string[];

@@ -1,11 +1,15 @@
 // The worker side of OffThreadBuilder: runs a SegmentBuilder in its own thread and heap. Building
 // a segment of millions of records holds millions of small strings; their garbage collection
 // would stall searches for seconds if it ran on the server's event loop.
+import module from "node:module";
 import { parentPort } from "node:worker_threads";
 import type { SearchRecord } from "../../../ports/engine.ts";
 import type { SegmentMeta } from "../segment/meta.ts";
 import { Segment } from "../segment/segment.ts";
 import { SegmentBuilder } from "./segment-builder.ts";
+
+// This thread's modules, to the compile cache main.ts turned on (none when it is off).
+module.flushCompileCache?.();
 
 export type BuildRequest =
   | { id: number; type: "create"; dir: string; maxPrefix: number }
