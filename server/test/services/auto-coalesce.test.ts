@@ -6,6 +6,7 @@ import { and, eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import type { Principal } from "../../src/auth/principal.ts";
 import { minorOf } from "../../src/domain/version-id.ts";
+import { firstCheckpointAt } from "../../src/services/versions/changes.ts";
 import { versions as versionRows } from "../../src/store/schema.ts";
 import { openServices, type TestServices } from "../support/services.ts";
 import { storeTargets } from "../support/store.ts";
@@ -62,7 +63,7 @@ describe.each(storeTargets())("automatic checkpoints of indexes written alike, o
   });
   afterAll(() => services?.close());
 
-  test("start at a change of their own, within the last quarter before SIFT_COALESCE_AFTER", async () => {
+  test("start at a change of their own, within the last half before SIFT_COALESCE_AFTER", async () => {
     // Written alike, they reached the threshold together and every region adopted all their
     // checkpoints at once (D-282).
     const { store, catalog, records } = services;
@@ -83,9 +84,21 @@ describe.each(storeTargets())("automatic checkpoints of indexes written alike, o
       from.push(minorOf((await rows())[0]!.parent!));
     }
     for (const minor of from) {
-      expect(minor).toBeGreaterThan(EVERY - EVERY / 4);
+      expect(minor).toBeGreaterThan(EVERY - EVERY / 2);
       expect(minor).toBeLessThanOrEqual(EVERY);
     }
     expect(new Set(from).size).toBeGreaterThan(1);
   });
+});
+
+test("indexes start their checkpoints over the last half before SIFT_COALESCE_AFTER, spread evenly (D-305)", () => {
+  const starts = Array.from({ length: 2_000 }, (_, i) => firstCheckpointAt(`idx_${i.toString(36)}`, 1_000));
+  for (const start of starts) {
+    expect(start).toBeGreaterThan(500);
+    expect(start).toBeLessThanOrEqual(1_000);
+  }
+  // Half of them in the earlier half of that range: written alike, they checkpoint over it.
+  const early = starts.filter((s) => s <= 750).length;
+  expect(early).toBeGreaterThan(800);
+  expect(early).toBeLessThan(1_200);
 });

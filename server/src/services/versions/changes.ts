@@ -14,12 +14,12 @@ import { retainAfterNewMajor } from "./retention.ts";
 import { rethrowUnlessDeleted } from "./rows.ts";
 
 /**
- * The change of a chain that starts its automatic checkpoint: SIFT_COALESCE_AFTER, less up to a
- * quarter of it chosen by the index's id (D-282). Indexes written alike reached the number
+ * The change of a chain that starts its automatic checkpoint: SIFT_COALESCE_AFTER, less up to
+ * half of it chosen by the index's id (D-282, D-305). Indexes written alike reached the number
  * together and checkpointed at once, and every region adopted them all in the same moment.
  */
 export function firstCheckpointAt(indexId: string, every: number): number {
-  const spread = Math.floor(every / 4);
+  const spread = Math.floor(every / 2);
   if (spread === 0) return every;
   // FNV-1a: the same number on every node, from the id alone.
   let hash = 0x811c9dc5;
