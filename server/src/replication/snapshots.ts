@@ -177,11 +177,6 @@ export class Snapshots {
     }
   }
 
-  /** A snapshot captured and published at once (nothing waits on the caller meanwhile). */
-  async take(index: string, replica: IndexReplica): Promise<SnapshotManifest> {
-    return this.publish(await this.capture(index, replica));
-  }
-
   /**
    * Removes the index's entries that the snapshot holds and every live node has applied. The
    * pointer is written first: a node that reads it restores from the snapshot even if the

@@ -40,7 +40,7 @@ function manifest(seq: number, files: string[], at = Date.now()): SnapshotManife
   };
 }
 
-/** A snapshot taken and truncated behind, as Snapshots.take and truncate leave it. */
+/** A snapshot taken and truncated behind, as Snapshots.publish and truncate leave it. */
 async function snapshot(m: SnapshotManifest) {
   await memory.client().putDoc(`snapshots/${INDEX}/${m.seq}/snapshot`, m);
   return snapshots.truncate(INDEX, m);
@@ -141,6 +141,9 @@ describe("two truncations at once", () => {
   });
 });
 
+/** A snapshot captured and published at once, as the replica does around the index's chain. */
+const take = async (from: Snapshots, replica: IndexReplica) => from.publish(await from.capture(INDEX, replica));
+
 describe("a snapshot's majors", () => {
   // One major, as the engine holds it now.
   const engine = {
@@ -167,15 +170,15 @@ describe("a snapshot's majors", () => {
       goneAfterMs: 1,
     });
     await publish(`segments/${INDEX}/1`, 60_000);
-    const first = await taking.take(INDEX, replica(10));
+    const first = await take(taking, replica(10));
     expect(first.majors[0]).toMatchObject({ files: `segments/${INDEX}/1`, publishedAt: 0 });
     await taking.truncate(INDEX, first);
 
-    const purged = await taking.take(INDEX, replica(20, 15));
+    const purged = await take(taking, replica(20, 15));
     expect(purged.majors[0]).toMatchObject({ files: `snapshots/${INDEX}/20/majors/1`, publishedAt: 20 });
     await taking.truncate(INDEX, purged);
 
-    const later = await taking.take(INDEX, replica(30, 15));
+    const later = await take(taking, replica(30, 15));
     expect(later.majors[0]).toMatchObject({ files: `snapshots/${INDEX}/20/majors/1`, publishedAt: 20 });
     await taking.truncate(INDEX, later);
     // The files from before the purge went once neither snapshot named them.
