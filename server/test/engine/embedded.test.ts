@@ -290,6 +290,31 @@ describe("embedded engine ranking equals the brute-force reference", () => {
   );
 });
 
+describe("embedded engine ranking on a version with many changed records", () => {
+  it("equals the reference for words in titles only, in data only, and with typos", async () => {
+    const rand = random(11);
+    const engine = await openEngine({ dataDir: tempDir() });
+    await engine.createIndex("k");
+    const records = makeRecords(rand, 200);
+    await bulk(engine, "k", 1, records);
+    // Words of the changed records only, some in data only: exact tokens are looked up by how
+    // they start (versions/overlay.ts), tokens with typos compared with every record.
+    const changed = makeRecords(rand, 600, "many-").map((r, i) => ({
+      ...r,
+      title: `${r.title} n${i}z w${i % 97}x`,
+      data: { ...r.data, tags: [`k${i}`, `r${i % 13}q`] },
+    }));
+    await engine.applyChange("k", { version: "1.1", parent: "1", upserts: changed, deletes: [] });
+    const content = new Map([...records, ...changed].map((r) => [r.id, prepareRecord(r)]));
+    const requests = makeRequests(rand, 60);
+    for (const query of ["k599", "k17 n17z", "n42", "r12q", "w96x k5", "n598zz", "n599z w17", "k1"]) {
+      requests.push({ query, scope: "all", weighted: false, limit: 20 });
+      requests.push({ query, scope: "title", weighted: true, limit: 20 });
+    }
+    await expectSameAsReference(engine, "k", "1.1", content, requests);
+  });
+});
+
 type Downgrade = "before value columns" | "strings overflowed" | "values overflowed";
 
 /**

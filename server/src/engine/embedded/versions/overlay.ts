@@ -1,6 +1,7 @@
 // A minor version as the net effect of its chain of changes over the major's segment: records
 // upserted since the major, ids deleted since, and the segment documents they hide. Changes are
-// few between checkpoints, so the overlay's records are searched by a linear scan.
+// few between checkpoints, so the overlay's records are searched by a scan: of those with a word
+// that starts like a query token where every token must match exactly (WordStarts), else of all.
 //
 // The versions of a chain share one history of what each change did (a line), each reading it as
 // of its own place in it (its stamp): a child version adds its change to the line instead of
@@ -11,6 +12,7 @@
 import type { RecordChange, SearchRecord, SearchRequest } from "../../../ports/engine.ts";
 import { matchesFilter } from "../../../search/filter.ts";
 import { tokenize } from "../../tokenize.ts";
+import { allowedTypos } from "../../typos.ts";
 import { walkData } from "../columns/data-fields.ts";
 import { haversineMeters } from "../columns/geo.ts";
 import { titleLengthKey } from "../columns/title-length.ts";
@@ -55,9 +57,60 @@ function stateAt(history: History, stamp: number): OverlayRecord | null | undefi
   return undefined;
 }
 
+/** Word beginnings indexed: a word's first one, two and three UTF-16 units. */
+const START_UNITS = 3;
+
+/**
+ * Per beginning of a word, the ids of the records that had such a word at any stamp of the line:
+ * a superset for every version of it (the match decides). A token that must match exactly, as a
+ * whole word or as a word's beginning, needs a word that starts with its own first three units,
+ * so only those records are looked at. Scanning every changed record for every search made a
+ * version 1,000 changes past its major three to five times slower to search than its checkpoint,
+ * and one 5,000 changes past it twenty times (bench/RESULTS.md, D-306). Lists, not sets: a write adds to them
+ * at a fifth of the cost. An id is listed again when a later change of it has such a word too,
+ * and is never taken out: a record changed or deleted since is looked at in vain.
+ */
+class WordStarts {
+  /** Title words, which every search matches. */
+  private readonly title = new Map<string, string[]>();
+  /** Data words, which whole-word searches (not title searches) match too. */
+  private readonly data = new Map<string, string[]>();
+
+  add(item: OverlayRecord): void {
+    const id = item.record.id;
+    for (const word of item.titleTokens) addStarts(this.title, word, id);
+    for (const word of item.dataTokens) addStarts(this.data, word, id);
+  }
+
+  /** Lists of the ids whose records may hold a word that is `token` or starts with it. */
+  candidates(token: string, titleOnly: boolean): { lists: string[][]; size: number } {
+    const start = token.slice(0, START_UNITS);
+    const lists: string[][] = [];
+    let size = 0;
+    for (const starts of titleOnly ? [this.title] : [this.title, this.data]) {
+      const ids = starts.get(start);
+      if (ids === undefined) continue;
+      lists.push(ids);
+      size += ids.length;
+    }
+    return { lists, size };
+  }
+}
+
+function addStarts(starts: Map<string, string[]>, word: string, id: string): void {
+  for (let units = 1; units <= Math.min(START_UNITS, word.length); units++) {
+    const start = word.slice(0, units);
+    const ids = starts.get(start);
+    if (ids === undefined) starts.set(start, [id]);
+    // The record's words are added one after the other: once per record is enough.
+    else if (ids[ids.length - 1] !== id) ids.push(id);
+  }
+}
+
 /** The history shared by the versions of one chain; stamp 0 is where the line starts. */
 class Line {
   readonly ids = new Map<string, History>();
+  readonly starts = new WordStarts();
   /** Per hidden segment document, the stamp from which it is hidden. */
   readonly hiddenFrom = new Map<number, number>();
   /** Per stamp: ids upserted and documents hidden as of it. */
@@ -174,7 +227,10 @@ export class Overlay {
         hidden++;
       }
     };
-    for (const item of upserted) set(item.record.id, item);
+    for (const item of upserted) {
+      set(item.record.id, item);
+      line.starts.add(item);
+    }
     for (const id of change.deletes) set(id, null);
     line.upserted.push(upserts);
     line.hidden.push(hidden);
@@ -186,7 +242,9 @@ export class Overlay {
     const line = new Line();
     for (const [id, history] of this.line.ids) {
       const state = stateAt(history, this.stamp);
-      if (state !== undefined) line.ids.set(id, { stamps: [0], states: [state] });
+      if (state === undefined) continue;
+      line.ids.set(id, { stamps: [0], states: [state] });
+      if (state) line.starts.add(state);
     }
     for (const [doc, from] of this.line.hiddenFrom) if (from <= this.stamp) line.hiddenFrom.set(doc, 0);
     line.upserted[0] = this.line.upserted[this.stamp]!;
@@ -200,14 +258,15 @@ export class Overlay {
 
   /** The overlay's hits ranked like the segment's (all of them; callers merge and cut). */
   search(tokens: string[], prefixLast: boolean, request: SearchRequest): RankedHit[] {
-    const matcher = new StringMatcher(tokens, prefixLast, request.typoTolerance !== false);
+    const typos = request.typoTolerance !== false;
+    const matcher = new StringMatcher(tokens, prefixLast, typos);
     const hits: RankedHit[] = [];
-    for (const history of this.line.ids.values()) {
+    const consider = (history: History) => {
       const item = stateAt(history, this.stamp);
-      if (!item) continue;
+      if (!item) return;
       const packed = matcher.match(item);
-      if (packed < 0) continue;
-      if (request.filter && !matchesFilter(request.filter, item.record.data ?? {})) continue;
+      if (packed < 0) return;
+      if (request.filter && !matchesFilter(request.filter, item.record.data ?? {})) return;
       const distance =
         request.geo && !Number.isNaN(item.lat)
           ? haversineMeters(request.geo.latitude, request.geo.longitude, item.lat, item.lon)
@@ -221,7 +280,28 @@ export class Overlay {
         id: item.record.id,
         record: item.record,
       });
+    };
+    // Every token exact: only the records with a word that starts like the rarest one, unless
+    // that is most of them (looking each up costs more than going through them all).
+    if (!typos || tokens.every((t) => allowedTypos(t) === 0)) {
+      let fewest = this.line.starts.candidates(tokens[0]!, prefixLast);
+      for (const token of tokens.slice(1)) {
+        const found = this.line.starts.candidates(token, prefixLast);
+        if (found.size < fewest.size) fewest = found;
+      }
+      if (fewest.size * 2 < this.line.ids.size) {
+        const seen = new Set<string>();
+        for (const ids of fewest.lists) {
+          for (const id of ids) {
+            if (seen.has(id)) continue;
+            seen.add(id);
+            consider(this.line.ids.get(id)!);
+          }
+        }
+        return hits;
+      }
     }
+    for (const history of this.line.ids.values()) consider(history);
     return hits;
   }
 }
