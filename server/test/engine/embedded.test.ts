@@ -297,8 +297,8 @@ describe("embedded engine ranking on a version with many changed records", () =>
     await engine.createIndex("k");
     const records = makeRecords(rand, 200);
     await bulk(engine, "k", 1, records);
-    // Words of the changed records only, some in data only: exact tokens are looked up by how
-    // they start (versions/overlay.ts), tokens with typos compared with every record.
+    // Words of the changed records only, some in data only, looked up by how they start and by
+    // their second character (versions/overlay.ts).
     const changed = makeRecords(rand, 600, "many-").map((r, i) => ({
       ...r,
       title: `${r.title} n${i}z w${i % 97}x`,
@@ -307,7 +307,12 @@ describe("embedded engine ranking on a version with many changed records", () =>
     await engine.applyChange("k", { version: "1.1", parent: "1", upserts: changed, deletes: [] });
     const content = new Map([...records, ...changed].map((r) => [r.id, prepareRecord(r)]));
     const requests = makeRequests(rand, 60);
-    for (const query of ["k599", "k17 n17z", "n42", "r12q", "w96x k5", "n598zz", "n599z w17", "k1"]) {
+    for (const query of [
+      ...["k599", "k17 n17z", "n42", "r12q", "w96x k5", "n599z w17", "k1"],
+      // One typo each: at the end, of the first character, the first left out, one put before
+      // it, the first two swapped; two typos.
+      ...["n598zz", "m598z", "598z", "an598z", "5n98z", "n5981zq"],
+    ]) {
       requests.push({ query, scope: "all", weighted: false, limit: 20 });
       requests.push({ query, scope: "title", weighted: true, limit: 20 });
     }

@@ -1,7 +1,7 @@
 // A minor version as the net effect of its chain of changes over the major's segment: records
 // upserted since the major, ids deleted since, and the segment documents they hide. Changes are
-// few between checkpoints, so the overlay's records are searched by a scan: of those with a word
-// that starts like a query token where every token must match exactly (WordStarts), else of all.
+// few between checkpoints, so the overlay's records are searched by a scan: of those that may hold
+// a word of the query's rarest token (WordIndex), else of all.
 //
 // The versions of a chain share one history of what each change did (a line), each reading it as
 // of its own place in it (its stamp): a child version adds its change to the line instead of
@@ -61,56 +61,95 @@ function stateAt(history: History, stamp: number): OverlayRecord | null | undefi
 const START_UNITS = 3;
 
 /**
- * Per beginning of a word, the ids of the records that had such a word at any stamp of the line:
- * a superset for every version of it (the match decides). A token that must match exactly, as a
- * whole word or as a word's beginning, needs a word that starts with its own first three units,
- * so only those records are looked at. Scanning every changed record for every search made a
- * version 1,000 changes past its major three to five times slower to search than its checkpoint,
- * and one 5,000 changes past it twenty times (bench/RESULTS.md, D-306). Lists, not sets: a write adds to them
- * at a fifth of the cost. An id is listed again when a later change of it has such a word too,
- * and is never taken out: a record changed or deleted since is looked at in vain.
+ * Where in a version's changed records the words of a query may be, so that only those records are
+ * compared with it: scanning every changed record for every search made a version 1,000 changes
+ * past its major three to seven times slower to search than its checkpoint, and one 5,000 changes
+ * past it twenty times or more (bench/RESULTS.md, D-306). Per beginning of a word (its first one, two and
+ * three UTF-16 units) and per second character, the ids of the records that had such a word at
+ * any stamp of the line: a superset for every version of it (the match decides).
+ *
+ * A token that must match exactly, as a whole word or as a word's beginning, needs a word that
+ * starts with its own first three units. One that may match with one typo needs a word whose first
+ * or second character is the token's first or second (the one edit changes at most one of them,
+ * shifts them by one place, or swaps them). Two typos are not looked up. Lists, not sets: a write adds to them at a fifth of
+ * the cost. An id is listed again when a later change of it has such a word too, and is never
+ * taken out: a record changed or deleted since is looked at in vain.
  */
-class WordStarts {
+class WordIndex {
   /** Title words, which every search matches. */
-  private readonly title = new Map<string, string[]>();
+  private readonly title = new WordLists();
   /** Data words, which whole-word searches (not title searches) match too. */
-  private readonly data = new Map<string, string[]>();
+  private readonly data = new WordLists();
 
   add(item: OverlayRecord): void {
     const id = item.record.id;
-    for (const word of item.titleTokens) addStarts(this.title, word, id);
-    for (const word of item.dataTokens) addStarts(this.data, word, id);
+    for (const word of item.titleTokens) this.title.add(word, id);
+    for (const word of item.dataTokens) this.data.add(word, id);
   }
 
-  /** Lists of the ids whose records may hold a word that is `token` or starts with it. */
-  candidates(token: string, titleOnly: boolean): { lists: string[][]; size: number } {
-    const start = token.slice(0, START_UNITS);
+  /**
+   * Lists of the ids whose records may hold a word that `token` matches with up to `typos` typos;
+   * undefined where they are not looked up (two typos).
+   */
+  candidates(token: string, typos: number, titleOnly: boolean): { lists: string[][]; size: number } | undefined {
+    if (typos > 1) return undefined;
     const lists: string[][] = [];
+    for (const words of titleOnly ? [this.title] : [this.title, this.data]) words.collect(token, typos, lists);
     let size = 0;
-    for (const starts of titleOnly ? [this.title] : [this.title, this.data]) {
-      const ids = starts.get(start);
-      if (ids === undefined) continue;
-      lists.push(ids);
-      size += ids.length;
-    }
+    for (const ids of lists) size += ids.length;
     return { lists, size };
   }
 }
 
-function addStarts(starts: Map<string, string[]>, word: string, id: string): void {
-  for (let units = 1; units <= Math.min(START_UNITS, word.length); units++) {
-    const start = word.slice(0, units);
-    const ids = starts.get(start);
-    if (ids === undefined) starts.set(start, [id]);
-    // The record's words are added one after the other: once per record is enough.
-    else if (ids[ids.length - 1] !== id) ids.push(id);
+class WordLists {
+  /** By the word's first one, two and three UTF-16 units. */
+  private readonly starts = new Map<string, string[]>();
+  /** By the word's second code point. */
+  private readonly seconds = new Map<number, string[]>();
+
+  add(word: string, id: string): void {
+    for (let units = 1; units <= Math.min(START_UNITS, word.length); units++)
+      listId(this.starts, word.slice(0, units), id);
+    const second = secondCodePoint(word);
+    if (second !== undefined) listId(this.seconds, second, id);
   }
+
+  collect(token: string, typos: number, into: string[][]): void {
+    const add = (ids: string[] | undefined) => {
+      if (ids !== undefined && !into.includes(ids)) into.push(ids);
+    };
+    if (typos === 0) {
+      add(this.starts.get(token.slice(0, START_UNITS)));
+      return;
+    }
+    // A token that may have a typo has at least four characters.
+    const first = token.codePointAt(0)!;
+    const second = secondCodePoint(token)!;
+    // Words that start with the token's first or second character, by its first UTF-16 unit.
+    add(this.starts.get(String.fromCodePoint(first).slice(0, 1)));
+    add(this.starts.get(String.fromCodePoint(second).slice(0, 1)));
+    add(this.seconds.get(second));
+    add(this.seconds.get(first));
+  }
+}
+
+function secondCodePoint(word: string): number | undefined {
+  const first = word.codePointAt(0);
+  if (first === undefined) return undefined;
+  return word.codePointAt(first > 0xffff ? 2 : 1);
+}
+
+function listId<K>(lists: Map<K, string[]>, key: K, id: string): void {
+  const ids = lists.get(key);
+  if (ids === undefined) lists.set(key, [id]);
+  // A record's words are added one after the other: once per record is enough.
+  else if (ids[ids.length - 1] !== id) ids.push(id);
 }
 
 /** The history shared by the versions of one chain; stamp 0 is where the line starts. */
 class Line {
   readonly ids = new Map<string, History>();
-  readonly starts = new WordStarts();
+  readonly words = new WordIndex();
   /** Per hidden segment document, the stamp from which it is hidden. */
   readonly hiddenFrom = new Map<number, number>();
   /** Per stamp: ids upserted and documents hidden as of it. */
@@ -229,7 +268,7 @@ export class Overlay {
     };
     for (const item of upserted) {
       set(item.record.id, item);
-      line.starts.add(item);
+      line.words.add(item);
     }
     for (const id of change.deletes) set(id, null);
     line.upserted.push(upserts);
@@ -244,7 +283,7 @@ export class Overlay {
       const state = stateAt(history, this.stamp);
       if (state === undefined) continue;
       line.ids.set(id, { stamps: [0], states: [state] });
-      if (state) line.starts.add(state);
+      if (state) line.words.add(state);
     }
     for (const [doc, from] of this.line.hiddenFrom) if (from <= this.stamp) line.hiddenFrom.set(doc, 0);
     line.upserted[0] = this.line.upserted[this.stamp]!;
@@ -281,25 +320,23 @@ export class Overlay {
         record: item.record,
       });
     };
-    // Every token exact: only the records with a word that starts like the rarest one, unless
-    // that is most of them (looking each up costs more than going through them all).
-    if (!typos || tokens.every((t) => allowedTypos(t) === 0)) {
-      let fewest = this.line.starts.candidates(tokens[0]!, prefixLast);
-      for (const token of tokens.slice(1)) {
-        const found = this.line.starts.candidates(token, prefixLast);
-        if (found.size < fewest.size) fewest = found;
-      }
-      if (fewest.size * 2 < this.line.ids.size) {
-        const seen = new Set<string>();
-        for (const ids of fewest.lists) {
-          for (const id of ids) {
-            if (seen.has(id)) continue;
-            seen.add(id);
-            consider(this.line.ids.get(id)!);
-          }
+    // Only the records that may hold a word of the rarest token (WordIndex), unless those are
+    // most of them (looking each up costs more than going through them all).
+    let fewest: { lists: string[][]; size: number } | undefined;
+    for (const token of tokens) {
+      const found = this.line.words.candidates(token, typos ? allowedTypos(token) : 0, prefixLast);
+      if (found !== undefined && (fewest === undefined || found.size < fewest.size)) fewest = found;
+    }
+    if (fewest !== undefined && fewest.size * 2 < this.line.ids.size) {
+      const seen = new Set<string>();
+      for (const ids of fewest.lists) {
+        for (const id of ids) {
+          if (seen.has(id)) continue;
+          seen.add(id);
+          consider(this.line.ids.get(id)!);
         }
-        return hits;
       }
+      return hits;
     }
     for (const history of this.line.ids.values()) consider(history);
     return hits;
