@@ -302,7 +302,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       .map((s) => s.trim().toLowerCase())
       .filter(Boolean),
     demo: bool("SIFT_DEMO", true),
-    coalesceAfter: int("SIFT_COALESCE_AFTER", 1000, 2, 1_000_000),
+    coalesceAfter: int("SIFT_COALESCE_AFTER", 2000, 2, 1_000_000),
     retainVersions: int("SIFT_RETAIN_VERSIONS", 50, 1, 100_000),
     retentionEveryMs: int("SIFT_RETENTION_EVERY_SECONDS", 60, 1, 86_400) * 1000,
     signingSecret: env.SIFT_SIGNING_SECRET || undefined,
