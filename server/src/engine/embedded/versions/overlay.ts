@@ -61,19 +61,20 @@ function stateAt(history: History, stamp: number): OverlayRecord | null | undefi
 const START_UNITS = 3;
 
 /**
- * Where in a version's changed records the words of a query may be, so that only those records are
- * compared with it: scanning every changed record for every search made a version 1,000 changes
- * past its major three to seven times slower to search than its checkpoint, and one 5,000 changes
- * past it twenty times or more (bench/RESULTS.md, D-306). Per beginning of a word (its first one, two and
- * three UTF-16 units) and per second character, the ids of the records that had such a word at
- * any stamp of the line: a superset for every version of it (the match decides).
+ * Where in a version's changed records the words of a query may be, so that only those records
+ * are compared with it: scanning every changed record for every search made a version 1,000
+ * changes past its major three to seven times slower to search than its checkpoint, and one
+ * 5,000 changes past it twenty times or more (bench/RESULTS.md, D-306). Per beginning of a word
+ * (its first one, two and three UTF-16 units) and per second character, the ids of the records
+ * that had such a word at any stamp of the line: a superset for every version of it (the match
+ * decides).
  *
  * A token that must match exactly, as a whole word or as a word's beginning, needs a word that
- * starts with its own first three units. One that may match with one typo needs a word whose first
- * or second character is the token's first or second (the one edit changes at most one of them,
- * shifts them by one place, or swaps them). Two typos are not looked up. Lists, not sets: a write adds to them at a fifth of
- * the cost. An id is listed again when a later change of it has such a word too, and is never
- * taken out: a record changed or deleted since is looked at in vain.
+ * starts with its own first three units. One that may match with one typo needs a word whose
+ * first or second character is the token's first or second (the one edit changes at most one of
+ * them, shifts them by one place, or swaps them). Two typos are not looked up. Lists, not sets: a
+ * write adds to them at a fifth of the cost. An id is listed again when a later change of it has
+ * such a word too, and is never taken out: a record changed or deleted since is looked at in vain.
  */
 class WordIndex {
   /** Title words, which every search matches. */
