@@ -28,6 +28,7 @@ import { createKey, signUp } from "../test/support/world.ts";
 import { Http } from "../test/support/http.ts";
 import { cpuByGroup, cpuByThread, cpuSpent, percentile } from "./measure.ts";
 import { uploadAndWait } from "./upload.ts";
+import { DEFAULT_COALESCE_AFTER } from "../server/src/config.ts";
 
 const args = new Map(process.argv.slice(2).map((a) => a.replace(/^--/, "").split("=") as [string, string]));
 const RATE = Number(args.get("rate") ?? 500);
@@ -388,7 +389,7 @@ async function main() {
       "| --- | --- | --- | --- |",
       `| write acknowledgement p50 / p99 (${RATE}/s for ${SECONDS} s over ${INDEXES} indexes, after ${WARMUP} s of the same) | ${ms(percentile(singleWrites.acks, 0.5))} / ${ms(percentile(singleWrites.acks, 0.99))} | ${ms(percentile(writes.acks, 0.5))} / ${ms(percentile(writes.acks, 0.99))} | p99 ≤ 15 ms |`,
       `| acknowledged to readable in both other regions p50 / p99${LAG_EVERY > 1 ? ` (one write in ${LAG_EVERY})` : ""} | – | ${ms(percentile(writes.lags, 0.5))} / ${ms(percentile(writes.lags, 0.99))} | p50 ≤ 10 ms, p99 ≤ 50 ms |`,
-      `| automatic checkpoints while the writes were measured (one per index every ${ENV.SIFT_COALESCE_AFTER ?? "2000"} writes) | ${singleCheckpoints} | ${checkpoints} | |`,
+      `| automatic checkpoints while the writes were measured (one per index every ${ENV.SIFT_COALESCE_AFTER ?? DEFAULT_COALESCE_AFTER} writes) | ${singleCheckpoints} | ${checkpoints} | |`,
       `| writes answered / failed | ${singleWrites.acks.length} / ${singleWrites.failed} | ${writes.acks.length} / ${writes.failed} | 0 failed |`,
       `| bulk of ${RECORDS.toLocaleString("en")} records (${mb.toFixed(0)} MB): ingested where uploaded | ${(singleBulk.here / 1000).toFixed(1)} s | ${(bulk.here / 1000).toFixed(1)} s | |`,
       `| bulk: searchable in every region | – | ${(bulk.everywhere / 1000).toFixed(1)} s (${(bulk.everywhere / singleBulk.here).toFixed(2)}x one process) | ≤ 2x |`,

@@ -102,6 +102,9 @@ export interface Config {
 }
 
 /** Default request rates (a second, and the burst over ten seconds) per caller kind. */
+/** Record changes of an index between automatic checkpoints, unless SIFT_COALESCE_AFTER says (D-307). */
+export const DEFAULT_COALESCE_AFTER = 2000;
+
 export const DEFAULT_RATE_LIMITS: Record<Caller, RatePolicy> = {
   anonymous: { rate: 50, burst: 250 },
   srh: { rate: 50, burst: 250 },
@@ -302,7 +305,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       .map((s) => s.trim().toLowerCase())
       .filter(Boolean),
     demo: bool("SIFT_DEMO", true),
-    coalesceAfter: int("SIFT_COALESCE_AFTER", 2000, 2, 1_000_000),
+    coalesceAfter: int("SIFT_COALESCE_AFTER", DEFAULT_COALESCE_AFTER, 2, 1_000_000),
     retainVersions: int("SIFT_RETAIN_VERSIONS", 50, 1, 100_000),
     retentionEveryMs: int("SIFT_RETENTION_EVERY_SECONDS", 60, 1, 86_400) * 1000,
     signingSecret: env.SIFT_SIGNING_SECRET || undefined,

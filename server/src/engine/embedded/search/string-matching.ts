@@ -13,7 +13,8 @@ export interface TokenizedRecord {
 export class StringMatcher {
   private readonly tokens: readonly string[];
   private readonly prefixLast: boolean;
-  private readonly allowed: number[];
+  /** Per token, the typos it may match with (0 with typo tolerance off). */
+  readonly allowed: readonly number[];
   private readonly scratch = new MatchScratch();
 
   constructor(tokens: readonly string[], prefixLast: boolean, typoTolerance: boolean) {

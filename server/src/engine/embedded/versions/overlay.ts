@@ -12,7 +12,6 @@
 import type { RecordChange, SearchRecord, SearchRequest } from "../../../ports/engine.ts";
 import { matchesFilter } from "../../../search/filter.ts";
 import { tokenize } from "../../tokenize.ts";
-import { allowedTypos } from "../../typos.ts";
 import { walkData } from "../columns/data-fields.ts";
 import { haversineMeters } from "../columns/geo.ts";
 import { titleLengthKey } from "../columns/title-length.ts";
@@ -125,10 +124,12 @@ class WordLists {
     }
     // A token that may have a typo has at least four characters.
     const first = token.codePointAt(0)!;
-    const second = secondCodePoint(token)!;
-    // Words that start with the token's first or second character, by its first UTF-16 unit.
-    add(this.starts.get(String.fromCodePoint(first).slice(0, 1)));
-    add(this.starts.get(String.fromCodePoint(second).slice(0, 1)));
+    const secondAt = first > 0xffff ? 2 : 1;
+    const second = token.codePointAt(secondAt)!;
+    // Words that start with the token's first or second character, by that character's first
+    // UTF-16 unit (the starts' shortest key).
+    add(this.starts.get(token[0]!));
+    add(this.starts.get(token[secondAt]!));
     add(this.seconds.get(second));
     add(this.seconds.get(first));
   }
@@ -324,8 +325,8 @@ export class Overlay {
     // Only the records that may hold a word of the rarest token (WordIndex), unless those are
     // most of them (looking each up costs more than going through them all).
     let fewest: { lists: string[][]; size: number } | undefined;
-    for (const token of tokens) {
-      const found = this.line.words.candidates(token, typos ? allowedTypos(token) : 0, prefixLast);
+    for (const [i, token] of tokens.entries()) {
+      const found = this.line.words.candidates(token, matcher.allowed[i]!, prefixLast);
       if (found !== undefined && (fewest === undefined || found.size < fewest.size)) fewest = found;
     }
     if (fewest !== undefined && fewest.size * 2 < this.line.ids.size) {
