@@ -33,6 +33,8 @@ const writer = await engine.bulkWriter("k", 1);
 for (let i = 0; i < RECORDS; i += 10_000) await writer.add(all.slice(i, Math.min(RECORDS, i + 10_000)));
 await writer.commit();
 await engine.activate("k", "1");
+// Progress on stderr: a run takes half a minute or more, and the table comes at its end.
+console.error(`uploaded ${RECORDS.toLocaleString("en")} records; measuring the queries on them`);
 
 const samples = all.filter((_, i) => i % 97 === 0);
 const queries = makeQueries(samples, PER_CELL, 7);
@@ -81,6 +83,9 @@ for (const target of CHANGES) {
   // CPU, not time: each change is flushed to disk here (alone, not replicated), which the wait shows.
   const spent = process.cpuUsage(cpu);
   const perChange = (spent.user + spent.system) / 1000 / (applied - from);
+  console.error(
+    `${applied.toLocaleString("en")} changes applied; measuring the queries on them and on their checkpoint`,
+  );
   const onChanges = await measure(parent);
   const major = nextMajor++;
   await engine.checkpoint("k", parent, major);
