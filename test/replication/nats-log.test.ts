@@ -39,6 +39,14 @@ describe.skipIf(!natsAvailable)("the NATS change log", () => {
     return log;
   };
 
+  /** Bytes the connection named `who` has sent to the server so far. */
+  const sentBy = async (who: string) => {
+    const connz = (await (await fetch(`${nats.servers[0]!.monitor}/connz`)).json()) as {
+      connections: { name?: string; in_bytes: number }[];
+    };
+    return connz.connections.find((c) => c.name === who)?.in_bytes ?? 0;
+  };
+
   beforeAll(async () => {
     nats = await startNatsCluster(1);
     dir = mkdtempSync(join(tmpdir(), "sift-nats-log-"));
@@ -115,12 +123,8 @@ describe.skipIf(!natsAvailable)("the NATS change log", () => {
     await writer.putFiles(name, [{ name: "index.bin", path }]);
     // The server's own connection stays free for the log while a segment moves (D-288): the
     // bytes went through the transfer thread's connection.
-    const connz = (await (await fetch(`${nats.servers[0]!.monitor}/connz`)).json()) as {
-      connections: { name?: string; in_bytes: number }[];
-    };
-    const sent = (who: string) => connz.connections.find((c) => c.name === who)?.in_bytes ?? 0;
-    expect(sent("mover files")).toBeGreaterThan(5 * 1024 * 1024);
-    expect(sent("mover")).toBeLessThan(1024 * 1024);
+    expect(await sentBy("mover files")).toBeGreaterThan(5 * 1024 * 1024);
+    expect(await sentBy("mover")).toBeLessThan(1024 * 1024);
     // A part removed behind the manifest's back: the reader says which file of which segment.
     const client = await connect({ servers: nats.urls.split(",") });
     try {
@@ -143,13 +147,20 @@ describe.skipIf(!natsAvailable)("the NATS change log", () => {
     const path = join(dir, "thread.bin");
     const bytes = randomBytes(3 * 1024 * 1024);
     writeFileSync(path, bytes);
-    const put = (object: string) =>
-      thread.put({ object, path, start: 0, end: bytes.length - 1, encoding: "zstd", maxChunk: 512 * 1024 });
+    const bigPath = join(dir, "thread-big.bin");
+    writeFileSync(bigPath, randomBytes(64 * 1024 * 1024));
+    const put = (object: string, from = path, size = bytes.length) =>
+      thread.put({ object, path: from, start: 0, end: size - 1, encoding: "zstd", maxChunk: 512 * 1024 });
     try {
       await put("thread/one");
-      // Its thread ends under it (a crash, say): what was asked for fails, the next part starts a new one.
+      // Its thread ends under it (a crash, say) while a part's bytes flow: what was asked for
+      // fails, the next part starts a new thread. (Ended once the bytes flow: a termination that
+      // lands while Node builds the zstd stream aborts the whole process, which is why close()
+      // does not terminate.)
       const worker = (thread as unknown as { worker: { terminate(): Promise<number> } }).worker;
-      const lost = put("thread/lost");
+      const before = await sentBy("thread-test");
+      const lost = put("thread/lost", bigPath, 64 * 1024 * 1024);
+      await expect.poll(() => sentBy("thread-test"), { timeout: 20_000, interval: 5 }).toBeGreaterThan(before + 1e6);
       await worker.terminate();
       await expect(lost).rejects.toThrow(/transfer thread exited/);
       await put("thread/two");
@@ -159,6 +170,45 @@ describe.skipIf(!natsAvailable)("the NATS change log", () => {
       expect(digest(readFileSync(back))).toBe(digest(bytes));
     } finally {
       await thread.close();
+    }
+  }, 60_000);
+
+  it("a transfer thread closed during a put ends it, removes its chunks and exits by itself", async () => {
+    await open("thread-owner-2", false);
+    const thread = new TransferThread({
+      servers: nats.urls.split(","),
+      name: "closing-test",
+      bucket: "FILES_TEST_files",
+    });
+    const path = join(dir, "closing.bin");
+    writeFileSync(path, randomBytes(64 * 1024 * 1024));
+    const put = thread.put({
+      object: "closing/part",
+      path,
+      start: 0,
+      end: 64 * 1024 * 1024 - 1,
+      encoding: "zstd",
+      maxChunk: 512 * 1024,
+    });
+    const worker = (thread as unknown as { worker: { once(event: "exit", f: (code: number) => void): void } }).worker;
+    const exitCode = new Promise<number>((resolve) => worker.once("exit", resolve));
+    await expect.poll(() => sentBy("closing-test"), { timeout: 20_000, interval: 5 }).toBeGreaterThan(1e6);
+    const started = Date.now();
+    await thread.close();
+    // It left by itself (a terminated thread exits with 1), well before close() would terminate it.
+    expect(await exitCode).toBe(0);
+    expect(Date.now() - started).toBeLessThan(3_000);
+    await expect(put).rejects.toThrow(/the change log is closed|transfer thread exited/);
+    await expect(
+      thread.put({ object: "closing/after", path, start: 0, end: 0, encoding: "zstd", maxChunk: 1024 }),
+    ).rejects.toThrow("the change log is closed");
+    // The part it was putting is not in the store, neither whole nor in pieces.
+    const client = await connect({ servers: nats.urls.split(",") });
+    try {
+      const files = await new Objm(client).open("FILES_TEST_files", false);
+      expect(await files.info("closing/part")).toBeNull();
+    } finally {
+      await client.close();
     }
   }, 60_000);
 

@@ -2,7 +2,7 @@
 // and put; or get, decompress and write at the part's offset. Runs on the transfer thread
 // (transfer-worker.ts), never on the server's thread: see transfer-thread.ts for why.
 import { createReadStream, createWriteStream } from "node:fs";
-import { Readable } from "node:stream";
+import { Readable, addAbortSignal } from "node:stream";
 import type { ReadableStream as WebReadableStream } from "node:stream/web";
 import { pipeline } from "node:stream/promises";
 import zlib from "node:zlib";
@@ -66,9 +66,13 @@ export interface FetchPart {
   of: string;
 }
 
-export async function putPart(files: ObjectStore, part: PutPart): Promise<void> {
-  const source = createReadStream(part.path, { start: part.start, end: Math.max(part.end, 0), highWaterMark: PIECE });
-  const body = part.encoding === "zstd" ? source.pipe(zlib.createZstdCompress(ZSTD_FAST)) : source;
+/** `signal` ends the part's streams (the thread closing): the put then fails and removes its chunks. */
+export async function putPart(files: ObjectStore, part: PutPart, signal: AbortSignal): Promise<void> {
+  signal.throwIfAborted();
+  const end = Math.max(part.end, 0);
+  const source = createReadStream(part.path, { start: part.start, end, highWaterMark: PIECE, signal });
+  const body =
+    part.encoding === "zstd" ? addAbortSignal(signal, source.pipe(zlib.createZstdCompress(ZSTD_FAST))) : source;
   await files.put(
     { name: part.object, options: { max_chunk_size: part.maxChunk } },
     Readable.toWeb(body) as ReadableStream<Uint8Array>,
@@ -80,14 +84,17 @@ export async function fetchPart(
   jsm: JetStreamManager,
   bucket: string,
   part: FetchPart,
+  signal: AbortSignal,
 ): Promise<void> {
   const { source, error } = await openPart(files, jsm, bucket, part);
+  if (signal.aborted) source.destroy();
+  signal.throwIfAborted();
   // Flushed as each part ends, while the others still download: the flush of the whole set, which
   // the publisher waits for, then finds little left to write.
   const target = createWriteStream(part.path, { flags: "r+", start: part.start, highWaterMark: PIECE, flush: true });
   await (part.encoding === "zstd"
-    ? pipeline(source, zlib.createZstdDecompress({ chunkSize: PIECE }), target)
-    : pipeline(source, target));
+    ? pipeline(source, zlib.createZstdDecompress({ chunkSize: PIECE }), target, { signal })
+    : pipeline(source, target, { signal }));
   const failed = await error;
   if (failed) throw failed;
 }

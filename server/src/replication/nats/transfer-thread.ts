@@ -8,7 +8,11 @@ import { Worker } from "node:worker_threads";
 import type { FetchPart, PutPart } from "./parts.ts";
 import type { TransferData, TransferReply, TransferRequest } from "./transfer-worker.ts";
 
-type Request = TransferRequest extends infer R ? (R extends unknown ? Omit<R, "id"> : never) : never;
+/** How long a closing thread has to exit by itself. */
+const CLOSE_GRACE_MS = 5_000;
+
+type Request =
+  Exclude<TransferRequest, { op: "close" }> extends infer R ? (R extends unknown ? Omit<R, "id"> : never) : never;
 
 export class TransferThread {
   private worker: Worker | undefined;
@@ -29,11 +33,22 @@ export class TransferThread {
     return this.call({ op: "fetch", part });
   }
 
+  /**
+   * Asks the thread to end its transfers and connection and exit. Ending it from outside
+   * (`terminate()`) can abort the whole process: Node checks that a zstd stream it tears down was
+   * initialised, and a termination landing while the thread builds one fails that check (seen in
+   * CI). A thread that has not exited after a few seconds is terminated all the same.
+   */
   async close(): Promise<void> {
     this.closed = true;
     const worker = this.worker;
     this.worker = undefined;
-    await worker?.terminate();
+    if (worker === undefined) return;
+    const exited = new Promise<void>((resolve) => worker.once("exit", () => resolve()));
+    worker.postMessage({ id: ++this.next, op: "close" } satisfies TransferRequest);
+    const late = setTimeout(() => void worker.terminate(), CLOSE_GRACE_MS);
+    await exited;
+    clearTimeout(late);
   }
 
   /** Started on the first transfer (most nodes of most deployments rarely move files), and again after it died. */

@@ -2,7 +2,7 @@
 // part put or fetched per request (parts.ts), several at once as the server's thread asks.
 import module from "node:module";
 import { parentPort, workerData } from "node:worker_threads";
-import { connect } from "@nats-io/transport-node";
+import { type NatsConnection, connect } from "@nats-io/transport-node";
 import { type JetStreamManager, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { Objm, type ObjectStore, setSha256Backend } from "@nats-io/obj";
 import { CONNECTION, type FetchPart, type PutPart, fetchPart, putPart } from "./parts.ts";
@@ -16,20 +16,30 @@ export interface TransferData {
   bucket: string;
 }
 
-export type TransferRequest = { id: number; op: "put"; part: PutPart } | { id: number; op: "fetch"; part: FetchPart };
+export type TransferRequest =
+  | { id: number; op: "put"; part: PutPart }
+  | { id: number; op: "fetch"; part: FetchPart }
+  /** Ends the thread from inside: see TransferThread.close for why not from outside. */
+  | { id: number; op: "close" };
 
 export type TransferReply = { id: number; ok: true } | { id: number; ok: false; message: string };
 
 const { servers, name, bucket } = workerData as TransferData;
 setSha256Backend("native");
 
-let opened: Promise<{ files: ObjectStore; jsm: JetStreamManager }> | undefined;
+interface Store {
+  nc: NatsConnection;
+  files: ObjectStore;
+  jsm: JetStreamManager;
+}
+
+let opened: Promise<Store> | undefined;
 /** Connected on the first request, and again after a failure to connect. */
-function store(): Promise<{ files: ObjectStore; jsm: JetStreamManager }> {
+function store(): Promise<Store> {
   opened ??= (async () => {
     const nc = await connect({ servers, name, ...CONNECTION });
     const files = await new Objm(jetstream(nc, { timeout: 10_000, checkAPI: false })).open(bucket, false);
-    return { files, jsm: await jetstreamManager(nc, { timeout: 10_000, checkAPI: false }) };
+    return { nc, files, jsm: await jetstreamManager(nc, { timeout: 10_000, checkAPI: false }) };
   })();
   opened.catch(() => {
     opened = undefined;
@@ -37,12 +47,33 @@ function store(): Promise<{ files: ObjectStore; jsm: JetStreamManager }> {
   return opened;
 }
 
+/** One per transfer under way, to end its streams when the thread closes. */
+const running = new Set<AbortController>();
+
 parentPort!.on("message", async (request: TransferRequest) => {
+  if (request.op === "close") return close();
+  const transfer = new AbortController();
+  running.add(transfer);
   try {
     const { files, jsm } = await store();
-    await (request.op === "put" ? putPart(files, request.part) : fetchPart(files, jsm, bucket, request.part));
+    const { signal } = transfer;
+    await (request.op === "put"
+      ? putPart(files, request.part, signal)
+      : fetchPart(files, jsm, bucket, request.part, signal));
     parentPort!.postMessage({ id: request.id, ok: true } satisfies TransferReply);
   } catch (error) {
     parentPort!.postMessage({ id: request.id, ok: false, message: (error as Error).message } satisfies TransferReply);
+  } finally {
+    running.delete(transfer);
   }
 });
+
+/** Ends every transfer's streams and the connection; the thread then exits as its loop empties. */
+async function close(): Promise<void> {
+  for (const transfer of running) transfer.abort(new Error("the change log is closed"));
+  const connected = opened;
+  opened = undefined;
+  // A connection that never opened has nothing to close.
+  await (await connected?.catch(() => undefined))?.nc.close();
+  parentPort!.close();
+}
