@@ -5,7 +5,7 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connect } from "@nats-io/transport-node";
-import { freePort, waitForHttp } from "./ports.ts";
+import { freePort, waitForHttp, waitForTcp } from "./ports.ts";
 
 export const NATS_SERVER = "/usr/sbin/nats-server";
 export const natsAvailable = existsSync(NATS_SERVER);
@@ -46,9 +46,12 @@ function natsServer(name: string, port: number, monitor: number, args: string[])
       child = spawn(NATS_SERVER, args, { stdio: ["ignore", "pipe", "pipe"] });
       child.stdout!.on("data", (d) => (output += d));
       child.stderr!.on("data", (d) => (output += d));
-      await waitForHttp(`http://127.0.0.1:${monitor}/healthz`, 20_000).catch((error: Error) => {
-        throw new Error(`${error.message}\n${output}`);
-      });
+      // Its monitoring port answers before it listens for clients, which can still fail.
+      await waitForHttp(`http://127.0.0.1:${monitor}/healthz`, 20_000)
+        .then(() => waitForTcp(port, () => !running()))
+        .catch((error: Error) => {
+          throw new Error(`${error.message}\n${output}`);
+        });
     },
     kill: (signal = "SIGKILL") =>
       new Promise<void>((done) => {
