@@ -280,6 +280,12 @@ describe.skipIf(!natsAvailable)("the NATS change log", () => {
     expect(newest!.at).toBeLessThanOrEqual(Date.now() + 1_000);
     expect(await log.lastEntryOf("idx_none")).toBeNull();
     // The next write names the index's last position, as every node knows it.
-    expect(await log.append(entry(3), last)).toBeGreaterThan(last);
+    last = await log.append(entry(3), last);
+    expect(last).toBeGreaterThan(newest!.seq);
+    // An entry of record changes says its newest version (D-309): a region counts how far it trails.
+    const change = (version: string, parent: string) => ({ version, parent, upserts: [], deletes: ["x"] });
+    const changes = [change("0.1", "0"), change("0.2", "0.1")];
+    await log.append({ op: "changes", index: "idx_trunc", node: "truncating", at: Date.now(), changes }, last);
+    expect(await log.lastEntryOf("idx_trunc")).toMatchObject({ version: "0.2" });
   });
 });

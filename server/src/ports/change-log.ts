@@ -56,6 +56,28 @@ export type LogEntry = LogOp & {
   after?: number;
 };
 
+export interface EntryTail {
+  seq: number;
+  at: number;
+  version?: VersionId;
+}
+
+/** The newest version an entry makes, if it makes one (record changes, uploads, checkpoints). */
+export function newestVersionOf(entry: LogEntry): VersionId | undefined {
+  switch (entry.op) {
+    case "change":
+      return entry.change.version;
+    case "changes":
+      return entry.changes.at(-1)?.version;
+    case "bulk":
+      return String(entry.major);
+    case "checkpoint":
+      return entry.carry?.version ?? String(entry.major);
+    default:
+      return undefined;
+  }
+}
+
 export interface AppliedEntry {
   /** Position in the whole log (1-based, gap-free order of application). */
   seq: number;
@@ -79,8 +101,12 @@ export interface ChangeLog {
   lastSeqNearby?(): Promise<number>;
   /** The position of the newest entry of one index (0 when it has none). */
   lastSeqOf(indexKey: string): Promise<number>;
-  /** The newest entry of one index: its position and when the log took it (epoch ms); null when it has none. */
-  lastEntryOf(indexKey: string): Promise<{ seq: number; at: number } | null>;
+  /**
+   * The newest entry of one index: its position, when the log took it (epoch ms) and the newest
+   * version it makes (`newestVersionOf`; absent for entries the log holds in its object store);
+   * null when it has none.
+   */
+  lastEntryOf(indexKey: string): Promise<EntryTail | null>;
   /** The oldest position still held (the log may be truncated behind checkpoints). */
   firstSeq(): Promise<number>;
   /**

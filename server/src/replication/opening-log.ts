@@ -4,7 +4,7 @@
 // like a log that does not answer: a write is a 503, readiness says not caught up, and the
 // replica's start tries again.
 import type { Logger } from "../log.ts";
-import type { AppliedEntry, ChangeLog, LogEntry } from "../ports/change-log.ts";
+import type { AppliedEntry, ChangeLog, EntryTail, LogEntry } from "../ports/change-log.ts";
 import { within } from "../within.ts";
 
 /** How long a call waits for the log to open before it fails (a NATS request's own timeout). */
@@ -62,7 +62,7 @@ export class OpeningLog implements ChangeLog {
   async lastSeqOf(indexKey: string): Promise<number> {
     return (await this.use()).lastSeqOf(indexKey);
   }
-  async lastEntryOf(indexKey: string): Promise<{ seq: number; at: number } | null> {
+  async lastEntryOf(indexKey: string): Promise<EntryTail | null> {
     return (await this.use()).lastEntryOf(indexKey);
   }
   async firstSeq(): Promise<number> {

@@ -2,9 +2,10 @@
 // GET /v1/regions reports per region to a caller who may read the catalog. Against the shared
 // store's active version, which every node records with the log position that set it, and, while
 // the store does not have it yet (nodes record in batches, about every 100 ms under load), against
-// the index's newest entry in the log (D-301).
+// the index's newest entry in the log (D-301, D-309).
 import { and, asc, count, eq, gt, lte, max, ne, or, sql } from "drizzle-orm";
-import { parseVersion, type VersionId } from "../domain/version-id.ts";
+import { parseVersion, tryParseVersion, type VersionId } from "../domain/version-id.ts";
+import type { EntryTail } from "../ports/change-log.ts";
 import type { Db } from "../store/open.ts";
 import { within } from "../within.ts";
 import { indexes, versions } from "../store/schema.ts";
@@ -19,10 +20,12 @@ export interface IndexLag {
 /** What the replica knows of an index here (absent without replication). */
 export interface AppliedView {
   active(indexId: string): VersionId | undefined;
+  /** The newest version of the index applied here, live or not. */
+  newest(indexId: string): VersionId | undefined;
   /** Log position of the newest entry of the index processed here (0: none). */
   appliedSeq(indexId: string): number;
-  /** The newest entry the log holds for the index: its position and when the log took it. */
-  logTail(indexId: string): Promise<{ seq: number; at: number } | null>;
+  /** The newest entry the log holds for the index: its position, when the log took it, the version it makes. */
+  logTail(indexId: string): Promise<EntryTail | null>;
 }
 
 /** A tenant with more indexes is shown its first ones by name. */
@@ -64,15 +67,16 @@ export class RegionLagService {
 
   /**
    * Whether the log holds an entry of the index this node has not processed, which the store does
-   * not show yet: one version behind at least (how many the entries hold is not read), since that
-   * entry. A log out of reach leaves it at what the store says.
+   * not show yet: behind by the versions between the newest applied here and the newest that entry
+   * makes (at least one), since that entry. A log out of reach leaves it at what the store says.
    */
   private async fromLog(applied: AppliedView, indexId: string): Promise<{ behindVersions: number; lagMs: number }> {
     const looking = within(LOG_LOOK_MS, "reading the index's newest log entry", applied.logTail(indexId));
     // biome-ignore lint/plugin: the lag then rests on the store alone; /readyz reports the log's state.
     const tail = await looking.catch(() => null);
     if (tail === null || tail.seq <= applied.appliedSeq(indexId)) return { behindVersions: 0, lagMs: 0 };
-    return { behindVersions: 1, lagMs: Math.max(0, this.now() - tail.at) };
+    const behindVersions = versionsUpTo(applied.newest(indexId), tail.version);
+    return { behindVersions, lagMs: Math.max(0, this.now() - tail.at) };
   }
 
   /** Versions after `local` up to `live` (at least one: a roll back the node has not applied), and since when. */
@@ -98,4 +102,18 @@ export class RegionLagService {
     const since = row?.newest ?? liveRow?.at ?? this.now();
     return { behindVersions: Math.max(1, Number(row?.n ?? 0)), lagMs: Math.max(0, this.now() - Number(since)) };
   }
+}
+
+/**
+ * How many versions come after `local` up to `newest`, counted by their ids: exact within one
+ * major (its minors are numbered one by one); across majors, the newest major and its minors (a
+ * lower bound: where the older major's chain ended is in entries not read). At least one, for an
+ * entry that makes no version (an activation) or an id not known.
+ */
+export function versionsUpTo(local: VersionId | undefined, newest: VersionId | undefined): number {
+  const to = newest === undefined ? null : tryParseVersion(newest);
+  if (to === null) return 1;
+  const from = local === undefined ? null : tryParseVersion(local);
+  if (from === null || to.major > from.major) return to.minor + 1;
+  return to.major === from.major ? Math.max(1, to.minor - from.minor) : 1;
 }

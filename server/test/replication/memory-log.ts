@@ -5,7 +5,7 @@
 import { cpSync, mkdirSync } from "node:fs";
 import { basename, join } from "node:path";
 import type { AppliedEntry, ChangeLog, LogEntry } from "../../src/ports/change-log.ts";
-import { StaleAppendError } from "../../src/ports/change-log.ts";
+import { StaleAppendError, newestVersionOf } from "../../src/ports/change-log.ts";
 
 export class MemoryLog {
   /** null: truncated away. */
@@ -43,7 +43,10 @@ export class MemoryLog {
       lastSeqOf: async (indexKey: string) => log.entries.reduce((at, e, i) => (e?.index === indexKey ? i + 1 : at), 0),
       lastEntryOf: async (indexKey: string) => {
         const seq = log.entries.reduce((at, e, i) => (e?.index === indexKey ? i + 1 : at), 0);
-        return seq === 0 ? null : { seq, at: log.entries[seq - 1]!.at };
+        if (seq === 0) return null;
+        const entry = log.entries[seq - 1]!;
+        const version = newestVersionOf(entry);
+        return { seq, at: entry.at, ...(version === undefined ? {} : { version }) };
       },
       firstSeq: async () => Math.max(1, log.entries.findIndex((e) => e !== null) + 1),
       follow(fromSeq: number, deliver: (applied: AppliedEntry) => Promise<void>) {

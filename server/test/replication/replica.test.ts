@@ -275,10 +275,13 @@ describe("per-index lag before any node's store batch has the write (D-301)", ()
     expect(before).toMatchObject({ behindVersions: 0, lagMs: 0 });
     nodes.b.log.hold();
     const written = Date.now();
-    const version = await nodes.a.records.put(admin, "shop", "unrecorded", { title: "Not in the store yet" });
+    let version = await nodes.a.records.put(admin, "shop", "unrecorded", { title: "Not in the store yet" });
     const [shop] = await lag();
     expect(shop).toMatchObject({ indexName: "shop", activeVersion: before!.activeVersion, behindVersions: 1 });
     expect(shop!.lagMs).toBeLessThanOrEqual(Date.now() - written);
+    // Each version the log holds and the node lacks counts (D-309), not only the newest entry.
+    for (const id of ["two", "three", "four"]) version = await nodes.a.records.put(admin, "shop", id, { title: id });
+    expect(await lag()).toMatchObject([{ activeVersion: before!.activeVersion, behindVersions: 4 }]);
     nodes.b.log.release();
     await nodes.b.replica.waitFor(shopId, version, 5_000);
     expect(await lag()).toEqual([{ indexName: "shop", activeVersion: version, behindVersions: 0, lagMs: 0 }]);

@@ -1,12 +1,13 @@
 // Per-index lag as /v1/regions reports it (docs/replication.md, Health): a node that has not
 // applied the entry that made the store's active version live is behind by the versions between
 // its own and that one, and by how long ago the newest of them was written. One whose store shows
-// nothing newer yet, while the log holds an entry it has not processed, is one version behind
-// since that entry (D-301).
+// nothing newer yet, while the log holds an entry it has not processed, is behind by the versions
+// up to the one that entry makes, since that entry (D-301, D-309).
 import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import type { Principal } from "../../src/auth/principal.ts";
-import { RegionLagService } from "../../src/services/region-lag.ts";
+import type { EntryTail } from "../../src/ports/change-log.ts";
+import { RegionLagService, versionsUpTo } from "../../src/services/region-lag.ts";
 import { indexes, versions } from "../../src/store/schema.ts";
 import { openServices, type TestServices } from "../support/services.ts";
 import { storeTargets } from "../support/store.ts";
@@ -33,12 +34,20 @@ describe.each(storeTargets())("region lag on $name", (target) => {
     const [newest] = await db.select({ at: versions.createdAt }).from(versions).where(eq(versions.version, "0.3"));
     const now = newest!.at + 1_500;
     const logTail = async () => ({ seq: 7, at: now - 2_000 });
-    const behind = new RegionLagService(db, { active: () => "0.1", appliedSeq: () => 5, logTail }, () => now);
+    const behind = new RegionLagService(
+      db,
+      { active: () => "0.1", newest: () => "0.1", appliedSeq: () => 5, logTail },
+      () => now,
+    );
     expect(await behind.forTenant("ten_l")).toEqual([
       { indexName: "shop", activeVersion: "0.1", behindVersions: 2, lagMs: 1_500 },
     ]);
     // Once it has applied the entry that set the store's active version, it no longer trails.
-    const caughtUp = new RegionLagService(db, { active: () => "0.3", appliedSeq: () => 7, logTail }, () => now);
+    const caughtUp = new RegionLagService(
+      db,
+      { active: () => "0.3", newest: () => "0.3", appliedSeq: () => 7, logTail },
+      () => now,
+    );
     expect((await caughtUp.forTenant("ten_l"))[0]).toMatchObject({ behindVersions: 0, lagMs: 0 });
     // Another tenant's indexes are not listed.
     expect(await behind.forTenant("ten_other")).toEqual([]);
@@ -48,12 +57,20 @@ describe.each(storeTargets())("region lag on $name", (target) => {
     const db = services.store.db;
     await db.update(indexes).set({ logSeq: 7 }).where(eq(indexes.tenantId, "ten_l"));
     const now = Date.now();
-    const view = (logTail: () => Promise<{ seq: number; at: number } | null>) =>
-      new RegionLagService(db, { active: () => "0.3", appliedSeq: () => 7, logTail }, () => now);
+    const view = (logTail: () => Promise<EntryTail | null>) =>
+      new RegionLagService(db, { active: () => "0.3", newest: () => "0.3", appliedSeq: () => 7, logTail }, () => now);
     // Entry 9 was taken 40 ms ago; the writer's node has not recorded its version yet.
-    expect(await view(async () => ({ seq: 9, at: now - 40 })).forTenant("ten_l")).toEqual([
+    expect(await view(async () => ({ seq: 9, at: now - 40, version: "0.4" })).forTenant("ten_l")).toEqual([
       { indexName: "shop", activeVersion: "0.3", behindVersions: 1, lagMs: 40 },
     ]);
+    // Entries 8 and 9 hold versions 0.4 to 0.8: five behind, since the newest.
+    expect(await view(async () => ({ seq: 9, at: now - 40, version: "0.8" })).forTenant("ten_l")).toEqual([
+      { indexName: "shop", activeVersion: "0.3", behindVersions: 5, lagMs: 40 },
+    ]);
+    // An entry that makes no version (an activation) is one.
+    expect((await view(async () => ({ seq: 9, at: now - 40 })).forTenant("ten_l"))[0]).toMatchObject({
+      behindVersions: 1,
+    });
     expect((await view(async () => ({ seq: 7, at: now - 40 })).forTenant("ten_l"))[0]).toMatchObject({
       behindVersions: 0,
       lagMs: 0,
@@ -63,5 +80,19 @@ describe.each(storeTargets())("region lag on $name", (target) => {
     expect((await failing.forTenant("ten_l"))[0]).toMatchObject({ behindVersions: 0 });
     const silent = view(() => new Promise(() => {}));
     expect((await silent.forTenant("ten_l"))[0]).toMatchObject({ behindVersions: 0 });
+  });
+});
+
+describe("versions between the newest applied and the newest in the log", () => {
+  test("are counted by minor within a major, and at least by the new major's versions across", () => {
+    expect(versionsUpTo("3.2", "3.9")).toBe(7);
+    expect(versionsUpTo("3", "3.4")).toBe(4);
+    // A new major with two minors: 4, 4.1, 4.2 at least (the rest of 3's chain is not known).
+    expect(versionsUpTo("3.7", "4.2")).toBe(3);
+    expect(versionsUpTo(undefined, "1.2")).toBe(3);
+    // Nothing countable: the entry is still one not applied.
+    expect(versionsUpTo("3.2", undefined)).toBe(1);
+    expect(versionsUpTo("3.9", "3.4")).toBe(1);
+    expect(versionsUpTo("4.1", "3.9")).toBe(1);
   });
 });

@@ -25,7 +25,14 @@ import { within } from "../../within.ts";
 import { CONNECTION, docsBucket, type FileEncoding, filesBucket, zstdAvailable } from "./parts.ts";
 import { readObject } from "./small-objects.ts";
 import { TransferThread } from "./transfer-thread.ts";
-import { type AppliedEntry, type ChangeLog, type LogEntry, StaleAppendError } from "../../ports/change-log.ts";
+import {
+  type AppliedEntry,
+  type ChangeLog,
+  type EntryTail,
+  type LogEntry,
+  StaleAppendError,
+  newestVersionOf,
+} from "../../ports/change-log.ts";
 
 export interface NatsLogOptions {
   /** Server URLs, comma-separated or a list (any member of the cluster will do). */
@@ -462,9 +469,12 @@ class NatsLog implements ChangeLog {
     return (await this.lastEntryOf(indexKey))?.seq ?? 0;
   }
 
-  async lastEntryOf(indexKey: string): Promise<{ seq: number; at: number } | null> {
+  async lastEntryOf(indexKey: string): Promise<EntryTail | null> {
     const message = await this.jsm.streams.getMessage(this.options.stream, { last_by_subj: subjectOf(indexKey) });
-    return message ? { seq: message.seq, at: message.time.getTime() } : null;
+    if (!message) return null;
+    const raw = message.json<LogEntry | EntryRef>();
+    const version = "ref" in raw ? undefined : newestVersionOf(raw);
+    return { seq: message.seq, at: message.time.getTime(), ...(version === undefined ? {} : { version }) };
   }
 
   async firstSeq(): Promise<number> {
