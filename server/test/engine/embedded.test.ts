@@ -297,11 +297,12 @@ describe("embedded engine ranking on a version with many changed records", () =>
     await engine.createIndex("k");
     const records = makeRecords(rand, 200);
     await bulk(engine, "k", 1, records);
-    // Words of the changed records only, some in data only, looked up by how they start and by
-    // their second character (versions/overlay.ts).
+    // Words of the changed records only, some in data only, looked up by their first characters
+    // (versions/overlay.ts).
     const changed = makeRecords(rand, 600, "many-").map((r, i) => ({
       ...r,
-      title: `${r.title} n${i}z w${i % 97}x`,
+      // One word of one record whose first and third characters only are a typo's first two.
+      title: `${r.title} n${i}z w${i % 97}x${i === 300 ? " quixotic" : ""}`,
       data: { ...r.data, tags: [`k${i}`, `r${i % 13}q`] },
     }));
     await engine.applyChange("k", { version: "1.1", parent: "1", upserts: changed, deletes: [] });
@@ -310,12 +311,29 @@ describe("embedded engine ranking on a version with many changed records", () =>
     for (const query of [
       ...["k599", "k17 n17z", "n42", "r12q", "w96x k5", "n599z w17", "k1"],
       // One typo each: at the end, of the first character, the first left out, one put before
-      // it, the first two swapped; two typos.
-      ...["n598zz", "m598z", "598z", "an598z", "5n98z", "n5981zq"],
+      // it, the first two swapped; of the second, the second left out, one put after the first,
+      // the second and third swapped (a data word too); two typos.
+      ...[
+        "n598zz",
+        "m598z",
+        "598z",
+        "an598z",
+        "5n98z",
+        "nx98z",
+        "n98z",
+        "nq598z",
+        "n958z",
+        "kx512",
+        "qixotic",
+        "n5981zq",
+      ],
     ]) {
       requests.push({ query, scope: "all", weighted: false, limit: 20 });
       requests.push({ query, scope: "title", weighted: true, limit: 20 });
     }
+    // The record of "quixotic" is found with one character left out after the first.
+    const page = await engine.search("k", "1.1", { query: "qixotic", scope: "title", weighted: false, limit: 20 });
+    expect(page.hits.map((h) => h.record.title)).toEqual([expect.stringContaining("quixotic")]);
     await expectSameAsReference(engine, "k", "1.1", content, requests);
   });
 });

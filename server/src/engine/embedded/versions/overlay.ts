@@ -64,14 +64,17 @@ const START_UNITS = 3;
  * are compared with it: scanning every changed record for every search made a version 1,000
  * changes past its major three to seven times slower to search than its checkpoint, and one
  * 5,000 changes past it twenty times or more (bench/RESULTS.md, D-306). Per beginning of a word
- * (its first one, two and three UTF-16 units) and per second character, the ids of the records
- * that had such a word at any stamp of the line: a superset for every version of it (the match
- * decides).
+ * (its first one, two and three UTF-16 units), per its second and third characters and per its
+ * first and third, the ids of the records that had such a word at any stamp of the line: a
+ * superset for every version of it (the match decides).
  *
  * A token that must match exactly, as a whole word or as a word's beginning, needs a word that
- * starts with its own first three units. One that may match with one typo needs a word whose
- * first or second character is the token's first or second (the one edit changes at most one of
- * them, shifts them by one place, or swaps them). Two typos are not looked up. Lists, not sets: a
+ * starts with its own first three units. One that may match with one typo (t0 t1 t2 ...) needs a
+ * word whose first two characters are t0 t1 (the edit comes later), t1 t2 (t0 left out), t0 t2
+ * (t1 left out, or t1 t2 swapped) or t1 t0 (swapped); or whose second and third are t1 t2 (t0
+ * replaced) or t0 t1 (one put before t0); or whose first and third are t0 t2 (t1 replaced) or t0
+ * t1 (one put after t0). Pairs, not single characters: a record has many words, and nearly every
+ * one had a word starting with an "e" or a "t" (D-310). Two typos are not looked up. Lists, not sets: a
  * write adds to them at a fifth of the cost. An id is listed again when a later change of it has
  * such a word too, and is never taken out: a record changed or deleted since is looked at in vain.
  */
@@ -104,14 +107,23 @@ class WordIndex {
 class WordLists {
   /** By the word's first one, two and three UTF-16 units. */
   private readonly starts = new Map<string, string[]>();
-  /** By the word's second code point. */
-  private readonly seconds = new Map<number, string[]>();
+  /** By the word's second and third characters (`pairKey`). */
+  private readonly middles = new Map<number, string[]>();
+  /** By the word's first and third characters (`pairKey`). */
+  private readonly skips = new Map<number, string[]>();
 
   add(word: string, id: string): void {
     for (let units = 1; units <= Math.min(START_UNITS, word.length); units++)
       listId(this.starts, word.slice(0, units), id);
-    const second = secondCodePoint(word);
-    if (second !== undefined) listId(this.seconds, second, id);
+    const c0 = word.codePointAt(0);
+    if (c0 === undefined) return;
+    const at1 = c0 > 0xffff ? 2 : 1;
+    const c1 = word.codePointAt(at1);
+    if (c1 === undefined) return;
+    const c2 = word.codePointAt(at1 + (c1 > 0xffff ? 2 : 1));
+    if (c2 === undefined) return;
+    listId(this.middles, pairKey(c1, c2), id);
+    listId(this.skips, pairKey(c0, c2), id);
   }
 
   collect(token: string, typos: number, into: string[][]): void {
@@ -122,23 +134,21 @@ class WordLists {
       add(this.starts.get(token.slice(0, START_UNITS)));
       return;
     }
-    // A token that may have a typo has at least four characters.
-    const first = token.codePointAt(0)!;
-    const secondAt = first > 0xffff ? 2 : 1;
-    const second = token.codePointAt(secondAt)!;
-    // Words that start with the token's first or second character, by that character's first
-    // UTF-16 unit (the starts' shortest key).
-    add(this.starts.get(token[0]!));
-    add(this.starts.get(token[secondAt]!));
-    add(this.seconds.get(second));
-    add(this.seconds.get(first));
+    // A token that may have a typo has at least four characters. A pair of characters is looked
+    // up among the starts by its first three units at most (a superset where it has more).
+    const [t0, t1, t2] = Array.from(token.slice(0, 6)) as [string, string, string];
+    for (const pair of [t0 + t1, t1 + t2, t0 + t2, t1 + t0]) add(this.starts.get(pair.slice(0, START_UNITS)));
+    const [p0, p1, p2] = [t0.codePointAt(0)!, t1.codePointAt(0)!, t2.codePointAt(0)!];
+    add(this.middles.get(pairKey(p1, p2)));
+    add(this.middles.get(pairKey(p0, p1)));
+    add(this.skips.get(pairKey(p0, p2)));
+    add(this.skips.get(pairKey(p0, p1)));
   }
 }
 
-function secondCodePoint(word: string): number | undefined {
-  const first = word.codePointAt(0);
-  if (first === undefined) return undefined;
-  return word.codePointAt(first > 0xffff ? 2 : 1);
+/** Two code points as one number (21 bits each): a key that costs no string. */
+function pairKey(a: number, b: number): number {
+  return a * 0x200000 + b;
 }
 
 function listId<K>(lists: Map<K, string[]>, key: K, id: string): void {
