@@ -21,7 +21,7 @@
 import http from "node:http";
 import os from "node:os";
 import { statSync, writeFileSync } from "node:fs";
-import { keyed, startRegions } from "../test/support/regions.ts";
+import { keyed, type Regions, startRegions } from "../test/support/regions.ts";
 import { siftProcess } from "../test/support/process.ts";
 import { RATE_LIMITS_OFF } from "../test/support/limits.ts";
 import { createKey, signUp } from "../test/support/world.ts";
@@ -267,6 +267,24 @@ async function createEverywhere(r: Awaited<ReturnType<typeof startRegions>>, nam
   }
 }
 
+/**
+ * Entries in the change log so far (the last position of the stream SIFT, the default name, as the
+ * server that has most of it says): writes per entry is what group commit (D-220) gathers, and
+ * NATS costs per entry.
+ */
+async function logEntries(r: Regions): Promise<number> {
+  let last = 0;
+  for (const server of r.nats.servers) {
+    const jsz = (await (await fetch(`${server.monitor}/jsz?streams=true`)).json()) as {
+      account_details?: { stream_detail?: { name: string; state: { last_seq: number } }[] }[];
+    };
+    for (const account of jsz.account_details ?? [])
+      for (const stream of account.stream_detail ?? [])
+        if (stream.name === "SIFT") last = Math.max(last, stream.state.last_seq);
+  }
+  return last;
+}
+
 /** --roles: what one write costs the node that takes it, each node that applies it, NATS and PostgreSQL. */
 async function roles() {
   const r = await startRegions(["frankfurt", "london", "newark"], ENV);
@@ -286,10 +304,12 @@ async function roles() {
     };
     const threadsBefore = pids.map(cpuByThread);
     const messagesBefore = await messages();
+    const entriesBefore = await logEntries(r);
     const measured = await withCpu(
       () => pids,
       () => writeLoad(writer, names),
     );
+    const entries = (await logEntries(r)) - entriesBefore;
     const threadsAfter = pids.map(cpuByThread);
     const perWrite = (seconds: number) => `${((seconds * 1000) / measured.result.acks.length).toFixed(2)} ms`;
     const threadNames = ["MainThread", "WorkerThread", "V8Worker", "libuv-worker"];
@@ -308,7 +328,7 @@ async function roles() {
       );
     });
     console.log(
-      `\nNATS ${perWrite(measured.cpu.get("nats") ?? 0)}, PostgreSQL ${perWrite(measured.cpu.get("postgresql") ?? 0)}, load generator ${perWrite(measured.cpu.get("generator") ?? 0)}; NATS messages in and out over all servers: ${(((await messages()) - messagesBefore) / measured.result.acks.length).toFixed(1)} per write.`,
+      `\nNATS ${perWrite(measured.cpu.get("nats") ?? 0)}, PostgreSQL ${perWrite(measured.cpu.get("postgresql") ?? 0)}, load generator ${perWrite(measured.cpu.get("generator") ?? 0)}; NATS messages in and out over all servers: ${(((await messages()) - messagesBefore) / measured.result.acks.length).toFixed(1)} per write; ${(measured.result.acks.length / entries).toFixed(2)} writes per log entry.`,
     );
   } finally {
     await r.stop();
@@ -372,8 +392,10 @@ async function main() {
     const siftPids = () => r.nodes.map((node) => node.pid());
     const writers = r.nodes.map((node) => lean(node.url, r.key));
     await writeLoad(writers, names, WARMUP, "warm");
+    const entriesBefore = await logEntries(r);
     const writesCpu = await withCpu(siftPids, () => writeLoad(writers, names));
     const writes = writesCpu.result;
+    const entries = (await logEntries(r)) - entriesBefore;
     const checkpoints = await checkpointsDuring(writers[0]!, names, writes);
     console.log("three regions: bulk");
     const bulkCpu = await withCpu(siftPids, () => uploadAndWait(regions[0]!, r.index, file, regions.slice(1)));
@@ -391,6 +413,7 @@ async function main() {
       `| acknowledged to readable in both other regions p50 / p99${LAG_EVERY > 1 ? ` (one write in ${LAG_EVERY})` : ""} | – | ${ms(percentile(writes.lags, 0.5))} / ${ms(percentile(writes.lags, 0.99))} | p50 ≤ 10 ms, p99 ≤ 50 ms |`,
       `| automatic checkpoints while the writes were measured (one per index every ${ENV.SIFT_COALESCE_AFTER ?? DEFAULT_COALESCE_AFTER} writes) | ${singleCheckpoints} | ${checkpoints} | |`,
       `| writes answered / failed | ${singleWrites.acks.length} / ${singleWrites.failed} | ${writes.acks.length} / ${writes.failed} | 0 failed |`,
+      `| writes per change log entry (group commit) | – | ${(writes.acks.length / entries).toFixed(2)} | |`,
       `| bulk of ${RECORDS.toLocaleString("en")} records (${mb.toFixed(0)} MB): ingested where uploaded | ${(singleBulk.here / 1000).toFixed(1)} s | ${(bulk.here / 1000).toFixed(1)} s | |`,
       `| bulk: searchable in every region | – | ${(bulk.everywhere / 1000).toFixed(1)} s (${(bulk.everywhere / singleBulk.here).toFixed(2)}x one process) | ≤ 2x |`,
       `| a region killed with SIGKILL (${restart.missed} writes made meanwhile): restart to serving, to caught up and serving the newest write | – | ${(restart.serving / 1000).toFixed(1)} s, ${(restart.caughtUp / 1000).toFixed(1)} s | |`,
