@@ -1,8 +1,9 @@
 // Searches of an index that takes record writes: between two checkpoints a version is its major's
-// segment plus the records changed since (an overlay, searched by a scan). This measures the
-// search latency of the search bench's query mix (bench/queries.ts) on a version N record changes
-// after its major, and on the checkpoint of that same version (the same records, all in one
-// segment), in the same run.
+// segment plus the records changed since (an overlay, whose records that may hold a query's
+// rarest token are looked up, D-306, D-310). This measures the search latency of the search
+// bench's query mix (bench/queries.ts) on a version N record changes after its major, and on the
+// checkpoint of that same version (the same records, all in one segment), in the same run; typo
+// queries also by kind (whether every token may have two typos, which are not looked up).
 //
 //   npm run bench:changes                                 100,000 records, 1,000 / 5,000 / 10,000 changes
 //   npm run bench:changes -- --records=300000 --changes=1000,20000 --per-cell=10
@@ -14,6 +15,8 @@ import { createEmbeddedEngine } from "../server/src/engine/embedded/index.ts";
 import { syntheticRecords } from "./datasets.ts";
 import { percentile } from "./measure.ts";
 import { isTypoClass, makeQueries } from "./queries.ts";
+import { allowedTypos } from "../server/src/engine/typos.ts";
+import { tokenize } from "../server/src/engine/tokenize.ts";
 
 const args = new Map(process.argv.slice(2).map((a) => a.replace(/^--/, "").split("=") as [string, string]));
 const RECORDS = Number(args.get("records") ?? 100_000);
@@ -38,28 +41,42 @@ console.error(`uploaded ${RECORDS.toLocaleString("en")} records; measuring the q
 
 const samples = all.filter((_, i) => i % 97 === 0);
 const queries = makeQueries(samples, PER_CELL, 7);
+/**
+ * Typo queries whose every token may have two typos (eight characters or more): those compare every
+ * changed record (D-310), and set the typo p99; reported apart from the other typo queries.
+ */
+const everyTokenTwoTypos = (query: string) => {
+  const tokens = tokenize(query);
+  return tokens.length > 0 && tokens.every((t) => allowedTypos(t) === 2);
+};
 
 /**
  * Every query ROUNDS times, after one round not counted: p50 / p99 of the exact classes and of the
  * typo classes apart (a version's changed records are searched for typos only where its segment
  * has no exact match, and then every one of them is compared).
  */
-async function measure(version: string): Promise<{ exact: string; typos: string }> {
+async function measure(version: string): Promise<{ exact: string; typos: string; two: string; one: string }> {
   const exact: number[] = [];
   const typos: number[] = [];
+  const two: number[] = [];
+  const one: number[] = [];
   for (let round = 0; round <= ROUNDS; round++) {
     for (const q of queries) {
       const start = performance.now();
       await engine.search("k", version, q.request);
-      if (round > 0) (isTypoClass(q.cls) ? typos : exact).push(performance.now() - start);
+      const took = performance.now() - start;
+      if (round === 0) continue;
+      (isTypoClass(q.cls) ? typos : exact).push(took);
+      if (isTypoClass(q.cls)) (everyTokenTwoTypos(q.request.query ?? "") ? two : one).push(took);
     }
   }
   const of = (times: number[]) => `${ms(percentile(times, 0.5))} / ${ms(percentile(times, 0.99))}`;
-  return { exact: of(exact), typos: of(typos) };
+  return { exact: of(exact), typos: of(typos), two: of(two), one: of(one) };
 }
 
 const ms = (x: number) => `${x.toFixed(2)} ms`;
 const rows: string[] = [];
+const kinds: string[] = [];
 const base = await measure("1");
 rows.push(`| 0 (the upload) | – | ${base.exact} | ${base.typos} | – | – |`);
 let parent = "1";
@@ -93,6 +110,9 @@ for (const target of CHANGES) {
   rows.push(
     `| ${target.toLocaleString("en")} | ${ms(perChange)} | ${onChanges.exact} | ${onChanges.typos} | ${onCheckpoint.exact} | ${onCheckpoint.typos} |`,
   );
+  kinds.push(
+    `| ${target.toLocaleString("en")} | ${onChanges.one} | ${onChanges.two} | ${onCheckpoint.one} | ${onCheckpoint.two} |`,
+  );
 }
 await engine.close();
 fs.rmSync(dataDir, { recursive: true, force: true });
@@ -105,3 +125,11 @@ console.log(
 );
 console.log("| --- | --- | --- | --- | --- | --- |");
 for (const row of rows) console.log(row);
+const twoCount = queries.filter((q) => isTypoClass(q.cls) && everyTokenTwoTypos(q.request.query ?? "")).length;
+const typoCount = queries.filter((q) => isTypoClass(q.cls)).length;
+console.log(
+  `\nTypo queries by kind, p50 / p99: ${typoCount - twoCount} with a token that may have at most one typo, ${twoCount} whose every token may have two.\n`,
+);
+console.log("| record changes since the major | one typo at most | every token two | on its checkpoint: one | two |");
+console.log("| --- | --- | --- | --- | --- |");
+for (const row of kinds) console.log(row);
