@@ -74,9 +74,10 @@ const START_UNITS = 3;
  * (t1 left out, or t1 t2 swapped) or t1 t0 (swapped); or whose second and third are t1 t2 (t0
  * replaced) or t0 t1 (one put before t0); or whose first and third are t0 t2 (t1 replaced) or t0
  * t1 (one put after t0). Pairs, not single characters: a record has many words, and nearly every
- * one had a word starting with an "e" or a "t" (D-310). Two typos are not looked up. Lists, not sets: a
- * write adds to them at a fifth of the cost. An id is listed again when a later change of it has
- * such a word too, and is never taken out: a record changed or deleted since is looked at in vain.
+ * one had a word starting with an "e" or a "t" (D-310). Two typos are not looked up. Lists, not
+ * sets: a write adds to them at a fifth of the cost. An id is listed again when a later change of
+ * it has such a word too, and is never taken out: a record changed or deleted since is looked at
+ * in vain.
  */
 class WordIndex {
   /** Title words, which every search matches. */
