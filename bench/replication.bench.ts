@@ -28,7 +28,7 @@ import { createKey, signUp } from "../test/support/world.ts";
 import { Http } from "../test/support/http.ts";
 import { cpuByGroup, cpuByThread, cpuSpent, percentile } from "./measure.ts";
 import { uploadAndWait } from "./upload.ts";
-import { DEFAULT_COALESCE_AFTER } from "../server/src/config.ts";
+import { DEFAULT_COALESCE_AFTER, DEFAULT_NATS_STREAM } from "../server/src/config.ts";
 
 const args = new Map(process.argv.slice(2).map((a) => a.replace(/^--/, "").split("=") as [string, string]));
 const RATE = Number(args.get("rate") ?? 500);
@@ -268,9 +268,8 @@ async function createEverywhere(r: Awaited<ReturnType<typeof startRegions>>, nam
 }
 
 /**
- * Entries in the change log so far (the last position of the stream SIFT, the default name, as the
- * server that has most of it says): writes per entry is what group commit (D-220) gathers, and
- * NATS costs per entry.
+ * Entries in the change log so far (its stream's last position, as the server that has most of it
+ * says): writes per entry is what group commit (D-220) gathers, and NATS costs per entry.
  */
 async function logEntries(r: Regions): Promise<number> {
   let last = 0;
@@ -280,7 +279,7 @@ async function logEntries(r: Regions): Promise<number> {
     };
     for (const account of jsz.account_details ?? [])
       for (const stream of account.stream_detail ?? [])
-        if (stream.name === "SIFT") last = Math.max(last, stream.state.last_seq);
+        if (stream.name === DEFAULT_NATS_STREAM) last = Math.max(last, stream.state.last_seq);
   }
   return last;
 }

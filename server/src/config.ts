@@ -101,10 +101,13 @@ export interface Config {
   nodeId: string;
 }
 
-/** Default request rates (a second, and the burst over ten seconds) per caller kind. */
 /** Record changes of an index between automatic checkpoints, unless SIFT_COALESCE_AFTER says (D-307). */
 export const DEFAULT_COALESCE_AFTER = 2000;
 
+/** The change log's stream in NATS, unless SIFT_NATS_STREAM names another. */
+export const DEFAULT_NATS_STREAM = "SIFT";
+
+/** Default request rates (a second, and the burst over ten seconds) per caller kind. */
 export const DEFAULT_RATE_LIMITS: Record<Caller, RatePolicy> = {
   anonymous: { rate: 50, burst: 250 },
   srh: { rate: 50, burst: 250 },
@@ -334,7 +337,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     nats: natsServers.length
       ? {
           servers: natsServers,
-          stream: env.SIFT_NATS_STREAM || "SIFT",
+          stream: env.SIFT_NATS_STREAM || DEFAULT_NATS_STREAM,
           ...(natsMirror ? { mirror: natsMirror } : {}),
           replicas: natsReplicas,
           // An index's log is snapshotted and truncated after this many entries (docs/replication.md).

@@ -56,10 +56,11 @@ export type LogEntry = LogOp & {
   after?: number;
 };
 
+/** The newest entry of an index, as `ChangeLog.lastEntryOf` reads it. */
 export interface EntryTail {
   seq: number;
   at: number;
-  version?: VersionId;
+  version?: VersionId | undefined;
 }
 
 /** The newest version an entry makes, if it makes one (record changes, uploads, checkpoints). */

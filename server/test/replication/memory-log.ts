@@ -45,8 +45,7 @@ export class MemoryLog {
         const seq = log.entries.reduce((at, e, i) => (e?.index === indexKey ? i + 1 : at), 0);
         if (seq === 0) return null;
         const entry = log.entries[seq - 1]!;
-        const version = newestVersionOf(entry);
-        return { seq, at: entry.at, ...(version === undefined ? {} : { version }) };
+        return { seq, at: entry.at, version: newestVersionOf(entry) };
       },
       firstSeq: async () => Math.max(1, log.entries.findIndex((e) => e !== null) + 1),
       follow(fromSeq: number, deliver: (applied: AppliedEntry) => Promise<void>) {

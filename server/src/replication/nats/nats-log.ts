@@ -466,15 +466,19 @@ class NatsLog implements ChangeLog {
   }
 
   async lastSeqOf(indexKey: string): Promise<number> {
-    return (await this.lastEntryOf(indexKey))?.seq ?? 0;
+    // Its position only: an entry of a group of writes can be large, and is not parsed here.
+    return (await this.lastMessageOf(indexKey))?.seq ?? 0;
   }
 
   async lastEntryOf(indexKey: string): Promise<EntryTail | null> {
-    const message = await this.jsm.streams.getMessage(this.options.stream, { last_by_subj: subjectOf(indexKey) });
+    const message = await this.lastMessageOf(indexKey);
     if (!message) return null;
     const raw = message.json<LogEntry | EntryRef>();
-    const version = "ref" in raw ? undefined : newestVersionOf(raw);
-    return { seq: message.seq, at: message.time.getTime(), ...(version === undefined ? {} : { version }) };
+    return { seq: message.seq, at: message.time.getTime(), version: "ref" in raw ? undefined : newestVersionOf(raw) };
+  }
+
+  private lastMessageOf(indexKey: string) {
+    return this.jsm.streams.getMessage(this.options.stream, { last_by_subj: subjectOf(indexKey) });
   }
 
   async firstSeq(): Promise<number> {

@@ -116,15 +116,10 @@ class WordLists {
   add(word: string, id: string): void {
     for (let units = 1; units <= Math.min(START_UNITS, word.length); units++)
       listId(this.starts, word.slice(0, units), id);
-    const c0 = word.codePointAt(0);
-    if (c0 === undefined) return;
-    const at1 = c0 > 0xffff ? 2 : 1;
-    const c1 = word.codePointAt(at1);
-    if (c1 === undefined) return;
-    const c2 = word.codePointAt(at1 + (c1 > 0xffff ? 2 : 1));
+    const [c0, c1, c2] = firstCodePoints(word);
     if (c2 === undefined) return;
-    listId(this.middles, pairKey(c1, c2), id);
-    listId(this.skips, pairKey(c0, c2), id);
+    listId(this.middles, pairKey(c1!, c2), id);
+    listId(this.skips, pairKey(c0!, c2), id);
   }
 
   collect(token: string, typos: number, into: string[][]): void {
@@ -137,14 +132,29 @@ class WordLists {
     }
     // A token that may have a typo has at least four characters. A pair of characters is looked
     // up among the starts by its first three units at most (a superset where it has more).
-    const [t0, t1, t2] = Array.from(token.slice(0, 6)) as [string, string, string];
-    for (const pair of [t0 + t1, t1 + t2, t0 + t2, t1 + t0]) add(this.starts.get(pair.slice(0, START_UNITS)));
-    const [p0, p1, p2] = [t0.codePointAt(0)!, t1.codePointAt(0)!, t2.codePointAt(0)!];
+    const [p0, p1, p2] = firstCodePoints(token) as [number, number, number];
+    for (const [a, b] of [
+      [p0, p1],
+      [p1, p2],
+      [p0, p2],
+      [p1, p0],
+    ] as const)
+      add(this.starts.get(String.fromCodePoint(a, b).slice(0, START_UNITS)));
     add(this.middles.get(pairKey(p1, p2)));
     add(this.middles.get(pairKey(p0, p1)));
     add(this.skips.get(pairKey(p0, p2)));
     add(this.skips.get(pairKey(p0, p1)));
   }
+}
+
+/** A word's first three code points (fewer for a shorter word). */
+function firstCodePoints(word: string): [number?, number?, number?] {
+  const c0 = word.codePointAt(0);
+  if (c0 === undefined) return [];
+  const at1 = c0 > 0xffff ? 2 : 1;
+  const c1 = word.codePointAt(at1);
+  if (c1 === undefined) return [c0];
+  return [c0, c1, word.codePointAt(at1 + (c1 > 0xffff ? 2 : 1))];
 }
 
 /** Two code points as one number (21 bits each): a key that costs no string. */
