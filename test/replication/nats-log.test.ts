@@ -6,16 +6,20 @@
 // is not waited for long.
 // Truncation: removing an index's entries before position 1 removes nothing, and its writes go on.
 // Large entries: after a purge, a body no entry left in the log names is removed, the others stay.
+// Documents: a listing holds every document that exists while it runs, whatever else is written
+// (D-311); a deleted document leaves no description behind.
 import { createHash, randomBytes } from "node:crypto";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { jetstreamManager } from "@nats-io/jetstream";
 import { Objm } from "@nats-io/obj";
 import { connect } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLogger } from "../../server/src/log.ts";
 import type { AppliedEntry, ChangeLog, LogEntry } from "../../server/src/ports/change-log.ts";
 import { openNatsLog } from "../../server/src/replication/nats/nats-log.ts";
+import { docsBucket, filesBucket } from "../../server/src/replication/nats/parts.ts";
 import { TransferThread } from "../../server/src/replication/nats/transfer-thread.ts";
 import { type NatsCluster, natsAvailable, startNatsCluster } from "../support/nats.ts";
 
@@ -45,6 +49,19 @@ describe.skipIf(!natsAvailable)("the NATS change log", () => {
       connections: { name?: string; in_bytes: number }[];
     };
     return connz.connections.find((c) => c.name === who)?.in_bytes ?? 0;
+  };
+
+  /** How many objects `bucket` has descriptions of, deleted ones' included (the stream's subjects). */
+  const describedIn = async (bucket: string) => {
+    const client = await connect({ servers: nats.urls.split(",") });
+    try {
+      const info = await (await jetstreamManager(client)).streams.info(`OBJ_${bucket}`, {
+        subjects_filter: `$O.${bucket}.M.>`,
+      });
+      return Object.keys(info.state.subjects ?? {}).length;
+    } finally {
+      await client.close();
+    }
   };
 
   beforeAll(async () => {
@@ -287,5 +304,71 @@ describe.skipIf(!natsAvailable)("the NATS change log", () => {
     const changes = [change("0.1", "0"), change("0.2", "0.1")];
     await log.append({ op: "changes", index: "idx_trunc", node: "truncating", at: Date.now(), changes }, last);
     expect(await log.lastEntryOf("idx_trunc")).toMatchObject({ version: "0.2" });
+  });
+
+  it("lists every document that exists throughout while others are rewritten and created (D-311)", async () => {
+    const writer = await open("docs-writer", false);
+    const reader = await open("docs-reader", false);
+    const nodes = Array.from({ length: 10 }, (_, i) => `nodes/n${i}`);
+    for (const name of nodes) await writer.putDoc(name, { at: 0 });
+    // Positions are rewritten as nodes report and snapshot documents come and go, as in a cluster.
+    let stop = false;
+    let made = 0;
+    const rewriting = [0, 1, 2, 3].map(async (w) => {
+      for (let k = w; !stop; k++) await writer.putDoc(nodes[k % nodes.length]!, { at: k });
+    });
+    const creating = [0, 1].map(async (c) => {
+      while (!stop) {
+        const name = `snapshots/idx_list/${c}-${made++}`;
+        await writer.putDoc(name, { made });
+        if (made % 3 === 0) await writer.deleteDoc(name);
+      }
+    });
+    const short: string[][] = [];
+    try {
+      for (let round = 0; round < 300; round++) {
+        const listed = new Set(await reader.listDocs("nodes/"));
+        const missing = nodes.filter((name) => !listed.has(name));
+        if (missing.length > 0) short.push(missing);
+      }
+    } finally {
+      stop = true;
+      await Promise.all([...rewriting, ...creating]);
+    }
+    expect(short).toEqual([]);
+    expect(made).toBeGreaterThan(50);
+
+    // A deleted document leaves nothing behind that listings would have to read again and again.
+    const described = () => describedIn(docsBucket("FILES_TEST"));
+    const listed = await reader.listDocs("snapshots/idx_list/");
+    expect(await described()).toBe(nodes.length + listed.length);
+    await writer.deleteDoc(listed[0]!);
+    expect(await described()).toBe(nodes.length + listed.length - 1);
+    expect(await reader.listDocs("snapshots/idx_list/")).not.toContain(listed[0]);
+    // The name written again is a document again.
+    await writer.putDoc(listed[0]!, { again: true });
+    expect(await reader.listDocs("snapshots/idx_list/")).toContain(listed[0]);
+    expect(await reader.getDoc(listed[0]!)).toEqual({ again: true });
+  }, 120_000);
+
+  it("a deleted set of files leaves no descriptions behind, and its index lists none (D-311)", async () => {
+    const log = await open("files-gone", false);
+    const described = () => describedIn(filesBucket("FILES_TEST"));
+    const before = await described();
+    writeFileSync(join(dir, "gone-a.bin"), "a".repeat(100));
+    writeFileSync(join(dir, "gone-b.bin"), "b".repeat(100));
+    const files = ["gone-a.bin", "gone-b.bin"].map((name) => ({ name, path: join(dir, name) }));
+    await log.putFiles("segments/idx_gone/1", files);
+    await log.putFiles("segments/idx_gone/2", files);
+    expect((await log.listPublished("idx_gone")).map((p) => p.name).sort()).toEqual([
+      "segments/idx_gone/1",
+      "segments/idx_gone/2",
+    ]);
+    expect(await described()).toBe(before + 6);
+    await log.deleteFiles("segments/idx_gone/1");
+    expect((await log.listPublished("idx_gone")).map((p) => p.name)).toEqual(["segments/idx_gone/2"]);
+    expect(await described()).toBe(before + 3);
+    expect(await log.deleteUnfinished("idx_gone", Date.now() + 60_000)).toBe(0);
+    expect(await log.hasFiles("segments/idx_gone/2")).toBe(true);
   });
 });

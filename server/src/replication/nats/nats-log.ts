@@ -23,6 +23,7 @@ import type { Logger } from "../../log.ts";
 import { syncDirectory, syncFile } from "../../durable.ts";
 import { within } from "../../within.ts";
 import { CONNECTION, docsBucket, type FileEncoding, filesBucket, zstdAvailable } from "./parts.ts";
+import { deleteObject, listObjects } from "./listing.ts";
 import { readObject } from "./small-objects.ts";
 import { TransferThread } from "./transfer-thread.ts";
 import {
@@ -785,10 +786,10 @@ class NatsLog implements ChangeLog {
     const files = await this.manifest(name);
     if (files === null) return;
     for (const f of files) {
-      if (f.parts === undefined) await this.files.delete(`${name}/${f.name}`);
-      else for (let part = 0; part < f.parts; part++) await this.files.delete(partName(name, f.name, part));
+      if (f.parts === undefined) await this.deleteFile(`${name}/${f.name}`);
+      else for (let part = 0; part < f.parts; part++) await this.deleteFile(partName(name, f.name, part));
     }
-    await this.files.delete(`${name}/manifest`);
+    await this.deleteFile(`${name}/manifest`);
   }
 
   async listPublished(indexKey: string): Promise<{ name: string; at: number }[]> {
@@ -816,29 +817,36 @@ class NatsLog implements ChangeLog {
     let removed = 0;
     for (const { names, newest } of unfinished.values()) {
       if (newest >= at) continue;
-      for (const name of names) await this.files.delete(name);
+      for (const name of names) await this.deleteFile(name);
       removed++;
     }
     return removed;
   }
 
-  /** The index's objects in the files bucket: one listing (it reads every object's description). */
+  /** The index's objects in the files bucket. */
   private async filesOf(indexKey: string): Promise<{ name: string; mtime: string }[]> {
-    const prefixes = [`segments/${indexKey}/`, `snapshots/${indexKey}/`];
-    return (await this.files.list()).filter((info) => !info.deleted && prefixes.some((p) => info.name.startsWith(p)));
+    const listed = await Promise.all(
+      [`segments/${indexKey}/`, `snapshots/${indexKey}/`].map((prefix) => this.listFiles(prefix)),
+    );
+    return listed.flat();
+  }
+
+  private listFiles(prefix: string) {
+    return listObjects(this.files, this.jsm, filesBucket(this.options.stream), prefix);
+  }
+
+  /** Deletes a file object; see `deleteObject`. */
+  private deleteFile(name: string) {
+    return deleteObject(this.files, this.jsm, filesBucket(this.options.stream), name);
   }
 
   async deleteLargeEntries(indexKey: string, at: number, options: { exceptFrom?: number } = {}): Promise<number> {
     const named =
       options.exceptFrom === undefined ? new Set<string>() : await this.refsFrom(indexKey, options.exceptFrom);
-    const stale = (await this.files.list()).filter(
-      (info) =>
-        !info.deleted &&
-        info.name.startsWith(`entries/${indexKey}/`) &&
-        Date.parse(info.mtime) < at &&
-        !named.has(info.name),
+    const stale = (await this.listFiles(`entries/${indexKey}/`)).filter(
+      (info) => Date.parse(info.mtime) < at && !named.has(info.name),
     );
-    for (const info of stale) await this.files.delete(info.name);
+    for (const info of stale) await this.deleteFile(info.name);
     return stale.length;
   }
 
@@ -892,11 +900,11 @@ class NatsLog implements ChangeLog {
   }
 
   async listDocs(prefix: string): Promise<string[]> {
-    return (await this.docs.list()).filter((info) => !info.deleted && info.name.startsWith(prefix)).map((i) => i.name);
+    return (await listObjects(this.docs, this.jsm, docsBucket(this.options.stream), prefix)).map((o) => o.name);
   }
 
   async deleteDoc(name: string): Promise<void> {
-    await this.docs.delete(name);
+    await deleteObject(this.docs, this.jsm, docsBucket(this.options.stream), name);
   }
 
   async truncate(indexKey: string, beforeSeq: number): Promise<void> {
