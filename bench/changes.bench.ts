@@ -3,7 +3,8 @@
 // rarest token are looked up, D-306, D-310). This measures the search latency of the search
 // bench's query mix (bench/queries.ts) on a version N record changes after its major, and on the
 // checkpoint of that same version (the same records, all in one segment), in the same run; typo
-// queries also by kind (whether every token may have two typos, which are not looked up).
+// queries also by kind (whether every token may have two typos, which are compared with the
+// changed records' distinct words rather than looked up, D-312).
 //
 //   npm run bench:changes                                 100,000 records, 1,000 / 5,000 / 10,000 changes
 //   npm run bench:changes -- --records=300000 --changes=1000,20000 --per-cell=10
@@ -42,8 +43,8 @@ console.error(`uploaded ${RECORDS.toLocaleString("en")} records; measuring the q
 const samples = all.filter((_, i) => i % 97 === 0);
 const queries = makeQueries(samples, PER_CELL, 7);
 /**
- * Typo queries whose every token may have two typos (eight characters or more): those compare every
- * changed record (D-310), and set the typo p99; reported apart from the other typo queries.
+ * Typo queries whose every token may have two typos (eight characters or more): no token of theirs
+ * is looked up by its characters (D-310, D-312); reported apart from the other typo queries.
  */
 const everyTokenTwoTypos = (query: string) => {
   const tokens = tokenize(query);

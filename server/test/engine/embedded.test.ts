@@ -302,8 +302,8 @@ describe("embedded engine ranking on a version with many changed records", () =>
     const changed = makeRecords(rand, 600, "many-").map((r, i) => ({
       ...r,
       // One word of one record whose first and third characters only are a typo's first two.
-      title: `${r.title} n${i}z w${i % 97}x${i === 300 ? " quixotic" : ""}`,
-      data: { ...r.data, tags: [`k${i}`, `r${i % 13}q`] },
+      title: `${r.title} n${i}z w${i % 97}x${i === 300 ? " quixotic" : ""}${i === 450 ? " extraordinarily" : ""}`,
+      data: { ...r.data, tags: [`k${i}`, `r${i % 13}q`, ...(i === 120 ? ["pneumatically"] : [])] },
     }));
     await engine.applyChange("k", { version: "1.1", parent: "1", upserts: changed, deletes: [] });
     const content = new Map([...records, ...changed].map((r) => [r.id, prepareRecord(r)]));
@@ -327,6 +327,9 @@ describe("embedded engine ranking on a version with many changed records", () =>
         "qixotic",
         "n5981zq",
       ],
+      // Two typos (tokens of eight characters or more), compared with every distinct word: in a
+      // title, as a typed beginning, in data only, and a token that narrows nothing beside one.
+      ...["quoxotik", "extrordinarly", "extraodrinxr", "pneumaticlaly", "pnuematicaly k120", "n1z extrordinary"],
     ]) {
       requests.push({ query, scope: "all", weighted: false, limit: 20 });
       requests.push({ query, scope: "title", weighted: true, limit: 20 });
@@ -334,6 +337,14 @@ describe("embedded engine ranking on a version with many changed records", () =>
     // The record of "quixotic" is found with one character left out after the first.
     const page = await engine.search("k", "1.1", { query: "qixotic", scope: "title", weighted: false, limit: 20 });
     expect(page.hits.map((h) => h.record.title)).toEqual([expect.stringContaining("quixotic")]);
+    // And with two typos, typed in part (D-312).
+    const typed = await engine.search("k", "1.1", {
+      query: "extraodrinxr",
+      scope: "title",
+      weighted: false,
+      limit: 20,
+    });
+    expect(typed.hits.map((h) => h.record.title)).toEqual([expect.stringContaining("extraordinarily")]);
     await expectSameAsReference(engine, "k", "1.1", content, requests);
   });
 });

@@ -12,6 +12,7 @@
 import type { RecordChange, SearchRecord, SearchRequest } from "../../../ports/engine.ts";
 import { matchesFilter } from "../../../search/filter.ts";
 import { tokenize } from "../../tokenize.ts";
+import { editDistance, prefixEditDistance } from "../../typos.ts";
 import { walkData } from "../columns/data-fields.ts";
 import { haversineMeters } from "../columns/geo.ts";
 import { titleLengthKey } from "../columns/title-length.ts";
@@ -74,7 +75,9 @@ const START_UNITS = 3;
  * (t1 left out, or t1 t2 swapped) or t1 t0 (swapped); or whose second and third are t1 t2 (t0
  * replaced) or t0 t1 (one put before t0); or whose first and third are t0 t2 (t1 replaced) or t0
  * t1 (one put after t0). Pairs, not single characters: a record has many words, and nearly every
- * one had a word starting with an "e" or a "t" (D-310). Two typos are not looked up. Lists, not
+ * one had a word starting with an "e" or a "t" (D-310). A token that may match with two typos,
+ * or one whose lookups leave many records, is compared with each distinct word of the line
+ * instead (`close`, D-312). Lists, not
  * sets: a write adds to them at a fifth of the cost. An id is listed again when a later change of
  * it has such a word too, and is never taken out: a record changed or deleted since is looked at
  * in vain.
@@ -91,18 +94,33 @@ class WordIndex {
     for (const word of item.dataTokens) this.data.add(word, id);
   }
 
-  /**
-   * Lists of the ids whose records may hold a word that `token` matches with up to `typos` typos;
-   * undefined where they are not looked up (two typos).
-   */
-  candidates(token: string, typos: number, titleOnly: boolean): { lists: string[][]; size: number } | undefined {
-    if (typos > 1) return undefined;
+  /** Lists of the ids whose records may hold a word that `token` matches with up to one typo. */
+  candidates(token: string, typos: number, titleOnly: boolean): Candidates {
     const lists: string[][] = [];
     for (const words of titleOnly ? [this.title] : [this.title, this.data]) words.collect(token, typos, lists);
-    let size = 0;
-    for (const ids of lists) size += ids.length;
-    return { lists, size };
+    return sized(lists);
   }
+
+  /**
+   * Lists of the ids whose records held a word `token` matches with up to `typos` typos (as a
+   * typed beginning with `prefix`): every distinct word of the line compared with it.
+   */
+  close(token: string, typos: number, titleOnly: boolean, prefix: boolean): Candidates {
+    const lists: string[][] = [];
+    for (const words of titleOnly ? [this.title] : [this.title, this.data]) words.close(token, typos, prefix, lists);
+    return sized(lists);
+  }
+}
+
+interface Candidates {
+  lists: string[][];
+  size: number;
+}
+
+function sized(lists: string[][]): Candidates {
+  let size = 0;
+  for (const ids of lists) size += ids.length;
+  return { lists, size };
 }
 
 class WordLists {
@@ -112,8 +130,11 @@ class WordLists {
   private readonly middles = new Map<number, string[]>();
   /** By the word's first and third characters (`pairKey`). */
   private readonly skips = new Map<number, string[]>();
+  /** By the whole word: the line's distinct words, for tokens that may have two typos. */
+  private readonly words = new Map<string, string[]>();
 
   add(word: string, id: string): void {
+    listId(this.words, word, id);
     for (let units = 1; units <= Math.min(START_UNITS, word.length); units++)
       listId(this.starts, word.slice(0, units), id);
     const [c0, c1, c2] = firstCodePoints(word);
@@ -144,6 +165,13 @@ class WordLists {
     add(this.middles.get(pairKey(p0, p1)));
     add(this.skips.get(pairKey(p0, p2)));
     add(this.skips.get(pairKey(p0, p1)));
+  }
+
+  close(token: string, typos: number, prefix: boolean, into: string[][]): void {
+    for (const [word, ids] of this.words) {
+      const d = prefix ? prefixEditDistance(token, word, typos) : editDistance(token, word, typos);
+      if (d <= typos) into.push(ids);
+    }
   }
 }
 
@@ -345,23 +373,36 @@ export class Overlay {
     };
     // Only the records that may hold a word of the rarest token (WordIndex), unless those are
     // most of them (looking each up costs more than going through them all).
-    let fewest: { lists: string[][]; size: number } | undefined;
+    const { words, ids } = this.line;
+    const fewer = (found: Candidates | undefined, share: number) =>
+      found !== undefined && found.size * share < ids.size;
+    const narrow = (found: Candidates | undefined) => fewer(found, 2);
+    let fewest: Candidates | undefined;
     for (const [i, token] of tokens.entries()) {
-      const found = this.line.words.candidates(token, matcher.allowed[i]!, prefixLast);
-      if (found !== undefined && (fewest === undefined || found.size < fewest.size)) fewest = found;
+      if (matcher.allowed[i]! > 1) continue;
+      const found = words.candidates(token, matcher.allowed[i]!, prefixLast);
+      if (fewest === undefined || found.size < fewest.size) fewest = found;
     }
-    if (fewest !== undefined && fewest.size * 2 < this.line.ids.size) {
+    // Tokens that may have typos are compared with every distinct word when no lookup left
+    // fewer than an eighth of the records (two typos are not looked up): that costs more than a
+    // lookup, and less than matching that many records (bench/RESULTS.md, D-312).
+    for (const [i, token] of tokens.entries()) {
+      if (matcher.allowed[i]! === 0 || fewer(fewest, 8)) continue;
+      const found = words.close(token, matcher.allowed[i]!, prefixLast, prefixLast && i === tokens.length - 1);
+      if (fewest === undefined || found.size < fewest.size) fewest = found;
+    }
+    if (fewest !== undefined && narrow(fewest)) {
       const seen = new Set<string>();
-      for (const ids of fewest.lists) {
-        for (const id of ids) {
+      for (const list of fewest.lists) {
+        for (const id of list) {
           if (seen.has(id)) continue;
           seen.add(id);
-          consider(this.line.ids.get(id)!);
+          consider(ids.get(id)!);
         }
       }
       return hits;
     }
-    for (const history of this.line.ids.values()) consider(history);
+    for (const history of ids.values()) consider(history);
     return hits;
   }
 }
