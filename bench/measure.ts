@@ -154,6 +154,11 @@ export function cpuByGroup(group: (pid: number, command: string) => string | und
   return out;
 }
 
+/** CPU seconds of one process so far, its ended threads' included; 0 once it is gone. */
+export function cpuOfProcess(pid: number): number {
+  return cpuOf(`/proc/${pid}/stat`)?.seconds ?? 0;
+}
+
 /**
  * CPU seconds of one process's threads so far, summed by thread name (Node's: MainThread,
  * WorkerThread for worker_threads, V8Worker for the GC's and compiler's helpers, libuv-worker for

@@ -26,7 +26,7 @@ import { siftProcess } from "../test/support/process.ts";
 import { RATE_LIMITS_OFF } from "../test/support/limits.ts";
 import { createKey, signUp } from "../test/support/world.ts";
 import { Http } from "../test/support/http.ts";
-import { cpuByGroup, cpuByThread, cpuSpent, percentile } from "./measure.ts";
+import { cpuByGroup, cpuByThread, cpuOfProcess, cpuSpent, percentile } from "./measure.ts";
 import { uploadAndWait } from "./upload.ts";
 import { DEFAULT_COALESCE_AFTER, DEFAULT_NATS_STREAM } from "../server/src/config.ts";
 
@@ -397,8 +397,14 @@ async function main() {
     const entries = (await logEntries(r)) - entriesBefore;
     const checkpoints = await checkpointsDuring(writers[0]!, names, writes);
     console.log("three regions: bulk");
+    const bulkPids = r.nodes.map((node) => node.pid()!);
+    const bulkBefore = bulkPids.map((pid) => ({ threads: cpuByThread(pid), all: cpuOfProcess(pid) }));
     const bulkCpu = await withCpu(siftPids, () => uploadAndWait(regions[0]!, r.index, file, regions.slice(1)));
     const bulk = bulkCpu.result;
+    const bulkByNode = bulkPids.map((pid, n) => {
+      const threads = cpuSpent(cpuByThread(pid), bulkBefore[n]!.threads);
+      return { all: cpuOfProcess(pid) - bulkBefore[n]!.all, threads };
+    });
     console.log("three regions: a region killed and restarted");
     const restart = await killAndRestart(r, names[0]!);
 
@@ -425,6 +431,17 @@ async function main() {
       cpuLine("writes, three regions (per write)", writesCpu, writes.acks.length),
       cpuLine(`bulk of ${RECORDS.toLocaleString("en")}, one process`, singleBulkCpu),
       cpuLine(`bulk of ${RECORDS.toLocaleString("en")}, three regions`, bulkCpu),
+      "",
+      "The bulk over three regions, CPU by Sift node and thread (worker threads: builds and file transfers; ended threads: those gone by the end, such as a download's):",
+      "",
+      "| node | all | main | worker threads | V8 helpers | libuv pool | ended threads |",
+      "| --- | --- | --- | --- | --- | --- | --- |",
+      ...bulkByNode.map(({ all, threads }, n) => {
+        const named = ["MainThread", "WorkerThread", "V8Worker", "libuv-worker"].map((t) => threads.get(t) ?? 0);
+        const live = [...threads.values()].reduce((a, b) => a + b, 0);
+        const cells = [all, ...named, Math.max(0, all - live)].map((s) => `${s.toFixed(1)} s`);
+        return `| ${n === 0 ? "uploaded to" : "receives"} (${r.regionIds[n]}) | ${cells.join(" | ")} |`;
+      }),
     ].join("\n");
     console.log(`\n${table}\n`);
     writeFileSync(`${os.tmpdir()}/sift-replication-bench.md`, `${table}\n`);
