@@ -10,6 +10,7 @@ import type { JetStreamManager } from "@nats-io/jetstream";
 import { Base64UrlPaddedCodec, type ObjectStore } from "@nats-io/obj";
 
 const metaSubjects = (bucket: string) => `$O.${bucket}.M.`;
+const GETS_AT_ONCE = 32;
 
 /** The names whose description subject `bucket`'s stream holds, deleted objects' included. */
 async function describedNames(jsm: JetStreamManager, bucket: string, prefix: string): Promise<string[]> {
@@ -32,12 +33,16 @@ export async function listObjects(
   prefix: string,
 ): Promise<{ name: string; mtime: string }[]> {
   const names = await describedNames(jsm, bucket, prefix);
-  const infos = await Promise.all(names.map((name) => store.info(name)));
   const found: { name: string; mtime: string }[] = [];
-  for (const [i, info] of infos.entries()) {
-    if (info === null) continue;
-    if (info.deleted) await dropDescription(jsm, bucket, names[i]!);
-    else found.push({ name: info.name, mtime: info.mtime });
+  // Some at a time: a node with thousands of indexes lists all their snapshot pointers at start.
+  for (let at = 0; at < names.length; at += GETS_AT_ONCE) {
+    const some = names.slice(at, at + GETS_AT_ONCE);
+    const infos = await Promise.all(some.map((name) => store.info(name)));
+    for (const [i, info] of infos.entries()) {
+      if (info === null) continue;
+      if (info.deleted) await dropDescription(jsm, bucket, some[i]!);
+      else found.push({ name: info.name, mtime: info.mtime });
+    }
   }
   return found;
 }
