@@ -130,7 +130,7 @@ class WordLists {
   private readonly middles = new Map<number, string[]>();
   /** By the word's first and third characters (`pairKey`). */
   private readonly skips = new Map<number, string[]>();
-  /** By the whole word: the line's distinct words, for tokens that may have two typos. */
+  /** By the whole word: the line's distinct words, compared with typo tokens (`close`). */
   private readonly words = new Map<string, string[]>();
 
   add(word: string, id: string): void {
