@@ -38,11 +38,14 @@ export async function listObjects(
   for (let at = 0; at < names.length; at += GETS_AT_ONCE) {
     const some = names.slice(at, at + GETS_AT_ONCE);
     const infos = await Promise.all(some.map((name) => store.info(name)));
+    const dropped: Promise<void>[] = [];
     for (const [i, info] of infos.entries()) {
       if (info === null) continue;
-      if (info.deleted) await dropDescription(jsm, bucket, some[i]!);
+      if (info.deleted) dropped.push(dropDescription(jsm, bucket, some[i]!));
       else found.push({ name: info.name, mtime: info.mtime });
     }
+    // A bucket written before deletions removed their descriptions may hold thousands.
+    await Promise.all(dropped);
   }
   return found;
 }
