@@ -45,7 +45,7 @@ async function copiesOf(r: Regions, markers = MARKERS): Promise<string[]> {
     for (const bucket of ["SIFT_files", "SIFT_docs"]) {
       const store = await new Objm(nc).open(bucket);
       // Not the object store's own list(): it can leave out an object rewritten meanwhile (D-311).
-      for (const info of await listObjects(store, jsm, bucket, "")) {
+      for (const info of await listObjects(jsm, bucket, [""])) {
         // An object deleted while it is read leaves the reader waiting for chunks that are gone:
         // it is not a copy that stays, and the next look lists what is left.
         const data = await Promise.race([

@@ -4,68 +4,84 @@
 // is created, the count is reached first and a live object is left out (reproduced: a node's
 // position missing from 1 to 2 listings in 200 while positions were rewritten and documents
 // created). Here the names come from the stream's own list of description subjects, taken
-// before anything is read, and each object is read by a message get: every object that exists
-// throughout is listed, and no consumer is made (a consumer costs the cluster a proposal, D-300).
-import type { JetStreamManager } from "@nats-io/jetstream";
+// before anything is read, and each description is read by a message get: every object that
+// exists throughout is listed, and no consumer is made (a consumer costs the cluster a proposal,
+// D-300).
+import type { JetStreamManager, StoredMsg } from "@nats-io/jetstream";
 import { Base64UrlPaddedCodec, type ObjectStore } from "@nats-io/obj";
 
-const metaSubjects = (bucket: string) => `$O.${bucket}.M.`;
 const GETS_AT_ONCE = 32;
 
-/** The names whose description subject `bucket`'s stream holds, deleted objects' included. */
-async function describedNames(jsm: JetStreamManager, bucket: string, prefix: string): Promise<string[]> {
-  const info = await jsm.streams.info(`OBJ_${bucket}`, { subjects_filter: `${metaSubjects(bucket)}>` });
-  const subjects = Object.keys(info.state.subjects ?? {});
-  const start = metaSubjects(bucket).length;
-  return subjects
+const streamOf = (bucket: string) => `OBJ_${bucket}`;
+const metaPrefix = (bucket: string) => `$O.${bucket}.M.`;
+const metaSubject = (bucket: string, name: string) => `${metaPrefix(bucket)}${Base64UrlPaddedCodec.encode(name)}`;
+
+/** What a listing needs of an object's description. */
+interface Description {
+  name: string;
+  mtime: string;
+  deleted?: boolean;
+}
+
+/** The names whose description subject `bucket`'s stream holds under one of `prefixes`, deleted objects' included. */
+async function describedNames(jsm: JetStreamManager, bucket: string, prefixes: string[]): Promise<string[]> {
+  const info = await jsm.streams.info(streamOf(bucket), { subjects_filter: `${metaPrefix(bucket)}>` });
+  const start = metaPrefix(bucket).length;
+  return Object.keys(info.state.subjects ?? {})
     .map((subject) => Base64UrlPaddedCodec.decode(subject.slice(start)) as string)
-    .filter((name) => name.startsWith(prefix));
+    .filter((name) => prefixes.some((prefix) => name.startsWith(prefix)));
+}
+
+/** `name`'s newest description and where it is in the stream; null when it has none. */
+async function readDescription(jsm: JetStreamManager, bucket: string, name: string) {
+  const message: StoredMsg | null = await jsm.streams.getMessage(streamOf(bucket), {
+    last_by_subj: metaSubject(bucket, name),
+  });
+  return message === null ? null : { seq: message.seq, description: message.json<Description>() };
 }
 
 /**
- * The objects of `store` (the bucket `bucket`) whose names start with `prefix`, not deleted.
- * A deleted object's description found on the way is removed (see `deleteObject`).
+ * The objects of the bucket `bucket` whose names start with one of `prefixes`, not deleted. A
+ * deleted object's description found on the way is removed (see `deleteObject`).
  */
 export async function listObjects(
-  store: ObjectStore,
   jsm: JetStreamManager,
   bucket: string,
-  prefix: string,
+  prefixes: string[],
 ): Promise<{ name: string; mtime: string }[]> {
-  const names = await describedNames(jsm, bucket, prefix);
+  const names = await describedNames(jsm, bucket, prefixes);
   const found: { name: string; mtime: string }[] = [];
   // Some at a time: a node with thousands of indexes lists all their snapshot pointers at start.
   for (let at = 0; at < names.length; at += GETS_AT_ONCE) {
-    const some = names.slice(at, at + GETS_AT_ONCE);
-    const infos = await Promise.all(some.map((name) => store.info(name)));
+    const read = await Promise.all(
+      names.slice(at, at + GETS_AT_ONCE).map((name) => readDescription(jsm, bucket, name)),
+    );
     const dropped: Promise<void>[] = [];
-    for (const [i, info] of infos.entries()) {
-      if (info === null) continue;
-      if (info.deleted) dropped.push(dropDescription(jsm, bucket, some[i]!));
-      else found.push({ name: info.name, mtime: info.mtime });
+    for (const one of read) {
+      if (one === null) continue;
+      const { name, mtime, deleted } = one.description;
+      // A bucket written before deletions removed their descriptions may hold thousands.
+      if (deleted === true) dropped.push(purgeThrough(jsm, bucket, name, one.seq));
+      else found.push({ name, mtime });
     }
-    // A bucket written before deletions removed their descriptions may hold thousands.
     await Promise.all(dropped);
   }
   return found;
 }
 
 /**
- * Deletes `name` from `store` and then its description. The object store keeps a deleted
- * object's description for good, so a bucket's subjects, and any listing, would grow with every
- * object ever deleted (a snapshot's documents and files are deleted as newer ones come).
+ * Deletes `name` from `store` (the bucket `bucket`) and then its description. The object store
+ * keeps a deleted object's description for good, so a bucket's subjects, and any listing, would
+ * grow with every object ever deleted (a snapshot's documents and files are deleted as newer ones
+ * come).
  */
 export async function deleteObject(store: ObjectStore, jsm: JetStreamManager, bucket: string, name: string) {
   await store.delete(name);
-  await dropDescription(jsm, bucket, name);
+  const now = await readDescription(jsm, bucket, name);
+  if (now?.description.deleted === true) await purgeThrough(jsm, bucket, name, now.seq);
 }
 
-/** Removes `name`'s description if it says deleted; one written after it (the name put again) stays. */
-async function dropDescription(jsm: JetStreamManager, bucket: string, name: string): Promise<void> {
-  const subject = `${metaSubjects(bucket)}${Base64UrlPaddedCodec.encode(name)}`;
-  const stream = `OBJ_${bucket}`;
-  const last = await jsm.streams.getMessage(stream, { last_by_subj: subject });
-  if (last === null || (last.json() as { deleted?: boolean }).deleted !== true) return;
-  // Up to and including that description only: a put of the same name since has a later position.
-  await jsm.streams.purge(stream, { filter: subject, seq: last.seq + 1 });
+/** Removes `name`'s descriptions up to position `seq`: one written after it (the name put again) stays. */
+async function purgeThrough(jsm: JetStreamManager, bucket: string, name: string, seq: number): Promise<void> {
+  await jsm.streams.purge(streamOf(bucket), { filter: metaSubject(bucket, name), seq: seq + 1 });
 }

@@ -824,15 +824,12 @@ class NatsLog implements ChangeLog {
   }
 
   /** The index's objects in the files bucket. */
-  private async filesOf(indexKey: string): Promise<{ name: string; mtime: string }[]> {
-    const listed = await Promise.all(
-      [`segments/${indexKey}/`, `snapshots/${indexKey}/`].map((prefix) => this.listFiles(prefix)),
-    );
-    return listed.flat();
+  private filesOf(indexKey: string): Promise<{ name: string; mtime: string }[]> {
+    return this.listFiles([`segments/${indexKey}/`, `snapshots/${indexKey}/`]);
   }
 
-  private listFiles(prefix: string) {
-    return listObjects(this.files, this.jsm, filesBucket(this.options.stream), prefix);
+  private listFiles(prefixes: string[]) {
+    return listObjects(this.jsm, filesBucket(this.options.stream), prefixes);
   }
 
   /** Deletes a file object; see `deleteObject`. */
@@ -843,7 +840,7 @@ class NatsLog implements ChangeLog {
   async deleteLargeEntries(indexKey: string, at: number, options: { exceptFrom?: number } = {}): Promise<number> {
     const named =
       options.exceptFrom === undefined ? new Set<string>() : await this.refsFrom(indexKey, options.exceptFrom);
-    const stale = (await this.listFiles(`entries/${indexKey}/`)).filter(
+    const stale = (await this.listFiles([`entries/${indexKey}/`])).filter(
       (info) => Date.parse(info.mtime) < at && !named.has(info.name),
     );
     for (const info of stale) await this.deleteFile(info.name);
@@ -900,7 +897,7 @@ class NatsLog implements ChangeLog {
   }
 
   async listDocs(prefix: string): Promise<string[]> {
-    return (await listObjects(this.docs, this.jsm, docsBucket(this.options.stream), prefix)).map((o) => o.name);
+    return (await listObjects(this.jsm, docsBucket(this.options.stream), [prefix])).map((o) => o.name);
   }
 
   async deleteDoc(name: string): Promise<void> {

@@ -376,7 +376,6 @@ export class Overlay {
     const { words, ids } = this.line;
     const fewer = (found: Candidates | undefined, share: number) =>
       found !== undefined && found.size * share < ids.size;
-    const narrow = (found: Candidates | undefined) => fewer(found, 2);
     let fewest: Candidates | undefined;
     for (const [i, token] of tokens.entries()) {
       if (matcher.allowed[i]! > 1) continue;
@@ -391,7 +390,7 @@ export class Overlay {
       const found = words.close(token, matcher.allowed[i]!, prefixLast, prefixLast && i === tokens.length - 1);
       if (fewest === undefined || found.size < fewest.size) fewest = found;
     }
-    if (fewest !== undefined && narrow(fewest)) {
+    if (fewest !== undefined && fewer(fewest, 2)) {
       const seen = new Set<string>();
       for (const list of fewest.lists) {
         for (const id of list) {
