@@ -22,7 +22,7 @@ import { Objm, type ObjectStore, setSha256Backend } from "@nats-io/obj";
 import type { Logger } from "../../log.ts";
 import { syncDirectory, syncFile } from "../../durable.ts";
 import { within } from "../../within.ts";
-import { CONNECTION, docsBucket, type FileEncoding, filesBucket, zstdAvailable } from "./parts.ts";
+import { CONNECTION, docsBucket, encodingOf, type FileEncoding, filesBucket } from "./parts.ts";
 import { deleteObject, listObjects } from "./listing.ts";
 import { readObject } from "./small-objects.ts";
 import { TransferThread } from "./transfer-thread.ts";
@@ -644,7 +644,6 @@ class NatsLog implements ChangeLog {
     list: { name: string; path: string }[],
     options: { background?: boolean } = {},
   ): Promise<void> {
-    const encoding: FileEncoding = zstdAvailable ? "zstd" : "identity";
     // Each file in parts, compressed, several parts at a time, in chunks as large as a message
     // may be: the object store publishes one chunk at a time and waits for its quorum, so 128 kB
     // chunks of raw segment files took 2,000 round trips in a row for a 1M-record version
@@ -655,6 +654,7 @@ class NatsLog implements ChangeLog {
     for (const f of list) {
       const size = (await stat(f.path)).size;
       const parts = Math.max(1, Math.ceil(size / PART_BYTES));
+      const encoding = encodingOf(f.name);
       files.push({ name: f.name, encoding, size, parts });
       for (let part = 0; part < parts; part++) {
         jobs.push(() =>
