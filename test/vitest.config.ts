@@ -4,9 +4,9 @@ import { defineConfig } from "vitest/config";
 // one at a time after the rest: on two cores, a second file beside them makes their timings unlike
 // a user's (seen as flakes), and the packing took 62 s beside others against 35 s alone. Files
 // that start NATS clusters and several Sift nodes run three at a time among themselves, before
-// those: they mostly wait on elections and timers (160 to 167 s against 196 s two at a time in
-// the same hour, D-297, D-313). The rest run two at a time, about twice as fast
-// (docs/DECISIONS.md, D-241).
+// those: they mostly wait on elections and timers (160 to 195 s against 196 to 203 s two at a
+// time, D-297, D-313). The rest run two at a time, about twice as fast (docs/DECISIONS.md,
+// D-241).
 const CLUSTERS = ["replication/**"];
 const ONE_AT_A_TIME = ["browser/**", "packages/**"];
 
