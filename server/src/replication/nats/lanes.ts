@@ -77,7 +77,8 @@ function laneStream(regroup: (src: Uint8Array, dst: Uint8Array) => void): Transf
   const block = new Uint8Array(LANE_BLOCK);
   let filled = 0;
   const emit = (stream: Transform, length: number) => {
-    const out = Buffer.from(new ArrayBuffer(length));
+    // Not from the shared pool (aligned), and not zero-filled: every byte is written.
+    const out = Buffer.allocUnsafeSlow(length);
     regroup(block.subarray(0, length), out);
     stream.push(out);
     filled = 0;

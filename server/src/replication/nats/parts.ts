@@ -2,12 +2,13 @@
 // and put; or get, decompress and write at the part's offset. Runs on the transfer thread
 // (transfer-worker.ts), never on the server's thread: see transfer-thread.ts for why.
 import { createReadStream, createWriteStream } from "node:fs";
-import { Readable, addAbortSignal } from "node:stream";
+import { Readable, type Transform, addAbortSignal } from "node:stream";
 import type { ReadableStream as WebReadableStream } from "node:stream/web";
 import { pipeline } from "node:stream/promises";
 import zlib from "node:zlib";
 import type { JetStreamManager } from "@nats-io/jetstream";
 import type { ObjectStore } from "@nats-io/obj";
+import { INDEX_FILE } from "../../engine/embedded/segment/meta.ts";
 import { intoLanes, outOfLanes } from "./lanes.ts";
 import { readOneChunk } from "./small-objects.ts";
 import type { ConnectionOptions } from "@nats-io/transport-node";
@@ -47,7 +48,7 @@ export const zstdAvailable = typeof (zlib as { createZstdCompress?: unknown }).c
  */
 export function encodingOf(file: string): FileEncoding {
   if (!zstdAvailable) return "identity";
-  return file === "index.bin" ? "lanes-zstd" : "zstd";
+  return file === INDEX_FILE ? "lanes-zstd" : "zstd";
 }
 
 /**
@@ -56,6 +57,19 @@ export function encodingOf(file: string): FileEncoding {
  */
 const PIECE = 1 << 20;
 const ZSTD_FAST = zstdAvailable ? { chunkSize: PIECE, params: { [zlib.constants.ZSTD_c_compressionLevel]: 1 } } : {};
+
+/** The streams a part goes through on its way to the store, and back, in each encoding. */
+const STEPS: Record<FileEncoding, { encode: () => Transform[]; decode: () => Transform[] }> = {
+  zstd: {
+    encode: () => [zlib.createZstdCompress(ZSTD_FAST)],
+    decode: () => [zlib.createZstdDecompress({ chunkSize: PIECE })],
+  },
+  "lanes-zstd": {
+    encode: () => [intoLanes(), zlib.createZstdCompress(ZSTD_FAST)],
+    decode: () => [zlib.createZstdDecompress({ chunkSize: PIECE }), outOfLanes()],
+  },
+  identity: { encode: () => [], decode: () => [] },
+};
 
 /** Bytes [start, end] of the file at `path`, put as `object` in chunks of at most `maxChunk`. */
 export interface PutPart {
@@ -83,19 +97,19 @@ export async function putPart(files: ObjectStore, part: PutPart, signal: AbortSi
   signal.throwIfAborted();
   const end = Math.max(part.end, 0);
   const source = createReadStream(part.path, { start: part.start, end, highWaterMark: PIECE, signal });
+  const steps = STEPS[part.encoding].encode();
   const body =
-    part.encoding === "zstd"
-      ? addAbortSignal(signal, source.pipe(zlib.createZstdCompress(ZSTD_FAST)))
-      : part.encoding === "lanes-zstd"
-        ? addAbortSignal(signal, source.pipe(intoLanes()).pipe(zlib.createZstdCompress(ZSTD_FAST)))
-        : source;
+    steps.length === 0
+      ? source
+      : addAbortSignal(
+          signal,
+          steps.reduce<Readable>((stream, step) => stream.pipe(step), source),
+        );
   await files.put(
     { name: part.object, options: { max_chunk_size: part.maxChunk } },
     Readable.toWeb(body) as ReadableStream<Uint8Array>,
   );
 }
-
-const DECODED = new Set<string>(["zstd", "lanes-zstd", "identity"] satisfies FileEncoding[]);
 
 export async function fetchPart(
   files: ObjectStore,
@@ -105,19 +119,18 @@ export async function fetchPart(
   signal: AbortSignal,
 ): Promise<void> {
   // A manifest written by a newer node: refused, never written as it is (D-314).
-  if (!DECODED.has(part.encoding)) throw new Error(`${part.of} is encoded as "${part.encoding}", unknown here`);
+  if (!Object.hasOwn(STEPS, part.encoding)) {
+    throw new Error(
+      `${part.of} is encoded as "${part.encoding}", unknown here: a newer Sift published it, so upgrade this node`,
+    );
+  }
   const { source, error } = await openPart(files, jsm, bucket, part);
   if (signal.aborted) source.destroy();
   signal.throwIfAborted();
   // Flushed as each part ends, while the others still download: the flush of the whole set, which
   // the publisher waits for, then finds little left to write.
   const target = createWriteStream(part.path, { flags: "r+", start: part.start, highWaterMark: PIECE, flush: true });
-  const unzstd = () => zlib.createZstdDecompress({ chunkSize: PIECE });
-  await (part.encoding === "zstd"
-    ? pipeline(source, unzstd(), target, { signal })
-    : part.encoding === "lanes-zstd"
-      ? pipeline(source, unzstd(), outOfLanes(), target, { signal })
-      : pipeline(source, target, { signal }));
+  await pipeline([source, ...STEPS[part.encoding].decode(), target], { signal });
   const failed = await error;
   if (failed) throw failed;
 }
