@@ -29,6 +29,9 @@ export default defineConfig({
           include: ["**/*.test.ts"],
           exclude: ["node_modules/**", ...CLUSTERS, ...ONE_AT_A_TIME],
           maxWorkers: 2,
+          // Files reuse their worker's module graph (the in-process Sift's modules are loaded
+          // once per worker, not per file): 154 s against 192 s (D-316).
+          isolate: false,
           sequence: { groupOrder: 0 },
         },
       },
