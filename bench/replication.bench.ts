@@ -18,11 +18,14 @@
 //                 no automatic checkpoint during the writes (SIFT_COALESCE_AFTER; default 2,000)
 //   npm run bench:replication -- --snapshot-every=200
 //                 snapshots of each index during the writes (SIFT_REPLICATION_SNAPSHOT_EVERY; default 10,000)
+//   npm run bench:replication -- --bulk-only
+//                 only the 1M-record upload, and how long each of its steps took on the node
+//                 uploaded to (read from the nodes' info logs, which would log every write)
 import http from "node:http";
 import os from "node:os";
 import { statSync, writeFileSync } from "node:fs";
-import { keyed, type Regions, startRegions } from "../test/support/regions.ts";
-import { siftProcess } from "../test/support/process.ts";
+import { type Keyed, keyed, type Regions, startRegions } from "../test/support/regions.ts";
+import { type SiftProcess, siftProcess } from "../test/support/process.ts";
 import { RATE_LIMITS_OFF } from "../test/support/limits.ts";
 import { createKey, signUp } from "../test/support/world.ts";
 import { Http } from "../test/support/http.ts";
@@ -50,6 +53,8 @@ const LAG_EVERY = Number(args.get("lag-every") ?? 1);
 const ROLES = args.has("roles");
 /** Only the one-process write phase (an A/B of the write path without replication). */
 const SINGLE_WRITES_ONLY = args.has("single-writes-only");
+/** Only the uploads, with the nodes logging at info: the steps of each, from its node's log. */
+const BULK_ONLY = args.has("bulk-only");
 /**
  * Seconds of the same load before the measured one, not counted: a process just started runs its
  * code unoptimised and opens its connections on the first writes (at 100 writes/s these made the
@@ -70,6 +75,7 @@ const ENV = {
   // Each index is snapshotted after this many of its entries (10,000 unless given: none during a
   // 20 s run); a lower figure shows what a snapshot costs the writes of its moment.
   ...(args.has("snapshot-every") ? { SIFT_REPLICATION_SNAPSHOT_EVERY: args.get("snapshot-every")! } : {}),
+  ...(BULK_ONLY ? { SIFT_LOG_LEVEL: "info" } : {}),
 };
 process.env.DATABASE_URL ??= "postgres://postgres@127.0.0.1:5432/test";
 
@@ -231,15 +237,36 @@ async function killAndRestart(r: Awaited<ReturnType<typeof startRegions>>, index
   return { missed, serving, caughtUp: performance.now() - t0 };
 }
 
+/** Which group a process's CPU counts for: the generator (this process), Sift, NATS, PostgreSQL. */
+const groupOf = (sift: () => (number | undefined)[]) => (pid: number, command: string) => {
+  if (pid === process.pid) return "generator";
+  if (sift().includes(pid)) return "sift";
+  if (command === "nats-server") return "nats";
+  if (command === "postgres") return "postgresql";
+  return undefined;
+};
+
+/**
+ * Waits until Sift, NATS and PostgreSQL use less than a tenth of a core for a whole second (at
+ * most `limitMs`), so that a phase does not pay for what the one before left running: after the
+ * writes, indexes' automatic checkpoints are built and published, and the other nodes fetch them.
+ * Returns the seconds waited.
+ */
+async function untilQuiet(sift: () => (number | undefined)[], limitMs = 60_000): Promise<number> {
+  const group = groupOf(sift);
+  const t0 = performance.now();
+  for (;;) {
+    const before = cpuByGroup(group);
+    await sleep(1_000);
+    const spent = cpuSpent(cpuByGroup(group), before);
+    const busy = ["sift", "nats", "postgresql"].reduce((sum, name) => sum + (spent.get(name) ?? 0), 0);
+    if (busy < 0.1 || performance.now() - t0 > limitMs) return (performance.now() - t0) / 1000;
+  }
+}
+
 /** Where the CPU goes while `run` runs: the generator (this process), Sift, NATS, PostgreSQL. */
 async function withCpu<T>(sift: () => (number | undefined)[], run: () => Promise<T>) {
-  const group = (pid: number, command: string) => {
-    if (pid === process.pid) return "generator";
-    if (sift().includes(pid)) return "sift";
-    if (command === "nats-server") return "nats";
-    if (command === "postgres") return "postgresql";
-    return undefined;
-  };
+  const group = groupOf(sift);
   const before = cpuByGroup(group);
   const t0 = performance.now();
   const result = await run();
@@ -334,6 +361,33 @@ async function roles() {
   }
 }
 
+/** The last info log line with message `msg` in a node's output, as its fields. */
+function lastLogged(output: string, msg: string): Record<string, unknown> | undefined {
+  let found: Record<string, unknown> | undefined;
+  for (const line of output.split("\n")) {
+    if (!line.includes(`"msg":"${msg}"`)) continue;
+    found = JSON.parse(line) as Record<string, unknown>;
+  }
+  return found;
+}
+
+/**
+ * An upload's steps on the node it was sent to, in seconds, from its "ingest succeeded" line and,
+ * replicated, its "segment files published" line: records read and added; the segment built and
+ * its log entry appended; its files compressed and stored in NATS; then until every other node
+ * held them.
+ */
+function bulkSteps(output: string) {
+  const ingest = lastLogged(output, "ingest succeeded");
+  const files = lastLogged(output, "segment files published");
+  if (ingest === undefined) throw new Error('no "ingest succeeded" in the node\'s log');
+  const add = Number(ingest.addMs) / 1000;
+  const commit = Number(ingest.commitMs) / 1000;
+  const stored = files === undefined ? 0 : Number(files.storedMs) / 1000;
+  const fetched = files === undefined ? 0 : Number(files.fetchedMs ?? files.storedMs) / 1000;
+  return { add, build: commit - fetched, stored, fetched: fetched - stored };
+}
+
 async function main() {
   if (ROLES) return roles();
   const file = `${os.tmpdir()}/sift-replication-bench-${RECORDS}.csv`;
@@ -358,6 +412,7 @@ async function main() {
   for (const name of ["products", ...names]) {
     await one.post("/v1/indexes", { name, serviceName: service, visibility: "PUBLIC" });
   }
+  if (BULK_ONLY) return bulkOnly(single, one, file, mb);
   console.log("single process: writes");
   const singleWriters = [lean(single.url, singleKey)];
   await writeLoad(singleWriters, names, WARMUP, "warm");
@@ -375,7 +430,8 @@ async function main() {
     return;
   }
   const singleCheckpoints = await checkpointsDuring(singleWriters[0]!, names, singleWrites);
-  console.log("single process: bulk");
+  const singleQuiet = await untilQuiet(() => [single.pid()]);
+  console.log(`single process: bulk (quiet after ${singleQuiet.toFixed(1)} s)`);
   const singleBulkCpu = await withCpu(
     () => [single.pid()],
     () => uploadAndWait(one, "products", file, []),
@@ -396,7 +452,8 @@ async function main() {
     const writes = writesCpu.result;
     const entries = (await logEntries(r)) - entriesBefore;
     const checkpoints = await checkpointsDuring(writers[0]!, names, writes);
-    console.log("three regions: bulk");
+    const quiet = await untilQuiet(siftPids);
+    console.log(`three regions: bulk (quiet after ${quiet.toFixed(1)} s)`);
     const bulkPids = r.nodes.map((node) => node.pid()!);
     const bulkBefore = bulkPids.map((pid) => ({ threads: cpuByThread(pid), all: cpuOfProcess(pid) }));
     const bulkCpu = await withCpu(siftPids, () => uploadAndWait(regions[0]!, r.index, file, regions.slice(1)));
@@ -421,6 +478,7 @@ async function main() {
       `| writes per change log entry (group commit) | – | ${(writes.acks.length / entries).toFixed(2)} | |`,
       `| bulk of ${RECORDS.toLocaleString("en")} records (${mb.toFixed(0)} MB): ingested where uploaded | ${(singleBulk.here / 1000).toFixed(1)} s | ${(bulk.here / 1000).toFixed(1)} s | |`,
       `| bulk: searchable in every region | – | ${(bulk.everywhere / 1000).toFixed(1)} s (${(bulk.everywhere / singleBulk.here).toFixed(2)}x one process) | ≤ 2x |`,
+      `| bulk: started once Sift, NATS and PostgreSQL used under a tenth of a core for a second, after the writes | ${singleQuiet.toFixed(1)} s | ${quiet.toFixed(1)} s | |`,
       `| a region killed with SIGKILL (${restart.missed} writes made meanwhile): restart to serving, to caught up and serving the newest write | – | ${(restart.serving / 1000).toFixed(1)} s, ${(restart.caughtUp / 1000).toFixed(1)} s | |`,
       "",
       "CPU used, by process group (per write for the writes; cores busy = CPU seconds / wall seconds):",
@@ -445,6 +503,48 @@ async function main() {
     ].join("\n");
     console.log(`\n${table}\n`);
     writeFileSync(`${os.tmpdir()}/sift-replication-bench.md`, `${table}\n`);
+  } finally {
+    await r.stop();
+  }
+}
+
+/** --bulk-only: the upload to one process, then to the first of three regions, step by step. */
+async function bulkOnly(single: SiftProcess, one: Keyed, file: string, mb: number) {
+  console.log("single process: bulk");
+  const singleBulk = await withCpu(
+    () => [single.pid()],
+    () => uploadAndWait(one, "products", file, []),
+  );
+  const singleSteps = bulkSteps(single.output());
+  await single.destroy();
+  const r = await startRegions(["frankfurt", "london", "newark"], ENV);
+  try {
+    console.log("three regions: bulk");
+    const regions = [0, 1, 2].map((n) => r.http(n));
+    const bulk = await withCpu(
+      () => r.nodes.map((node) => node.pid()),
+      () => uploadAndWait(regions[0]!, r.index, file, regions.slice(1)),
+    );
+    const steps = bulkSteps(r.nodes[0]!.output());
+    const s = (n: number) => `${n.toFixed(1)} s`;
+    const table = [
+      `Run ${new Date().toISOString().slice(0, 16)}Z, ${os.cpus().length} cores ${os.cpus()[0]?.model ?? "unknown CPU"}, Node ${process.versions.node}; NATS 2.9 cluster of 3 on loopback, stream R3. Bulk of ${RECORDS.toLocaleString("en")} records (${mb.toFixed(0)} MB), on the node uploaded to:`,
+      "",
+      "| step | one process | three regions |",
+      "| --- | --- | --- |",
+      `| records read and added | ${s(singleSteps.add)} | ${s(steps.add)} |`,
+      `| segment built, its log entry appended | ${s(singleSteps.build)} | ${s(steps.build)} |`,
+      `| its files compressed and stored in NATS (R3) | – | ${s(steps.stored)} |`,
+      `| then until both other nodes held them | – | ${s(steps.fetched)} |`,
+      `| from the file's PUT: ingested where uploaded | ${s(singleBulk.result.here / 1000)} | ${s(bulk.result.here / 1000)} |`,
+      `| searchable in every region | – | ${s(bulk.result.everywhere / 1000)} (${(bulk.result.everywhere / singleBulk.result.here).toFixed(2)}x one process) |`,
+      "",
+      "| phase | Sift | NATS | PostgreSQL | load generator | all | cores busy |",
+      "| --- | --- | --- | --- | --- | --- | --- |",
+      cpuLine("one process", singleBulk),
+      cpuLine("three regions", bulk),
+    ].join("\n");
+    console.log(`\n${table}\n`);
   } finally {
     await r.stop();
   }

@@ -11,7 +11,7 @@ export default defineConfig({
     // 78 to 84 s against 177 s, with the same tests passing (docs/DECISIONS.md, D-241).
     maxWorkers: 2,
     // Each worker runs file after file in one module graph instead of a fresh one per file: the
-    // suite took 107 to 125 s against 160 s, every test passing in shuffled file orders too
+    // suite took 122 to 124 s against 160 s, every test passing in shuffled file orders too
     // (D-316). A file must not rely on module state another file left; none mocks modules,
     // stubs globals or sets process.env.
     isolate: false,

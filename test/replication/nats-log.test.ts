@@ -30,12 +30,12 @@ describe.skipIf(!natsAvailable)("the NATS change log", () => {
   let nats: NatsCluster;
   let dir: string;
   const logs: ChangeLog[] = [];
-  const open = async (name: string, staging: boolean) => {
+  const open = async (name: string, staging: boolean, logger = silent) => {
     const log = await openNatsLog({
       servers: nats.urls.split(","),
       stream: "FILES_TEST",
       replicas: 1,
-      log: silent,
+      log: logger,
       name,
       ...(staging ? { stagingDir: join(dir, `${name}-staging`) } : {}),
     });
@@ -75,7 +75,12 @@ describe.skipIf(!natsAvailable)("the NATS change log", () => {
   });
 
   it("a new major is held by the nodes that fetch ahead once its publisher is done", async () => {
-    const writer = await open("writer", false);
+    const logged: Record<string, unknown>[] = [];
+    const writer = await open(
+      "writer",
+      false,
+      createLogger("info", {}, (line) => logged.push(JSON.parse(line))),
+    );
     const fetchers = [await open("fetcher-1", true), await open("fetcher-2", true)];
     const late = await open("no-staging", false);
     // Three 16 MB parts and a small file: the parts take a while to publish and to fetch.
@@ -106,6 +111,13 @@ describe.skipIf(!natsAvailable)("the NATS change log", () => {
       for (const f of files) expect(digest(readFileSync(join(dir, target, f.name)))).toBe(digest(f.bytes));
     }
     expect(readdirSync(join(dir, "fetcher-1-staging"))).toEqual([]);
+    // The publisher says how long storing the files took, and until both fetchers held them.
+    const published = logged.filter((l) => l.msg === "segment files published");
+    expect(published).toHaveLength(1);
+    expect(published[0]).toMatchObject({ files: name, bytes: 40 * 1024 * 1024 + 3000 });
+    const { storedMs, fetchedMs } = published[0] as { storedMs: number; fetchedMs: number };
+    expect(storedMs).toBeGreaterThan(0);
+    expect(fetchedMs).toBeGreaterThanOrEqual(storedMs);
   }, 120_000);
 
   it("a segment fetched ahead is opened from what the node holds, without the object store", async () => {

@@ -321,7 +321,11 @@ export class IngestRunner {
         log.info("ingest failed: invalid records", { invalid: progress.recordsInvalid });
         return;
       }
+      // How long reading and adding the records took, and building (and, replicated, publishing)
+      // the segment: the phases bench:replication compares.
+      const committing = this.now();
       const { records } = await writer.commit();
+      const commitMs = this.now() - committing;
       writer = undefined;
       const live = await this.versions.finishBulk(ref, major, { records, activate: row.activate === 1, startedAt });
       await this.db
@@ -329,7 +333,13 @@ export class IngestRunner {
         .set({ ...progress, errors, state: "succeeded", finishedAt: this.now() })
         .where(eq(uploads.id, row.id));
       await this.blobs.delete(uploadBlobKey(row));
-      log.info("ingest succeeded", { records, live, ms: this.now() - startedAt });
+      log.info("ingest succeeded", {
+        records,
+        live,
+        ms: this.now() - startedAt,
+        addMs: committing - startedAt,
+        commitMs,
+      });
     } catch (error) {
       // The failure below is what gets reported; an abort that fails too leaves an uncommitted
       // version the engine never shows, so it is only logged.

@@ -648,6 +648,7 @@ class NatsLog implements ChangeLog {
     // may be: the object store publishes one chunk at a time and waits for its quorum, so 128 kB
     // chunks of raw segment files took 2,000 round trips in a row for a 1M-record version
     // (bench/RESULTS.md, Replication).
+    const started = performance.now();
     const files: ManifestFile[] = [];
     const jobs: (() => Promise<void>)[] = [];
     const announced = name.startsWith("segments/");
@@ -687,7 +688,15 @@ class NatsLog implements ChangeLog {
           .putBlob({ name: `${name}/manifest` }, Buffer.from(JSON.stringify({ files } satisfies Manifest)))
           .then(() => undefined),
       );
+      const storedMs = Math.round(performance.now() - started);
       await fetchers?.fetched(FETCHED_WAIT_MS);
+      // What a bulk version's replication costs its uploader, by step (bench:replication shows it).
+      this.options.log.info("segment files published", {
+        files: name,
+        bytes: files.reduce((sum, f) => sum + (f.size ?? 0), 0),
+        storedMs,
+        ...(fetchers !== null ? { fetchedMs: Math.round(performance.now() - started) } : {}),
+      });
     } finally {
       fetchers?.stop();
     }
