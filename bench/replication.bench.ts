@@ -375,12 +375,16 @@ function lastLogged(output: string, msg: string): Record<string, unknown> | unde
  * An upload's steps on the node it was sent to, in seconds, from its "ingest succeeded" line and,
  * replicated, its "segment files published" line: records read and added; the segment built and
  * its log entry appended; its files compressed and stored in NATS; then until every other node
- * held them.
+ * held them. The node logs its line just after the upload shows as succeeded: waited for.
  */
-function bulkSteps(output: string) {
-  const ingest = lastLogged(output, "ingest succeeded");
-  const files = lastLogged(output, "segment files published");
+async function bulkSteps(node: SiftProcess) {
+  let ingest = lastLogged(node.output(), "ingest succeeded");
+  for (let waited = 0; ingest === undefined && waited < 10_000; waited += 50) {
+    await sleep(50);
+    ingest = lastLogged(node.output(), "ingest succeeded");
+  }
   if (ingest === undefined) throw new Error('no "ingest succeeded" in the node\'s log');
+  const files = lastLogged(node.output(), "segment files published");
   const add = Number(ingest.addMs) / 1000;
   const commit = Number(ingest.commitMs) / 1000;
   const stored = files === undefined ? 0 : Number(files.storedMs) / 1000;
@@ -515,7 +519,7 @@ async function bulkOnly(single: SiftProcess, one: Keyed, file: string, mb: numbe
     () => [single.pid()],
     () => uploadAndWait(one, "products", file, []),
   );
-  const singleSteps = bulkSteps(single.output());
+  const singleSteps = await bulkSteps(single);
   await single.destroy();
   const r = await startRegions(["frankfurt", "london", "newark"], ENV);
   try {
@@ -525,7 +529,7 @@ async function bulkOnly(single: SiftProcess, one: Keyed, file: string, mb: numbe
       () => r.nodes.map((node) => node.pid()),
       () => uploadAndWait(regions[0]!, r.index, file, regions.slice(1)),
     );
-    const steps = bulkSteps(r.nodes[0]!.output());
+    const steps = await bulkSteps(r.nodes[0]!);
     const s = (n: number) => `${n.toFixed(1)} s`;
     const table = [
       `Run ${new Date().toISOString().slice(0, 16)}Z, ${os.cpus().length} cores ${os.cpus()[0]?.model ?? "unknown CPU"}, Node ${process.versions.node}; NATS 2.9 cluster of 3 on loopback, stream R3. Bulk of ${RECORDS.toLocaleString("en")} records (${mb.toFixed(0)} MB), on the node uploaded to:`,
