@@ -10,10 +10,8 @@ export default defineConfig({
     // Two files at a time on the CI's two cores (vitest's default there is one): the suite took
     // 78 to 84 s against 177 s, with the same tests passing (docs/DECISIONS.md, D-241).
     maxWorkers: 2,
-    // Each worker runs file after file in one module graph instead of a fresh one per file: the
-    // suite took 122 to 124 s against 160 s, every test passing in shuffled file orders too
-    // (D-316). A file must not rely on module state another file left; none mocks modules,
-    // stubs globals or sets process.env.
-    isolate: false,
+    // A fresh process per file (vitest's default), although sharing the workers' modules took
+    // 122 s against 160 s: one of six such runs died of a V8 check on freeing WebAssembly code
+    // (PGlite's), which a process that lives through every file's databases meets (D-316).
   },
 });
