@@ -361,6 +361,10 @@ async function roles() {
   }
 }
 
+/** When and on what a run ran: the first line of every table this bench prints. */
+const runLine = () =>
+  `Run ${new Date().toISOString().slice(0, 16)}Z, ${os.cpus().length} cores ${os.cpus()[0]?.model ?? "unknown CPU"}, ${Math.round(os.totalmem() / 2 ** 30)} GB, Node ${process.versions.node}; NATS 2.9 cluster of 3 on loopback, stream R3`;
+
 /** The last info log line with message `msg` in a node's output, as its fields. */
 function lastLogged(output: string, msg: string): Record<string, unknown> | undefined {
   let found: Record<string, unknown> | undefined;
@@ -469,9 +473,8 @@ async function main() {
     console.log("three regions: a region killed and restarted");
     const restart = await killAndRestart(r, names[0]!);
 
-    const cpu = os.cpus()[0]?.model ?? "unknown CPU";
     const table = [
-      `Run ${new Date().toISOString().slice(0, 16)}Z, ${os.cpus().length} cores ${cpu}, ${Math.round(os.totalmem() / 2 ** 30)} GB, Node ${process.versions.node}; NATS ${"2.9"} cluster of 3 on loopback, stream R3; PostgreSQL shared${ENV.SIFT_REPLICATION_SNAPSHOT_EVERY ? `; each index snapshotted every ${ENV.SIFT_REPLICATION_SNAPSHOT_EVERY} entries` : ""}.`,
+      `${runLine()}; PostgreSQL shared${ENV.SIFT_REPLICATION_SNAPSHOT_EVERY ? `; each index snapshotted every ${ENV.SIFT_REPLICATION_SNAPSHOT_EVERY} entries` : ""}.`,
       "",
       "| figure | one process, no replication | three regions | target |",
       "| --- | --- | --- | --- |",
@@ -532,7 +535,7 @@ async function bulkOnly(single: SiftProcess, one: Keyed, file: string, mb: numbe
     const steps = await bulkSteps(r.nodes[0]!);
     const s = (n: number) => `${n.toFixed(1)} s`;
     const table = [
-      `Run ${new Date().toISOString().slice(0, 16)}Z, ${os.cpus().length} cores ${os.cpus()[0]?.model ?? "unknown CPU"}, Node ${process.versions.node}; NATS 2.9 cluster of 3 on loopback, stream R3. Bulk of ${RECORDS.toLocaleString("en")} records (${mb.toFixed(0)} MB), on the node uploaded to:`,
+      `${runLine()}. Bulk of ${RECORDS.toLocaleString("en")} records (${mb.toFixed(0)} MB), on the node uploaded to:`,
       "",
       "| step | one process | three regions |",
       "| --- | --- | --- |",

@@ -690,7 +690,8 @@ class NatsLog implements ChangeLog {
       );
       const storedMs = Math.round(performance.now() - started);
       await fetchers?.fetched(FETCHED_WAIT_MS);
-      // What a bulk version's replication costs its uploader, by step (bench:replication shows it).
+      // How long publishing took, by step: for a new major, until every fetching node held it too
+      // (bench:replication -- --bulk-only shows a bulk version's).
       this.options.log.info("segment files published", {
         files: name,
         bytes: files.reduce((sum, f) => sum + (f.size ?? 0), 0),
