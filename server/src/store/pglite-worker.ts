@@ -4,6 +4,7 @@
 // 7 ms to 371 ms and /healthz to 1.7 s (docs/DECISIONS.md D-190).
 import { PGlite, type Results, type Transaction, types } from "@electric-sql/pglite";
 import { parentPort, workerData } from "node:worker_threads";
+import type { PgliteModules } from "./pglite-thread.ts";
 
 export type StoreRequest =
   | { id: number; op: "query"; tx?: number; sql: string; params: unknown[]; rowMode: "array" | "object" }
@@ -38,7 +39,8 @@ interface OpenTransaction {
   done: Promise<void>;
 }
 
-const db = await PGlite.create((workerData as { path: string }).path);
+const { path, modules } = workerData as { path: string; modules: PgliteModules };
+const db = await PGlite.create(path, { pgliteWasmModule: modules.pglite, initdbWasmModule: modules.initdb });
 const transactions = new Map<number, OpenTransaction>();
 let nextTransaction = 0;
 
