@@ -21,6 +21,9 @@
 //   npm run bench:replication -- --bulk-only
 //                 only the 1M-record upload, and how long each of its steps took on the node
 //                 uploaded to (read from the nodes' info logs, which would log every write)
+//   npm run bench:replication -- --steal=0.6
+//                 a slow hour, emulated: a process beside the run keeps 0.6 of a core busy
+import { spawn } from "node:child_process";
 import http from "node:http";
 import os from "node:os";
 import { statSync, writeFileSync } from "node:fs";
@@ -55,6 +58,12 @@ const ROLES = args.has("roles");
 const SINGLE_WRITES_ONLY = args.has("single-writes-only");
 /** Only the uploads, with the nodes logging at info: the steps of each, from its node's log. */
 const BULK_ONLY = args.has("bulk-only");
+/**
+ * The share of one core (0 to 1) a process beside the run keeps busy, in 10 ms periods: the
+ * machine's slow hours, when a write costs half as much again, emulated in any hour, so that
+ * changes can be compared where the targets are at stake (bench/RESULTS.md, 2026-11-29).
+ */
+const STEAL = Number(args.get("steal") ?? 0);
 /**
  * Seconds of the same load before the measured one, not counted: a process just started runs its
  * code unoptimised and opens its connections on the first writes (at 100 writes/s these made the
@@ -340,7 +349,7 @@ async function roles() {
     const perWrite = (seconds: number) => `${((seconds * 1000) / measured.result.acks.length).toFixed(2)} ms`;
     const threadNames = ["MainThread", "WorkerThread", "V8Worker", "libuv-worker"];
     console.log(
-      `\nRun ${new Date().toISOString().slice(0, 16)}Z, ${os.cpus().length} cores ${os.cpus()[0]?.model ?? ""}, Node ${process.versions.node}: ${RATE} writes/s for ${SECONDS} s, all to ${r.regionIds[0]}, ${measured.result.acks.length} answered, ${measured.result.failed} failed; acknowledgement p50 / p99 ${ms(percentile(measured.result.acks, 0.5))} / ${ms(percentile(measured.result.acks, 0.99))}.\n`,
+      `\nRun ${new Date().toISOString().slice(0, 16)}Z, ${os.cpus().length} cores ${os.cpus()[0]?.model ?? ""}, Node ${process.versions.node}${stealNote()}: ${RATE} writes/s for ${SECONDS} s, all to ${r.regionIds[0]}, ${measured.result.acks.length} answered, ${measured.result.failed} failed; acknowledgement p50 / p99 ${ms(percentile(measured.result.acks, 0.5))} / ${ms(percentile(measured.result.acks, 0.99))}.\n`,
     );
     console.log(`CPU per write, by node and thread (${threadNames.join(", ")}):\n`);
     console.log("| node | all threads | main | worker threads | V8 helpers | libuv pool |");
@@ -363,7 +372,21 @@ async function roles() {
 
 /** When and on what a run ran: the first line of every table this bench prints. */
 const runLine = () =>
-  `Run ${new Date().toISOString().slice(0, 16)}Z, ${os.cpus().length} cores ${os.cpus()[0]?.model ?? "unknown CPU"}, ${Math.round(os.totalmem() / 2 ** 30)} GB, Node ${process.versions.node}; NATS 2.9 cluster of 3 on loopback, stream R3`;
+  `Run ${new Date().toISOString().slice(0, 16)}Z, ${os.cpus().length} cores ${os.cpus()[0]?.model ?? "unknown CPU"}, ${Math.round(os.totalmem() / 2 ** 30)} GB, Node ${process.versions.node}; NATS 2.9 cluster of 3 on loopback, stream R3${stealNote()}`;
+
+const stealNote = () => (STEAL > 0 ? `; a process beside the run kept ${STEAL} of a core busy (--steal)` : "");
+
+/** --steal: a child process busy `STEAL` of every 10 ms; not counted in any group's CPU. */
+function startSteal(): () => void {
+  if (Number.isNaN(STEAL) || STEAL < 0 || STEAL > 1) throw new Error("--steal is a share of one core, from 0 to 1");
+  if (STEAL === 0) return () => {};
+  // It ends with this process however that ends: its channel to this one closes.
+  const busy = `process.on("disconnect", () => process.exit(0));
+    const tick = () => { const end = performance.now() + ${STEAL * 10}; while (performance.now() < end); setTimeout(tick, ${(1 - STEAL) * 10}); };
+    tick();`;
+  const child = spawn(process.execPath, ["-e", busy], { stdio: ["ignore", "ignore", "inherit", "ipc"] });
+  return () => child.kill("SIGKILL");
+}
 
 /** The last info log line with message `msg` in a node's output, as its fields. */
 function lastLogged(output: string, msg: string): Record<string, unknown> | undefined {
@@ -557,4 +580,9 @@ async function bulkOnly(single: SiftProcess, one: Keyed, file: string, mb: numbe
   }
 }
 
-await main();
+const stopSteal = startSteal();
+try {
+  await main();
+} finally {
+  stopSteal();
+}
