@@ -21,6 +21,14 @@ const MAX_IN_FLIGHT = 256;
 /** How long a writer waits for this node to apply its own entry (a checkpoint build included). */
 const VERDICT_WAIT_MS = 120_000;
 
+/**
+ * The same for a record write, whose caller is an HTTP client: past this its entry is still in
+ * the log and will be applied, but the write answers 503 (not acknowledged), as one the log did
+ * not confirm does. With 120 s, writes to a node whose consumer could not be made again while a
+ * NATS server restarted waited until the client gave up (seen in the kill -9 test).
+ */
+const RECORD_VERDICT_WAIT_MS = 15_000;
+
 interface Verdict {
   /** False: another entry of the index was accepted after the one its writer had seen. */
   accepted: boolean;
@@ -57,6 +65,7 @@ export class Replica {
   private logLast = 0;
   /** Set once the node follows the log: before that it serves what it holds, and is not ready. */
   private following = false;
+  private readonly recordWaitMs: number;
 
   constructor(deps: {
     node: string;
@@ -69,7 +78,10 @@ export class Replica {
     snapshots?: { every: number; goneAfterMs: number };
     /** How often applied versions are recorded in the store (100 ms; tests lengthen it). */
     storeEveryMs?: number;
+    /** How long a record write waits for this node to apply its entry (RECORD_VERDICT_WAIT_MS). */
+    recordWaitMs?: number;
   }) {
+    this.recordWaitMs = deps.recordWaitMs ?? RECORD_VERDICT_WAIT_MS;
     this.node = deps.node;
     this.log = deps.log;
     this.engine = deps.engine;
@@ -196,7 +208,8 @@ export class Replica {
     // missed entries before it would otherwise lose them without noticing.
     const entry = { ...op, node: this.node, at: Date.now(), ...(known ? { after: known } : {}) } as LogEntry;
     const seq = await this.append(entry, expect);
-    const verdict = await this.verdictOf(seq);
+    const record = op.op === "change" || op.op === "changes";
+    const verdict = await this.verdictOf(seq, record ? this.recordWaitMs : VERDICT_WAIT_MS);
     if (verdict.error) throw verdict.error;
     if (!verdict.accepted) throw new StaleAppendError(`another entry for index ${op.index} was accepted first`);
     return verdict.result;
@@ -245,8 +258,8 @@ export class Replica {
   }
 
   /** Waits for the outcome of applying this node's own entry at `seq`. */
-  private async verdictOf(seq: number): Promise<Verdict> {
-    const until = Date.now() + VERDICT_WAIT_MS;
+  private async verdictOf(seq: number, waitMs: number): Promise<Verdict> {
+    const until = Date.now() + waitMs;
     for (;;) {
       const verdict = this.verdicts.get(seq);
       if (verdict !== undefined) {
@@ -263,11 +276,28 @@ export class Replica {
     }
   }
 
-  /** Waits until this node has applied everything the log held when called. */
+  /**
+   * Waits until this node has applied everything the log held when called: a stale write's
+   * catch-up before it runs again. Bounded like a record write's wait for its own entry: a log
+   * that does not say how far it goes (a server gone, a leader being elected), or a node that
+   * has not applied that far in time, is a 503 for the write, as an append the log did not
+   * confirm is. Both were a 500 (a NATS timeout) or a wait without end, seen in the kill -9 test.
+   */
   async catchUp(): Promise<void> {
-    const target = await this.log.lastSeq();
+    const until = Date.now() + this.recordWaitMs;
+    const target = await this.log.lastSeq().catch((error: Error) => {
+      this.logger.warn("the change log did not say how far it goes", { error: error.message });
+      throw new UnavailableError("the change log did not answer in time; try again", { retryAfterSeconds: 1 });
+    });
     this.logLast = Math.max(this.logLast, target);
-    await this.appliedThrough(target);
+    while (this.state.position < target) {
+      if (Date.now() > until) {
+        throw new UnavailableError("this node is still applying what other nodes wrote; try again", {
+          retryAfterSeconds: 1,
+        });
+      }
+      await this.waitChange(until - Date.now());
+    }
   }
 
   // ---- reads ----

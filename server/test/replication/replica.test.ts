@@ -43,6 +43,8 @@ interface NodeOptions {
   startLater?: boolean;
   /** How often the node records what it applied in the store (100 ms). */
   storeEveryMs?: number;
+  /** How long a record write waits for the node to apply the log (15 s). */
+  recordWaitMs?: number;
   /** Wraps the node's store, where it records the rows of what it applies (to hold those statements). */
   wrapDb?: (db: Store["db"]) => Store["db"];
 }
@@ -64,6 +66,7 @@ async function openNode(memory: MemoryLog, store: Store, name: string, options: 
     dataDir: dir,
     ...(snapshots ? { snapshots } : {}),
     ...(options.storeEveryMs ? { storeEveryMs: options.storeEveryMs } : {}),
+    ...(options.recordWaitMs ? { recordWaitMs: options.recordWaitMs } : {}),
   });
   const engine = replicatedEngine(inner, replica, log);
   const locks = new IndexLocks();
@@ -259,6 +262,66 @@ describe("two nodes on one change log", () => {
     nodes.b.log.release();
     await expect.poll(() => nodes.b.replica.active(shopId), { timeout: 5_000 }).toBe(before);
     expect(await lag()).toMatchObject([{ activeVersion: before, behindVersions: 0 }]);
+  });
+});
+
+describe("a record write on a node that cannot follow the log", () => {
+  // Node b's end of the log (how far it goes) may time out, as NATS's does while a server is
+  // killed; and b waits at most 300 ms for the log, where a node waits 15 s.
+  let unanswered = false;
+  const nodes = useTwoNodes(
+    {},
+    {
+      recordWaitMs: 300,
+      wrapLog: (log) => ({
+        ...log,
+        lastSeq: () => (unanswered ? Promise.reject(new Error("timeout")) : log.lastSeq()),
+      }),
+    },
+  );
+  const shopId = async () => (await nodes.a.catalog.byName("ten_r", "shop"))!.id;
+  const refusedWith503 = async (write: Promise<unknown>) => {
+    await expect(write).rejects.toBeInstanceOf(UnavailableError);
+    await expect(write).rejects.toMatchObject({ retryAfterSeconds: 1 });
+  };
+
+  test("stale, while the log does not say how far it goes: 503, not a server error", async () => {
+    await nodes.b.catalog.byName("ten_r", "shop");
+    // b has not applied a's write: its own append is stale, and it must catch up before writing again.
+    nodes.b.log.hold();
+    await nodes.a.records.put(admin, "shop", "first", { title: "First" });
+    unanswered = true;
+    await refusedWith503(nodes.b.records.put(admin, "shop", "second", { title: "Second" }));
+    unanswered = false;
+    nodes.b.log.release();
+    const version = await nodes.b.records.put(admin, "shop", "second", { title: "Second" });
+    await nodes.a.replica.waitFor(await shopId(), version, 5_000);
+    expect((await nodes.a.records.get(admin, "shop", "second")).title).toBe("Second");
+    expect((await nodes.b.records.get(admin, "shop", "first")).title).toBe("First");
+  });
+
+  test("stale, while the node does not apply what the log holds: 503 once its wait is over", async () => {
+    nodes.b.log.hold();
+    await nodes.a.records.put(admin, "shop", "third", { title: "Third" });
+    const started = Date.now();
+    await refusedWith503(nodes.b.records.put(admin, "shop", "fourth", { title: "Fourth" }));
+    expect(Date.now() - started).toBeLessThan(5_000);
+    nodes.b.log.release();
+    await nodes.b.replica.catchUp();
+    expect((await nodes.b.records.get(admin, "shop", "third")).title).toBe("Third");
+  });
+
+  test("its own entry in the log but not applied here in time: 503, and applied everywhere later", async () => {
+    await nodes.b.replica.catchUp();
+    nodes.b.log.hold();
+    const started = Date.now();
+    await refusedWith503(nodes.b.records.put(admin, "shop", "fifth", { title: "Fifth" }));
+    expect(Date.now() - started).toBeLessThan(5_000);
+    // Not acknowledged, but in the log: every node applies it, as a write whose answer was lost.
+    nodes.b.log.release();
+    await nodes.b.replica.catchUp();
+    await nodes.a.replica.catchUp();
+    for (const node of [nodes.a, nodes.b]) expect((await node.records.get(admin, "shop", "fifth")).title).toBe("Fifth");
   });
 });
 
