@@ -278,13 +278,14 @@ export class Replica {
 
   /**
    * Waits until this node has applied everything the log held when called: a stale write's
-   * catch-up before it runs again. Bounded like a record write's wait for its own entry: a log
-   * that does not say how far it goes (a server gone, a leader being elected), or a node that
-   * has not applied that far in time, is a 503 for the write, as an append the log did not
-   * confirm is. Both were a 500 (a NATS timeout) or a wait without end, seen in the kill -9 test.
+   * catch-up before it runs again. A log that does not say how far it goes (a server gone, a
+   * leader being elected) is a 503 for the write, as an append the log did not confirm is; it was
+   * a 500 (a NATS timeout, seen in the kill -9 test). `recordWrite`: a record write's, not waiting
+   * longer than for its own entry, then a 503 (D-318); others (an upload's activation, a
+   * checkpoint) wait until this node has applied that far.
    */
-  async catchUp(): Promise<void> {
-    const until = Date.now() + this.recordWaitMs;
+  async catchUp(options: { recordWrite?: boolean } = {}): Promise<void> {
+    const until = options.recordWrite ? Date.now() + this.recordWaitMs : Number.POSITIVE_INFINITY;
     const target = await this.log.lastSeq().catch((error: Error) => {
       this.logger.warn("the change log did not say how far it goes", { error: error.message });
       throw new UnavailableError("the change log did not answer in time; try again", { retryAfterSeconds: 1 });
@@ -296,7 +297,7 @@ export class Replica {
           retryAfterSeconds: 1,
         });
       }
-      await this.waitChange(until - Date.now());
+      await this.waitChange(Number.isFinite(until) ? until - Date.now() : undefined);
     }
   }
 

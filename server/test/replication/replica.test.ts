@@ -70,7 +70,7 @@ async function openNode(memory: MemoryLog, store: Store, name: string, options: 
   });
   const engine = replicatedEngine(inner, replica, log);
   const locks = new IndexLocks();
-  locks.setCatchUp(() => replica.catchUp());
+  locks.setCatchUp((recordWrite) => replica.catchUp({ recordWrite }));
   const catalog = new CatalogService(store.db, engine, silent);
   replica.onActivated((id, version) => catalog.setActive(id, version));
   catalog.useLocalActive((id) => replica.active(id));

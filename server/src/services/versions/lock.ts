@@ -5,8 +5,11 @@
 import { UnavailableError } from "../../domain/errors.ts";
 import { StaleAppendError } from "../../ports/change-log.ts";
 
-/** How a stale write waits for this node to apply what other nodes appended. */
-export type CatchUp = () => Promise<void>;
+/**
+ * How a stale write waits for this node to apply what other nodes appended; `recordWrite`: for
+ * a record write, whose client is owed an answer soon (a 503 past a bound, D-318).
+ */
+export type CatchUp = (recordWrite: boolean) => Promise<void>;
 
 /** A write still stale after this many tries is failing for another reason: say so. */
 const MAX_STALE_RETRIES = 20;
@@ -21,13 +24,16 @@ export class IndexLocks {
     this.catchUp = catchUp;
   }
 
-  /** Runs `fn` after every earlier write to the same index has finished, whether it failed or not. */
-  run<T>(indexId: string, fn: () => Promise<T>): Promise<T> {
+  /**
+   * Runs `fn` after every earlier write to the same index has finished, whether it failed or not.
+   * `recordWrite`: a record write's catch-up is bounded (see CatchUp).
+   */
+  run<T>(indexId: string, fn: () => Promise<T>, options: { recordWrite?: boolean } = {}): Promise<T> {
     return this.runOnce(indexId, fn).catch(async (error: unknown) => {
       if (!(error instanceof StaleAppendError) || this.catchUp === undefined) throw error;
       for (let attempt = 1; ; attempt++) {
         // Outside the lock: the index's other writes need not wait while this one catches up.
-        await this.catchUp();
+        await this.catchUp(options.recordWrite ?? false);
         try {
           return await this.runOnce(indexId, fn);
         } catch (retryError) {
