@@ -1,7 +1,80 @@
+import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { connect, createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 
 /** Ports this process has handed out: the OS may offer a port again once it was closed. */
 const given = new Set<number>();
+
+/**
+ * Ports handed out by any test process on this machine, one file each (holding its process's
+ * id), made exclusively: test files run in several processes at once, and a port free when one
+ * looked (not listened on yet, or between a NATS server's kill and its restart) was handed to
+ * another too, whose server then failed to bind it (seen: "Error listening on router port ...
+ * address already in use"). Only a process's own files are removed by it; those of processes
+ * that have ended (vitest ends its workers without their exit handlers) are swept by one process
+ * at a time, so that no file is removed after another process has made it again.
+ */
+const RESERVED = join(tmpdir(), "sift-test-ports");
+const SWEEPING = join(tmpdir(), "sift-test-ports.sweeping");
+
+let swept = false;
+
+/** Once per process: the files of processes that have ended go, unless another process is at it. */
+function sweep(): void {
+  swept = true;
+  mkdirSync(RESERVED, { recursive: true });
+  try {
+    mkdirSync(SWEEPING);
+  } catch {
+    // Another process is sweeping; one left behind by a process that died while at it is taken over.
+    const mark = statSync(SWEEPING, { throwIfNoEntry: false });
+    if (mark === undefined || Date.now() - mark.mtimeMs < 60_000) return;
+  }
+  try {
+    for (const name of readdirSync(RESERVED)) {
+      const file = join(RESERVED, name);
+      let owner: string;
+      try {
+        owner = readFileSync(file, "utf8");
+      } catch {
+        continue; // released by its process meanwhile
+      }
+      if (!alive(owner)) rmSync(file, { force: true });
+    }
+  } finally {
+    rmSync(SWEEPING, { recursive: true, force: true });
+  }
+}
+
+function reserve(port: number): boolean {
+  if (!swept) sweep();
+  try {
+    writeFileSync(join(RESERVED, String(port)), String(process.pid), { flag: "wx" });
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+    return false;
+  }
+}
+
+function alive(pid: string): boolean {
+  try {
+    process.kill(Number(pid), 0);
+    return true;
+  } catch (error) {
+    // EPERM: a process of another user holds that id, alive.
+    return (error as NodeJS.ErrnoException).code === "EPERM" || !/^\d+$/.test(pid);
+  }
+}
+
+function release(port: number): void {
+  rmSync(join(RESERVED, String(port)), { force: true });
+}
+
+process.on("exit", () => {
+  for (const port of given) release(port);
+});
 
 /**
  * Ports are drawn below Linux's ephemeral range (32768 to 60999 by default), from which the OS
@@ -13,13 +86,18 @@ const LOWEST = 20_000;
 const ABOVE = 32_768;
 
 /**
- * A loopback port free right now, never one handed out before in this process: a NATS server
- * was once given the same port for its clients and its cluster routes.
+ * A loopback port free right now, never one handed out before in this process or to another
+ * test process still running: a NATS server was once given the same port for its clients and
+ * its cluster routes.
  */
 export async function freePort(): Promise<number> {
   for (;;) {
     const port = LOWEST + Math.floor(Math.random() * (ABOVE - LOWEST));
-    if (given.has(port) || !(await bindable(port))) continue;
+    if (given.has(port) || !reserve(port)) continue;
+    if (!(await bindable(port))) {
+      release(port);
+      continue;
+    }
     given.add(port);
     return port;
   }
