@@ -349,7 +349,7 @@ async function roles() {
     const perWrite = (seconds: number) => `${((seconds * 1000) / measured.result.acks.length).toFixed(2)} ms`;
     const threadNames = ["MainThread", "WorkerThread", "V8Worker", "libuv-worker"];
     console.log(
-      `\nRun ${new Date().toISOString().slice(0, 16)}Z, ${os.cpus().length} cores ${os.cpus()[0]?.model ?? ""}, Node ${process.versions.node}${stealNote()}: ${RATE} writes/s for ${SECONDS} s, all to ${r.regionIds[0]}, ${measured.result.acks.length} answered, ${measured.result.failed} failed; acknowledgement p50 / p99 ${ms(percentile(measured.result.acks, 0.5))} / ${ms(percentile(measured.result.acks, 0.99))}.\n`,
+      `\n${runLine()}: ${RATE} writes/s for ${SECONDS} s, all to ${r.regionIds[0]}, ${measured.result.acks.length} answered, ${measured.result.failed} failed; acknowledgement p50 / p99 ${ms(percentile(measured.result.acks, 0.5))} / ${ms(percentile(measured.result.acks, 0.99))}.\n`,
     );
     console.log(`CPU per write, by node and thread (${threadNames.join(", ")}):\n`);
     console.log("| node | all threads | main | worker threads | V8 helpers | libuv pool |");

@@ -3,7 +3,7 @@ import { connect, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
-/** Ports this process has handed out: the OS may offer a port again once it was closed. */
+/** Ports this process has handed out (their files say so to every process), released on exit. */
 const given = new Set<number>();
 
 /**
@@ -59,12 +59,14 @@ function reserve(port: number): boolean {
 }
 
 function alive(pid: string): boolean {
+  // A file not written yet (no id) belongs to a process making it right now.
+  if (!/^\d+$/.test(pid)) return true;
   try {
     process.kill(Number(pid), 0);
     return true;
   } catch (error) {
     // EPERM: a process of another user holds that id, alive.
-    return (error as NodeJS.ErrnoException).code === "EPERM" || !/^\d+$/.test(pid);
+    return (error as NodeJS.ErrnoException).code === "EPERM";
   }
 }
 
@@ -93,7 +95,7 @@ const ABOVE = 32_768;
 export async function freePort(): Promise<number> {
   for (;;) {
     const port = LOWEST + Math.floor(Math.random() * (ABOVE - LOWEST));
-    if (given.has(port) || !reserve(port)) continue;
+    if (!reserve(port)) continue;
     if (!(await bindable(port))) {
       release(port);
       continue;

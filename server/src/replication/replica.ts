@@ -29,6 +29,9 @@ const VERDICT_WAIT_MS = 120_000;
  */
 const RECORD_VERDICT_WAIT_MS = 15_000;
 
+/** A record change or a group of them: a client waits for it, and appending it twice makes two versions. */
+const isRecordWrite = (op: { op: string }) => op.op === "change" || op.op === "changes";
+
 interface Verdict {
   /** False: another entry of the index was accepted after the one its writer had seen. */
   accepted: boolean;
@@ -208,8 +211,7 @@ export class Replica {
     // missed entries before it would otherwise lose them without noticing.
     const entry = { ...op, node: this.node, at: Date.now(), ...(known ? { after: known } : {}) } as LogEntry;
     const seq = await this.append(entry, expect);
-    const record = op.op === "change" || op.op === "changes";
-    const verdict = await this.verdictOf(seq, record ? this.recordWaitMs : VERDICT_WAIT_MS);
+    const verdict = await this.verdictOf(seq, isRecordWrite(op) ? this.recordWaitMs : VERDICT_WAIT_MS);
     if (verdict.error) throw verdict.error;
     if (!verdict.accepted) throw new StaleAppendError(`another entry for index ${op.index} was accepted first`);
     return verdict.result;
@@ -225,7 +227,7 @@ export class Replica {
     // checkpoint, a drop) are appended again for up to 20 s while the cluster elects new leaders
     // (NATS answers "jetstream is not enabled" meanwhile, seen for several seconds after a server
     // was killed); a record change appended twice would be two versions, so its writer is told.
-    const retry = !(entry.op === "change" || entry.op === "changes" || entry.op === "purge");
+    const retry = !(isRecordWrite(entry) || entry.op === "purge");
     const until = Date.now() + 20_000;
     for (let attempt = 1; ; attempt++) {
       try {
@@ -268,7 +270,7 @@ export class Replica {
       }
       if (Date.now() > until) {
         throw new UnavailableError(
-          "the write reached the change log but this node has not applied it yet; it will be: read it with minVersion later",
+          "this node has not applied the write yet; it is in the change log and will be applied everywhere, so read the record again in a moment before writing it again",
           { retryAfterSeconds: 1 },
         );
       }
@@ -291,14 +293,7 @@ export class Replica {
       throw new UnavailableError("the change log did not answer in time; try again", { retryAfterSeconds: 1 });
     });
     this.logLast = Math.max(this.logLast, target);
-    while (this.state.position < target) {
-      if (Date.now() > until) {
-        throw new UnavailableError("this node is still applying what other nodes wrote; try again", {
-          retryAfterSeconds: 1,
-        });
-      }
-      await this.waitChange(Number.isFinite(until) ? until - Date.now() : undefined);
-    }
+    await this.appliedThrough(target, until);
   }
 
   // ---- reads ----
@@ -956,7 +951,15 @@ export class Replica {
     });
   }
 
-  private async appliedThrough(target: number): Promise<void> {
-    while (this.state.position < target) await this.waitChange();
+  /** Waits until this node has applied the log through `target`; past `until`, a 503. */
+  private async appliedThrough(target: number, until = Number.POSITIVE_INFINITY): Promise<void> {
+    while (this.state.position < target) {
+      if (Date.now() > until) {
+        throw new UnavailableError("this node is still applying what other nodes wrote; try again", {
+          retryAfterSeconds: 1,
+        });
+      }
+      await this.waitChange(Number.isFinite(until) ? until - Date.now() : undefined);
+    }
   }
 }
