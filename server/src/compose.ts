@@ -158,7 +158,7 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
     : undefined;
   if (replica && changeLog) {
     engine = replicatedEngine(engine, replica, changeLog);
-    locks.setCatchUp((recordWrite) => replica.catchUp({ recordWrite }));
+    locks.setCatchUp((clientWaits) => replica.catchUp({ clientWaits }));
   }
   const secret = signingSecret(config);
   const rateStore = await openRateStore(config, log);

@@ -223,9 +223,15 @@ export interface SearchEngine {
   /**
    * Tells the engine which version is live, so it may keep that view hot (Typesense: the alias).
    * `ifActive`: only while that is still the live version (with replication another node may
-   * have moved it; a single node holds the index's write lock, so it always is).
+   * have moved it; a single node holds the index's write lock, so it always is). `clientWaits`:
+   * a client waits for the answer (an activation asked over HTTP): with replication, a node that
+   * cannot apply it soon answers 503 instead of holding the client (D-320).
    */
-  activate(indexKey: string, version: VersionId, options?: { ifActive?: VersionId }): Promise<void>;
+  activate(
+    indexKey: string,
+    version: VersionId,
+    options?: { ifActive?: VersionId; clientWaits?: boolean },
+  ): Promise<void>;
   /** Drops a version's storage; the service never drops the active version or an ancestor of a kept one. */
   dropVersion(indexKey: string, version: VersionId): Promise<void>;
   /** Drops several versions in one step where the engine can (with replication: one log entry). */

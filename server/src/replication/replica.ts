@@ -22,12 +22,13 @@ const MAX_IN_FLIGHT = 256;
 const VERDICT_WAIT_MS = 120_000;
 
 /**
- * The same for a record write, whose caller is an HTTP client: past this its entry is still in
- * the log and will be applied, but the write answers 503 (not acknowledged), as one the log did
- * not confirm does. With 120 s, writes to a node whose consumer could not be made again while a
- * NATS server restarted waited until the client gave up (seen in the kill -9 test).
+ * The same for an entry a client waits for (a record write, an activation asked over HTTP): past
+ * this its entry is still in the log and will be applied, but the request answers 503 (not
+ * acknowledged), as one the log did not confirm does. With 120 s, writes to a node whose consumer
+ * could not be made again while a NATS server restarted waited until the client gave up (seen in
+ * the kill -9 test, D-318); an activation did the same (D-320).
  */
-const RECORD_VERDICT_WAIT_MS = 15_000;
+const CLIENT_WAIT_MS = 15_000;
 
 /** A record change or a group of them: a client waits for it, and appending it twice makes two versions. */
 const isRecordWrite = (op: { op: string }) => op.op === "change" || op.op === "changes";
@@ -68,7 +69,7 @@ export class Replica {
   private logLast = 0;
   /** Set once the node follows the log: before that it serves what it holds, and is not ready. */
   private following = false;
-  private readonly recordWaitMs: number;
+  private readonly clientWaitMs: number;
 
   constructor(deps: {
     node: string;
@@ -81,10 +82,10 @@ export class Replica {
     snapshots?: { every: number; goneAfterMs: number };
     /** How often applied versions are recorded in the store (100 ms; tests lengthen it). */
     storeEveryMs?: number;
-    /** How long a record write waits for this node to apply its entry (RECORD_VERDICT_WAIT_MS). */
-    recordWaitMs?: number;
+    /** How long an entry a client waits for waits for this node to apply it (CLIENT_WAIT_MS). */
+    clientWaitMs?: number;
   }) {
-    this.recordWaitMs = deps.recordWaitMs ?? RECORD_VERDICT_WAIT_MS;
+    this.clientWaitMs = deps.clientWaitMs ?? CLIENT_WAIT_MS;
     this.node = deps.node;
     this.log = deps.log;
     this.engine = deps.engine;
@@ -200,18 +201,24 @@ export class Replica {
    * streams let concurrent appends through it (nats-server issue 4320, seen here). Rejects with
    * StaleAppendError when the entry no longer fits: the caller catches up and tries again
    * (services/versions/lock.ts). Resolves with what applying it returned (a purge's result).
+   * `clientWaits`: a client waits for the answer (an activation asked over HTTP; a record write
+   * always is), so this node's wait for its entry is bounded (CLIENT_WAIT_MS).
    */
   async commit(
     op: LogOp & { index: string },
-    options: { compareAndSet: boolean } = { compareAndSet: true },
+    options: { compareAndSet?: boolean; clientWaits?: boolean } = {},
   ): Promise<unknown> {
     const known = this.state.indexes.get(op.index)?.last ?? 0;
-    const expect = options.compareAndSet ? known : undefined;
+    const expect = (options.compareAndSet ?? true) ? known : undefined;
     // Named with or without a compare-and-set: a bulk entry builds on nothing, but a node that
     // missed entries before it would otherwise lose them without noticing.
     const entry = { ...op, node: this.node, at: Date.now(), ...(known ? { after: known } : {}) } as LogEntry;
     const seq = await this.append(entry, expect);
-    const verdict = await this.verdictOf(seq, isRecordWrite(op) ? this.recordWaitMs : VERDICT_WAIT_MS);
+    const verdict = await this.verdictOf(
+      seq,
+      isRecordWrite(op) || options.clientWaits ? this.clientWaitMs : VERDICT_WAIT_MS,
+      isRecordWrite(op) ? "read the record again" : "read the index again",
+    );
     if (verdict.error) throw verdict.error;
     if (!verdict.accepted) throw new StaleAppendError(`another entry for index ${op.index} was accepted first`);
     return verdict.result;
@@ -259,8 +266,8 @@ export class Replica {
     if (this.verdicts.size > 10_000) this.verdicts.delete(this.verdicts.keys().next().value!);
   }
 
-  /** Waits for the outcome of applying this node's own entry at `seq`. */
-  private async verdictOf(seq: number, waitMs: number): Promise<Verdict> {
+  /** Waits for the outcome of applying this node's own entry at `seq`; `check`: what the client should read before repeating it. */
+  private async verdictOf(seq: number, waitMs: number, check: string): Promise<Verdict> {
     const until = Date.now() + waitMs;
     for (;;) {
       const verdict = this.verdicts.get(seq);
@@ -270,7 +277,7 @@ export class Replica {
       }
       if (Date.now() > until) {
         throw new UnavailableError(
-          "this node has not applied the write yet; it is in the change log and will be applied everywhere, so read the record again in a moment before writing it again",
+          `this node has not applied the change yet; it is in the change log and will be applied everywhere, so ${check} in a moment before repeating it`,
           { retryAfterSeconds: 1 },
         );
       }
@@ -282,12 +289,13 @@ export class Replica {
    * Waits until this node has applied everything the log held when called: a stale write's
    * catch-up before it runs again. A log that does not say how far it goes (a server gone, a
    * leader being elected) is a 503 for the write, as an append the log did not confirm is; it was
-   * a 500 (a NATS timeout, seen in the kill -9 test). `recordWrite`: a record write's, not waiting
-   * longer than for its own entry, then a 503 (D-318); others (an upload's activation, a
-   * checkpoint) wait until this node has applied that far.
+   * a 500 (a NATS timeout, seen in the kill -9 test). `clientWaits`: a client waits (a record
+   * write, an activation asked over HTTP), so it waits no longer than for its own entry, then a
+   * 503 (D-318, D-320); others (an upload's activation, a checkpoint) wait until this node has
+   * applied that far.
    */
-  async catchUp(options: { recordWrite?: boolean } = {}): Promise<void> {
-    const until = options.recordWrite ? Date.now() + this.recordWaitMs : Number.POSITIVE_INFINITY;
+  async catchUp(options: { clientWaits?: boolean } = {}): Promise<void> {
+    const until = options.clientWaits ? Date.now() + this.clientWaitMs : Number.POSITIVE_INFINITY;
     const target = await this.log.lastSeq().catch((error: Error) => {
       this.logger.warn("the change log did not say how far it goes", { error: error.message });
       throw new UnavailableError("the change log did not answer in time; try again", { retryAfterSeconds: 1 });

@@ -126,13 +126,20 @@ class ReplicatedEngine implements SearchEngine {
     });
   }
 
-  async activate(indexKey: string, version: VersionId, options: { ifActive?: VersionId } = {}): Promise<void> {
-    await this.replica.commit({
-      op: "activate",
-      index: indexKey,
-      version,
-      ...(options.ifActive === undefined ? {} : { expectActive: options.ifActive }),
-    });
+  async activate(
+    indexKey: string,
+    version: VersionId,
+    options: { ifActive?: VersionId; clientWaits?: boolean } = {},
+  ): Promise<void> {
+    await this.replica.commit(
+      {
+        op: "activate",
+        index: indexKey,
+        version,
+        ...(options.ifActive === undefined ? {} : { expectActive: options.ifActive }),
+      },
+      { clientWaits: options.clientWaits ?? false },
+    );
   }
 
   async dropVersion(indexKey: string, version: VersionId): Promise<void> {

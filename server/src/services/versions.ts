@@ -144,9 +144,14 @@ export class VersionService {
     return versionChanges(this.ctx, ref, version, page);
   }
 
+  /**
+   * Asked over HTTP: with replication, a node that cannot follow the log answers 503 after the
+   * bound a record write has rather than holding the client (D-320); an upload's activation,
+   * which nobody waits on, waits as long as it takes (versions/bulk.ts).
+   */
   activate(ref: IndexRef, version: VersionId): Promise<VersionId> {
     this.retentionDue?.add(ref.id);
-    return this.ctx.locks.run(ref.id, async () => {
+    const activation = async () => {
       await storeSettled(this.ctx, ref.id);
       const row = await versionRow(this.ctx.db, ref.id, version);
       if (!row || row.state === "dropped") {
@@ -154,9 +159,10 @@ export class VersionService {
       }
       if (row.state !== "ready")
         throw new ConflictError(`version ${version} is ${row.state}: only a ready version can be activated`);
-      await setActive(this.ctx, ref.id, version);
+      await setActive(this.ctx, ref.id, version, undefined, { clientWaits: true });
       return version;
-    });
+    };
+    return this.ctx.locks.run(ref.id, activation, { clientWaits: true });
   }
 
   /** A record change on top of the active version, made active (versions/changes.ts). */

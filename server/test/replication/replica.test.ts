@@ -43,8 +43,8 @@ interface NodeOptions {
   startLater?: boolean;
   /** How often the node records what it applied in the store (100 ms). */
   storeEveryMs?: number;
-  /** How long a record write waits for the node to apply the log (15 s). */
-  recordWaitMs?: number;
+  /** How long a record write or an activation asked over HTTP waits for the node to apply the log (15 s). */
+  clientWaitMs?: number;
   /** Wraps the node's store, where it records the rows of what it applies (to hold those statements). */
   wrapDb?: (db: Store["db"]) => Store["db"];
 }
@@ -66,11 +66,11 @@ async function openNode(memory: MemoryLog, store: Store, name: string, options: 
     dataDir: dir,
     ...(snapshots ? { snapshots } : {}),
     ...(options.storeEveryMs ? { storeEveryMs: options.storeEveryMs } : {}),
-    ...(options.recordWaitMs ? { recordWaitMs: options.recordWaitMs } : {}),
+    ...(options.clientWaitMs ? { clientWaitMs: options.clientWaitMs } : {}),
   });
   const engine = replicatedEngine(inner, replica, log);
   const locks = new IndexLocks();
-  locks.setCatchUp((recordWrite) => replica.catchUp({ recordWrite }));
+  locks.setCatchUp((clientWaits) => replica.catchUp({ clientWaits }));
   const catalog = new CatalogService(store.db, engine, silent);
   replica.onActivated((id, version) => catalog.setActive(id, version));
   catalog.useLocalActive((id) => replica.active(id));
@@ -265,14 +265,14 @@ describe("two nodes on one change log", () => {
   });
 });
 
-describe("a record write on a node that cannot follow the log", () => {
+describe("a record write or an activation on a node that cannot follow the log", () => {
   // Node b's end of the log (how far it goes) may time out, as NATS's does while a server is
   // killed; and b waits at most 300 ms for the log, where a node waits 15 s.
   let unanswered = false;
   const nodes = useTwoNodes(
     {},
     {
-      recordWaitMs: 300,
+      clientWaitMs: 300,
       wrapLog: (log) => ({
         ...log,
         lastSeq: () => (unanswered ? Promise.reject(new Error("timeout")) : log.lastSeq()),
@@ -322,6 +322,48 @@ describe("a record write on a node that cannot follow the log", () => {
     await nodes.b.replica.catchUp();
     await nodes.a.replica.catchUp();
     for (const node of [nodes.a, nodes.b]) expect((await node.records.get(admin, "shop", "fifth")).title).toBe("Fifth");
+  });
+
+  test("an activation asked over HTTP: 503 once its wait is over, and applied everywhere later (D-320)", async () => {
+    const ref = (await nodes.b.catalog.byName("ten_r", "shop"))!;
+    const older = await nodes.a.records.put(admin, "shop", "sixth", { title: "Sixth" });
+    const newer = await nodes.a.records.put(admin, "shop", "seventh", { title: "Seventh" });
+    await nodes.b.replica.waitFor(ref.id, newer, 5_000);
+    // Its own entry is in the log, but b does not apply it: the client is answered all the same.
+    nodes.b.log.hold();
+    let started = Date.now();
+    await refusedWith503(nodes.b.versions.activate(ref, older));
+    expect(Date.now() - started).toBeLessThan(5_000);
+    nodes.b.log.release();
+    for (const node of [nodes.a, nodes.b]) {
+      await expect.poll(() => node.replica.active(ref.id), { timeout: 5_000 }).toBe(older);
+      await expect(node.records.get(admin, "shop", "seventh")).rejects.toBeInstanceOf(NotFoundError);
+    }
+    // Stale (a wrote meanwhile) while b cannot catch up: bounded as well.
+    nodes.b.log.hold();
+    const latest = await nodes.a.records.put(admin, "shop", "eighth", { title: "Eighth" });
+    started = Date.now();
+    await refusedWith503(nodes.b.versions.activate(ref, newer));
+    expect(Date.now() - started).toBeLessThan(5_000);
+    nodes.b.log.release();
+    await nodes.b.replica.waitFor(ref.id, latest, 5_000);
+    expect(nodes.b.replica.active(ref.id)).toBe(latest);
+  });
+
+  test("an activation nobody waits on (an upload's) waits past that bound until the node applies it", async () => {
+    const ref = (await nodes.b.catalog.byName("ten_r", "shop"))!;
+    await nodes.b.replica.catchUp();
+    const target = nodes.b.replica.active(ref.id)!;
+    nodes.b.log.hold();
+    let settled = false;
+    const activation = nodes.b.replica.commit({ op: "activate", index: ref.id, version: target }).finally(() => {
+      settled = true;
+    });
+    await new Promise((resolve) => setTimeout(resolve, 900));
+    expect(settled).toBe(false);
+    nodes.b.log.release();
+    await activation;
+    expect(nodes.b.replica.active(ref.id)).toBe(target);
   });
 });
 

@@ -43,7 +43,7 @@ export async function applyRecordChange(
   // can take a batch.
   const written = ctx.engine.applyChanges
     ? groupWrite(ctx, ref, change)
-    : ctx.locks.run(ref.id, () => writeChange(ctx, ref, change), { recordWrite: true });
+    : ctx.locks.run(ref.id, () => writeChange(ctx, ref, change), { clientWaits: true });
   const version = await written
     // An index deleted while the write waited or ran is a 404, not a failure of the server.
     .catch((error: unknown) => rethrowUnlessDeleted(ctx.db, ref.id, error));

@@ -57,7 +57,7 @@ async function drain(ctx: VersionContext, ref: IndexRef, byIndex: Map<string, Pe
     try {
       // A batch overtaken by another node's entry is put back and made again once caught up
       // (IndexLocks.run); each attempt computes its versions from what this node has applied.
-      await ctx.locks.run(ref.id, () => commitBatch(ctx, ref, batch), { recordWrite: true });
+      await ctx.locks.run(ref.id, () => commitBatch(ctx, ref, batch), { clientWaits: true });
     } catch (error) {
       for (const item of batch) item.reject(error);
     }

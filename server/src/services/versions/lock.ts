@@ -6,10 +6,11 @@ import { UnavailableError } from "../../domain/errors.ts";
 import { StaleAppendError } from "../../ports/change-log.ts";
 
 /**
- * How a stale write waits for this node to apply what other nodes appended; `recordWrite`: for
- * a record write, whose client is owed an answer soon (a 503 past a bound, D-318).
+ * How a stale write waits for this node to apply what other nodes appended; `clientWaits`: for a
+ * write a client is owed an answer to soon, a record write or an activation asked over HTTP (a 503
+ * past a bound, D-318, D-320).
  */
-export type CatchUp = (recordWrite: boolean) => Promise<void>;
+export type CatchUp = (clientWaits: boolean) => Promise<void>;
 
 /** A write still stale after this many tries is failing for another reason: say so. */
 const MAX_STALE_RETRIES = 20;
@@ -26,14 +27,14 @@ export class IndexLocks {
 
   /**
    * Runs `fn` after every earlier write to the same index has finished, whether it failed or not.
-   * `recordWrite`: a record write's catch-up is bounded (see CatchUp).
+   * `clientWaits`: its catch-up is bounded (see CatchUp).
    */
-  run<T>(indexId: string, fn: () => Promise<T>, options: { recordWrite?: boolean } = {}): Promise<T> {
+  run<T>(indexId: string, fn: () => Promise<T>, options: { clientWaits?: boolean } = {}): Promise<T> {
     return this.runOnce(indexId, fn).catch(async (error: unknown) => {
       if (!(error instanceof StaleAppendError) || this.catchUp === undefined) throw error;
       for (let attempt = 1; ; attempt++) {
         // Outside the lock: the index's other writes need not wait while this one catches up.
-        await this.catchUp(options.recordWrite ?? false);
+        await this.catchUp(options.clientWaits ?? false);
         try {
           return await this.runOnce(indexId, fn);
         } catch (retryError) {
