@@ -30,7 +30,7 @@ const VERDICT_WAIT_MS = 120_000;
  */
 const CLIENT_WAIT_MS = 15_000;
 
-/** A record change or a group of them: a client waits for it, and appending it twice makes two versions. */
+/** A record change or a group of them: appending it twice makes two versions. */
 const isRecordWrite = (op: { op: string }) => op.op === "change" || op.op === "changes";
 
 interface Verdict {
@@ -201,8 +201,8 @@ export class Replica {
    * streams let concurrent appends through it (nats-server issue 4320, seen here). Rejects with
    * StaleAppendError when the entry no longer fits: the caller catches up and tries again
    * (services/versions/lock.ts). Resolves with what applying it returned (a purge's result).
-   * `clientWaits`: a client waits for the answer (an activation asked over HTTP; a record write
-   * always is), so this node's wait for its entry is bounded (CLIENT_WAIT_MS).
+   * `clientWaits`: a client waits for the answer (a record write, an activation asked over HTTP),
+   * so this node's wait for its entry is bounded (CLIENT_WAIT_MS).
    */
   async commit(
     op: LogOp & { index: string },
@@ -214,11 +214,7 @@ export class Replica {
     // missed entries before it would otherwise lose them without noticing.
     const entry = { ...op, node: this.node, at: Date.now(), ...(known ? { after: known } : {}) } as LogEntry;
     const seq = await this.append(entry, expect);
-    const verdict = await this.verdictOf(
-      seq,
-      isRecordWrite(op) || options.clientWaits ? this.clientWaitMs : VERDICT_WAIT_MS,
-      isRecordWrite(op) ? "read the record again" : "read the index again",
-    );
+    const verdict = await this.verdictOf(seq, options.clientWaits ? this.clientWaitMs : VERDICT_WAIT_MS);
     if (verdict.error) throw verdict.error;
     if (!verdict.accepted) throw new StaleAppendError(`another entry for index ${op.index} was accepted first`);
     return verdict.result;
@@ -266,8 +262,8 @@ export class Replica {
     if (this.verdicts.size > 10_000) this.verdicts.delete(this.verdicts.keys().next().value!);
   }
 
-  /** Waits for the outcome of applying this node's own entry at `seq`; `check`: what the client should read before repeating it. */
-  private async verdictOf(seq: number, waitMs: number, check: string): Promise<Verdict> {
+  /** Waits for the outcome of applying this node's own entry at `seq`. */
+  private async verdictOf(seq: number, waitMs: number): Promise<Verdict> {
     const until = Date.now() + waitMs;
     for (;;) {
       const verdict = this.verdicts.get(seq);
@@ -277,7 +273,7 @@ export class Replica {
       }
       if (Date.now() > until) {
         throw new UnavailableError(
-          `this node has not applied the change yet; it is in the change log and will be applied everywhere, so ${check} in a moment before repeating it`,
+          "this node has not applied the change yet; it is in the change log and will be applied everywhere, so read it back in a moment before repeating it",
           { retryAfterSeconds: 1 },
         );
       }

@@ -84,12 +84,13 @@ class ReplicatedEngine implements SearchEngine {
     };
   }
 
+  // A record write always has a client waiting for it (D-318).
   async applyChange(indexKey: string, change: RecordChange): Promise<void> {
-    await this.replica.commit({ op: "change", index: indexKey, change });
+    await this.replica.commit({ op: "change", index: indexKey, change }, { clientWaits: true });
   }
 
   async applyChanges(indexKey: string, changes: RecordChange[]): Promise<void> {
-    await this.replica.commit({ op: "changes", index: indexKey, changes });
+    await this.replica.commit({ op: "changes", index: indexKey, changes }, { clientWaits: true });
   }
 
   async checkpoint(indexKey: string, from: VersionId, major: number): Promise<{ records: number }> {
@@ -138,7 +139,7 @@ class ReplicatedEngine implements SearchEngine {
         version,
         ...(options.ifActive === undefined ? {} : { expectActive: options.ifActive }),
       },
-      { clientWaits: options.clientWaits ?? false },
+      { clientWaits: options.clientWaits === true },
     );
   }
 

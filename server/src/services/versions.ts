@@ -159,7 +159,7 @@ export class VersionService {
       }
       if (row.state !== "ready")
         throw new ConflictError(`version ${version} is ${row.state}: only a ready version can be activated`);
-      await setActive(this.ctx, ref.id, version, undefined, { clientWaits: true });
+      await setActive(this.ctx, ref.id, version, { clientWaits: true });
       return version;
     };
     return this.ctx.locks.run(ref.id, activation, { clientWaits: true });

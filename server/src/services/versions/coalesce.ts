@@ -158,7 +158,7 @@ async function coalesceLocked(ctx: VersionContext, ref: IndexRef, options: { min
     return rethrowUnlessDeleted(ctx.db, ref.id, error);
   }
   // Only over the version it copied: a write another region made meanwhile must not be lost.
-  await setActive(ctx, ref.id, version, from);
+  await setActive(ctx, ref.id, version, { ifActive: from });
   ctx.log.info("coalesced", { index: ref.id, from, version });
   return version;
 }

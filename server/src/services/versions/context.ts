@@ -61,21 +61,17 @@ export interface VersionContext {
 
 /**
  * Makes `version` the one reads use: in the store, in the engine, and in the catalog's cache.
- * `clientWaits`: asked over HTTP (see SearchEngine.activate).
+ * `options` as SearchEngine.activate takes them (`clientWaits`: asked over HTTP).
  */
 export async function setActive(
   ctx: VersionContext,
   indexId: string,
   version: VersionId,
-  ifActive?: VersionId,
-  options: { clientWaits?: boolean } = {},
+  options: { ifActive?: VersionId; clientWaits?: boolean } = {},
 ): Promise<void> {
   // The engine first: with replication its activate is the log entry that decides, and every
   // node records the active version in the store in log order; this one does before answering.
-  await ctx.engine.activate(indexId, version, {
-    ...(ifActive === undefined ? {} : { ifActive }),
-    ...(options.clientWaits ? { clientWaits: true } : {}),
-  });
+  await ctx.engine.activate(indexId, version, options);
   const live = ctx.replica?.liveAt(indexId);
   if (!ctx.replica) await ctx.db.update(indexes).set({ activeVersion: version }).where(eq(indexes.id, indexId));
   else if (live) await recordLiveAtNow(ctx.db, indexId, live);
