@@ -1,7 +1,6 @@
 // The composition root: the one place that reads configuration and picks adapters for the
 // ports (store, engine, blobs). Everything else receives what it needs.
-import { randomBytes } from "node:crypto";
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync } from "node:fs";
 import { lockDataDir } from "./data-dir-lock.ts";
 import { join } from "node:path";
 import type { Hono } from "hono";
@@ -12,6 +11,7 @@ import { IngestRunner } from "./ingest/runner.ts";
 import type { Config } from "./config.ts";
 import { loadContract, type Contract } from "./http/contract.ts";
 import { RateLimits, type RateStore } from "./limits/rate-limits.ts";
+import { signingSecret } from "./auth/signing-secret.ts";
 import type { AppEnv } from "./http/env.ts";
 import type { Logger } from "./log.ts";
 import type { SearchEngine } from "./ports/engine.ts";
@@ -90,20 +90,6 @@ async function openEngine(config: Config, log: Logger): Promise<SearchEngine> {
   });
 }
 
-/** The HMAC key for signed URLs and OAuth state: configured, or generated once and kept in the data dir. */
-function signingSecret(config: Config): Buffer {
-  if (config.signingSecret) return Buffer.from(config.signingSecret, "utf8");
-  const path = join(config.dataDir, "signing.key");
-  try {
-    return Buffer.from(readFileSync(path, "utf8").trim(), "base64");
-  } catch {
-    // No key yet (a first start): make one. `wx` refuses to replace a key written meanwhile.
-    const secret = randomBytes(32);
-    writeFileSync(path, secret.toString("base64"), { mode: 0o600, flag: "wx" });
-    return secret;
-  }
-}
-
 export async function composeSift(config: Config, log: Logger): Promise<Sift> {
   mkdirSync(config.dataDir, { recursive: true });
   const lock = lockDataDir(config.dataDir);
@@ -160,7 +146,7 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
     engine = replicatedEngine(engine, replica, changeLog);
     locks.setCatchUp((clientWaits) => replica.catchUp({ clientWaits }));
   }
-  const secret = signingSecret(config);
+  const secret = await signingSecret(config, store, log);
   const rateStore = await openRateStore(config, log);
   const rateLimits = new RateLimits(config.rateLimits, rateStore);
 

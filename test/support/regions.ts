@@ -20,7 +20,7 @@ export interface Regions {
   /** With `supercluster`: each region's own cluster, by region id. */
   clusters?: Record<string, NatsCluster>;
   nodes: SiftProcess[];
-  /** The region id of each node, in the order of `nodes`. */
+  /** The id each node was started as (its region, or `<region>/<node>`), in the order of `nodes`. */
   regionIds: string[];
   /** An `adm` key of a tenant with service `shop` and the PUBLIC index `products`. */
   key: string;
@@ -81,6 +81,13 @@ export async function startCaughtUp(node: SiftProcess): Promise<void> {
     .toBe(true);
 }
 
+/** The region of a node started as `<region>` or `<region>/<node>`. */
+const regionOf = (id: string) => id.split("/")[0]!;
+
+/**
+ * A node per id: an id is a region (its node is named after it), or `<region>/<node>` for one of
+ * several nodes of a region (named `<region>-<node>`; the region's URL is its first node's).
+ */
 export async function startRegions(
   regionIds: string[] = ["frankfurt", "london", "newark"],
   env: Record<string, string> = {},
@@ -94,7 +101,8 @@ export async function startRegions(
    */
   options: { supercluster?: boolean; tieBreaker?: string; storeProxy?: boolean } = {},
 ): Promise<Regions> {
-  const supercluster = options.supercluster ? await startNatsSupercluster(regionIds, 3, options.tieBreaker) : undefined;
+  const regions = [...new Set(regionIds.map(regionOf))];
+  const supercluster = options.supercluster ? await startNatsSupercluster(regions, 3, options.tieBreaker) : undefined;
   const nats = supercluster ?? (await startNatsCluster(3));
   const clusters = supercluster?.clusters;
   const database = await createTempDatabase(process.env.DATABASE_URL!);
@@ -106,9 +114,13 @@ export async function startRegions(
     const ports: number[] = [];
     while (ports.length < regionIds.length) ports.push(await freePort());
     const urls = Object.fromEntries(
-      regionIds.map((region, i) => [`SIFT_REGION_URL_${region.toUpperCase()}`, `http://127.0.0.1:${ports[i]}`]),
+      regions.map((region) => [
+        `SIFT_REGION_URL_${region.toUpperCase()}`,
+        `http://127.0.0.1:${ports[regionIds.findIndex((id) => regionOf(id) === region)]}`,
+      ]),
     );
-    for (const [i, region] of regionIds.entries()) {
+    for (const [i, id] of regionIds.entries()) {
+      const region = regionOf(id);
       const node = await siftProcess(
         {
           // Rate limits would refuse the tests' own load (32 search loops on one key).
@@ -116,7 +128,7 @@ export async function startRegions(
           SIFT_NATS_URL: (clusters?.[region] ?? nats).urls,
           SIFT_NATS_REPLICAS: "3",
           SIFT_REGION: region,
-          SIFT_NODE_ID: region,
+          SIFT_NODE_ID: id.replace("/", "-"),
           ...urls,
           ...env,
           ...regionEnv[region],

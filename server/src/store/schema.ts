@@ -248,3 +248,14 @@ export const oauthEntries = pgTable(
     index("oauth_entries_expires_idx").on(t.expiresAt),
   ],
 );
+
+/**
+ * Secrets every node of a deployment must share, by name: `signing`, the HMAC key of upload URLs
+ * and OAuth state, for the nodes of a deployment without `SIFT_SIGNING_SECRET` (D-321). Written
+ * once, by the first node that needs it; never changed.
+ */
+export const deploymentSecrets = pgTable("deployment_secrets", {
+  name: text("name").primaryKey(),
+  /** Base64. */
+  value: text("value").notNull(),
+});

@@ -1,0 +1,52 @@
+// Several Sift nodes in one region (docs/replication.md, A real deployment): the nodes behind a
+// region's endpoint are interchangeable, so each request of a client may reach any of them, the
+// steps of one upload included.
+import { describe, expect, it } from "vitest";
+import { logRegionsOnFailure, readBack, regionsAvailable, useRegions } from "../support/regions.ts";
+
+describe.skipIf(!regionsAvailable)("two nodes in one region, and another region", () => {
+  // frankfurt-a, frankfurt-b, london: each with its own data directory, as on its own machine.
+  const regions = useRegions(["frankfurt/a", "frankfurt/b", "london"]);
+
+  it("a write through either node of the region is read on the other and in the other region", async () => {
+    const r = regions();
+    logRegionsOnFailure(regions);
+    for (const [from, others] of [
+      [0, [1, 2]],
+      [1, [0, 2]],
+    ] as const) {
+      const put = await r.http(from).put(`/v1/indexes/${r.index}/records/n-${from}`, { title: `Written on ${from}` });
+      expect(put.status, put.text).toBe(200);
+      for (const node of others) {
+        expect(await readBack(r, node, `n-${from}`, put.body.indexVersion as string)).toBe(`Written on ${from}`);
+      }
+    }
+  });
+
+  it("an upload started on one node, sent to the other and completed on the first is everywhere", async () => {
+    const r = regions();
+    logRegionsOnFailure(regions);
+    const started = await r.http(0).post("/v1/uploads/start", { indexName: r.index });
+    expect(started.status, started.text).toBe(200);
+    const version = started.body.indexVersion as string;
+    // The region's load balancer sends the bytes to the other node: the same path and query.
+    const url = new URL(started.body.uploadUrl as string);
+    expect(url.origin).toBe(r.nodes[0]!.url);
+    const csv = "id,title\nlb-1,Lantern from the other node\nlb-2,Ladder from the other node\n";
+    const put = await fetch(`${r.nodes[1]!.url}${url.pathname}${url.search}`, { method: "PUT", body: csv });
+    expect(put.status, await put.text()).toBe(200);
+    const completed = await r.http(0).post("/v1/uploads/complete", { indexName: r.index, indexVersion: version });
+    expect(completed.status, completed.text).toBe(200);
+    // The node that holds the bytes ingests them; either node reports the same state.
+    await expect
+      .poll(async () => (await r.http(0).get(`/v1/uploads/${r.index}/${version}`)).body.state, { timeout: 30_000 })
+      .toBe("succeeded");
+    for (const node of [0, 1, 2]) {
+      await expect
+        .poll(async () => (await r.http(node).get(`/v1/indexes/${r.index}/records/lb-2`)).body.title, {
+          timeout: 20_000,
+        })
+        .toBe("Ladder from the other node");
+    }
+  });
+});
