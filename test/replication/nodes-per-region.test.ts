@@ -2,6 +2,7 @@
 // region's endpoint are interchangeable, so each request of a client may reach any of them, the
 // steps of one upload included.
 import { describe, expect, it } from "vitest";
+import { Http } from "../support/http.ts";
 import { logRegionsOnFailure, readBack, regionsAvailable, useRegions } from "../support/regions.ts";
 
 describe.skipIf(!regionsAvailable)("two nodes in one region, and another region", () => {
@@ -47,6 +48,25 @@ describe.skipIf(!regionsAvailable)("two nodes in one region, and another region"
           timeout: 20_000,
         })
         .toBe("Ladder from the other node");
+    }
+  });
+
+  it("wrong passwords count together on both nodes of the region", async () => {
+    const r = regions();
+    const [a, b] = [new Http(r.nodes[0]!.url), new Http(r.nodes[1]!.url)];
+    const email = `nodes-${process.pid}@x.example`;
+    const password = "correct horse battery staple";
+    expect((await a.fresh().post("/v1/auth/signup", { email, password })).status).toBe(201);
+    // The load balancer spreads the guesses: five wrong ones, alternately on each node.
+    for (let i = 0; i < 5; i++) {
+      const wrong = await (i % 2 ? b : a).fresh().post("/v1/auth/login", { email, password: `wrong ${i}` });
+      expect(wrong.status, wrong.text).toBe(401);
+    }
+    expect((await b.fresh().post("/v1/auth/login", { email, password: "wrong again" })).status).toBe(401);
+    // The sixth counted on both: either node now holds even the right password back.
+    for (const node of [a, b]) {
+      const held = await node.fresh().post("/v1/auth/login", { email, password });
+      expect(held.status, held.text).toBe(429);
     }
   });
 });

@@ -2,60 +2,74 @@
 // and per client address; past a few free failures each further attempt must wait twice as long
 // as the one before, up to 15 minutes, and is refused with 429 before the password is checked.
 // A successful log-in clears its account's count (not its address's: one address may try many
-// accounts). In memory: one process's view, like the other caches (README, Known gaps).
+// accounts). The counts live in the store, so the nodes of a deployment count together: in each
+// node's memory, a guesser spreading attempts over N nodes behind one endpoint had N times the
+// tries (D-322).
+import { and, eq, inArray, lt, sql } from "drizzle-orm";
+import type { Db } from "../store/open.ts";
+import { loginFailures } from "../store/schema.ts";
 
 /** Failures allowed before any wait, per account and per address. */
 export const FREE_FAILURES = { account: 5, address: 20 } as const;
 const FIRST_WAIT_MS = 1_000;
 const MAX_WAIT_MS = 15 * 60_000;
-/** A count not bumped for this long is forgotten (and the map stays small). */
+/** A count not bumped for this long starts again from zero, and its row is removed. */
 const FORGET_AFTER_MS = 24 * 3_600_000;
+/** Forgotten rows are removed at most this often per process. */
+const SWEEP_EVERY_MS = 3_600_000;
 
-interface Failures {
-  count: number;
-  /** No attempt is let through before this time. */
-  until: number;
-  last: number;
-}
+/** The wait after the `count`th failure of a key that allows `free`. */
+export const waitAfter = (count: number, free: number) =>
+  count > free ? Math.min(MAX_WAIT_MS, FIRST_WAIT_MS * 2 ** (count - free - 1)) : 0;
 
 export class LoginThrottle {
-  private readonly failures = new Map<string, Failures>();
+  private readonly db: Db;
   private readonly now: () => number;
+  private sweptAt = Number.NEGATIVE_INFINITY;
 
-  constructor(now: () => number = Date.now) {
+  constructor(db: Db, now: () => number = Date.now) {
+    this.db = db;
     this.now = now;
   }
 
   /** Milliseconds to wait before `account` may try again from `address`; 0 when it may now. */
-  waitMs(account: string, address: string | undefined): number {
+  async waitMs(account: string, address: string | undefined): Promise<number> {
     const now = this.now();
-    let wait = 0;
-    for (const key of keys(account, address)) {
-      const f = this.failures.get(key);
-      if (f && f.until > now) wait = Math.max(wait, f.until - now);
-    }
-    return wait;
+    const rows = await this.db
+      .select({ waitUntil: loginFailures.waitUntil })
+      .from(loginFailures)
+      .where(inArray(loginFailures.key, keys(account, address)));
+    return Math.max(0, ...rows.map((r) => r.waitUntil - now));
   }
 
-  failed(account: string, address: string | undefined): void {
+  async failed(account: string, address: string | undefined): Promise<void> {
     const now = this.now();
-    if (this.failures.size > 100_000) this.forget(now);
     for (const key of keys(account, address)) {
-      const f = this.failures.get(key) ?? { count: 0, until: 0, last: now };
-      f.count++;
-      f.last = now;
-      const free = key.startsWith("a:") ? FREE_FAILURES.account : FREE_FAILURES.address;
-      if (f.count > free) f.until = now + Math.min(MAX_WAIT_MS, FIRST_WAIT_MS * 2 ** (f.count - free - 1));
-      this.failures.set(key, f);
+      // One statement per key: failures on several nodes at once each count.
+      const count = sql<number>`case when ${loginFailures.lastAt} < ${now - FORGET_AFTER_MS} then 1 else ${loginFailures.count} + 1 end`;
+      const [row] = await this.db
+        .insert(loginFailures)
+        .values({ key, count: 1, waitUntil: 0, lastAt: now })
+        .onConflictDoUpdate({ target: loginFailures.key, set: { count, lastAt: now } })
+        .returning({ count: loginFailures.count });
+      const wait = waitAfter(row!.count, key.startsWith("a:") ? FREE_FAILURES.account : FREE_FAILURES.address);
+      if (wait > 0) {
+        await this.db
+          .update(loginFailures)
+          .set({ waitUntil: sql`greatest(${loginFailures.waitUntil}, ${now + wait})` })
+          .where(eq(loginFailures.key, key));
+      }
+    }
+    if (now - this.sweptAt >= SWEEP_EVERY_MS) {
+      this.sweptAt = now;
+      await this.db
+        .delete(loginFailures)
+        .where(and(lt(loginFailures.lastAt, now - FORGET_AFTER_MS), lt(loginFailures.waitUntil, now)));
     }
   }
 
-  succeeded(account: string): void {
-    this.failures.delete(`a:${account}`);
-  }
-
-  private forget(now: number): void {
-    for (const [key, f] of this.failures) if (now - f.last > FORGET_AFTER_MS) this.failures.delete(key);
+  async succeeded(account: string): Promise<void> {
+    await this.db.delete(loginFailures).where(eq(loginFailures.key, `a:${account}`));
   }
 }
 

@@ -30,7 +30,7 @@ export class AccountService implements SessionAuthenticator {
     this.db = db;
     this.sessionTtlMs = sessionTtlMs;
     this.now = now;
-    this.throttle = new LoginThrottle(now);
+    this.throttle = new LoginThrottle(db, now);
   }
 
   async signup(input: { email: string; password: string; tenantName?: string }): Promise<SignedIn> {
@@ -43,7 +43,7 @@ export class AccountService implements SessionAuthenticator {
   /** `address`: the client's, for the per-address part of the throttle (auth/login-throttle.ts). */
   async login(input: { email: string; password: string }, address?: string): Promise<SignedIn> {
     const email = input.email.trim().toLowerCase();
-    const wait = this.throttle.waitMs(email, address);
+    const wait = await this.throttle.waitMs(email, address);
     if (wait > 0) {
       const seconds = Math.ceil(wait / 1000);
       throw new RateLimitedError(`too many failed log-ins: try again in ${seconds} s`, seconds);
@@ -51,10 +51,10 @@ export class AccountService implements SessionAuthenticator {
     const [user] = await this.db.select().from(users).where(eq(users.email, email)).limit(1);
     const ok = await verifyPassword(input.password, user?.passwordHash ?? null);
     if (!user || !ok) {
-      this.throttle.failed(email, address);
+      await this.throttle.failed(email, address);
       throw new UnauthenticatedError("the e-mail or the password is not right");
     }
-    this.throttle.succeeded(email);
+    await this.throttle.succeeded(email);
     return this.startSession(user.id);
   }
 

@@ -259,3 +259,15 @@ export const deploymentSecrets = pgTable("deployment_secrets", {
   /** Base64. */
   value: text("value").notNull(),
 });
+
+/**
+ * Failed log-ins (auth/login-throttle.ts), per account (`a:<email>`) and per client address
+ * (`i:<address>`): in the store, so that every node of a deployment counts the same failures.
+ */
+export const loginFailures = pgTable("login_failures", {
+  key: text("key").primaryKey(),
+  count: integer("count").notNull(),
+  /** No attempt is let through before this time. */
+  waitUntil: epochMs("wait_until").notNull(),
+  lastAt: epochMs("last_at").notNull(),
+});
