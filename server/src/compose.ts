@@ -201,11 +201,16 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
     maxUploadBytes: config.maxUploadBytes,
     quotas: { uploadBytes: config.quotaUploadBytes, concurrentUploads: config.quotaConcurrentUploads },
     onQueued: () => ingest.notify(),
-    ...(replica ? { node: config.nodeId } : {}),
+    ...(replica ? { node: config.nodeId, liveNodes: () => replica.liveNodes() } : {}),
   });
   if (replica) {
     // Not awaited: the node answers (and /readyz says it is catching up) while it replays.
     void replica.start().catch((error: Error) => log.error("replication could not start", { error: error.message }));
+    void unlessStoreUnreachable(log, "remove the files of uploads failed while this node was gone", () =>
+      uploads.removeOrphanedFiles(),
+    ).catch((error: Error) =>
+      log.warn("could not remove the files of uploads failed while this node was gone", { error: error.message }),
+    );
   } else {
     await unlessStoreUnreachable(log, "reconcile versions with the engine (the next start does)", () =>
       versions.reconcile(),
@@ -249,6 +254,7 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
       () =>
         void uploads
           .sweepAbandoned(config.requestTimeoutMs)
+          .then(() => uploads.sweepOrphaned())
           .catch((error: Error) =>
             log.warn("could not sweep abandoned uploads; the next run tries again", { error: error.message }),
           ),

@@ -2,12 +2,18 @@
 // region's endpoint are interchangeable, so each request of a client may reach any of them, the
 // steps of one upload included.
 import { describe, expect, it } from "vitest";
+import { readdirSync } from "node:fs";
+import { join } from "node:path";
 import { Http } from "../support/http.ts";
-import { logRegionsOnFailure, readBack, regionsAvailable, useRegions } from "../support/regions.ts";
+import { logRegionsOnFailure, readBack, regionsAvailable, startCaughtUp, useRegions } from "../support/regions.ts";
 
 describe.skipIf(!regionsAvailable)("two nodes in one region, and another region", () => {
   // frankfurt-a, frankfurt-b, london: each with its own data directory, as on its own machine.
-  const regions = useRegions(["frankfurt/a", "frankfurt/b", "london"]);
+  // A node silent for 6 s is gone (positions reported every 2 s), and uploads are swept each second.
+  const regions = useRegions(["frankfurt/a", "frankfurt/b", "london"], {
+    SIFT_REPLICATION_NODE_GONE_MS: "6000",
+    SIFT_RETENTION_EVERY_SECONDS: "1",
+  });
 
   it("a write through either node of the region is read on the other and in the other region", async () => {
     const r = regions();
@@ -68,5 +74,35 @@ describe.skipIf(!regionsAvailable)("two nodes in one region, and another region"
       const held = await node.fresh().post("/v1/auth/login", { email, password });
       expect(held.status, held.text).toBe(429);
     }
+  });
+
+  // Last: it stops frankfurt-b for a while.
+  it("an upload whose file is on a node that stopped for good is failed by the other node", async () => {
+    const r = regions();
+    logRegionsOnFailure(regions);
+    const started = await r.http(0).post("/v1/uploads/start", { indexName: r.index });
+    const version = started.body.indexVersion as string;
+    const url = new URL(started.body.uploadUrl as string);
+    const put = await fetch(`${r.nodes[1]!.url}${url.pathname}${url.search}`, {
+      method: "PUT",
+      body: "id,title\ngone-1,On a lost disk\n",
+    });
+    expect(put.status).toBe(200);
+    const files = () =>
+      readdirSync(join(r.nodes[1]!.dataDir, "blobs"), { recursive: true, withFileTypes: true }).filter((f) =>
+        f.isFile(),
+      ).length;
+    expect(files()).toBe(1);
+    // Its node dies before the upload is completed: only it holds the file.
+    await r.nodes[1]!.kill("SIGKILL");
+    expect((await r.http(0).post("/v1/uploads/complete", { indexName: r.index, indexVersion: version })).status).toBe(
+      200,
+    );
+    await expect
+      .poll(async () => (await r.http(0).get(`/v1/uploads/${r.index}/${version}`)).body, { timeout: 30_000 })
+      .toMatchObject({ state: "failed", failureReason: expect.stringMatching(/stopped for good before ingesting/) });
+    // Back, it removes the file.
+    await startCaughtUp(r.nodes[1]!);
+    await expect.poll(files, { timeout: 10_000 }).toBe(0);
   });
 });

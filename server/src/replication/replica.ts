@@ -330,6 +330,11 @@ export class Replica {
   }
 
   /** Whether this node has applied the index's drop. */
+  /** The nodes that reported their position within the node-gone time; the others are gone. */
+  liveNodes(): Promise<string[]> {
+    return this.snapshots.liveNodes();
+  }
+
   isDropped(indexId: string): boolean {
     return this.state.dropped.has(indexId);
   }

@@ -1,6 +1,6 @@
 // Bulk upload (docs/uploads.md, The flow): start assigns the next version and a signed URL; the PUT streams
 // the bytes into the blob store; complete queues the ingest and returns at once.
-import { and, eq, inArray, lt, or, sum } from "drizzle-orm";
+import { and, eq, inArray, isNotNull, lt, or, sum } from "drizzle-orm";
 import type { components } from "@sift/contract";
 import type { Principal } from "../auth/principal.ts";
 import { authorizeIndex, tenantOf } from "../auth/authority.ts";
@@ -39,6 +39,8 @@ export const DEFAULT_UPLOAD_QUOTAS: UploadQuotas = { uploadBytes: 40 * 1024 ** 3
 const CONCURRENT_RETRY_AFTER_SECONDS = 30;
 const ABANDONED =
   "the upload was never completed: its file was deleted after the upload URL expired; start a new upload";
+export const ORPHANED =
+  "the node that received the file stopped for good before ingesting it (the file was on its disk only); start a new upload";
 
 export class UploadService {
   private readonly db: Db;
@@ -52,6 +54,8 @@ export class UploadService {
   private readonly now: () => number;
   /** With replication: this node, recorded with the bytes it receives (it ingests them). */
   private readonly node: string | undefined;
+  /** With replication: the nodes that reported lately; the others are gone (sweepOrphaned). */
+  private readonly liveNodes: (() => Promise<string[]>) | undefined;
   /**
    * Uploads whose bytes are arriving right now (a second PUT must not interleave), with their
    * tenant and the bytes so far, which count against the tenant's quota of upload bytes.
@@ -69,6 +73,7 @@ export class UploadService {
     onQueued: () => void;
     now?: () => number;
     node?: string;
+    liveNodes?: () => Promise<string[]>;
   }) {
     this.db = deps.db;
     this.catalog = deps.catalog;
@@ -80,6 +85,7 @@ export class UploadService {
     this.onQueued = deps.onQueued;
     this.now = deps.now ?? Date.now;
     this.node = deps.node;
+    this.liveNodes = deps.liveNodes;
   }
 
   private async index(p: Principal, indexName: string, missing: "400" | "404"): Promise<IndexRef> {
@@ -323,6 +329,51 @@ export class UploadService {
       swept++;
     }
     return swept;
+  }
+
+  /**
+   * With replication, fails the uploads whose file another node received and that node is gone
+   * (silent for SIFT_REPLICATION_NODE_GONE_MS): only it could ingest them, and they would stay
+   * queued for good, counted against the tenant's quotas. One already running is left to its
+   * node's restart (it may have published its version). Nothing is done while this node is not
+   * among the live ones itself: the list may not be current. Returns how many were failed.
+   */
+  async sweepOrphaned(): Promise<number> {
+    if (!this.liveNodes || this.node === undefined) return 0;
+    // A log out of reach says nothing here (the node's readiness reports it).
+    const live = new Set(await this.liveNodes().catch(() => [] as string[]));
+    if (!live.has(this.node)) return 0;
+    const rows = await this.db
+      .select()
+      .from(uploads)
+      .where(and(inArray(uploads.state, ["uploaded", "queued"]), isNotNull(uploads.node)));
+    let failed = 0;
+    for (const row of rows) {
+      if (live.has(row.node!)) continue;
+      const [done] = await this.db
+        .update(uploads)
+        .set({ state: "failed", failureReason: ORPHANED, finishedAt: this.now() })
+        .where(and(eq(uploads.id, row.id), eq(uploads.state, row.state)))
+        .returning({ id: uploads.id });
+      if (!done) continue; // claimed (or swept) meanwhile
+      await this.versions.failBulk(row.indexId, Number(row.version));
+      failed++;
+    }
+    return failed;
+  }
+
+  /**
+   * This node's files of uploads another node failed while it was gone (sweepOrphaned): removed
+   * when it starts again. Returns how many.
+   */
+  async removeOrphanedFiles(): Promise<number> {
+    if (this.node === undefined) return 0;
+    const rows = await this.db
+      .select()
+      .from(uploads)
+      .where(and(eq(uploads.state, "failed"), eq(uploads.node, this.node), eq(uploads.failureReason, ORPHANED)));
+    for (const row of rows) await this.blobs.delete(uploadBlobKey(row));
+    return rows.length;
   }
 
   private async row(ref: IndexRef, version: string): Promise<UploadRow> {

@@ -2,10 +2,12 @@
 // deleted, and their versions failed, once their URL has expired and nothing can complete them.
 import fs from "node:fs";
 import path from "node:path";
+import { and, eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import type { Principal } from "../../src/auth/principal.ts";
 import { createFsBlobStore } from "../../src/blobs/fs-blobs.ts";
-import { UNCOMPLETED_GRACE_MS, UPLOAD_URL_TTL_MS, UploadService } from "../../src/services/uploads.ts";
+import { ORPHANED, UNCOMPLETED_GRACE_MS, UPLOAD_URL_TTL_MS, UploadService } from "../../src/services/uploads.ts";
+import { versions } from "../../src/store/schema.ts";
 import { openServices, type TestServices } from "../support/services.ts";
 import { storeTargets } from "../support/store.ts";
 
@@ -36,14 +38,14 @@ describe.each(storeTargets())("abandoned uploads on $name", (target) => {
   });
   afterAll(() => services?.close());
 
-  const blobCount = () =>
+  const blobCount = (folder = "blobs") =>
     fs
-      .readdirSync(path.join(dir, "blobs"), { recursive: true, encoding: "utf8" })
-      .filter((f) => fs.statSync(path.join(dir, "blobs", f)).isFile()).length;
-  const put = async (uploadUrl: string, text: string) => {
+      .readdirSync(path.join(dir, folder), { recursive: true, encoding: "utf8" })
+      .filter((f) => fs.statSync(path.join(dir, folder, f)).isFile()).length;
+  const put = async (uploadUrl: string, text: string, to = uploads) => {
     const url = new URL(uploadUrl);
     const id = url.pathname.split("/").pop()!;
-    await uploads.receive(
+    await to.receive(
       id,
       Number(url.searchParams.get("expires")),
       url.searchParams.get("signature")!,
@@ -76,5 +78,60 @@ describe.each(storeTargets())("abandoned uploads on $name", (target) => {
     clock += REQUEST_TIMEOUT_MS;
     expect(await uploads.sweepAbandoned(REQUEST_TIMEOUT_MS)).toBe(1);
     expect((await uploads.status(admin, "sweep", unused.indexVersion)).state).toBe("failed");
+  });
+
+  test("with replication, uploads whose file is on a node gone for good are failed, its file removed when it is back", async () => {
+    let live = ["node-a"];
+    // Two nodes of a deployment: the bytes go to whichever one the PUT reaches, and only it ingests.
+    const onNode = (node: string) =>
+      new UploadService({
+        db: services.store.db,
+        catalog: services.catalog,
+        versions: services.versions,
+        blobs: createFsBlobStore(path.join(dir, `blobs-${node}`)),
+        secret: Buffer.alloc(32, 7),
+        maxUploadBytes: 1 << 20,
+        onQueued: () => {},
+        now: () => clock,
+        node,
+        liveNodes: async () => live,
+      });
+    const [a, b] = [onNode("node-a"), onNode("node-b")];
+    const line = '{"id":"1","title":"On one disk"}\n';
+    const queued = await a.start(admin, "sweep", "http://sift.test");
+    await put(queued.uploadUrl, line, b);
+    await a.complete(admin, { indexName: "sweep", indexVersion: queued.indexVersion });
+    const uploaded = await a.start(admin, "sweep", "http://sift.test");
+    await put(uploaded.uploadUrl, line, b);
+    const kept = await a.start(admin, "sweep", "http://sift.test");
+    await put(kept.uploadUrl, line, a);
+    await a.complete(admin, { indexName: "sweep", indexVersion: kept.indexVersion });
+    const state = async (version: string) => (await a.status(admin, "sweep", version)).state;
+
+    // node-b reported lately; node-a not among the live ones cannot tell.
+    live = ["node-a", "node-b"];
+    expect(await a.sweepOrphaned()).toBe(0);
+    live = ["node-c"];
+    expect(await a.sweepOrphaned()).toBe(0);
+    expect(await state(queued.indexVersion)).toBe("queued");
+
+    live = ["node-a"];
+    expect(await a.sweepOrphaned()).toBe(2);
+    for (const version of [queued.indexVersion, uploaded.indexVersion]) {
+      expect(await a.status(admin, "sweep", version)).toMatchObject({ state: "failed", failureReason: ORPHANED });
+      const index = (await services.catalog.byName("ten_u", "sweep"))!;
+      const [row] = await services.store.db
+        .select({ state: versions.state })
+        .from(versions)
+        .where(and(eq(versions.indexId, index.id), eq(versions.version, version)));
+      expect(row?.state).toBe("failed");
+    }
+    expect(await state(kept.indexVersion)).toBe("queued");
+
+    // node-b, back: the files of its failed uploads go.
+    expect(blobCount("blobs-node-b")).toBe(2);
+    expect(await b.removeOrphanedFiles()).toBe(2);
+    expect(blobCount("blobs-node-b")).toBe(0);
+    expect(blobCount("blobs-node-a")).toBe(1);
   });
 });
