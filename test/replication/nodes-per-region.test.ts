@@ -100,7 +100,10 @@ describe.skipIf(!regionsAvailable)("two nodes in one region, and another region"
     );
     await expect
       .poll(async () => (await r.http(0).get(`/v1/uploads/${r.index}/${version}`)).body, { timeout: 30_000 })
-      .toMatchObject({ state: "failed", failureReason: expect.stringMatching(/stopped for good before ingesting/) });
+      .toMatchObject({
+        state: "failed",
+        failureReason: expect.stringMatching(/stopped for good before its ingest finished/),
+      });
     // Back, it removes the file.
     await startCaughtUp(r.nodes[1]!);
     await expect.poll(files, { timeout: 10_000 }).toBe(0);

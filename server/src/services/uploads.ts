@@ -40,7 +40,7 @@ const CONCURRENT_RETRY_AFTER_SECONDS = 30;
 const ABANDONED =
   "the upload was never completed: its file was deleted after the upload URL expired; start a new upload";
 export const ORPHANED =
-  "the node that received the file stopped for good before ingesting it (the file was on its disk only); start a new upload";
+  "the node that received the file stopped for good before its ingest finished (the file was on its disk only); start a new upload";
 
 export class UploadService {
   private readonly db: Db;
@@ -56,6 +56,8 @@ export class UploadService {
   private readonly node: string | undefined;
   /** With replication: the nodes that reported lately; the others are gone (sweepOrphaned). */
   private readonly liveNodes: (() => Promise<string[]>) | undefined;
+  /** Nodes of pending uploads that the last sweep found gone: a second sweep must find them gone too. */
+  private goneAtLastSweep = new Set<string>();
   /**
    * Uploads whose bytes are arriving right now (a second PUT must not interleave), with their
    * tenant and the bytes so far, which count against the tenant's quota of upload bytes.
@@ -334,22 +336,31 @@ export class UploadService {
   /**
    * With replication, fails the uploads whose file another node received and that node is gone
    * (silent for SIFT_REPLICATION_NODE_GONE_MS): only it could ingest them, and they would stay
-   * queued for good, counted against the tenant's quotas. One already running is left to its
-   * node's restart (it may have published its version). Nothing is done while this node is not
-   * among the live ones itself: the list may not be current. Returns how many were failed.
+   * queued for good, counted against the tenant's quotas. One it was ingesting is failed only
+   * while its version is still pending: a bulk entry it appended would have been applied, and its
+   * version recorded, by the live nodes long since. Nothing is done while this node is not among
+   * the live ones itself (the list may not be current), and a node must be missing from the list
+   * at two sweeps in a row: a report read at the wrong moment does not fail anything. Returns how
+   * many were failed.
    */
   async sweepOrphaned(): Promise<number> {
     if (!this.liveNodes || this.node === undefined) return 0;
     // A log out of reach says nothing here (the node's readiness reports it).
     const live = new Set(await this.liveNodes().catch(() => [] as string[]));
-    if (!live.has(this.node)) return 0;
+    if (!live.has(this.node)) {
+      this.goneAtLastSweep = new Set();
+      return 0;
+    }
     const rows = await this.db
       .select()
       .from(uploads)
-      .where(and(inArray(uploads.state, ["uploaded", "queued"]), isNotNull(uploads.node)));
+      .where(and(inArray(uploads.state, ["uploaded", "queued", "running"]), isNotNull(uploads.node)));
+    const confirmed = this.goneAtLastSweep;
+    this.goneAtLastSweep = new Set(rows.map((row) => row.node!).filter((node) => !live.has(node)));
     let failed = 0;
     for (const row of rows) {
-      if (live.has(row.node!)) continue;
+      if (!this.goneAtLastSweep.has(row.node!) || !confirmed.has(row.node!)) continue;
+      if (row.state === "running" && (await this.versionState(row.indexId, row.version)) !== "pending") continue;
       const [done] = await this.db
         .update(uploads)
         .set({ state: "failed", failureReason: ORPHANED, finishedAt: this.now() })
@@ -360,6 +371,14 @@ export class UploadService {
       failed++;
     }
     return failed;
+  }
+
+  private async versionState(indexId: string, version: string): Promise<string | undefined> {
+    const [row] = await this.db
+      .select({ state: versions.state })
+      .from(versions)
+      .where(and(eq(versions.indexId, indexId), eq(versions.version, version)));
+    return row?.state;
   }
 
   /**

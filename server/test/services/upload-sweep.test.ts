@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import type { Principal } from "../../src/auth/principal.ts";
 import { createFsBlobStore } from "../../src/blobs/fs-blobs.ts";
 import { ORPHANED, UNCOMPLETED_GRACE_MS, UPLOAD_URL_TTL_MS, UploadService } from "../../src/services/uploads.ts";
-import { versions } from "../../src/store/schema.ts";
+import { uploads as uploadRows, versions } from "../../src/store/schema.ts";
 import { openServices, type TestServices } from "../support/services.ts";
 import { storeTargets } from "../support/store.ts";
 
@@ -106,6 +106,24 @@ describe.each(storeTargets())("abandoned uploads on $name", (target) => {
     const kept = await a.start(admin, "sweep", "http://sift.test");
     await put(kept.uploadUrl, line, a);
     await a.complete(admin, { indexName: "sweep", indexVersion: kept.indexVersion });
+    // Two that node-b was ingesting when it stopped: one before its version was published, one after.
+    const index = (await services.catalog.byName("ten_u", "sweep"))!;
+    const ingesting = async (versionState: "pending" | "ready") => {
+      const started = await a.start(admin, "sweep", "http://sift.test");
+      await put(started.uploadUrl, line, b);
+      await a.complete(admin, { indexName: "sweep", indexVersion: started.indexVersion });
+      await services.store.db
+        .update(uploadRows)
+        .set({ state: "running" })
+        .where(and(eq(uploadRows.indexId, index.id), eq(uploadRows.version, started.indexVersion)));
+      await services.store.db
+        .update(versions)
+        .set({ state: versionState })
+        .where(and(eq(versions.indexId, index.id), eq(versions.version, started.indexVersion)));
+      return started;
+    };
+    const cutOff = await ingesting("pending");
+    const published = await ingesting("ready");
     const state = async (version: string) => (await a.status(admin, "sweep", version)).state;
 
     // node-b reported lately; node-a not among the live ones cannot tell.
@@ -115,11 +133,17 @@ describe.each(storeTargets())("abandoned uploads on $name", (target) => {
     expect(await a.sweepOrphaned()).toBe(0);
     expect(await state(queued.indexVersion)).toBe("queued");
 
+    // Missing from one sweep's list is not enough: it may have been read at the wrong moment.
     live = ["node-a"];
-    expect(await a.sweepOrphaned()).toBe(2);
-    for (const version of [queued.indexVersion, uploaded.indexVersion]) {
+    expect(await a.sweepOrphaned()).toBe(0);
+    live = ["node-a", "node-b"];
+    expect(await a.sweepOrphaned()).toBe(0);
+    live = ["node-a"];
+    expect(await a.sweepOrphaned()).toBe(0);
+    expect(await state(queued.indexVersion)).toBe("queued");
+    expect(await a.sweepOrphaned()).toBe(3);
+    for (const version of [queued.indexVersion, uploaded.indexVersion, cutOff.indexVersion]) {
       expect(await a.status(admin, "sweep", version)).toMatchObject({ state: "failed", failureReason: ORPHANED });
-      const index = (await services.catalog.byName("ten_u", "sweep"))!;
       const [row] = await services.store.db
         .select({ state: versions.state })
         .from(versions)
@@ -127,11 +151,12 @@ describe.each(storeTargets())("abandoned uploads on $name", (target) => {
       expect(row?.state).toBe("failed");
     }
     expect(await state(kept.indexVersion)).toBe("queued");
+    expect(await state(published.indexVersion)).toBe("running");
 
     // node-b, back: the files of its failed uploads go.
-    expect(blobCount("blobs-node-b")).toBe(2);
-    expect(await b.removeOrphanedFiles()).toBe(2);
-    expect(blobCount("blobs-node-b")).toBe(0);
+    expect(blobCount("blobs-node-b")).toBe(4);
+    expect(await b.removeOrphanedFiles()).toBe(3);
+    expect(blobCount("blobs-node-b")).toBe(1);
     expect(blobCount("blobs-node-a")).toBe(1);
   });
 });
