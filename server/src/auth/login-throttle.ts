@@ -19,7 +19,7 @@ const FORGET_AFTER_MS = 24 * 3_600_000;
 const SWEEP_EVERY_MS = 3_600_000;
 
 /** The wait after the `count`th failure of a key that allows `free`. */
-export const waitAfter = (count: number, free: number) =>
+const waitAfter = (count: number, free: number) =>
   count > free ? Math.min(MAX_WAIT_MS, FIRST_WAIT_MS * 2 ** (count - free - 1)) : 0;
 
 export class LoginThrottle {

@@ -329,12 +329,12 @@ export class Replica {
     return this.log.lastEntryOf(indexId);
   }
 
-  /** Whether this node has applied the index's drop. */
   /** The nodes that reported their position within the node-gone time; the others are gone. */
   liveNodes(): Promise<string[]> {
     return this.snapshots.liveNodes();
   }
 
+  /** Whether this node has applied the index's drop. */
   isDropped(indexId: string): boolean {
     return this.state.dropped.has(indexId);
   }

@@ -1,6 +1,6 @@
 // Bulk upload (docs/uploads.md, The flow): start assigns the next version and a signed URL; the PUT streams
 // the bytes into the blob store; complete queues the ingest and returns at once.
-import { and, eq, inArray, isNotNull, lt, or, sum } from "drizzle-orm";
+import { and, eq, inArray, lt, ne, or, sum } from "drizzle-orm";
 import type { components } from "@sift/contract";
 import type { Principal } from "../auth/principal.ts";
 import { authorizeIndex, tenantOf } from "../auth/authority.ts";
@@ -20,6 +20,7 @@ import type { Db } from "../store/open.ts";
 import { indexes, uploads, versions } from "../store/schema.ts";
 import type { CatalogService, IndexRef } from "./catalog.ts";
 import type { VersionService } from "./versions.ts";
+import { versionRow } from "./versions/rows.ts";
 
 type IngestStatus = components["schemas"]["IngestStatus"];
 type UploadRow = typeof uploads.$inferSelect;
@@ -345,22 +346,24 @@ export class UploadService {
    */
   async sweepOrphaned(): Promise<number> {
     if (!this.liveNodes || this.node === undefined) return 0;
-    // A log out of reach says nothing here (the node's readiness reports it).
-    const live = new Set(await this.liveNodes().catch(() => [] as string[]));
-    if (!live.has(this.node)) {
-      this.goneAtLastSweep = new Set();
-      return 0;
-    }
     const rows = await this.db
       .select()
       .from(uploads)
-      .where(and(inArray(uploads.state, ["uploaded", "queued", "running"]), isNotNull(uploads.node)));
+      .where(and(inArray(uploads.state, ["uploaded", "queued", "running"]), ne(uploads.node, this.node)));
+    // Most sweeps find no other node's upload pending: the positions in the log are not read then.
+    // A log out of reach says nothing here (the node's readiness reports it).
+    const live = rows.length ? new Set(await this.liveNodes().catch(() => [] as string[])) : undefined;
+    if (!live?.has(this.node)) {
+      this.goneAtLastSweep = new Set();
+      return 0;
+    }
     const confirmed = this.goneAtLastSweep;
     this.goneAtLastSweep = new Set(rows.map((row) => row.node!).filter((node) => !live.has(node)));
     let failed = 0;
     for (const row of rows) {
       if (!this.goneAtLastSweep.has(row.node!) || !confirmed.has(row.node!)) continue;
-      if (row.state === "running" && (await this.versionState(row.indexId, row.version)) !== "pending") continue;
+      if (row.state === "running" && (await versionRow(this.db, row.indexId, row.version))?.state !== "pending")
+        continue;
       const [done] = await this.db
         .update(uploads)
         .set({ state: "failed", failureReason: ORPHANED, finishedAt: this.now() })
@@ -371,14 +374,6 @@ export class UploadService {
       failed++;
     }
     return failed;
-  }
-
-  private async versionState(indexId: string, version: string): Promise<string | undefined> {
-    const [row] = await this.db
-      .select({ state: versions.state })
-      .from(versions)
-      .where(and(eq(versions.indexId, indexId), eq(versions.version, version)));
-    return row?.state;
   }
 
   /**
