@@ -1,8 +1,8 @@
 // Blob store on the local data dir. Bytes go to a `.partial` file that is fsynced and renamed
 // into place only when complete, so a crash or a dropped connection never leaves a usable blob.
 import { createReadStream } from "node:fs";
-import { mkdir, open, rename, rm, stat } from "node:fs/promises";
-import { dirname, join } from "node:path";
+import { mkdir, open, readdir, rename, rm, stat } from "node:fs/promises";
+import { dirname, join, relative, sep } from "node:path";
 import type { Readable } from "node:stream";
 import { BlobTooLargeError, type BlobStore } from "../ports/blobs.ts";
 
@@ -50,6 +50,17 @@ export function createFsBlobStore(root: string): BlobStore {
     async delete(key) {
       await rm(pathOf(key), { force: true });
       await rm(`${pathOf(key)}.partial`, { force: true });
+    },
+    async list(prefix) {
+      const entries = await readdir(pathOf(prefix.replace(/\/$/, "")), { recursive: true, withFileTypes: true }).catch(
+        (error: NodeJS.ErrnoException) => {
+          if (error.code === "ENOENT") return [];
+          throw error;
+        },
+      );
+      return entries
+        .filter((entry) => entry.isFile() && !entry.name.endsWith(".partial"))
+        .map((entry) => relative(root, join(entry.parentPath, entry.name)).split(sep).join("/"));
     },
   };
 }

@@ -9,6 +9,7 @@ import type { Logger } from "../log.ts";
 import { uploadBlobKey, type BlobStore } from "../ports/blobs.ts";
 import type { BulkWriter, SearchEngine } from "../ports/engine.ts";
 import type { CatalogService } from "../services/catalog.ts";
+import { finishRecordedIngest } from "../services/uploads.ts";
 import type { VersionService } from "../services/versions.ts";
 import { unlessStoreUnreachable } from "../store/errors.ts";
 import type { Db } from "../store/open.ts";
@@ -110,7 +111,7 @@ export class IngestRunner {
    */
   private async recover(): Promise<void> {
     const done = await unlessStoreUnreachable(this.log, "look for interrupted ingests (tried again)", () =>
-      this.recoverInterrupted().then(() => true),
+      this.recoverInterrupted(),
     );
     this.recovered = done === true;
   }
@@ -127,20 +128,37 @@ export class IngestRunner {
     await Promise.all(this.loops);
   }
 
-  /** Ingests cut off by a crash or kill: queue them again, or fail them after MAX_ATTEMPTS. */
-  private async recoverInterrupted(): Promise<void> {
+  /**
+   * Ingests cut off by a crash or kill: finished when their version was recorded already (D-324),
+   * else queued again, or failed after MAX_ATTEMPTS. False while one could not be told (the log
+   * did not say): the main loop asks again.
+   */
+  private async recoverInterrupted(): Promise<boolean> {
     const stuck = await this.db
       .select()
       .from(uploads)
       .where(and(eq(uploads.state, "running"), this.mine()));
+    let told = true;
     for (const row of stuck) {
-      if (row.attempts >= MAX_ATTEMPTS) {
+      const recorded = await this.versions
+        .bulkRecorded(row.indexId, Number(row.version))
+        .catch((error: Error) =>
+          this.log.warn("cannot tell yet how far an interrupted ingest got", { upload: row.id, error: error.message }),
+        );
+      if (recorded === undefined) {
+        told = false;
+      } else if (recorded) {
+        await finishRecordedIngest({ db: this.db, catalog: this.catalog, versions: this.versions, now: this.now }, row);
+        await this.blobs.delete(uploadBlobKey(row));
+        this.log.warn("ingest interrupted after its version was recorded; finished", { upload: row.id });
+      } else if (row.attempts >= MAX_ATTEMPTS) {
         await this.fail(row, `the server stopped during this ingest ${row.attempts} times; upload the file again`);
       } else {
         await this.requeue(row);
         this.log.warn("ingest interrupted by a restart; queued again", { upload: row.id, attempts: row.attempts });
       }
     }
+    return told;
   }
 
   private async run(lane: Lane): Promise<void> {

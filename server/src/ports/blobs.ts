@@ -11,11 +11,14 @@ export interface BlobStore {
   read(key: string): Promise<Readable>;
   size(key: string): Promise<number | undefined>;
   delete(key: string): Promise<void>;
+  /** The complete blobs whose keys start with `prefix` (a folder, ending in `/`). */
+  list(prefix: string): Promise<string[]>;
 }
 
-/** Where the bytes of an upload wait: one blob per version of an index. */
+/** Where the bytes of uploads wait: one blob per version of an index. */
+export const UPLOAD_BLOBS = "uploads/";
 export const uploadBlobKey = (upload: { indexId: string; version: string }) =>
-  `uploads/${upload.indexId}/${upload.version}.bin`;
+  `${UPLOAD_BLOBS}${upload.indexId}/${upload.version}.bin`;
 
 export class BlobTooLargeError extends Error {
   readonly maxBytes: number;

@@ -15,7 +15,7 @@ import {
   QuotaExceededError,
   QuotaInUseError,
 } from "../domain/errors.ts";
-import { BlobTooLargeError, uploadBlobKey, type BlobStore } from "../ports/blobs.ts";
+import { BlobTooLargeError, UPLOAD_BLOBS, uploadBlobKey, type BlobStore } from "../ports/blobs.ts";
 import type { Db } from "../store/open.ts";
 import { indexes, uploads, versions } from "../store/schema.ts";
 import type { CatalogService, IndexRef } from "./catalog.ts";
@@ -335,14 +335,14 @@ export class UploadService {
   }
 
   /**
-   * With replication, fails the uploads whose file another node received and that node is gone
+   * With replication, settles the uploads whose file another node received and that node is gone
    * (silent for SIFT_REPLICATION_NODE_GONE_MS): only it could ingest them, and they would stay
-   * queued for good, counted against the tenant's quotas. One it was ingesting is failed only
-   * while its version is still pending: a bulk entry it appended would have been applied, and its
-   * version recorded, by the live nodes long since. Nothing is done while this node is not among
-   * the live ones itself (the list may not be current), and a node must be missing from the list
-   * at two sweeps in a row: a report read at the wrong moment does not fail anything. Returns how
-   * many were failed.
+   * queued for good, counted against the tenant's quotas. They fail, except an ingest cut off
+   * after its version was recorded (its bulk entry is in the log): that one is finished here, its
+   * activation included unless a later upload went live meanwhile (D-324). Nothing is done while
+   * this node is not among the live ones itself (the list may not be current), and a node must be
+   * missing from the list at two sweeps in a row: a report read at the wrong moment does not fail
+   * anything. Returns how many were settled.
    */
   async sweepOrphaned(): Promise<number> {
     if (!this.liveNodes || this.node === undefined) return 0;
@@ -359,11 +359,20 @@ export class UploadService {
     }
     const confirmed = this.goneAtLastSweep;
     this.goneAtLastSweep = new Set(rows.map((row) => row.node!).filter((node) => !live.has(node)));
-    let failed = 0;
+    let settled = 0;
     for (const row of rows) {
       if (!this.goneAtLastSweep.has(row.node!) || !confirmed.has(row.node!)) continue;
-      if (row.state === "running" && (await versionRow(this.db, row.indexId, row.version))?.state !== "pending")
-        continue;
+      if (row.state === "running") {
+        // A log that does not say (out of reach, or this node behind) leaves it to the next sweep.
+        // biome-ignore lint/plugin: the node's readiness reports a log out of reach; the next sweep asks again.
+        const recorded = await this.versions.bulkRecorded(row.indexId, Number(row.version)).catch(() => undefined);
+        if (recorded === undefined) continue;
+        if (recorded) {
+          const { db, catalog, versions, now } = this;
+          if (await finishRecordedIngest({ db, catalog, versions, now }, row)) settled++;
+          continue;
+        }
+      }
       const [done] = await this.db
         .update(uploads)
         .set({ state: "failed", failureReason: ORPHANED, finishedAt: this.now() })
@@ -371,23 +380,34 @@ export class UploadService {
         .returning({ id: uploads.id });
       if (!done) continue; // claimed (or swept) meanwhile
       await this.versions.failBulk(row.indexId, Number(row.version));
-      failed++;
+      settled++;
     }
-    return failed;
+    return settled;
   }
 
   /**
-   * This node's files of uploads another node failed while it was gone (sweepOrphaned): removed
-   * when it starts again. Returns how many.
+   * This node's upload files that another node settled while it was gone (sweepOrphaned), or that
+   * a failure could not delete: removed when it starts again. Read from the disk, which holds only
+   * the files of uploads not yet ingested. Returns how many.
    */
   async removeOrphanedFiles(): Promise<number> {
     if (this.node === undefined) return 0;
-    const rows = await this.db
-      .select()
-      .from(uploads)
-      .where(and(eq(uploads.state, "failed"), eq(uploads.node, this.node), eq(uploads.failureReason, ORPHANED)));
-    for (const row of rows) await this.blobs.delete(uploadBlobKey(row));
-    return rows.length;
+    let removed = 0;
+    for (const key of await this.blobs.list(UPLOAD_BLOBS)) {
+      const [indexId, file] = key.slice(UPLOAD_BLOBS.length).split("/");
+      const version = file?.replace(/\.bin$/, "");
+      if (!indexId || !version) continue;
+      const [row] = await this.db
+        .select({ state: uploads.state })
+        .from(uploads)
+        .where(and(eq(uploads.indexId, indexId), eq(uploads.version, version)))
+        .limit(1);
+      // No row: its index was deleted, and its uploads with it.
+      if (row && row.state !== "succeeded" && row.state !== "failed") continue;
+      await this.blobs.delete(key);
+      removed++;
+    }
+    return removed;
   }
 
   private async row(ref: IndexRef, version: string): Promise<UploadRow> {
@@ -399,6 +419,30 @@ export class UploadService {
     if (!row) throw new NotFoundError(`no upload for version ${version} of index "${ref.name}"`);
     return row;
   }
+}
+
+/**
+ * Finishes an ingest that was cut off after its version was recorded (VersionService.bulkRecorded):
+ * the version's remaining steps, then the upload succeeded with what the version holds. Its file
+ * is left to whoever holds it. False when another node or run finished it first.
+ */
+export async function finishRecordedIngest(
+  deps: { db: Db; catalog: Pick<CatalogService, "byId">; versions: VersionService; now: () => number },
+  row: UploadRow,
+): Promise<boolean> {
+  const ref = await deps.catalog.byId(row.indexId);
+  if (!ref) return false; // the index was deleted meanwhile; its rows went with it
+  await deps.versions.finishBulk(ref, Number(row.version), {
+    activate: row.activate === 1 ? "unless-superseded" : false,
+    startedAt: row.startedAt ?? row.createdAt,
+  });
+  const records = (await versionRow(deps.db, row.indexId, row.version))?.records ?? row.recordsIngested;
+  const [done] = await deps.db
+    .update(uploads)
+    .set({ state: "succeeded", bytesRead: row.bytesReceived, recordsIngested: records, finishedAt: deps.now() })
+    .where(and(eq(uploads.id, row.id), eq(uploads.state, "running")))
+    .returning({ id: uploads.id });
+  return done !== undefined;
 }
 
 export function toStatus(indexName: string, row: UploadRow, now: number): IngestStatus {

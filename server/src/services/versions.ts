@@ -5,13 +5,13 @@
 import { and, desc, eq, ne } from "drizzle-orm";
 import type { components } from "@sift/contract";
 import { ConflictError, NotFoundError } from "../domain/errors.ts";
-import type { VersionId } from "../domain/version-id.ts";
+import { formatVersion, type VersionId } from "../domain/version-id.ts";
 import type { Logger } from "../log.ts";
 import type { SearchEngine, SearchRecord } from "../ports/engine.ts";
 import type { Db } from "../store/open.ts";
 import { versions } from "../store/schema.ts";
 import type { CatalogService, IndexRef } from "./catalog.ts";
-import { failBulk, finishBulk } from "./versions/bulk.ts";
+import { type BulkActivation, failBulk, finishBulk } from "./versions/bulk.ts";
 import { applyRecordChange } from "./versions/changes.ts";
 import { coalesce } from "./versions/coalesce.ts";
 import { versionChanges } from "./versions/diff.ts";
@@ -195,11 +195,25 @@ export class VersionService {
   async finishBulk(
     ref: IndexRef,
     major: number,
-    options: { records: number; activate: boolean; startedAt: number },
+    options: { records?: number; activate: BulkActivation; startedAt: number },
   ): Promise<VersionId> {
     const live = await finishBulk(this.ctx, ref, major, options);
     await retainAfterNewMajor(this.ctx, ref.id);
     return live;
+  }
+
+  /**
+   * Whether an upload's major was recorded by an ingest that was cut off: its version made ready,
+   * or with replication its bulk entry in the log (applied here once this node has caught up). Such
+   * an ingest is finished with finishBulk, not run again (D-324). Rejects when the log does not
+   * say (unreachable, or this node too far behind to tell in a client's wait).
+   */
+  async bulkRecorded(indexId: string, major: number): Promise<boolean> {
+    const row = await versionRow(this.ctx.db, indexId, formatVersion(major));
+    if (row?.state !== "pending") return row?.state === "ready";
+    if (!this.ctx.replica) return false;
+    await this.ctx.replica.catchUp({ clientWaits: true });
+    return this.ctx.replica.has(indexId, formatVersion(major));
   }
 
   failBulk(indexId: string, major: number): Promise<void> {

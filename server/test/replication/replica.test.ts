@@ -97,6 +97,8 @@ async function openNode(memory: MemoryLog, store: Store, name: string, options: 
     versions,
     records,
     engine: inner,
+    /** What the services write through: the node's engine behind the log. */
+    replicated: engine,
     async close() {
       await replica.stop();
       await real.close();
@@ -464,6 +466,45 @@ describe("a writer that dies between the log and the store", () => {
     expect(stored).toMatchObject({ parent, kind: "change", records: 2 });
     // The change itself is applied on both nodes, as before.
     expect((await nodes.b.records.get(admin, "shop", "back"))?.title).toBe("Back again");
+  });
+
+  test("an upload whose bulk entry is in the log, its version never made ready, is finished by another node (D-324)", async () => {
+    const ref = (await nodes.a.catalog.byName("ten_r", "shop"))!;
+    const upload = async () => {
+      const major = await nodes.a.versions.takeMajor(ref.id);
+      await nodes.store.db.insert(versions).values({
+        indexId: ref.id,
+        version: String(major),
+        major,
+        minor: 0,
+        parent: null,
+        kind: "bulk",
+        state: "pending",
+        createdAt: Date.now(),
+      });
+      return major;
+    };
+    const startedAt = Date.now();
+    const cutOff = await upload();
+    const published = await upload();
+    // The ingest on a: its major built and published, its bulk entry appended; then a is gone.
+    const writer = await nodes.a.replicated.bulkWriter(ref.id, published);
+    await writer.add([{ id: "bulk", title: "Published before its node died" }]);
+    await writer.commit();
+
+    // b tells the two apart once it has applied what the log holds.
+    expect(await nodes.b.versions.bulkRecorded(ref.id, cutOff)).toBe(false);
+    expect(await nodes.b.versions.bulkRecorded(ref.id, published)).toBe(true);
+    await nodes.b.versions.finishBulk(ref, published, { activate: "unless-superseded", startedAt });
+    const [row] = await nodes.store.db
+      .select()
+      .from(versions)
+      .where(and(eq(versions.indexId, ref.id), eq(versions.version, String(published))));
+    expect(row).toMatchObject({ state: "ready", records: 1 });
+    expect(nodes.b.replica.active(ref.id)).toBe(String(published));
+    await nodes.a.replica.waitFor(ref.id, String(published), 5_000);
+    await expect.poll(() => nodes.a.replica.active(ref.id)).toBe(String(published));
+    expect((await nodes.b.records.get(admin, "shop", "bulk"))?.title).toBe("Published before its node died");
   });
 });
 

@@ -26,6 +26,8 @@ export interface ReplicaView {
   liveAt(indexId: string): LiveAt | undefined;
   /** Resolves once the rows of what this node applied of the index are in the shared store. */
   storeSettled(indexId: string): Promise<void>;
+  /** Resolves once this node has applied what the log holds now (`clientWaits`: within a bound, or 503). */
+  catchUp(options: { clientWaits?: boolean }): Promise<void>;
 }
 
 /** An index's active version as of a log position: the store keeps the one with the highest. */
