@@ -99,21 +99,29 @@ export class IngestRunner {
     this.now = deps.now ?? Date.now;
   }
 
+  /**
+   * Starts the lanes. Interrupted ingests are looked at by the main lane before its first claim,
+   * not here: with replication, finishing one waits for the log, which must not hold up the
+   * node's start (it replays the log in the background).
+   */
   async start(): Promise<void> {
-    await this.recover();
     this.running = true;
     this.loops = [this.run("main"), this.run("small")];
   }
 
   /**
    * recoverInterrupted, or, while the store does not answer (a node started on its read replica,
-   * D-276), a warning: the main loop asks again until it is done.
+   * D-276) or another step fails, a warning: the main loop asks again until it is done.
    */
   private async recover(): Promise<void> {
-    const done = await unlessStoreUnreachable(this.log, "look for interrupted ingests (tried again)", () =>
-      this.recoverInterrupted(),
-    );
-    this.recovered = done === true;
+    try {
+      const done = await unlessStoreUnreachable(this.log, "look for interrupted ingests (tried again)", () =>
+        this.recoverInterrupted(),
+      );
+      this.recovered = done === true;
+    } catch (error) {
+      this.log.warn("could not settle interrupted ingests (tried again)", { error: (error as Error).message });
+    }
   }
 
   /** Called when an upload is queued, so it starts without waiting for the next poll. */

@@ -84,7 +84,7 @@ describe.each(storeTargets())("interrupted ingests on $name", (target) => {
     });
     await runner.start();
 
-    expect(await rowOf(after.id)).toMatchObject({ state: "succeeded", recordsIngested: 1, attempts: 1 });
+    expect(await until(after.id, "succeeded")).toMatchObject({ state: "succeeded", recordsIngested: 1, attempts: 1 });
     expect(await blobs.size(uploadBlobKey({ indexId: ref.id, version: after.version }))).toBeUndefined();
     expect(await services.engine.get(ref.id, after.version, "1")).toMatchObject({ title: "Written before the kill" });
 
