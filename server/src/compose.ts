@@ -37,6 +37,7 @@ import { UploadService } from "./services/uploads.ts";
 import { VersionService } from "./services/versions.ts";
 import { unlessStoreUnreachable } from "./store/errors.ts";
 import { openStore, type Store } from "./store/open.ts";
+import { holdSoleProcess, type SoleProcessLock } from "./store/sole-process.ts";
 import type { ChangeLog } from "./ports/change-log.ts";
 import { OpeningLog } from "./replication/opening-log.ts";
 import { Replica } from "./replication/replica.ts";
@@ -97,6 +98,7 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
   let store: Awaited<ReturnType<typeof openStore>> | undefined;
   let engine: SearchEngine;
   let changeLog: ChangeLog | undefined;
+  let sole: SoleProcessLock | undefined;
   try {
     store = await openStore({
       databaseUrl: config.databaseUrl,
@@ -104,6 +106,20 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
       dataDir: config.dataDir,
       log,
     });
+    // Without replication, one process per database (D-325); PGlite's data dir is locked above.
+    if (config.databaseUrl && !config.nats) {
+      sole = await holdSoleProcess(config.databaseUrl, {
+        name: `sift ${config.nodeId} pid ${process.pid}`,
+        waitSeconds: config.soleProcessWaitSeconds,
+        log,
+        onLost: (error) => {
+          // Another process took the database while this one's connection was down: it stops
+          // rather than have two processes write.
+          log.error("this process no longer holds its database; stopping", { error: error.message });
+          process.kill(process.pid, "SIGTERM");
+        },
+      });
+    }
     engine = await openEngine(config, log);
     await engine.open();
     if (config.nats) {
@@ -123,6 +139,7 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
       );
     }
   } catch (error) {
+    await sole?.release();
     await store?.close();
     lock.release();
     throw error;
@@ -327,6 +344,7 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
       await changeLog?.close();
       await engine.close();
       await store.close();
+      await sole?.release();
       if (rateStore.kind === "redis") rateStore.client.disconnect();
       lock.release();
     },

@@ -99,6 +99,8 @@ export interface Config {
     | undefined;
   /** This node's name in the change log and in logs. */
   nodeId: string;
+  /** Without replication, how long a start waits for another process on the database to stop (D-325). */
+  soleProcessWaitSeconds: number;
 }
 
 /** Record changes of an index between automatic checkpoints, unless SIFT_COALESCE_AFTER says (D-307). */
@@ -347,6 +349,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
         }
       : undefined,
     nodeId: env.SIFT_NODE_ID || `${region}-${hostname()}-${env.PORT || 7700}`,
+    soleProcessWaitSeconds: int("SIFT_SOLE_PROCESS_WAIT_SECONDS", 30, 0, 3_600),
   };
   for (const origin of config.allowedOrigins) {
     if (!URL.canParse(origin))
