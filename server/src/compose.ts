@@ -37,7 +37,7 @@ import { UploadService } from "./services/uploads.ts";
 import { VersionService } from "./services/versions.ts";
 import { unlessStoreUnreachable } from "./store/errors.ts";
 import { openStore, type Store } from "./store/open.ts";
-import { holdSoleProcess, type SoleProcessLock } from "./store/sole-process.ts";
+import { holdSoleProcess, type SoleProcessLease } from "./store/sole-process.ts";
 import type { ChangeLog } from "./ports/change-log.ts";
 import { OpeningLog } from "./replication/opening-log.ts";
 import { Replica } from "./replication/replica.ts";
@@ -98,7 +98,7 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
   let store: Awaited<ReturnType<typeof openStore>> | undefined;
   let engine: SearchEngine;
   let changeLog: ChangeLog | undefined;
-  let sole: SoleProcessLock | undefined;
+  let sole: SoleProcessLease | undefined;
   try {
     store = await openStore({
       databaseUrl: config.databaseUrl,
@@ -107,9 +107,10 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
       log,
     });
     // Without replication, one process per database (D-325); PGlite's data dir is locked above.
-    if (config.databaseUrl && !config.nats) {
-      sole = await holdSoleProcess(config.databaseUrl, {
-        name: `sift ${config.nodeId} pid ${process.pid}`,
+    if (store.kind === "postgres" && !config.nats) {
+      sole = await holdSoleProcess(store.db, {
+        holder: `sift ${config.nodeId} pid ${process.pid}`,
+        node: config.nodeId,
         waitSeconds: config.soleProcessWaitSeconds,
         log,
         onLost: (error) => {
@@ -342,9 +343,9 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
       await ingest.stop();
       await replica?.stop();
       await changeLog?.close();
+      await sole?.release();
       await engine.close();
       await store.close();
-      await sole?.release();
       if (rateStore.kind === "redis") rateStore.client.disconnect();
       lock.release();
     },

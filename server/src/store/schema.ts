@@ -271,3 +271,17 @@ export const loginFailures = pgTable("login_failures", {
   waitUntil: epochMs("wait_until").notNull(),
   lastAt: epochMs("last_at").notNull(),
 });
+
+/**
+ * Without replication, the one process that serves this database (store/sole-process.ts, D-325):
+ * a lease it renews, in one row.
+ */
+export const soleProcess = pgTable("sole_process", {
+  id: text("id").primaryKey(),
+  /** `sift <node> pid <pid>`: this process and no other. */
+  holder: text("holder").notNull(),
+  /** SIFT_NODE_ID: a process restarted in the same place takes over its lease at once. */
+  node: text("node").notNull(),
+  /** By the database's clock. */
+  expiresAt: epochMs("expires_at").notNull(),
+});

@@ -3,17 +3,21 @@
 // records: a second process on the same database would lose the first one's writes (Typesense)
 // or answer without them (embedded). Several processes need replication (SIFT_NATS_URL).
 //
-// The lock is a PostgreSQL session advisory lock, on a connection of its own: PostgreSQL releases
-// it when that connection ends, so a killed process never leaves it behind. The connection asks
-// the server to probe it with TCP keepalives, so a machine that vanished without closing it
-// releases the lock within about 25 s instead of the system's two hours.
+// The process holds a lease, one row of `sole_process`, which it renews every few seconds and
+// deletes when it stops. Plain statements through the store's own pool: a pooler in transaction
+// mode (PgBouncer) would hold a session lock on whichever server connection took it, for good.
+// Times are the database's, so the machines' clocks need not agree.
+import { sql } from "drizzle-orm";
 import type { Logger } from "../log.ts";
 import { isStoreUnreachable } from "./errors.ts";
+import type { Db } from "./open.ts";
 
-/** The advisory lock's two keys: "Sift", and this lock's number among Sift's (the only one). */
-const KEYS = [0x5_1f7, 1] as const;
-/** How often the lock is checked, and taken again after its connection was lost. */
-const CHECK_EVERY_MS = 5_000;
+/** A lease not renewed for this long is free: its process stopped without deleting it. */
+export const LEASE_MS = 15_000;
+/** How often the lease is renewed. */
+const RENEW_EVERY_MS = 5_000;
+const ROW = "writer";
+const dbNow = sql`(extract(epoch from clock_timestamp()) * 1000)::bigint`;
 
 export class SoleProcessError extends Error {
   constructor(holder: string, waitedSeconds: number) {
@@ -25,58 +29,55 @@ export class SoleProcessError extends Error {
   }
 }
 
-export interface SoleProcessLock {
+export interface SoleProcessLease {
   release(): Promise<void>;
 }
 
 /**
- * Takes the lock, waiting up to `waitSeconds` for another process to stop (a rolling restart).
- * A database that does not answer now does not stop the start (the node serves what it has
- * cached): the lock is taken once it answers. `onLost`: the lock went to another process while
- * this one's connection was down; this process must stop taking writes.
+ * Takes the lease, waiting up to `waitSeconds` for another process's to be deleted or to expire
+ * (a rolling restart; a process killed with SIGKILL). A process of the same `node` (restarted in
+ * its place) takes it over at once. A database that does not answer now does not stop the start
+ * (the node serves what it has cached): the lease is taken once it answers. `onLost`: another
+ * process took the lease while this one could not renew it; this process must stop.
  */
 export async function holdSoleProcess(
-  url: string,
-  /** `name`: unique to this process (its sessions are told from another process's by it). */
+  db: Db,
   options: {
-    name: string;
+    /** Unique to this process: `sift <node> pid <pid>`. */
+    holder: string;
+    node: string;
     waitSeconds: number;
     log: Logger;
     onLost: (error: SoleProcessError) => void;
-    checkEveryMs?: number;
+    renewEveryMs?: number;
+    leaseMs?: number;
   },
-): Promise<SoleProcessLock> {
-  const { default: postgres } = await import("postgres");
-  const sql = postgres(url, {
-    max: 1,
-    onnotice: () => {},
-    connect_timeout: 5,
-    // One long session: never recycled, since the lock would go with it.
-    max_lifetime: null,
-    idle_timeout: 0,
-    connection: {
-      application_name: options.name,
-      tcp_keepalives_idle: 10,
-      tcp_keepalives_interval: 5,
-      tcp_keepalives_count: 3,
-    },
-  });
-  const take = async () => (await sql`select pg_try_advisory_lock(${KEYS[0]}, ${KEYS[1]}) as taken`)[0]!.taken === true;
-  const holds = async () =>
-    (
-      await sql`select exists (select 1 from pg_locks where locktype = 'advisory' and classid = ${KEYS[0]}
-        and objid = ${KEYS[1]} and objsubid = 2 and granted and pid = pg_backend_pid()) as held`
-    )[0]!.held === true;
-  const holderRow = async () =>
-    (
-      await sql`select a.application_name as name, a.client_addr::text as address from pg_locks l
-        join pg_stat_activity a on a.pid = l.pid where l.locktype = 'advisory' and l.classid = ${KEYS[0]}
-        and l.objid = ${KEYS[1]} and l.objsubid = 2 and l.granted
-        and l.database = (select oid from pg_database where datname = current_database()) limit 1`
-    )[0] as { name: string; address: string | null } | undefined;
+): Promise<SoleProcessLease> {
+  const leaseMs = options.leaseMs ?? LEASE_MS;
+  const take = async () => {
+    const rows = await db.execute<{ holder: string }>(sql`
+      insert into sole_process (id, holder, node, expires_at)
+      values (${ROW}, ${options.holder}, ${options.node}, ${dbNow} + ${leaseMs})
+      on conflict (id) do update set holder = excluded.holder, node = excluded.node, expires_at = excluded.expires_at
+      where sole_process.expires_at < ${dbNow} or sole_process.holder = excluded.holder
+        or sole_process.node = excluded.node
+      returning holder`);
+    return rowsOf(rows).length > 0;
+  };
+  const renew = async () => {
+    const rows = await db.execute<{ holder: string }>(sql`
+      update sole_process set expires_at = ${dbNow} + ${leaseMs}
+      where id = ${ROW} and holder = ${options.holder} returning holder`);
+    return rowsOf(rows).length > 0;
+  };
   const holder = async () => {
-    const row = await holderRow();
-    return row ? `"${row.name}"${row.address ? ` from ${row.address}` : ""}` : "a process that has just stopped";
+    const [row] = rowsOf<{ holder: string; seconds: number }>(
+      await db.execute(sql`
+        select holder, greatest(0, expires_at - ${dbNow}) / 1000 as seconds from sole_process where id = ${ROW}`),
+    );
+    return row
+      ? `"${row.holder}", its lease good for ${Math.ceil(Number(row.seconds))} s more`
+      : "one that has just stopped";
   };
 
   let held = false;
@@ -95,43 +96,59 @@ export async function holdSoleProcess(
       await new Promise((resolve) => setTimeout(resolve, 500));
     }
   } catch (error) {
-    if (!isStoreUnreachable(error)) {
-      await sql.end({ timeout: 1 });
-      throw error;
-    }
-    options.log.warn("the database does not answer: this process takes its lock once it does", {
+    if (!isStoreUnreachable(error)) throw error;
+    options.log.warn("the database does not answer: this process takes its lease once it does", {
       error: (error as Error).message,
     });
   }
 
   let lost = false;
-  const check = setInterval(() => {
-    void (async () => {
-      if (lost) return;
-      if (held && (await holds())) return;
-      // Never taken, or gone with a connection that was lost: taken again if nobody else has it.
+  let stopped = false;
+  /** The renewal under way: a release waits for it, so that it cannot take the lease back after. */
+  let turn: Promise<void> | undefined;
+  const renewOnce = async () => {
+    if (lost || stopped) return;
+    if (!held) {
+      // Started while the database was away: this process is the second one if another holds it.
       held = await take();
-      if (held) {
-        options.log.info("the database lock of this process is held again");
-        return;
-      }
-      // This process's own lost session, not yet ended by the server: its turn comes.
-      if ((await holderRow())?.name === options.name) return;
-      lost = true;
-      options.onLost(new SoleProcessError(await holder(), 0));
-    })().catch((error: Error) => {
-      // Out of reach: asked again at the next check; the lock, if held, went with the connection.
+    } else if (await renew()) {
+      // Renewed even past its expiry, as long as nobody took it meanwhile (the database was away).
+      return;
+    } else {
       held = false;
-      if (!isStoreUnreachable(error)) options.log.warn("could not check the database lock", { error: error.message });
-    });
-  }, options.checkEveryMs ?? CHECK_EVERY_MS);
-  check.unref();
+    }
+    if (held || stopped) return;
+    lost = true;
+    options.onLost(new SoleProcessError(await holder(), 0));
+  };
+  const renewal = setInterval(() => {
+    turn ??= renewOnce()
+      .catch((error: Error) => {
+        // Out of reach: renewed at the next turn, if nobody took the lease meanwhile.
+        if (!isStoreUnreachable(error))
+          options.log.warn("could not renew the database lease", { error: error.message });
+      })
+      .finally(() => {
+        turn = undefined;
+      });
+  }, options.renewEveryMs ?? RENEW_EVERY_MS);
+  renewal.unref();
 
   return {
     async release() {
-      clearInterval(check);
-      // Ending the session releases the lock.
-      await sql.end({ timeout: 1 });
+      clearInterval(renewal);
+      stopped = true;
+      await turn;
+      if (lost) return;
+      // Deleted, so that the next process starts at once; one that cannot be deleted expires.
+      await db
+        .execute(sql`delete from sole_process where id = ${ROW} and holder = ${options.holder}`)
+        .catch((error: Error) => options.log.warn("could not hand back the database lease", { error: error.message }));
     },
   };
+}
+
+/** postgres.js returns the rows; PGlite an object holding them. */
+function rowsOf<T>(result: unknown): T[] {
+  return Array.isArray(result) ? (result as T[]) : ((result as { rows?: T[] }).rows ?? []);
 }

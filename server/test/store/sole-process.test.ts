@@ -1,95 +1,110 @@
-// Without replication, one Sift process per PostgreSQL database (D-325): a second one waits for
-// the first to stop, then refuses to start naming it; a process whose connection was lost takes
-// its lock again, unless another process took it meanwhile, and then it is told to stop.
-import postgres from "postgres";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+// Without replication, one Sift process per PostgreSQL database (D-325): a lease in the store. A
+// second process waits for the first one's lease to be handed back or to expire, then refuses to
+// start naming it; a process restarted in the first one's place takes it over at once; a process
+// whose lease another took is told to stop; one started while the store was away takes it later.
+import { afterAll, beforeAll, beforeEach, describe, expect, test } from "vitest";
 import { createLogger } from "../../src/log.ts";
-import { holdSoleProcess, type SoleProcessError, type SoleProcessLock } from "../../src/store/sole-process.ts";
-import { createTempDatabase } from "../support/store.ts";
+import type { Db, Store } from "../../src/store/open.ts";
+import { holdSoleProcess, type SoleProcessError, type SoleProcessLease } from "../../src/store/sole-process.ts";
+import { storeTargets } from "../support/store.ts";
 
-const adminUrl = process.env.DATABASE_URL;
 const silent = createLogger("silent", {}, () => {});
+const postgres = storeTargets().find((target) => target.name === "postgres");
 
-describe.skipIf(!adminUrl)("one process per database, on PostgreSQL", () => {
-  let database: { url: string; drop(): Promise<void> };
-  const held: SoleProcessLock[] = [];
+describe.skipIf(!postgres)("one process per database, on PostgreSQL", () => {
+  let store: Store;
+  const held: SoleProcessLease[] = [];
   const lost: string[] = [];
-  const hold = async (name: string, waitSeconds = 0) => {
-    const lock = await holdSoleProcess(database.url, {
-      name,
-      waitSeconds,
+  const hold = async (
+    holder: string,
+    options: { waitSeconds?: number; leaseMs?: number; renewEveryMs?: number; db?: Db } = {},
+  ) => {
+    const lease = await holdSoleProcess(options.db ?? store.db, {
+      holder,
+      node: holder.split(" ")[1]!,
+      waitSeconds: options.waitSeconds ?? 0,
       log: silent,
-      checkEveryMs: 100,
-      onLost: (error: SoleProcessError) => lost.push(`${name}: ${error.message}`),
+      renewEveryMs: options.renewEveryMs ?? 100,
+      leaseMs: options.leaseMs ?? 1_000,
+      onLost: (error: SoleProcessError) => lost.push(`${holder}: ${error.message}`),
     });
-    held.push(lock);
-    return lock;
-  };
-  /** Ends the lock's session on the server, as a dropped connection would. */
-  const dropSession = async (name: string) => {
-    const admin = postgres(database.url, { max: 1, onnotice: () => {} });
-    await admin`select pg_terminate_backend(pid) from pg_stat_activity where application_name = ${name}`;
-    await admin.end();
+    held.push(lease);
+    return lease;
   };
 
-  /** The application name of the session holding the lock, as the server sees it. */
-  const holder = async () => {
-    const admin = postgres(database.url, { max: 1, onnotice: () => {} });
-    const [row] =
-      await admin`select a.application_name as name, a.pid from pg_locks l join pg_stat_activity a on a.pid = l.pid
-      where l.locktype = 'advisory' and l.granted and l.database = (select oid from pg_database where datname = current_database())`;
-    await admin.end();
-    return row ? `${row.name} (session ${row.pid})` : undefined;
+  const holderNow = async () => {
+    const result = (await store.db.execute("select holder from sole_process")) as unknown as { holder: string }[];
+    return result[0]?.holder;
   };
 
   beforeAll(async () => {
-    database = await createTempDatabase(adminUrl!);
+    store = await postgres!.open();
+  });
+  // Each test starts with no process holding the database.
+  beforeEach(async () => {
+    for (const lease of held.splice(0)) await lease.release();
+    await store.db.execute("delete from sole_process");
+    lost.length = 0;
   });
   afterAll(async () => {
-    for (const lock of held) await lock.release();
-    await database?.drop();
+    for (const lease of held) await lease.release();
+    await store?.close();
   });
 
-  test("a second process is refused, naming the first; it starts once the first has stopped", async () => {
+  test("a second process is refused, naming the first; one that waits starts once the first has stopped", async () => {
     const first = await hold("sift a pid 1");
-    await expect(hold("sift b pid 2", 1)).rejects.toThrow(/another Sift process uses this database \("sift a pid 1"/);
-    // One that waits long enough starts once the first stops (a rolling restart).
-    const second = hold("sift b pid 2", 10);
+    await expect(hold("sift b pid 2", { waitSeconds: 1 })).rejects.toThrow(
+      /another Sift process uses this database \("sift a pid 1", its lease good for \d s more\) and did not stop within 1 s/,
+    );
+    const second = hold("sift b pid 2", { waitSeconds: 10 });
     await new Promise((resolve) => setTimeout(resolve, 700));
     await first.release();
-    await second;
-    await expect(hold("sift c pid 3", 0)).rejects.toThrow(/"sift b pid 2"/);
     await (await second).release();
   });
 
-  test("a lost connection takes the lock again; if another process took it, this one is told to stop", async () => {
-    await hold("sift d pid 4");
-    const before = await holder();
-    expect(before).toMatch(/^sift d pid 4 /);
-    await dropSession("sift d pid 4");
-    // Nobody else wanted it: taken again, in a new session, nothing lost.
-    await expect
-      .poll(async () => {
-        const now = await holder();
-        return now !== before && now?.startsWith("sift d pid 4 ");
-      })
-      .toBe(true);
-    await expect(hold("sift e pid 5", 0)).rejects.toThrow(/"sift d pid 4"/);
+  test("a lease not renewed (its process killed) is free once it expires; the same node takes it at once", async () => {
+    // Never renewed in this test's time: a process killed with SIGKILL.
+    await hold("sift c pid 3", { renewEveryMs: 60_000, leaseMs: 1_500 });
+    const started = Date.now();
+    const next = await hold("sift d pid 4", { waitSeconds: 10, renewEveryMs: 60_000 });
+    expect(Date.now() - started).toBeGreaterThan(1_000);
+    // Restarted in its place (the same SIFT_NODE_ID): no wait, whatever the lease says.
+    const again = Date.now();
+    await hold("sift d pid 5", { renewEveryMs: 60_000, leaseMs: 60_000 });
+    expect(Date.now() - again).toBeLessThan(1_000);
+    await expect(hold("sift e pid 6")).rejects.toThrow(/"sift d pid 5"/);
+    await next.release(); // not its lease any more: the new holder's stays
+    await expect(hold("sift e pid 6")).rejects.toThrow(/"sift d pid 5"/);
     expect(lost).toEqual([]);
+  });
 
-    await dropSession("sift d pid 4");
-    // Another process is quicker this time.
-    await expect
-      .poll(
-        () =>
-          hold("sift f pid 6", 0).then(
-            () => true,
-            () => false,
-          ),
-        { interval: 20 },
-      )
-      .toBe(true);
+  test("a process whose lease another took is told to stop", async () => {
+    await hold("sift f pid 7");
+    await hold("sift f pid 8"); // its node restarted elsewhere with the same SIFT_NODE_ID
     await expect.poll(() => lost.length, { timeout: 3_000 }).toBe(1);
-    expect(lost[0]).toMatch(/^sift d pid 4: another Sift process uses this database \("sift f pid 6"/);
+    expect(lost[0]).toMatch(/^sift f pid 7: another Sift process uses this database \("sift f pid 8"/);
+  });
+
+  test("a process started while the store was away takes the lease once it answers, or stops if another has it", async () => {
+    let away = true;
+    const unreachable = Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:5432"), { code: "ECONNREFUSED" });
+    const flaky = new Proxy(store.db, {
+      get: (target, key, receiver) =>
+        key === "execute" && away ? () => Promise.reject(unreachable) : Reflect.get(target, key, receiver),
+    });
+    await hold("sift g pid 9", { db: flaky });
+    expect(await holderNow()).toBeUndefined();
+    away = false;
+    await expect.poll(holderNow).toBe("sift g pid 9");
+    await expect(hold("sift h pid 10")).rejects.toThrow(/"sift g pid 9"/);
+
+    for (const lease of held.splice(0)) await lease.release();
+    await store.db.execute("delete from sole_process");
+    away = true;
+    await hold("sift i pid 11", { db: flaky });
+    await hold("sift j pid 12"); // the store answers it first
+    away = false;
+    await expect.poll(() => lost.length, { timeout: 3_000 }).toBe(1);
+    expect(lost[0]).toMatch(/^sift i pid 11: .*\("sift j pid 12"/);
   });
 });
