@@ -37,7 +37,7 @@ import { UploadService } from "./services/uploads.ts";
 import { VersionService } from "./services/versions.ts";
 import { unlessStoreUnreachable } from "./store/errors.ts";
 import { openStore, type Store } from "./store/open.ts";
-import { holdSoleProcess, type SoleProcessLease } from "./store/sole-process.ts";
+import { announceReplicated, holdSoleProcess, type SoleProcessLease } from "./store/sole-process.ts";
 import type { ChangeLog } from "./ports/change-log.ts";
 import { OpeningLog } from "./replication/opening-log.ts";
 import { Replica } from "./replication/replica.ts";
@@ -107,7 +107,14 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
       log,
     });
     // Without replication, one process per database (D-325); PGlite's data dir is locked above.
-    if (store.kind === "postgres" && !config.nats) {
+    // Nodes with replication say so, and are refused beside a process without it.
+    if (store.kind === "postgres" && config.nats) {
+      sole = await announceReplicated(store.db, {
+        holder: `sift ${config.nodeId} pid ${process.pid}`,
+        waitSeconds: config.soleProcessWaitSeconds,
+        log,
+      });
+    } else if (store.kind === "postgres") {
       sole = await holdSoleProcess(store.db, {
         holder: `sift ${config.nodeId} pid ${process.pid}`,
         node: config.nodeId,

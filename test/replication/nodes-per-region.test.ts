@@ -5,6 +5,7 @@ import { describe, expect, it } from "vitest";
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { Http } from "../support/http.ts";
+import { siftProcess } from "../support/process.ts";
 import { logRegionsOnFailure, readBack, regionsAvailable, startCaughtUp, useRegions } from "../support/regions.ts";
 
 describe.skipIf(!regionsAvailable)("two nodes in one region, and another region", () => {
@@ -107,5 +108,23 @@ describe.skipIf(!regionsAvailable)("two nodes in one region, and another region"
     // Back, it removes the file.
     await startCaughtUp(r.nodes[1]!);
     await expect.poll(files, { timeout: 10_000 }).toBe(0);
+  });
+
+  it("a node started without SIFT_NATS_URL on their database does not start, and says why (D-325)", async () => {
+    const r = regions();
+    // The setting forgotten on one more node: it would write apart from the others.
+    const stray = await siftProcess({ SIFT_SOLE_PROCESS_WAIT_SECONDS: "1" }, { sharedDatabase: r.databaseUrl });
+    try {
+      // start() waits for a health check this process never answers.
+      // biome-ignore lint/plugin: this start is expected to fail; the exit code and output are what is checked.
+      void stray.start().catch(() => {});
+      expect(await stray.exited()).toBe(1);
+      expect(stray.output()).toMatch(
+        /Sift nodes with replication use this database .*set SIFT_NATS_URL on this process too/,
+      );
+    } finally {
+      await stray.destroy();
+    }
+    expect((await r.http(0).get(`/v1/indexes/${r.index}`)).status).toBe(200);
   });
 });

@@ -30,6 +30,8 @@ export interface Regions {
   http(node: number): Keyed;
   /** With `storeProxy`: the proxy every node reaches PostgreSQL through, to cut and restore. */
   store?: PostgresProxy;
+  /** The PostgreSQL database the nodes share. */
+  databaseUrl: string;
   stop(): Promise<void>;
 }
 
@@ -166,6 +168,7 @@ export async function startRegions(
       index: "products",
       http: (n) => keyed(nodes[n]!.url, key),
       ...(store ? { store } : {}),
+      databaseUrl: database.url,
       async stop() {
         for (const node of nodes) await node.destroy();
         await store?.cut();

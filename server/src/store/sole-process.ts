@@ -6,7 +6,9 @@
 // The process holds a lease, one row of `sole_process`, which it renews every few seconds and
 // deletes when it stops. Plain statements through the store's own pool: a pooler in transaction
 // mode (PgBouncer) would hold a session lock on whichever server connection took it, for good.
-// Times are the database's, so the machines' clocks need not agree.
+// Times are the database's, so the machines' clocks need not agree. Nodes with replication renew
+// a row of their own: a process without it is refused while they run, and they are refused while
+// it runs (one node started without SIFT_NATS_URL would write apart from the others).
 import { sql } from "drizzle-orm";
 import type { Logger } from "../log.ts";
 import { isStoreUnreachable } from "./errors.ts";
@@ -17,15 +19,31 @@ export const LEASE_MS = 15_000;
 /** How often the lease is renewed. */
 const RENEW_EVERY_MS = 5_000;
 const ROW = "writer";
+/** Renewed by every node with replication; no node deletes it (the others may run on). */
+const REPLICATED_ROW = "replicated";
 const dbNow = sql`(extract(epoch from clock_timestamp()) * 1000)::bigint`;
 
 export class SoleProcessError extends Error {
-  constructor(holder: string, waitedSeconds: number) {
+  constructor(holder: string, waitedSeconds: number, replicated = false) {
     super(
-      `another Sift process uses this database (${holder}) and did not stop within ${waitedSeconds} s. ` +
-        "Without replication, run one Sift process per DATABASE_URL; several need SIFT_NATS_URL (docs/replication.md)",
+      replicated
+        ? `Sift nodes with replication use this database (${holder}) and did not stop within ${waitedSeconds} s: ` +
+            "set SIFT_NATS_URL on this process too (docs/replication.md), or stop them"
+        : `another Sift process uses this database (${holder}) and did not stop within ${waitedSeconds} s. ` +
+            "Without replication, run one Sift process per DATABASE_URL; several need SIFT_NATS_URL (docs/replication.md)",
     );
     this.name = "SoleProcessError";
+  }
+}
+
+/** A node with replication refused: a process without it uses the database. */
+export class ReplicatedBesideSoleError extends Error {
+  constructor(holder: string, waitedSeconds: number) {
+    super(
+      `a Sift process without replication uses this database (${holder}) and did not stop within ${waitedSeconds} s: ` +
+        "stop it, or set SIFT_NATS_URL on it too; nodes with and without replication would write apart",
+    );
+    this.name = "ReplicatedBesideSoleError";
   }
 }
 
@@ -84,12 +102,17 @@ export async function holdSoleProcess(
   const deadline = Date.now() + options.waitSeconds * 1_000;
   try {
     for (let attempt = 0; ; attempt++) {
-      held = await take();
+      const replicated = await liveRow(db, REPLICATED_ROW);
+      held = replicated === undefined && (await take());
       if (held) break;
-      if (Date.now() >= deadline) throw new SoleProcessError(await holder(), options.waitSeconds);
+      if (Date.now() >= deadline) {
+        throw replicated === undefined
+          ? new SoleProcessError(await holder(), options.waitSeconds)
+          : new SoleProcessError(`the last to report: "${replicated}"`, options.waitSeconds, true);
+      }
       if (attempt === 0) {
         options.log.warn("another Sift process uses this database; waiting for it to stop", {
-          holder: await holder(),
+          holder: replicated === undefined ? await holder() : `nodes with replication, "${replicated}" among them`,
           waitSeconds: options.waitSeconds,
         });
       }
@@ -146,6 +169,64 @@ export async function holdSoleProcess(
         .catch((error: Error) => options.log.warn("could not hand back the database lease", { error: error.message }));
     },
   };
+}
+
+/**
+ * For a node with replication: refused while a process without it holds the database (waiting up
+ * to `waitSeconds` for it to stop), then the replicated nodes' row, renewed until release.
+ */
+export async function announceReplicated(
+  db: Db,
+  options: { holder: string; waitSeconds: number; log: Logger; renewEveryMs?: number; leaseMs?: number },
+): Promise<SoleProcessLease> {
+  const leaseMs = options.leaseMs ?? LEASE_MS;
+  const renew = () =>
+    db.execute(sql`
+      insert into sole_process (id, holder, node, expires_at)
+      values (${REPLICATED_ROW}, ${options.holder}, ${options.holder}, ${dbNow} + ${leaseMs})
+      on conflict (id) do update set holder = excluded.holder, expires_at = excluded.expires_at`);
+  const deadline = Date.now() + options.waitSeconds * 1_000;
+  try {
+    for (let attempt = 0; ; attempt++) {
+      const sole = await liveRow(db, ROW);
+      if (sole === undefined) break;
+      if (Date.now() >= deadline) throw new ReplicatedBesideSoleError(`"${sole}"`, options.waitSeconds);
+      if (attempt === 0) {
+        options.log.warn("a Sift process without replication uses this database; waiting for it to stop", {
+          holder: sole,
+          waitSeconds: options.waitSeconds,
+        });
+      }
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+    await renew();
+  } catch (error) {
+    if (!isStoreUnreachable(error)) throw error;
+    options.log.warn("the database does not answer: this node says it replicates once it does", {
+      error: (error as Error).message,
+    });
+  }
+  const renewal = setInterval(() => {
+    renew().catch((error: Error) => {
+      // Out of reach: renewed at the next turn.
+      if (!isStoreUnreachable(error))
+        options.log.warn("could not renew the replicated nodes' row", { error: error.message });
+    });
+  }, options.renewEveryMs ?? RENEW_EVERY_MS);
+  renewal.unref();
+  return {
+    async release() {
+      clearInterval(renewal);
+    },
+  };
+}
+
+/** The holder of `row` while its lease is good; undefined when there is none or it expired. */
+async function liveRow(db: Db, row: string): Promise<string | undefined> {
+  const [found] = rowsOf<{ holder: string }>(
+    await db.execute(sql`select holder from sole_process where id = ${row} and expires_at > ${dbNow}`),
+  );
+  return found?.holder;
 }
 
 /** postgres.js returns the rows; PGlite an object holding them. */

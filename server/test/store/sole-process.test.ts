@@ -5,7 +5,12 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "vitest";
 import { createLogger } from "../../src/log.ts";
 import type { Db, Store } from "../../src/store/open.ts";
-import { holdSoleProcess, type SoleProcessError, type SoleProcessLease } from "../../src/store/sole-process.ts";
+import {
+  announceReplicated,
+  holdSoleProcess,
+  type SoleProcessError,
+  type SoleProcessLease,
+} from "../../src/store/sole-process.ts";
 import { storeTargets } from "../support/store.ts";
 
 const silent = createLogger("silent", {}, () => {});
@@ -106,5 +111,28 @@ describe.skipIf(!postgres)("one process per database, on PostgreSQL", () => {
     away = false;
     await expect.poll(() => lost.length, { timeout: 3_000 }).toBe(1);
     expect(lost[0]).toMatch(/^sift i pid 11: .*\("sift j pid 12"/);
+  });
+
+  test("nodes with replication and a process without it are refused beside each other", async () => {
+    const sole = await hold("sift k pid 13");
+    const replicated = (holder: string, waitSeconds: number) =>
+      announceReplicated(store.db, { holder, waitSeconds, log: silent, renewEveryMs: 100, leaseMs: 1_000 });
+    await expect(replicated("sift r1 pid 14", 1)).rejects.toThrow(
+      /a Sift process without replication uses this database \("sift k pid 13"\) and did not stop within 1 s/,
+    );
+    // Once it stops, they start; then a process without replication is refused while they run.
+    const starting = replicated("sift r1 pid 14", 10);
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    await sole.release();
+    const node = await starting;
+    held.push(node);
+    await expect(hold("sift l pid 15", { waitSeconds: 1 })).rejects.toThrow(
+      /Sift nodes with replication use this database \(the last to report: "sift r1 pid 14"\).*set SIFT_NATS_URL on this process too/,
+    );
+    // Stopped (their row is left to expire): it starts once the row has expired.
+    await node.release();
+    const started = Date.now();
+    await hold("sift l pid 15", { waitSeconds: 10 });
+    expect(Date.now() - started).toBeGreaterThan(300);
   });
 });
