@@ -108,15 +108,12 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
     });
     // Without replication, one process per database (D-325); PGlite's data dir is locked above.
     // Nodes with replication say so, and are refused beside a process without it.
+    const holder = `sift ${config.nodeId} pid ${process.pid}`;
     if (store.kind === "postgres" && config.nats) {
-      sole = await announceReplicated(store.db, {
-        holder: `sift ${config.nodeId} pid ${process.pid}`,
-        waitSeconds: config.soleProcessWaitSeconds,
-        log,
-      });
+      sole = await announceReplicated(store.db, { holder, waitSeconds: config.soleProcessWaitSeconds, log });
     } else if (store.kind === "postgres") {
       sole = await holdSoleProcess(store.db, {
-        holder: `sift ${config.nodeId} pid ${process.pid}`,
+        holder,
         node: config.nodeId,
         waitSeconds: config.soleProcessWaitSeconds,
         log,

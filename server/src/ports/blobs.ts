@@ -20,6 +20,12 @@ export const UPLOAD_BLOBS = "uploads/";
 export const uploadBlobKey = (upload: { indexId: string; version: string }) =>
   `${UPLOAD_BLOBS}${upload.indexId}/${upload.version}.bin`;
 
+/** The upload a key of uploadBlobKey's names; undefined for any other key. */
+export function uploadOfBlobKey(key: string): { indexId: string; version: string } | undefined {
+  const match = /^uploads\/([^/]+)\/([^/]+)\.bin$/.exec(key);
+  return match ? { indexId: match[1]!, version: match[2]! } : undefined;
+}
+
 export class BlobTooLargeError extends Error {
   readonly maxBytes: number;
   constructor(maxBytes: number) {

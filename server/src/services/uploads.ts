@@ -15,7 +15,7 @@ import {
   QuotaExceededError,
   QuotaInUseError,
 } from "../domain/errors.ts";
-import { BlobTooLargeError, UPLOAD_BLOBS, uploadBlobKey, type BlobStore } from "../ports/blobs.ts";
+import { BlobTooLargeError, UPLOAD_BLOBS, uploadBlobKey, uploadOfBlobKey, type BlobStore } from "../ports/blobs.ts";
 import type { Db } from "../store/open.ts";
 import { indexes, uploads, versions } from "../store/schema.ts";
 import type { CatalogService, IndexRef } from "./catalog.ts";
@@ -394,13 +394,12 @@ export class UploadService {
     if (this.node === undefined) return 0;
     let removed = 0;
     for (const key of await this.blobs.list(UPLOAD_BLOBS)) {
-      const [indexId, file] = key.slice(UPLOAD_BLOBS.length).split("/");
-      const version = file?.replace(/\.bin$/, "");
-      if (!indexId || !version) continue;
+      const upload = uploadOfBlobKey(key);
+      if (!upload) continue;
       const [row] = await this.db
         .select({ state: uploads.state })
         .from(uploads)
-        .where(and(eq(uploads.indexId, indexId), eq(uploads.version, version)))
+        .where(and(eq(uploads.indexId, upload.indexId), eq(uploads.version, upload.version)))
         .limit(1);
       // No row: its index was deleted, and its uploads with it.
       if (row && row.state !== "succeeded" && row.state !== "failed") continue;

@@ -93,9 +93,14 @@ describe.skipIf(!postgres)("one process per database, on PostgreSQL", () => {
   test("a process started while the store was away takes the lease once it answers, or stops if another has it", async () => {
     let away = true;
     const unreachable = Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:5432"), { code: "ECONNREFUSED" });
+    // While away, every query the store is asked fails as a refused connection does, however built.
+    const refused: object = new Proxy(() => {}, {
+      get: (_target, key) =>
+        key === "then" ? (_resolve: unknown, reject: (error: Error) => void) => reject(unreachable) : () => refused,
+    });
+    const queries = new Set<PropertyKey>(["select", "insert", "update", "delete", "execute"]);
     const flaky = new Proxy(store.db, {
-      get: (target, key, receiver) =>
-        key === "execute" && away ? () => Promise.reject(unreachable) : Reflect.get(target, key, receiver),
+      get: (target, key, receiver) => (away && queries.has(key) ? () => refused : Reflect.get(target, key, receiver)),
     });
     await hold("sift g pid 9", { db: flaky });
     expect(await holderNow()).toBeUndefined();
