@@ -141,7 +141,11 @@ export interface ChangeLog {
   hasFiles(name: string): Promise<boolean>;
   /** Small JSON documents beside the files (snapshot manifests, node positions), replicated too. */
   putDoc(name: string, value: unknown): Promise<void>;
-  getDoc<T>(name: string): Promise<T | null>;
+  /**
+   * `nearby`: when the log's home does not answer, the copy the node's own region holds may
+   * answer instead (D-326); it may be older than the home's.
+   */
+  getDoc<T>(name: string, options?: { nearby?: boolean }): Promise<T | null>;
   /** The names of the documents under `prefix`. */
   listDocs(prefix: string): Promise<string[]>;
   deleteDoc(name: string): Promise<void>;

@@ -97,8 +97,8 @@ export class OpeningLog implements ChangeLog {
   async putDoc(name: string, value: unknown): Promise<void> {
     return (await this.use()).putDoc(name, value);
   }
-  async getDoc<T>(name: string): Promise<T | null> {
-    return (await this.use()).getDoc<T>(name);
+  async getDoc<T>(name: string, options?: { nearby?: boolean }): Promise<T | null> {
+    return (await this.use()).getDoc<T>(name, options);
   }
   async listDocs(prefix: string): Promise<string[]> {
     return (await this.use()).listDocs(prefix);

@@ -513,7 +513,9 @@ export class Replica {
    */
   private async restoreMissed(seq: number, entry: LogEntry): Promise<void> {
     const applied = this.state.indexes.get(entry.index)?.last ?? 0;
-    const pointer = await this.snapshots.pointer(entry.index);
+    // While the log's home is out of reach this node follows its region's mirror, and the region's
+    // copy of the pointer will do: the snapshot must still cover what this entry builds on.
+    const pointer = await this.snapshots.pointer(entry.index, { nearby: true });
     if (pointer === null || pointer.seq < (entry.after ?? 0)) {
       // Retried by applyUntilDone, loudly: a snapshot that covers them may still be on its way.
       throw new Error(

@@ -441,8 +441,9 @@ export class Snapshots {
     return positions;
   }
 
-  async pointer(index: string): Promise<SnapshotPointer | null> {
-    return this.log.getDoc<SnapshotPointer>(pointerName(index));
+  /** `nearby`: the region's copy may answer while the log's home does not (see ChangeLog.getDoc). */
+  async pointer(index: string, options?: { nearby?: boolean }): Promise<SnapshotPointer | null> {
+    return this.log.getDoc<SnapshotPointer>(pointerName(index), options);
   }
 
   /** Every index that has a snapshot, with its pointer. */
@@ -462,7 +463,8 @@ export class Snapshots {
    * of it as of the snapshot. The caller holds the index's chain.
    */
   async restore(index: string, pointer: SnapshotPointer): Promise<SnapshotManifest> {
-    const manifest = await this.log.getDoc<SnapshotManifest>(pointer.manifest);
+    // Written once under its name: a region's copy of it, read while the home is out of reach, is it.
+    const manifest = await this.log.getDoc<SnapshotManifest>(pointer.manifest, { nearby: true });
     if (manifest === null) {
       // Replaced and cleared away since the pointer was read: the newer one holds more.
       const newer = await this.pointer(index);

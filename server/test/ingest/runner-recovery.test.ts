@@ -85,7 +85,8 @@ describe.each(storeTargets())("interrupted ingests on $name", (target) => {
     await runner.start();
 
     expect(await until(after.id, "succeeded")).toMatchObject({ state: "succeeded", recordsIngested: 1, attempts: 1 });
-    expect(await blobs.size(uploadBlobKey({ indexId: ref.id, version: after.version }))).toBeUndefined();
+    // Its file goes right after (the state is written first).
+    await expect.poll(() => blobs.size(uploadBlobKey({ indexId: ref.id, version: after.version }))).toBeUndefined();
     expect(await services.engine.get(ref.id, after.version, "1")).toMatchObject({ title: "Written before the kill" });
 
     expect((await services.catalog.byName("ten_c", "cut"))!.activeVersion).toBe(after.version);

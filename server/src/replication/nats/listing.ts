@@ -19,6 +19,7 @@ const metaSubject = (bucket: string, name: string) => `${metaPrefix(bucket)}${Ba
 /** What a listing needs of an object's description. */
 interface Description {
   name: string;
+  nuid: string;
   mtime: string;
   deleted?: boolean;
 }
@@ -73,12 +74,19 @@ export async function listObjects(
  * Deletes `name` from `store` (the bucket `bucket`) and then its description. The object store
  * keeps a deleted object's description for good, so a bucket's subjects, and any listing, would
  * grow with every object ever deleted (a snapshot's documents and files are deleted as newer ones
- * come).
+ * come). Resolves with the id its chunks had (to remove them from copies), null when there was none.
  */
-export async function deleteObject(store: ObjectStore, jsm: JetStreamManager, bucket: string, name: string) {
+export async function deleteObject(
+  store: ObjectStore,
+  jsm: JetStreamManager,
+  bucket: string,
+  name: string,
+): Promise<string | null> {
   await store.delete(name);
   const now = await readDescription(jsm, bucket, name);
-  if (now?.description.deleted === true) await purgeThrough(jsm, bucket, name, now.seq);
+  if (now?.description.deleted !== true) return null;
+  await purgeThrough(jsm, bucket, name, now.seq);
+  return now.description.nuid;
 }
 
 /** Removes `name`'s descriptions up to position `seq`: one written after it (the name put again) stays. */

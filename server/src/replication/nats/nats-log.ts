@@ -18,12 +18,23 @@ import {
   type JetStreamManager,
   type StreamConfig,
 } from "@nats-io/jetstream";
-import { Objm, type ObjectStore, setSha256Backend } from "@nats-io/obj";
+import { type ObjectInfo, Objm, type ObjectStore, setSha256Backend } from "@nats-io/obj";
 import type { Logger } from "../../log.ts";
 import { syncDirectory, syncFile } from "../../durable.ts";
 import { within } from "../../within.ts";
 import { CONNECTION, docsBucket, encodingOf, type FileEncoding, filesBucket } from "./parts.ts";
 import { deleteObject, listObjects } from "./listing.ts";
+import {
+  type Copy,
+  copyStreams,
+  DESCRIPTIONS_ROOT,
+  describeObject,
+  descriptionsStream,
+  forgetObject,
+  purgeChunks,
+  readCopy,
+  sweepCopy,
+} from "./object-copies.ts";
 import { readObject } from "./small-objects.ts";
 import { TransferThread } from "./transfer-thread.ts";
 import {
@@ -109,6 +120,11 @@ const MIRROR_RETRY_MS = 5_000;
 const PREFETCH_WAIT_MS = 5 * 60_000;
 const PREFETCH_KEEP_MS = 15 * 60_000;
 
+/** How often a node removes from its region's copies of the object stores what their origin dropped. */
+const SWEEP_EVERY_MS = 10 * 60_000;
+/** Which streams copy which bucket is looked up again after this long. */
+const COPIES_KEPT_MS = 60_000;
+
 /** An entry too large for one message travels through the object store; the log holds this. */
 interface EntryRef {
   ref: string;
@@ -184,11 +200,24 @@ export async function openNatsLog(options: NatsLogOptions): Promise<ChangeLog> {
       () => objm.create(name, { replicas: options.replicas, description }),
       () => objm.open(name, false),
     );
-  const [, files, docs] = await Promise.all([
+  const [, , files, docs] = await Promise.all([
     openOrMake(
       `the log stream ${options.stream}`,
       options.stream,
       () => tryEnsureStream(jsm, options, nc.info?.cluster),
+      () => undefined,
+    ),
+    openOrMake(
+      "the stream of object descriptions",
+      descriptionsStream(options.stream),
+      () =>
+        ensureStream(jsm, {
+          name: descriptionsStream(options.stream),
+          subjects: [filesBucket(options.stream), docsBucket(options.stream)].map((b) => `${DESCRIPTIONS_ROOT}.${b}.>`),
+          max_msgs_per_subject: 1,
+          num_replicas: options.replicas,
+          description: "Sift object descriptions, without rollups, for the regions' copies of the object stores",
+        }),
       () => undefined,
     ),
     bucket(filesBucket(options.stream), "Sift segment files and large log entries"),
@@ -196,6 +225,16 @@ export async function openNatsLog(options: NatsLogOptions): Promise<ChangeLog> {
     // walks a handful of pointers and positions, not every part of every published segment.
     bucket(docsBucket(options.stream), "Sift snapshot pointers and manifests, node positions"),
   ]);
+  if (options.mirror !== undefined) {
+    const cluster = nc.info?.cluster;
+    await openOrMake(
+      "the region's copies of the object stores",
+      copyStreams(options.mirror, []).descriptions,
+      // The descriptions' copy is made last: when it exists, so do the others.
+      () => ensureObjectCopies(jsm, options, cluster),
+      () => undefined,
+    );
+  }
   return new NatsLog(nc, jsm, js, files, docs, options);
 }
 
@@ -248,6 +287,42 @@ async function tryEnsureStream(jsm: JetStreamManager, options: NatsLogOptions, c
   }
 }
 
+/**
+ * The region's copies of the object stores (object-copies.ts), in the region's cluster like its
+ * mirror of the log: each bucket's chunks, then the descriptions.
+ */
+async function ensureObjectCopies(jsm: JetStreamManager, options: NatsLogOptions, cluster?: string): Promise<void> {
+  const buckets = [filesBucket(options.stream), docsBucket(options.stream)];
+  const streams = copyStreams(options.mirror!, buckets);
+  // Sourced, not mirrored: a mirror made in a cluster (NATS 2.9) reset itself and lost messages
+  // whenever its origin had gaps ("last sequence mismatch"), and a filter leaves a gap for every
+  // description. A source numbers what it takes anew; copies are read by subject.
+  const copies: [string, string, string?][] = [
+    ...buckets.map((bucket): [string, string, string] => [
+      streams.chunks.get(bucket)!,
+      `OBJ_${bucket}`,
+      `$O.${bucket}.C.>`,
+    ]),
+    [streams.descriptions, descriptionsStream(options.stream)],
+  ];
+  for (const [name, origin, filter] of copies) {
+    await ensureStream(jsm, {
+      name,
+      sources: [{ name: origin, ...(filter ? { filter_subject: filter } : {}) }],
+      subjects: [],
+      ...(filter ? {} : { max_msgs_per_subject: 1 }),
+      num_replicas: options.replicas,
+      ...(cluster ? { placement: { cluster, tags: [] } } : {}),
+      description: `Sift, a copy of ${origin} for the nodes of one region`,
+    }).catch((error: Error) => {
+      throw new Error(
+        `cannot make ${name}, a copy of ${origin} for this region (SIFT_NATS_MIRROR), with ${options.replicas} replicas in NATS cluster ${cluster ?? "(none)"}, this node's: ${error.message}`,
+        { cause: error },
+      );
+    });
+  }
+}
+
 const isNotFound = (error: unknown) =>
   (error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamNotFound) ||
   (error as Error).message === "stream not found";
@@ -283,6 +358,11 @@ class NatsLog implements ChangeLog {
   /** Puts and fetches the parts of segment files (its own thread and connection). */
   private readonly transfers: TransferThread;
   private readonly options: NatsLogOptions;
+  /** The region's copies of the object stores, with a mirror (object-copies.ts). */
+  private readonly copies: { files: Copy; docs: Copy } | undefined;
+  /** Every region's copies, by what they copy, as last listed: deletions reach them too. */
+  private allCopies: { at: number; byOrigin: Map<string, string[]> } | undefined;
+  private readonly sweeper: NodeJS.Timeout | undefined;
   /** Tells this node's own announcements from others'. */
   private readonly instance = randomUUID();
   /**
@@ -311,11 +391,28 @@ class NatsLog implements ChangeLog {
     this.files = files;
     this.docs = docs;
     this.options = options;
+    const { mirror } = options;
+    if (mirror !== undefined) {
+      const [files, docs] = [filesBucket(options.stream), docsBucket(options.stream)];
+      const streams = copyStreams(mirror, [files, docs]);
+      const copy = (bucket: string) => ({
+        bucket,
+        descriptions: streams.descriptions,
+        chunks: streams.chunks.get(bucket)!,
+      });
+      this.copies = { files: copy(files), docs: copy(docs) };
+    }
     this.transfers = new TransferThread({
       servers: options.servers,
       name: `${options.name} files`,
       bucket: filesBucket(options.stream),
+      ...(this.copies ? { copy: this.copies.files } : {}),
     });
+    if (this.copies !== undefined) {
+      // Each node of the region sweeps, at its own moments: a sweep is idempotent.
+      this.sweeper = setInterval(() => void this.sweepCopies(), SWEEP_EVERY_MS + Math.random() * SWEEP_EVERY_MS);
+      this.sweeper.unref();
+    }
     // Headroom for the headers of the message.
     this.maxPayload = Math.max(1024, nc.info?.max_payload ?? 1024 * 1024) - 4096;
     if (options.stagingDir !== undefined) {
@@ -435,7 +532,7 @@ class NatsLog implements ChangeLog {
     let body = Buffer.from(JSON.stringify(entry));
     if (body.length > this.maxPayload) {
       const ref = `entries/${entry.index}/${randomUUID()}`;
-      await this.files.putBlob({ name: ref }, body);
+      await this.describe(await this.files.putBlob({ name: ref }, body));
       body = Buffer.from(JSON.stringify({ ref } satisfies EntryRef));
     }
     try {
@@ -634,7 +731,11 @@ class NatsLog implements ChangeLog {
   private async readRef(ref: string): Promise<LogEntry> {
     // An object removed while it is read (a snapshot another node cleared away) leaves the reader
     // waiting for chunks that never come: bounded, it is an error its caller handles.
-    const data = await within(60_000, `reading ${ref}`, this.files.getBlob(ref));
+    const data = await within(
+      60_000,
+      `reading ${ref}`,
+      this.readFileObject(ref, () => this.files.getBlob(ref)),
+    );
     if (data === null) throw new Error(`log entry ${ref} is missing from the object store`);
     return JSON.parse(Buffer.from(data).toString("utf8")) as LogEntry;
   }
@@ -686,7 +787,7 @@ class NatsLog implements ChangeLog {
       await this.again(`publishing ${name}/manifest`, () =>
         this.files
           .putBlob({ name: `${name}/manifest` }, Buffer.from(JSON.stringify({ files } satisfies Manifest)))
-          .then(() => undefined),
+          .then((info) => this.describe(info)),
       );
       const storedMs = Math.round(performance.now() - started);
       await fetchers?.fetched(FETCHED_WAIT_MS);
@@ -786,7 +887,10 @@ class NatsLog implements ChangeLog {
 
   /** The files published under `name` (a list of names: written before files were compressed). */
   private async manifest(name: string): Promise<ManifestFile[] | null> {
-    const data = await readObject(this.files, this.jsm, filesBucket(this.options.stream), `${name}/manifest`);
+    const object = `${name}/manifest`;
+    const data = await this.readFileObject(object, () =>
+      readObject(this.files, this.jsm, filesBucket(this.options.stream), object),
+    );
     if (data === null) return null;
     const parsed = JSON.parse(Buffer.from(data).toString("utf8")) as Manifest | string[];
     return Array.isArray(parsed) ? parsed.map((f) => ({ name: f, encoding: "identity" })) : parsed.files;
@@ -844,7 +948,77 @@ class NatsLog implements ChangeLog {
 
   /** Deletes a file object; see `deleteObject`. */
   private deleteFile(name: string) {
-    return deleteObject(this.files, this.jsm, filesBucket(this.options.stream), name);
+    return this.deleteObject(this.files, filesBucket(this.options.stream), name);
+  }
+
+  /**
+   * Deletes an object (see `deleteObject`), and its description and chunks from every region's
+   * copies. A copy out of reach now keeps its chunks until its region's next sweep.
+   */
+  private async deleteObject(store: ObjectStore, bucket: string, name: string): Promise<void> {
+    const nuid = await deleteObject(store, this.jsm, bucket, name);
+    const described = descriptionsStream(this.options.stream);
+    try {
+      await forgetObject(this.jsm, [described, ...(await this.copiesOf(described))], bucket, name);
+      if (nuid !== null) await purgeChunks(this.jsm, await this.copiesOf(`OBJ_${bucket}`), bucket, nuid);
+    } catch (error) {
+      this.options.log.warn("could not remove a deleted object from the regions' copies of the object stores", {
+        object: name,
+        error: (error as Error).message,
+      });
+    }
+  }
+
+  /** The streams that mirror or source `origin` (every region's copies), listed at most once a minute. */
+  private async copiesOf(origin: string): Promise<string[]> {
+    if (this.allCopies === undefined || Date.now() - this.allCopies.at > COPIES_KEPT_MS) {
+      const byOrigin = new Map<string, string[]>();
+      for await (const stream of this.jsm.streams.list()) {
+        const origins = [stream.config.mirror, ...(stream.config.sources ?? [])].flatMap((o) => (o ? [o.name] : []));
+        for (const from of origins) byOrigin.set(from, [...(byOrigin.get(from) ?? []), stream.config.name]);
+      }
+      this.allCopies = { at: Date.now(), byOrigin };
+    }
+    return this.allCopies.byOrigin.get(origin) ?? [];
+  }
+
+  /** Publishes an object's description for the regions' copies; one that is not published is read from its bucket. */
+  private async describe(info: ObjectInfo): Promise<void> {
+    await describeObject(this.js, info).catch((error: Error) =>
+      this.options.log.warn("could not describe an object for the regions' copies", {
+        object: info.name,
+        error: error.message,
+      }),
+    );
+  }
+
+  /**
+   * An object of the files bucket (written once under its name, never changed): from the
+   * region's copy when it holds it, else through `fromBucket`.
+   */
+  private async readFileObject(name: string, fromBucket: () => Promise<Uint8Array | null>): Promise<Uint8Array | null> {
+    if (this.copies !== undefined) {
+      // biome-ignore lint/plugin: a copy that lacks it, or is damaged or out of reach, leaves it to the bucket.
+      const near = await readCopy(this.jsm, this.copies.files, name).catch(() => null);
+      if (near !== null) return near;
+    }
+    return fromBucket();
+  }
+
+  /** Removes from this region's copies the chunks no description names (object-copies.ts). */
+  private async sweepCopies(): Promise<void> {
+    for (const copy of Object.values(this.copies ?? {})) {
+      try {
+        const swept = await sweepCopy(this.jsm, copy);
+        if (swept > 0)
+          this.options.log.info("swept chunks no object names from the region's copy", { copy: copy.chunks, swept });
+      } catch (error) {
+        this.options.log.warn("could not sweep the region's copy of an object store", {
+          copy: copy.chunks,
+          error: (error as Error).message,
+        });
+      }
+    }
   }
 
   async deleteLargeEntries(indexKey: string, at: number, options: { exceptFrom?: number } = {}): Promise<number> {
@@ -883,10 +1057,10 @@ class NatsLog implements ChangeLog {
   }
 
   async putDoc(name: string, value: unknown): Promise<void> {
-    await this.docs.putBlob({ name }, Buffer.from(JSON.stringify(value)));
+    await this.describe(await this.docs.putBlob({ name }, Buffer.from(JSON.stringify(value))));
   }
 
-  async getDoc<T>(name: string): Promise<T | null> {
+  async getDoc<T>(name: string, options: { nearby?: boolean } = {}): Promise<T | null> {
     // Overwriting an object removes its old chunks: a reader that had its old description waits
     // for chunks that are gone. Documents are small, so a read that takes seconds is that race
     // (a snapshot pointer, a node's position) and is started again, on the new description.
@@ -900,6 +1074,21 @@ class NatsLog implements ChangeLog {
         );
         break;
       } catch (error) {
+        // The bucket out of reach (the log's home cluster down, say): the region's copy answers a
+        // read that allows it. A copy that lacks the document does not: the bucket is asked again.
+        const near =
+          options.nearby && this.copies !== undefined
+            ? // biome-ignore lint/plugin: a copy that lacks the document or does not answer leaves it to the bucket.
+              await readCopy(this.jsm, this.copies.docs, name).catch(() => null)
+            : null;
+        if (near !== null) {
+          this.options.log.warn("the object store does not answer; read a document from the region's copy", {
+            document: name,
+            error: (error as Error).message,
+          });
+          data = near;
+          break;
+        }
         if (attempt >= 5) throw error;
       }
     }
@@ -911,7 +1100,7 @@ class NatsLog implements ChangeLog {
   }
 
   async deleteDoc(name: string): Promise<void> {
-    await deleteObject(this.docs, this.jsm, docsBucket(this.options.stream), name);
+    await this.deleteObject(this.docs, docsBucket(this.options.stream), name);
   }
 
   async truncate(indexKey: string, beforeSeq: number): Promise<void> {
@@ -946,6 +1135,7 @@ class NatsLog implements ChangeLog {
   }
 
   async close(): Promise<void> {
+    clearInterval(this.sweeper);
     await this.transfers.close();
     await this.nc.drain();
   }

@@ -7,9 +7,10 @@ import type { ReadableStream as WebReadableStream } from "node:stream/web";
 import { pipeline } from "node:stream/promises";
 import zlib from "node:zlib";
 import type { JetStreamManager } from "@nats-io/jetstream";
-import type { ObjectStore } from "@nats-io/obj";
+import type { ObjectInfo, ObjectStore } from "@nats-io/obj";
 import { INDEX_FILE } from "../../engine/embedded/segment/meta.ts";
 import { intoLanes, outOfLanes } from "./lanes.ts";
+import { type Copy, openCopy } from "./object-copies.ts";
 import { readOneChunk } from "./small-objects.ts";
 import type { ConnectionOptions } from "@nats-io/transport-node";
 
@@ -93,7 +94,7 @@ export interface FetchPart {
 }
 
 /** `signal` ends the part's streams (the thread closing): the put then fails and removes its chunks. */
-export async function putPart(files: ObjectStore, part: PutPart, signal: AbortSignal): Promise<void> {
+export async function putPart(files: ObjectStore, part: PutPart, signal: AbortSignal): Promise<ObjectInfo> {
   signal.throwIfAborted();
   const end = Math.max(part.end, 0);
   const source = createReadStream(part.path, { start: part.start, end, highWaterMark: PIECE, signal });
@@ -105,18 +106,23 @@ export async function putPart(files: ObjectStore, part: PutPart, signal: AbortSi
           signal,
           steps.reduce<Readable>((stream, step) => stream.pipe(step), source),
         );
-  await files.put(
+  return files.put(
     { name: part.object, options: { max_chunk_size: part.maxChunk } },
     Readable.toWeb(body) as ReadableStream<Uint8Array>,
   );
 }
 
+/**
+ * Writes `part` into its file. With `copy` (the region's copy of the bucket), the part is read
+ * from there first; a copy that lacks it, or fails midway, leaves it to the bucket.
+ */
 export async function fetchPart(
   files: ObjectStore,
   jsm: JetStreamManager,
   bucket: string,
   part: FetchPart,
   signal: AbortSignal,
+  copy?: Copy,
 ): Promise<void> {
   // A manifest written by a newer node: refused, never written as it is (D-314).
   if (!Object.hasOwn(STEPS, part.encoding)) {
@@ -124,7 +130,26 @@ export async function fetchPart(
       `${part.of} is encoded as "${part.encoding}", unknown here: a newer Sift published it, so upgrade this node`,
     );
   }
-  const { source, error } = await openPart(files, jsm, bucket, part);
+  if (copy !== undefined) {
+    try {
+      const near = await openCopy(jsm, copy, part.object);
+      if (near !== null)
+        return await writePart(part, { source: Readable.from(near), error: Promise.resolve(null) }, signal);
+    } catch (error) {
+      if (signal.aborted) throw error;
+      // Written again below, whole, from the bucket itself.
+    }
+  }
+  await writePart(part, await openPart(files, jsm, bucket, part), signal);
+}
+
+/** Decodes `opened` into the part's place in its file. */
+async function writePart(
+  part: FetchPart,
+  opened: { source: Readable; error: Promise<Error | null> },
+  signal: AbortSignal,
+): Promise<void> {
+  const { source, error } = opened;
   if (signal.aborted) source.destroy();
   signal.throwIfAborted();
   // Flushed as each part ends, while the others still download: the flush of the whole set, which

@@ -29,14 +29,18 @@ export async function readOneChunk(
   // Overwritten meanwhile (its old chunk purged): the caller reads again, as with the store's reader.
   if (chunk === null) throw new Error(`object ${name} of ${bucket} changed while it was read; read it again`);
   const data = chunk.data;
-  const digest = createHash("sha256").update(data).digest();
-  const expected = info.digest.startsWith(DIGEST_PREFIX)
-    ? Buffer.from(info.digest.slice(DIGEST_PREFIX.length), "base64url")
-    : undefined;
-  if (data.length !== info.size || expected === undefined || !digest.equals(expected)) {
-    throw new Error(`object ${name} of ${bucket} does not match its description (size or digest): it is damaged`);
-  }
+  checkDigest(`object ${name} of ${bucket}`, data.length, createHash("sha256").update(data).digest(), info);
   return data;
+}
+
+/** Throws unless `size` bytes hashing to `digest` are what the description `d` says `what` is. */
+export function checkDigest(what: string, size: number, digest: Buffer, d: { size: number; digest: string }): void {
+  const expected = d.digest.startsWith(DIGEST_PREFIX)
+    ? Buffer.from(d.digest.slice(DIGEST_PREFIX.length), "base64url")
+    : undefined;
+  if (size !== d.size || expected === undefined || !digest.equals(expected)) {
+    throw new Error(`${what} does not match its description (size or digest): it is damaged`);
+  }
 }
 
 /** The bytes of `name` in `store`, or null: readOneChunk, else the object store's own reader. */

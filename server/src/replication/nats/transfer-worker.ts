@@ -3,8 +3,9 @@
 import module from "node:module";
 import { parentPort, workerData } from "node:worker_threads";
 import { type NatsConnection, connect } from "@nats-io/transport-node";
-import { type JetStreamManager, jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { type JetStreamClient, type JetStreamManager, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { Objm, type ObjectStore, setSha256Backend } from "@nats-io/obj";
+import { type Copy, describeObject } from "./object-copies.ts";
 import { CONNECTION, type FetchPart, type PutPart, fetchPart, putPart } from "./parts.ts";
 
 // This thread's modules, to the compile cache main.ts turned on (none when it is off).
@@ -14,6 +15,8 @@ export interface TransferData {
   servers: string[];
   name: string;
   bucket: string;
+  /** The region's copy of the bucket, read first when fetching (object-copies.ts). */
+  copy?: Copy;
 }
 
 export type TransferRequest =
@@ -24,11 +27,12 @@ export type TransferRequest =
 
 export type TransferReply = { id: number; ok: true } | { id: number; ok: false; message: string };
 
-const { servers, name, bucket } = workerData as TransferData;
+const { servers, name, bucket, copy } = workerData as TransferData;
 setSha256Backend("native");
 
 interface Store {
   nc: NatsConnection;
+  js: JetStreamClient;
   files: ObjectStore;
   jsm: JetStreamManager;
 }
@@ -38,8 +42,9 @@ let opened: Promise<Store> | undefined;
 function store(): Promise<Store> {
   opened ??= (async () => {
     const nc = await connect({ servers, name, ...CONNECTION });
-    const files = await new Objm(jetstream(nc, { timeout: 10_000, checkAPI: false })).open(bucket, false);
-    return { nc, files, jsm: await jetstreamManager(nc, { timeout: 10_000, checkAPI: false }) };
+    const js = jetstream(nc, { timeout: 10_000, checkAPI: false });
+    const files = await new Objm(js).open(bucket, false);
+    return { nc, js, files, jsm: await jetstreamManager(nc, { timeout: 10_000, checkAPI: false }) };
   })();
   opened.catch(() => {
     opened = undefined;
@@ -55,11 +60,14 @@ parentPort!.on("message", async (request: TransferRequest) => {
   const transfer = new AbortController();
   running.add(transfer);
   try {
-    const { files, jsm } = await store();
+    const { files, jsm, js } = await store();
     const { signal } = transfer;
-    await (request.op === "put"
-      ? putPart(files, request.part, signal)
-      : fetchPart(files, jsm, bucket, request.part, signal));
+    if (request.op === "put") {
+      const info = await putPart(files, request.part, signal);
+      // For the regions' copies; a part not described there is fetched from the bucket.
+      // biome-ignore lint/plugin: best effort, as NatsLog's own descriptions.
+      await describeObject(js, info).catch(() => undefined);
+    } else await fetchPart(files, jsm, bucket, request.part, signal, copy);
     parentPort!.postMessage({ id: request.id, ok: true } satisfies TransferReply);
   } catch (error) {
     parentPort!.postMessage({ id: request.id, ok: false, message: (error as Error).message } satisfies TransferReply);

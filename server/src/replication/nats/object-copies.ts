@@ -1,0 +1,169 @@
+// A region's copies of the object stores (D-326). With SIFT_NATS_MIRROR, the region's cluster
+// holds, beside its mirror of the log, a copy of each object store's chunks and a copy of the
+// objects' descriptions, so that a node there restores a snapshot, or reads an entry too large
+// for one message, while the log's home cluster is out of reach. Files the copy already holds
+// (a snapshot's, a major's fetched late) do not cross the gateway again for each node.
+//
+// Why not a mirror of the object store's stream as it is: the store writes each description
+// with a rollup header, and NATS 2.9 mirrors and sources lost such messages when several came
+// close together (17 and 20 of 40 descriptions arrived; the chunks all did). So the chunks are
+// copied alone, and whoever puts an object publishes its description again, without a rollup,
+// to a stream of its own (`<log stream>_objects`, one message per object). The copies source
+// those streams rather than mirror them: a mirror made in a cluster reset itself and lost
+// messages whenever its origin had gaps ("last sequence mismatch"), and leaving the descriptions
+// out leaves a gap for each. The object store's client cannot read either copy (its subjects
+// carry the origin bucket's name, and a copy numbers what it takes anew): copies are read here by
+// subject, with message gets.
+//
+// Copies take appends only. A deletion through NatsLog removes the description from the stream
+// and from every copy of it, and the chunks from every copy; each node sweeps its region's copies
+// now and then for chunks no description names (an overwritten object's, a node position's).
+import { createHash } from "node:crypto";
+import {
+  JetStreamApiCodes,
+  JetStreamApiError,
+  type JetStreamClient,
+  type JetStreamManager,
+  type StreamInfo,
+} from "@nats-io/jetstream";
+import { Base64UrlPaddedCodec, type ObjectInfo } from "@nats-io/obj";
+import { checkDigest } from "./small-objects.ts";
+
+/** The stream of objects' descriptions beside the log stream `stream`. */
+export const descriptionsStream = (stream: string) => `${stream}_objects`;
+export const DESCRIPTIONS_ROOT = "sift.objects";
+const descriptionSubject = (bucket: string, name: string) =>
+  `${DESCRIPTIONS_ROOT}.${bucket}.${Base64UrlPaddedCodec.encode(name)}`;
+
+/** The streams of one region's copies, beside the log's mirror `mirror` (e.g. `SIFT_london_files`). */
+export function copyStreams(mirror: string, buckets: string[]): { descriptions: string; chunks: Map<string, string> } {
+  return {
+    descriptions: `${mirror}_objects`,
+    chunks: new Map(buckets.map((bucket) => [bucket, `${mirror}_${bucket.slice(bucket.lastIndexOf("_") + 1)}`])),
+  };
+}
+
+const chunkPrefix = (bucket: string) => `$O.${bucket}.C.`;
+
+/** What a copy needs of an object's description to read it. */
+interface Description {
+  name: string;
+  nuid: string;
+  size: number;
+  chunks: number;
+  digest: string;
+}
+
+/** Publishes what `info` says of an object just put, for the regions' copies. */
+export async function describeObject(js: JetStreamClient, info: ObjectInfo): Promise<void> {
+  const { name, nuid, size, chunks, digest } = info;
+  await js.publish(
+    descriptionSubject(info.bucket, name),
+    JSON.stringify({ name, nuid, size, chunks, digest } satisfies Description),
+  );
+}
+
+/** Removes the description of `name` from `streams` (the descriptions stream and its copies). */
+export async function forgetObject(jsm: JetStreamManager, streams: string[], bucket: string, name: string) {
+  for (const stream of streams) await jsm.streams.purge(stream, { filter: descriptionSubject(bucket, name) });
+}
+
+/** Removes the chunks of the object that had `nuid` from `copies` (streams of copied chunks). */
+export async function purgeChunks(jsm: JetStreamManager, copies: string[], bucket: string, nuid: string) {
+  for (const stream of copies) await jsm.streams.purge(stream, { filter: `${chunkPrefix(bucket)}${nuid}` });
+}
+
+const noMessage = (error: unknown) =>
+  error instanceof JetStreamApiError && error.code === JetStreamApiCodes.NoMessageFound;
+
+/** A region's copy of one bucket: its descriptions stream and its chunks stream. */
+export interface Copy {
+  descriptions: string;
+  chunks: string;
+  bucket: string;
+}
+
+/**
+ * The chunks of a described object, in order, from the copy; the last step checks them against
+ * the description. Throws when the copy lacks one (still behind, or swept).
+ */
+async function* chunks(jsm: JetStreamManager, copy: Copy, d: Description) {
+  const subject = `${chunkPrefix(copy.bucket)}${d.nuid}`;
+  const hash = createHash("sha256");
+  let size = 0;
+  let seq = 0;
+  for (let n = 0; n < d.chunks; n++) {
+    // The next chunk at or after `seq` (`next_by_subj`, NATS 2.9); one chunk by its subject alone.
+    const request =
+      d.chunks === 1 ? { last_by_subj: subject } : ({ seq, next_by_subj: subject } as unknown as { seq: number });
+    const message = await jsm.streams.getMessage(copy.chunks, request).catch((error: Error) => {
+      if (noMessage(error)) return null;
+      throw error;
+    });
+    if (message === null) throw new Error(`${copy.chunks} lacks chunk ${n + 1} of ${d.chunks} of ${d.name}`);
+    hash.update(message.data);
+    size += message.data.length;
+    seq = message.seq + 1;
+    yield message.data;
+  }
+  checkDigest(`${d.name} in ${copy.chunks}`, size, hash.digest(), d);
+}
+
+/**
+ * `name`'s bytes as the copy holds them, as chunks to read in order (the last read fails if they
+ * do not match their description); null when the copy has no description of it.
+ */
+export async function openCopy(
+  jsm: JetStreamManager,
+  copy: Copy,
+  name: string,
+): Promise<AsyncGenerator<Uint8Array> | null> {
+  const message = await jsm.streams.getMessage(copy.descriptions, {
+    last_by_subj: descriptionSubject(copy.bucket, name),
+  });
+  return message === null ? null : chunks(jsm, copy, message.json<Description>());
+}
+
+/** `name`'s bytes from the copy, whole; null when the copy has no description of it. */
+export async function readCopy(jsm: JetStreamManager, copy: Copy, name: string): Promise<Uint8Array | null> {
+  const parts = await openCopy(jsm, copy, name);
+  if (parts === null) return null;
+  const read: Uint8Array[] = [];
+  for await (const part of parts) read.push(part);
+  return read.length === 1 ? read[0]! : Buffer.concat(read);
+}
+
+/** A chunk no description names is kept this long: its object's description may be on its way. */
+const ORPHAN_AFTER_MS = 2 * 60_000;
+
+/**
+ * Removes from the copy's chunks those no description in it names, older than `orphanAfterMs`:
+ * an overwritten object's, a deleted one's that a copy out of reach kept, an object's never
+ * described (a node's position). Nothing goes while either stream is behind its origin.
+ */
+export async function sweepCopy(
+  jsm: JetStreamManager,
+  copy: Copy,
+  { orphanAfterMs = ORPHAN_AFTER_MS }: { orphanAfterMs?: number } = {},
+): Promise<number> {
+  const [described, copied] = await Promise.all([jsm.streams.info(copy.descriptions), jsm.streams.info(copy.chunks)]);
+  const behind = (info: StreamInfo) => [info.mirror, ...(info.sources ?? [])].some((source) => (source?.lag ?? 0) > 0);
+  if (behind(described) || behind(copied)) return 0;
+  const subjects = async (stream: string, prefix: string) =>
+    Object.keys((await jsm.streams.info(stream, { subjects_filter: `${prefix}>` })).state.subjects ?? {});
+  const named = new Set<string>();
+  for (const subject of await subjects(copy.descriptions, `${DESCRIPTIONS_ROOT}.${copy.bucket}.`)) {
+    const message = await jsm.streams.getMessage(copy.descriptions, { last_by_subj: subject });
+    if (message !== null) named.add(message.json<Description>().nuid);
+  }
+  let swept = 0;
+  const before = Date.now() - orphanAfterMs;
+  for (const subject of await subjects(copy.chunks, chunkPrefix(copy.bucket))) {
+    if (named.has(subject.slice(chunkPrefix(copy.bucket).length))) continue;
+    const last = await jsm.streams.getMessage(copy.chunks, { last_by_subj: subject });
+    if (last === null || last.time.getTime() >= before) continue;
+    await jsm.streams.purge(copy.chunks, { filter: subject });
+    swept++;
+  }
+  return swept;
+}

@@ -1,0 +1,229 @@
+// A region's copy of an object store (D-326): a mirror of the bucket's stream, read with message
+// gets since the object store's client cannot read a mirror. Against a private server: what the
+// bucket holds reads the same from the copy, one chunk or several; overwritten, deleted or missing
+// objects read as the bucket would; a part is fetched from the copy when it holds it, and from the
+// bucket itself when the copy lacks a chunk. What the bucket drops leaves the copy too: a deletion at once, an
+// overwritten object's old chunks at the region's sweep.
+import { randomBytes } from "node:crypto";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { type JetStreamManager, jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { type ObjectStore, Objm } from "@nats-io/obj";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { deleteObject } from "../../server/src/replication/nats/listing.ts";
+import {
+  type Copy,
+  describeObject,
+  forgetObject,
+  purgeChunks,
+  readCopy,
+  sweepCopy,
+} from "../../server/src/replication/nats/object-copies.ts";
+import { fetchPart, putPart } from "../../server/src/replication/nats/parts.ts";
+import { type NatsCluster, natsAvailable, startNatsCluster } from "../support/nats.ts";
+
+describe.skipIf(!natsAvailable)("a region's copy of an object store", () => {
+  let nats: NatsCluster;
+  let nc: NatsConnection;
+  let jsm: JetStreamManager;
+  let store: ObjectStore;
+  let dir: string;
+  const bucket = "SIFT_files";
+  const copy: Copy = { bucket, descriptions: "COPY_objects", chunks: "COPY_files" };
+  const js = () => jetstream(nc);
+  /** Puts an object and describes it, as NatsLog does. */
+  const put = async (name: string, bytes: Uint8Array, maxChunk?: number) =>
+    describeObject(
+      js(),
+      await store.putBlob({ name, ...(maxChunk ? { options: { max_chunk_size: maxChunk } } : {}) }, bytes),
+    );
+
+  /** Until the copy holds every chunk and description its origins hold (it keeps what they dropped). */
+  const copied = async () => {
+    for (const [from, to, filter] of [
+      [`OBJ_${bucket}`, copy.chunks, `$O.${bucket}.C.>`],
+      ["SIFT_objects", copy.descriptions, ">"],
+    ] as const) {
+      const subjects = async (stream: string) =>
+        Object.keys((await jsm.streams.info(stream, { subjects_filter: filter })).state.subjects ?? {});
+      const wanted = await subjects(from);
+      await expect
+        .poll(async () => {
+          const held = new Set(await subjects(to));
+          // And nothing newer on its way (an overwritten object's description, say).
+          const lag = (await jsm.streams.info(to)).sources?.[0]?.lag;
+          return [...wanted.filter((subject) => !held.has(subject)), ...(lag === 0 ? [] : [`lag ${lag}`])];
+        })
+        .toEqual([]);
+    }
+  };
+  /** The chunk subjects the copy holds. */
+  const chunkSubjects = async () =>
+    Object.keys((await jsm.streams.info(copy.chunks, { subjects_filter: `$O.${bucket}.C.>` })).state.subjects ?? {});
+
+  beforeAll(async () => {
+    nats = await startNatsCluster(1);
+    nc = await connect({ servers: nats.urls.split(",") });
+    jsm = await jetstreamManager(nc);
+    store = await new Objm(jetstream(nc)).create(bucket);
+    await jsm.streams.add({ name: "SIFT_objects", subjects: [`sift.objects.${bucket}.>`], max_msgs_per_subject: 1 });
+    // As NatsLog makes them (ensureObjectCopies).
+    await jsm.streams.add({
+      name: copy.chunks,
+      sources: [{ name: `OBJ_${bucket}`, filter_subject: `$O.${bucket}.C.>` }],
+      subjects: [],
+    });
+    await jsm.streams.add({
+      name: copy.descriptions,
+      sources: [{ name: "SIFT_objects" }],
+      subjects: [],
+      max_msgs_per_subject: 1,
+    });
+    dir = await mkdtemp(join(tmpdir(), "sift-copies-"));
+  });
+  afterAll(async () => {
+    await nc?.close();
+    await nats?.stop();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  it("reads what the bucket holds, one chunk or several; overwritten, deleted or missing as the bucket does", async () => {
+    const one = randomBytes(50_000);
+    const several = randomBytes(700_000);
+    await put("segments/x/index.bin.part-0", one);
+    await put("several", several, 64 * 1024);
+    await put("empty", new Uint8Array(0));
+    await put("doc", Buffer.from('{"position":1}'));
+    await put("doc", Buffer.from('{"position":2}'));
+    await put("gone", Buffer.from("soon gone"));
+    await store.delete("gone");
+    await forgetObject(jsm, ["SIFT_objects"], bucket, "gone");
+    await copied();
+
+    expect(Buffer.from((await readCopy(jsm, copy, "segments/x/index.bin.part-0"))!).equals(one)).toBe(true);
+    expect(Buffer.from((await readCopy(jsm, copy, "several"))!).equals(several)).toBe(true);
+    expect((await readCopy(jsm, copy, "empty"))?.length).toBe(0);
+    expect(Buffer.from((await readCopy(jsm, copy, "doc"))!).toString()).toBe('{"position":2}');
+    // Purges do not travel: the copy's description goes the same way (NatsLog purges every copy).
+    await forgetObject(jsm, [copy.descriptions], bucket, "gone");
+    expect(await readCopy(jsm, copy, "gone")).toBeNull();
+    expect(await readCopy(jsm, copy, "never written")).toBeNull();
+  });
+
+  it("holds every object when many are put at once", async () => {
+    // A mirror of the bucket's own stream lost descriptions here (NATS 2.9 and rollup headers).
+    const written = new Map<string, Buffer>();
+    for (let round = 0; round < 10; round++) {
+      await Promise.all(
+        Array.from({ length: 4 }, (_, i) => {
+          const bytes = randomBytes(2_000 + i);
+          written.set(`burst/${round}/${i}`, bytes);
+          return put(`burst/${round}/${i}`, bytes, 512);
+        }),
+      );
+    }
+    await copied();
+    for (const [name, bytes] of written)
+      expect(Buffer.from((await readCopy(jsm, copy, name))!).equals(bytes), name).toBe(true);
+  });
+
+  it("a part is fetched from the copy when it has it: the bucket is not read", async () => {
+    const bytes = randomBytes(200_000);
+    const source = join(dir, "near.bin");
+    await writeFile(source, bytes);
+    const object = "segments/z/index.bin.part-0";
+    const signal = new AbortController().signal;
+    await describeObject(
+      js(),
+      await putPart(
+        store,
+        { object, path: source, start: 0, end: bytes.length - 1, encoding: "lanes-zstd", maxChunk: 4096 },
+        signal,
+      ),
+    );
+    await copied();
+    // The bucket's last chunk of it removed (not the copy's): read from the bucket, it fails.
+    const info = (await store.info(object))!;
+    const last = (await jsm.streams.getMessage(`OBJ_${bucket}`, { last_by_subj: `$O.${bucket}.C.${info.nuid}` }))!;
+    await jsm.streams.deleteMessage(`OBJ_${bucket}`, last.seq);
+    const target = join(dir, "near-target.bin");
+    const part = { object, path: target, start: 0, encoding: "lanes-zstd" as const, of: "a test part" };
+    await writeFile(target, Buffer.alloc(bytes.length));
+    await expect(fetchPart(store, jsm, bucket, part, signal)).rejects.toThrow();
+    await writeFile(target, Buffer.alloc(bytes.length));
+    await fetchPart(store, jsm, bucket, part, signal, copy);
+    expect((await readFile(target)).equals(bytes)).toBe(true);
+  });
+
+  it("a copy that lacks a chunk fails the read; a part is then fetched from the bucket", async () => {
+    const bytes = randomBytes(300_000);
+    const source = join(dir, "source.bin");
+    await writeFile(source, bytes);
+    const object = "segments/y/records.json.part-0";
+    const signal = new AbortController().signal;
+    await describeObject(
+      js(),
+      await putPart(
+        store,
+        { object, path: source, start: 0, end: bytes.length - 1, encoding: "zstd", maxChunk: 4096 },
+        signal,
+      ),
+    );
+    await copied();
+    const info = (await store.info(object))!;
+    expect(info.chunks).toBeGreaterThan(1);
+    // One chunk of the copy removed, as a sweep racing the copy could leave it.
+    const first = (await jsm.streams.getMessage(copy.chunks, { last_by_subj: `$O.${bucket}.C.${info.nuid}` }))!;
+    await jsm.streams.deleteMessage(copy.chunks, first.seq);
+    await expect(readCopy(jsm, copy, object)).rejects.toThrow(/lacks chunk|does not match/);
+
+    const target = join(dir, "target.bin");
+    await writeFile(target, Buffer.alloc(bytes.length));
+    await fetchPart(
+      store,
+      jsm,
+      bucket,
+      { object, path: target, start: 0, encoding: "zstd", of: "a test part" },
+      signal,
+      copy,
+    );
+    expect((await readFile(target)).equals(bytes)).toBe(true);
+  });
+
+  it("a deletion leaves the copy at once; an overwritten object's old chunks leave it at the sweep", async () => {
+    await put("snapshots/i/7/index.bin.part-0", randomBytes(10_000));
+    await put("nodes/a", Buffer.from('{"position":1}'));
+    await copied();
+    const deletedNuid = (await store.info("snapshots/i/7/index.bin.part-0"))!.nuid;
+    const firstNuid = (await store.info("nodes/a"))!.nuid;
+    expect(await chunkSubjects()).toContain(`$O.${bucket}.C.${deletedNuid}`);
+
+    // As NatsLog deletes: the object, then its description everywhere, then its chunks in the copies.
+    const nuid = await deleteObject(store, jsm, bucket, "snapshots/i/7/index.bin.part-0");
+    expect(nuid).toBe(deletedNuid);
+    await copied();
+    await forgetObject(jsm, ["SIFT_objects", copy.descriptions], bucket, "snapshots/i/7/index.bin.part-0");
+    await purgeChunks(jsm, [copy.chunks], bucket, nuid!);
+    expect(await chunkSubjects()).not.toContain(`$O.${bucket}.C.${deletedNuid}`);
+    expect(await readCopy(jsm, copy, "snapshots/i/7/index.bin.part-0")).toBeNull();
+
+    // A position rewritten: the bucket purges the old chunk, the copy keeps it until swept.
+    await put("nodes/a", Buffer.from('{"position":2}'));
+    // An object never described (its node died before): its chunks are swept too.
+    await store.putBlob({ name: "undescribed" }, Buffer.from("no description"));
+    await copied();
+    expect(await chunkSubjects()).toContain(`$O.${bucket}.C.${firstNuid}`);
+    // Too recent for the sweep's default wait: its description might still be on its way.
+    expect(await sweepCopy(jsm, copy)).toBe(0);
+    expect(await chunkSubjects()).toContain(`$O.${bucket}.C.${firstNuid}`);
+    expect(await sweepCopy(jsm, copy, { orphanAfterMs: 0 })).toBeGreaterThanOrEqual(2);
+    expect(await chunkSubjects()).not.toContain(`$O.${bucket}.C.${firstNuid}`);
+    expect(await chunkSubjects()).not.toContain(`$O.${bucket}.C.${(await store.info("undescribed"))!.nuid}`);
+    // What is described is untouched and reads the same.
+    expect(Buffer.from((await readCopy(jsm, copy, "nodes/a"))!).toString()).toBe('{"position":2}');
+    expect((await readCopy(jsm, copy, "several"))?.length).toBe(700_000);
+    expect((await readCopy(jsm, copy, "burst/9/3"))?.length).toBe(2_003);
+  });
+});

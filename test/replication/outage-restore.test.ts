@@ -1,0 +1,136 @@
+// A region away past a truncation, started again while the log's home cluster is down (D-326).
+// Two regions on a NATS supercluster, London reading its own mirror: London's node is killed,
+// Frankfurt's writes go on until the log is truncated past what London held, then Frankfurt's
+// whole cluster is killed. London's node, started then, finds entries it never applied removed
+// from its mirror too, and restores the index from the newest snapshot, which it reads from
+// London's own copies of the object stores: the pointer, the manifest and the segment files. It
+// then has every acknowledged write. Before D-326 it waited for Frankfurt's cluster (the object
+// stores lived there only) and served what it held at its kill.
+import { jetstreamManager } from "@nats-io/jetstream";
+import { connect } from "@nats-io/transport-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { RATE_LIMITS_OFF } from "../support/limits.ts";
+import { streamState } from "../support/nats.ts";
+import {
+  logRegionsOnFailure,
+  readBack,
+  type Regions,
+  regionsAvailable,
+  startRegions,
+  uploadCsv,
+} from "../support/regions.ts";
+
+const FRANKFURT = 0;
+const LONDON = 1;
+
+describe.skipIf(!regionsAvailable)("a region that restores a snapshot while the log's home is down", () => {
+  let r: Regions;
+  beforeAll(async () => {
+    r = await startRegions(
+      ["frankfurt", "london"],
+      { ...RATE_LIMITS_OFF, SIFT_REPLICATION_SNAPSHOT_EVERY: "10", SIFT_REPLICATION_NODE_GONE_MS: "1500" },
+      { london: { SIFT_NATS_MIRROR: "SIFT_london" } },
+      { supercluster: true, tieBreaker: "arbiter" },
+    );
+  }, 180_000);
+  afterAll(() => r?.stop());
+
+  const lastSeq = async (stream: string) => (await streamState(r.nats, stream))?.state.last_seq ?? -1;
+  const search = (node: number, query: string) =>
+    r.http(node).get(`/v1/search?query=${encodeURIComponent(query)}&indexName=${r.index}&serviceName=${r.service}`);
+
+  it("reads the snapshot from the region's own copies of the object stores and has every acknowledged write", async () => {
+    logRegionsOnFailure(() => r, 40);
+    // London's copies of the object stores, in London's cluster beside its mirror of the log.
+    for (const copy of ["SIFT_london_files", "SIFT_london_docs", "SIFT_london_objects"])
+      expect(await streamState(r.nats, copy)).toMatchObject({ cluster: "london" });
+
+    // A bulk major (segment files in the object store), read in London.
+    const csv = ["id,title", ...Array.from({ length: 200 }, (_, i) => `crane-${i},Harbour crane ${i}`)].join("\n");
+    const bulk = await uploadCsv(r.http(FRANKFURT), r.index, csv);
+    expect(await readBack(r, LONDON, "crane-199", bulk, 30_000)).toBe("Harbour crane 199");
+
+    const london = r.nodes[LONDON]!;
+    await london.kill("SIGKILL");
+    const heldAtKill = await lastSeq("SIFT");
+    // Long enough for Frankfurt to count London as gone: truncation no longer waits for it.
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    const acknowledged = new Map<string, string>();
+    let newest = bulk;
+    let n = 0;
+    const deadline = Date.now() + 60_000;
+    while (n < 25 || (await streamState(r.nats, "SIFT"))!.state.first_seq <= heldAtKill + 1) {
+      expect(Date.now(), "the log was never truncated past London").toBeLessThan(deadline);
+      const id = `lantern-${n}`;
+      const put = await r.http(FRANKFURT).put(`/v1/indexes/${r.index}/records/${id}`, { title: `Away lantern ${n}` });
+      expect(put.status, put.text).toBe(200);
+      acknowledged.set(id, `Away lantern ${n}`);
+      newest = put.body.indexVersion;
+      n++;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    // London's cluster holds all of it: its mirror of the log and its copies of the object stores.
+    const nc = await connect({ servers: r.nats.urls.split(",") });
+    try {
+      const jsm = await jetstreamManager(nc, { checkAPI: false });
+      const subjects = async (stream: string, filter: string) =>
+        Object.keys((await jsm.streams.info(stream, { subjects_filter: filter })).state.subjects ?? {});
+      const end = (await jsm.streams.info("SIFT")).state.last_seq;
+      await expect
+        .poll(async () => (await jsm.streams.info("SIFT_london")).state.last_seq, { timeout: 20_000 })
+        .toBe(end);
+      for (const [copy, origin, filter] of [
+        ["SIFT_london_files", "OBJ_SIFT_files", "$O.SIFT_files.C.>"],
+        ["SIFT_london_docs", "OBJ_SIFT_docs", "$O.SIFT_docs.C.>"],
+        ["SIFT_london_objects", "SIFT_objects", ">"],
+      ] as const) {
+        // Every chunk and description the origin holds is in the copy (it keeps what the origin dropped).
+        const wanted = await subjects(origin, filter);
+        await expect
+          .poll(
+            async () => {
+              const held = new Set(await subjects(copy, filter));
+              return wanted.filter((subject) => !held.has(subject));
+            },
+            { timeout: 20_000, message: `${copy} never caught up` },
+          )
+          .toEqual([]);
+      }
+    } finally {
+      await nc.close();
+    }
+
+    const frankfurt = r.clusters!.frankfurt!;
+    await Promise.all(frankfurt.servers.map((server) => server.kill()));
+    await london.start();
+    await expect
+      .poll(() => london.output().includes("restored an index from its snapshot"), {
+        timeout: 60_000,
+        message: "London never restored the index from its snapshot",
+      })
+      .toBe(true);
+    const missing: string[] = [];
+    for (const [id, title] of acknowledged) {
+      const read = await r.http(LONDON).get(`/v1/indexes/${r.index}/records/${id}?minVersion=${newest}`);
+      if (read.status !== 200 || read.body.title !== title) missing.push(`${id}: ${read.status} ${read.text}`);
+    }
+    expect(missing).toEqual([]);
+    expect((await search(LONDON, "harbour crane")).body.totalHits).toBe(200);
+    expect((await search(LONDON, "away lantern")).body.totalHits).toBe(acknowledged.size);
+    expect(london.output()).toMatch(/read a document from the region's copy/);
+
+    // Frankfurt's cluster back: both regions write again.
+    await Promise.all(frankfurt.servers.map((server) => server.start()));
+    const put = async (node: number, id: string) => {
+      for (const until = Date.now() + 60_000; ; ) {
+        const reply = await r.http(node).put(`/v1/indexes/${r.index}/records/${id}`, { title: `After ${id}` });
+        if (reply.status === 200) return reply.body.indexVersion as string;
+        expect(reply.status, reply.text).toBe(503);
+        expect(Date.now(), reply.text).toBeLessThan(until);
+        await new Promise((resolve) => setTimeout(resolve, 500));
+      }
+    };
+    expect(await readBack(r, LONDON, "back-1", await put(FRANKFURT, "back-1"), 60_000)).toBe("After back-1");
+    expect(await readBack(r, FRANKFURT, "back-2", await put(LONDON, "back-2"), 60_000)).toBe("After back-2");
+  }, 240_000);
+});
