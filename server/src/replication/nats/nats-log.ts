@@ -1005,13 +1005,16 @@ class NatsLog implements ChangeLog {
     return fromBucket();
   }
 
-  /** Removes from this region's copies the chunks no description names (object-copies.ts). */
+  /** Removes from this region's copies what the object stores dropped (object-copies.ts). */
   private async sweepCopies(): Promise<void> {
     for (const copy of Object.values(this.copies ?? {})) {
       try {
-        const swept = await sweepCopy(this.jsm, copy);
-        if (swept > 0)
-          this.options.log.info("swept chunks no object names from the region's copy", { copy: copy.chunks, swept });
+        const swept = await sweepCopy(this.jsm, copy, descriptionsStream(this.options.stream));
+        if (swept.descriptions + swept.chunks > 0)
+          this.options.log.info("swept what the object stores dropped from the region's copy", {
+            copy: copy.chunks,
+            ...swept,
+          });
       } catch (error) {
         this.options.log.warn("could not sweep the region's copy of an object store", {
           copy: copy.chunks,

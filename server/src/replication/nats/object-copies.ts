@@ -17,7 +17,8 @@
 //
 // Copies take appends only. A deletion through NatsLog removes the description from the stream
 // and from every copy of it, and the chunks from every copy; each node sweeps its region's copies
-// now and then for chunks no description names (an overwritten object's, a node position's).
+// now and then for what a copy out of reach missed, and for chunks no description names (an
+// overwritten object's, a node position's).
 import { createHash } from "node:crypto";
 import {
   JetStreamApiCodes,
@@ -137,33 +138,46 @@ export async function readCopy(jsm: JetStreamManager, copy: Copy, name: string):
 const ORPHAN_AFTER_MS = 2 * 60_000;
 
 /**
- * Removes from the copy's chunks those no description in it names, older than `orphanAfterMs`:
- * an overwritten object's, a deleted one's that a copy out of reach kept, an object's never
- * described (a node's position). Nothing goes while either stream is behind its origin.
+ * Brings the copy in line with what its origins dropped: descriptions the origin stream
+ * (`origin`, the descriptions at home) no longer has, then chunks no description left names,
+ * older than `orphanAfterMs` (an overwritten object's, a deleted one's, an object's never
+ * described). A copy out of reach when an object was deleted or purged keeps it until this runs.
+ * Nothing goes while either copy is behind its origin.
  */
 export async function sweepCopy(
   jsm: JetStreamManager,
   copy: Copy,
+  origin: string,
   { orphanAfterMs = ORPHAN_AFTER_MS }: { orphanAfterMs?: number } = {},
-): Promise<number> {
+): Promise<{ descriptions: number; chunks: number }> {
   const [described, copied] = await Promise.all([jsm.streams.info(copy.descriptions), jsm.streams.info(copy.chunks)]);
   const behind = (info: StreamInfo) => [info.mirror, ...(info.sources ?? [])].some((source) => (source?.lag ?? 0) > 0);
-  if (behind(described) || behind(copied)) return 0;
+  if (behind(described) || behind(copied)) return { descriptions: 0, chunks: 0 };
   const subjects = async (stream: string, prefix: string) =>
     Object.keys((await jsm.streams.info(stream, { subjects_filter: `${prefix}>` })).state.subjects ?? {});
+  const prefix = `${DESCRIPTIONS_ROOT}.${copy.bucket}.`;
+  // The copy first: whatever it holds, the origin held before; gone from the origin after, it was deleted.
+  const held = await subjects(copy.descriptions, prefix);
+  const kept = new Set(await subjects(origin, prefix));
   const named = new Set<string>();
-  for (const subject of await subjects(copy.descriptions, `${DESCRIPTIONS_ROOT}.${copy.bucket}.`)) {
+  let descriptions = 0;
+  for (const subject of held) {
+    if (!kept.has(subject)) {
+      await jsm.streams.purge(copy.descriptions, { filter: subject });
+      descriptions++;
+      continue;
+    }
     const message = await jsm.streams.getMessage(copy.descriptions, { last_by_subj: subject });
     if (message !== null) named.add(message.json<Description>().nuid);
   }
-  let swept = 0;
+  let chunks = 0;
   const before = Date.now() - orphanAfterMs;
   for (const subject of await subjects(copy.chunks, chunkPrefix(copy.bucket))) {
     if (named.has(subject.slice(chunkPrefix(copy.bucket).length))) continue;
     const last = await jsm.streams.getMessage(copy.chunks, { last_by_subj: subject });
     if (last === null || last.time.getTime() >= before) continue;
     await jsm.streams.purge(copy.chunks, { filter: subject });
-    swept++;
+    chunks++;
   }
-  return swept;
+  return { descriptions, chunks };
 }
