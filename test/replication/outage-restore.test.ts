@@ -4,7 +4,7 @@
 // whole cluster is killed. London's node, started then, finds entries it never applied removed
 // from its mirror too, and restores the index from the newest snapshot, which it reads from
 // London's own copies of the object stores: the pointer, the manifest and the segment files. It
-// then has every acknowledged write. Before D-326 it waited for Frankfurt's cluster (the object
+// then has every acknowledged write, one whose log entry is in the object store too. Before D-326 it waited for Frankfurt's cluster (the object
 // stores lived there only) and served what it held at its kill.
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
@@ -28,7 +28,13 @@ describe.skipIf(!regionsAvailable)("a region that restores a snapshot while the 
   beforeAll(async () => {
     r = await startRegions(
       ["frankfurt", "london"],
-      { ...RATE_LIMITS_OFF, SIFT_REPLICATION_SNAPSHOT_EVERY: "10", SIFT_REPLICATION_NODE_GONE_MS: "1500" },
+      {
+        ...RATE_LIMITS_OFF,
+        SIFT_REPLICATION_SNAPSHOT_EVERY: "10",
+        SIFT_REPLICATION_NODE_GONE_MS: "1500",
+        // Room for one record too large for a NATS message: its log entry goes to the object store.
+        SIFT_MAX_BODY_BYTES: String(4 * 1024 * 1024),
+      },
       { london: { SIFT_NATS_MIRROR: "SIFT_london" } },
       { supercluster: true, tieBreaker: "arbiter" },
     );
@@ -69,6 +75,14 @@ describe.skipIf(!regionsAvailable)("a region that restores a snapshot while the 
       n++;
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
+    // Then one write whose entry is too large for a message: the log names it in the object store.
+    const long = Array.from({ length: 150_000 }, (_, i) => `word${i % 997}`).join(" ");
+    const large = await r
+      .http(FRANKFURT)
+      .put(`/v1/indexes/${r.index}/records/ledger`, { title: "Harbour ledger", data: { notes: long } });
+    expect(large.status, large.text).toBe(200);
+    newest = large.body.indexVersion;
+
     // London's cluster holds all of it: its mirror of the log and its copies of the object stores.
     const nc = await connect({ servers: r.nats.urls.split(",") });
     try {
@@ -115,6 +129,9 @@ describe.skipIf(!regionsAvailable)("a region that restores a snapshot while the 
       if (read.status !== 200 || read.body.title !== title) missing.push(`${id}: ${read.status} ${read.text}`);
     }
     expect(missing).toEqual([]);
+    const ledger = await r.http(LONDON).get(`/v1/indexes/${r.index}/records/ledger?minVersion=${newest}`);
+    expect(ledger.status, ledger.text).toBe(200);
+    expect(ledger.body.data.notes).toBe(long);
     expect((await search(LONDON, "harbour crane")).body.totalHits).toBe(200);
     expect((await search(LONDON, "away lantern")).body.totalHits).toBe(acknowledged.size);
     expect(london.output()).toMatch(/read a document from the region's copy/);
