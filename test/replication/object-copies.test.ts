@@ -15,10 +15,13 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { deleteObject } from "../../server/src/replication/nats/listing.ts";
 import {
   type Copy,
+  copyConfigs,
   describeObject,
+  descriptionsConfig,
   forgetObject,
   purgeChunks,
   readCopy,
+  regionCopies,
   sweepCopy,
 } from "../../server/src/replication/nats/object-copies.ts";
 import { fetchPart, putPart } from "../../server/src/replication/nats/parts.ts";
@@ -31,7 +34,8 @@ describe.skipIf(!natsAvailable)("a region's copy of an object store", () => {
   let store: ObjectStore;
   let dir: string;
   const bucket = "SIFT_files";
-  const copy: Copy = { bucket, descriptions: "COPY_objects", chunks: "COPY_files" };
+  const copies = regionCopies("COPY", "SIFT", { files: bucket, docs: "SIFT_docs" });
+  const copy: Copy = copies.files;
   const js = () => jetstream(nc);
   /** Puts an object and describes it, as NatsLog does. */
   const put = async (name: string, bytes: Uint8Array, maxChunk?: number) =>
@@ -39,6 +43,14 @@ describe.skipIf(!natsAvailable)("a region's copy of an object store", () => {
       js(),
       await store.putBlob({ name, ...(maxChunk ? { options: { max_chunk_size: maxChunk } } : {}) }, bytes),
     );
+
+  /** Puts `bytes` as the part `object` through a file, and describes it, as the transfer thread does. */
+  const putDescribedPart = async (object: string, bytes: Buffer, encoding: "zstd" | "lanes-zstd") => {
+    const source = join(dir, `${encoding}-source.bin`);
+    await writeFile(source, bytes);
+    const part = { object, path: source, start: 0, end: bytes.length - 1, encoding, maxChunk: 4096 };
+    await describeObject(js(), await putPart(store, part, new AbortController().signal));
+  };
 
   /** Until the copy holds every chunk and description its origins hold (it keeps what they dropped). */
   const copied = async () => {
@@ -71,19 +83,10 @@ describe.skipIf(!natsAvailable)("a region's copy of an object store", () => {
     nc = await connect({ servers: nats.urls.split(",") });
     jsm = await jetstreamManager(nc);
     store = await new Objm(jetstream(nc)).create(bucket);
-    await jsm.streams.add({ name: "SIFT_objects", subjects: [`sift.objects.${bucket}.>`], max_msgs_per_subject: 1 });
-    // As NatsLog makes them (ensureObjectCopies).
-    await jsm.streams.add({
-      name: copy.chunks,
-      sources: [{ name: `OBJ_${bucket}`, filter_subject: `$O.${bucket}.C.>` }],
-      subjects: [],
-    });
-    await jsm.streams.add({
-      name: copy.descriptions,
-      sources: [{ name: "SIFT_objects" }],
-      subjects: [],
-      max_msgs_per_subject: 1,
-    });
+    await new Objm(jetstream(nc)).create("SIFT_docs");
+    // As NatsLog makes them.
+    await jsm.streams.add(descriptionsConfig("SIFT", [bucket, "SIFT_docs"]));
+    for (const config of copyConfigs(copies)) await jsm.streams.add(config);
     dir = await mkdtemp(join(tmpdir(), "sift-copies-"));
   });
   afterAll(async () => {
@@ -134,18 +137,9 @@ describe.skipIf(!natsAvailable)("a region's copy of an object store", () => {
 
   it("a part is fetched from the copy when it has it: the bucket is not read", async () => {
     const bytes = randomBytes(200_000);
-    const source = join(dir, "near.bin");
-    await writeFile(source, bytes);
     const object = "segments/z/index.bin.part-0";
     const signal = new AbortController().signal;
-    await describeObject(
-      js(),
-      await putPart(
-        store,
-        { object, path: source, start: 0, end: bytes.length - 1, encoding: "lanes-zstd", maxChunk: 4096 },
-        signal,
-      ),
-    );
+    await putDescribedPart(object, bytes, "lanes-zstd");
     await copied();
     // The bucket's last chunk of it removed (not the copy's): read from the bucket, it fails.
     const info = (await store.info(object))!;
@@ -162,18 +156,9 @@ describe.skipIf(!natsAvailable)("a region's copy of an object store", () => {
 
   it("a copy that lacks a chunk fails the read; a part is then fetched from the bucket", async () => {
     const bytes = randomBytes(300_000);
-    const source = join(dir, "source.bin");
-    await writeFile(source, bytes);
     const object = "segments/y/records.json.part-0";
     const signal = new AbortController().signal;
-    await describeObject(
-      js(),
-      await putPart(
-        store,
-        { object, path: source, start: 0, end: bytes.length - 1, encoding: "zstd", maxChunk: 4096 },
-        signal,
-      ),
-    );
+    await putDescribedPart(object, bytes, "zstd");
     await copied();
     const info = (await store.info(object))!;
     expect(info.chunks).toBeGreaterThan(1);
@@ -219,9 +204,9 @@ describe.skipIf(!natsAvailable)("a region's copy of an object store", () => {
     await copied();
     expect(await chunkSubjects()).toContain(`$O.${bucket}.C.${firstNuid}`);
     // Too recent for the sweep's default wait: its description might still be on its way.
-    expect(await sweepCopy(jsm, copy, "SIFT_objects")).toEqual({ descriptions: 0, chunks: 0 });
+    expect(await sweepCopy(jsm, copy)).toEqual({ descriptions: 0, chunks: 0 });
     expect(await chunkSubjects()).toContain(`$O.${bucket}.C.${firstNuid}`);
-    expect((await sweepCopy(jsm, copy, "SIFT_objects", { orphanAfterMs: 0 })).chunks).toBeGreaterThanOrEqual(2);
+    expect((await sweepCopy(jsm, copy, { orphanAfterMs: 0 })).chunks).toBeGreaterThanOrEqual(2);
     expect(await chunkSubjects()).not.toContain(`$O.${bucket}.C.${firstNuid}`);
     expect(await chunkSubjects()).not.toContain(`$O.${bucket}.C.${(await store.info("undescribed"))!.nuid}`);
     // What is described is untouched and reads the same.
@@ -241,7 +226,7 @@ describe.skipIf(!natsAvailable)("a region's copy of an object store", () => {
     await forgetObject(jsm, ["SIFT_objects"], bucket, name);
     expect(await readCopy(jsm, copy, name)).not.toBeNull();
 
-    expect(await sweepCopy(jsm, copy, "SIFT_objects", { orphanAfterMs: 0 })).toMatchObject({ descriptions: 1 });
+    expect(await sweepCopy(jsm, copy, { orphanAfterMs: 0 })).toMatchObject({ descriptions: 1 });
     expect(await readCopy(jsm, copy, name)).toBeNull();
     expect(await chunkSubjects()).not.toContain(`$O.${bucket}.C.${nuid}`);
     // Everything the home still holds reads as before.

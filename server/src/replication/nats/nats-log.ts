@@ -25,14 +25,16 @@ import { within } from "../../within.ts";
 import { CONNECTION, docsBucket, encodingOf, type FileEncoding, filesBucket } from "./parts.ts";
 import { deleteObject, listObjects } from "./listing.ts";
 import {
+  bucketStream,
   type Copy,
-  copyStreams,
-  DESCRIPTIONS_ROOT,
+  copyConfigs,
   describeObject,
+  descriptionsConfig,
   descriptionsStream,
   forgetObject,
   purgeChunks,
   readCopy,
+  regionCopies,
   sweepCopy,
 } from "./object-copies.ts";
 import { readObject } from "./small-objects.ts";
@@ -212,11 +214,8 @@ export async function openNatsLog(options: NatsLogOptions): Promise<ChangeLog> {
       descriptionsStream(options.stream),
       () =>
         ensureStream(jsm, {
-          name: descriptionsStream(options.stream),
-          subjects: [filesBucket(options.stream), docsBucket(options.stream)].map((b) => `${DESCRIPTIONS_ROOT}.${b}.>`),
-          max_msgs_per_subject: 1,
+          ...descriptionsConfig(options.stream, [filesBucket(options.stream), docsBucket(options.stream)]),
           num_replicas: options.replicas,
-          description: "Sift object descriptions, without rollups, for the regions' copies of the object stores",
         }),
       () => undefined,
     ),
@@ -229,7 +228,7 @@ export async function openNatsLog(options: NatsLogOptions): Promise<ChangeLog> {
     const cluster = nc.info?.cluster;
     await openOrMake(
       "the region's copies of the object stores",
-      copyStreams(options.mirror, []).descriptions,
+      copiesFor(options)!.files.descriptions,
       // The descriptions' copy is made last: when it exists, so do the others.
       () => ensureObjectCopies(jsm, options, cluster),
       () => undefined,
@@ -287,36 +286,25 @@ async function tryEnsureStream(jsm: JetStreamManager, options: NatsLogOptions, c
   }
 }
 
-/**
- * The region's copies of the object stores (object-copies.ts), in the region's cluster like its
- * mirror of the log: each bucket's chunks, then the descriptions.
- */
+/** The region's copies of the object stores (object-copies.ts), with a mirror. */
+const copiesFor = (options: NatsLogOptions) =>
+  options.mirror === undefined
+    ? undefined
+    : regionCopies(options.mirror, options.stream, {
+        files: filesBucket(options.stream),
+        docs: docsBucket(options.stream),
+      });
+
+/** The region's copies, in the region's cluster like its mirror of the log (descriptions last). */
 async function ensureObjectCopies(jsm: JetStreamManager, options: NatsLogOptions, cluster?: string): Promise<void> {
-  const buckets = [filesBucket(options.stream), docsBucket(options.stream)];
-  const streams = copyStreams(options.mirror!, buckets);
-  // Sourced, not mirrored: a mirror made in a cluster (NATS 2.9) reset itself and lost messages
-  // whenever its origin had gaps ("last sequence mismatch"), and a filter leaves a gap for every
-  // description. A source numbers what it takes anew; copies are read by subject.
-  const copies: [string, string, string?][] = [
-    ...buckets.map((bucket): [string, string, string] => [
-      streams.chunks.get(bucket)!,
-      `OBJ_${bucket}`,
-      `$O.${bucket}.C.>`,
-    ]),
-    [streams.descriptions, descriptionsStream(options.stream)],
-  ];
-  for (const [name, origin, filter] of copies) {
+  for (const config of copyConfigs(copiesFor(options)!)) {
     await ensureStream(jsm, {
-      name,
-      sources: [{ name: origin, ...(filter ? { filter_subject: filter } : {}) }],
-      subjects: [],
-      ...(filter ? {} : { max_msgs_per_subject: 1 }),
+      ...config,
       num_replicas: options.replicas,
       ...(cluster ? { placement: { cluster, tags: [] } } : {}),
-      description: `Sift, a copy of ${origin} for the nodes of one region`,
     }).catch((error: Error) => {
       throw new Error(
-        `cannot make ${name}, a copy of ${origin} for this region (SIFT_NATS_MIRROR), with ${options.replicas} replicas in NATS cluster ${cluster ?? "(none)"}, this node's: ${error.message}`,
+        `cannot make ${config.name}, a copy for this region (SIFT_NATS_MIRROR), with ${options.replicas} replicas in NATS cluster ${cluster ?? "(none)"}, this node's: ${error.message}`,
         { cause: error },
       );
     });
@@ -391,17 +379,7 @@ class NatsLog implements ChangeLog {
     this.files = files;
     this.docs = docs;
     this.options = options;
-    const { mirror } = options;
-    if (mirror !== undefined) {
-      const [files, docs] = [filesBucket(options.stream), docsBucket(options.stream)];
-      const streams = copyStreams(mirror, [files, docs]);
-      const copy = (bucket: string) => ({
-        bucket,
-        descriptions: streams.descriptions,
-        chunks: streams.chunks.get(bucket)!,
-      });
-      this.copies = { files: copy(files), docs: copy(docs) };
-    }
+    this.copies = copiesFor(options);
     this.transfers = new TransferThread({
       servers: options.servers,
       name: `${options.name} files`,
@@ -959,8 +937,8 @@ class NatsLog implements ChangeLog {
     const nuid = await deleteObject(store, this.jsm, bucket, name);
     const described = descriptionsStream(this.options.stream);
     try {
-      await forgetObject(this.jsm, [described, ...(await this.copiesOf(described))], bucket, name);
-      if (nuid !== null) await purgeChunks(this.jsm, await this.copiesOf(`OBJ_${bucket}`), bucket, nuid);
+      await forgetObject(this.jsm, [described, ...(await this.streamsCopying(described))], bucket, name);
+      if (nuid !== null) await purgeChunks(this.jsm, await this.streamsCopying(bucketStream(bucket)), bucket, nuid);
     } catch (error) {
       this.options.log.warn("could not remove a deleted object from the regions' copies of the object stores", {
         object: name,
@@ -970,7 +948,7 @@ class NatsLog implements ChangeLog {
   }
 
   /** The streams that mirror or source `origin` (every region's copies), listed at most once a minute. */
-  private async copiesOf(origin: string): Promise<string[]> {
+  private async streamsCopying(origin: string): Promise<string[]> {
     if (this.allCopies === undefined || Date.now() - this.allCopies.at > COPIES_KEPT_MS) {
       const byOrigin = new Map<string, string[]>();
       for await (const stream of this.jsm.streams.list()) {
@@ -1009,7 +987,7 @@ class NatsLog implements ChangeLog {
   private async sweepCopies(): Promise<void> {
     for (const copy of Object.values(this.copies ?? {})) {
       try {
-        const swept = await sweepCopy(this.jsm, copy, descriptionsStream(this.options.stream));
+        const swept = await sweepCopy(this.jsm, copy);
         if (swept.descriptions + swept.chunks > 0)
           this.options.log.info("swept what the object stores dropped from the region's copy", {
             copy: copy.chunks,

@@ -25,6 +25,7 @@ import {
   JetStreamApiError,
   type JetStreamClient,
   type JetStreamManager,
+  type StreamConfig,
   type StreamInfo,
 } from "@nats-io/jetstream";
 import { Base64UrlPaddedCodec, type ObjectInfo } from "@nats-io/obj";
@@ -32,16 +33,51 @@ import { checkDigest } from "./small-objects.ts";
 
 /** The stream of objects' descriptions beside the log stream `stream`. */
 export const descriptionsStream = (stream: string) => `${stream}_objects`;
-export const DESCRIPTIONS_ROOT = "sift.objects";
+const DESCRIPTIONS_ROOT = "sift.objects";
 const descriptionSubject = (bucket: string, name: string) =>
   `${DESCRIPTIONS_ROOT}.${bucket}.${Base64UrlPaddedCodec.encode(name)}`;
 
-/** The streams of one region's copies, beside the log's mirror `mirror` (e.g. `SIFT_london_files`). */
-export function copyStreams(mirror: string, buckets: string[]): { descriptions: string; chunks: Map<string, string> } {
+/** The stream holding object store `bucket` (the object store's own naming). */
+export const bucketStream = (bucket: string) => `OBJ_${bucket}`;
+
+/** The descriptions stream beside the log stream `stream`, whose object stores are `buckets`. */
+export function descriptionsConfig(stream: string, buckets: string[]): Partial<StreamConfig> & { name: string } {
   return {
-    descriptions: `${mirror}_objects`,
-    chunks: new Map(buckets.map((bucket) => [bucket, `${mirror}_${bucket.slice(bucket.lastIndexOf("_") + 1)}`])),
+    name: descriptionsStream(stream),
+    subjects: buckets.map((bucket) => `${DESCRIPTIONS_ROOT}.${bucket}.>`),
+    max_msgs_per_subject: 1,
+    description: "Sift object descriptions, without rollups, for the regions' copies of the object stores",
   };
+}
+
+/** One region's copies, beside its mirror of the log `mirror` (e.g. `SIFT_london_files`, `SIFT_london_objects`). */
+export function regionCopies(mirror: string, stream: string, buckets: { files: string; docs: string }) {
+  const copy = (bucket: string, kind: string): Copy => ({
+    bucket,
+    descriptions: `${mirror}_objects`,
+    chunks: `${mirror}_${kind}`,
+    origin: descriptionsStream(stream),
+  });
+  return { files: copy(buckets.files, "files"), docs: copy(buckets.docs, "docs") };
+}
+
+/**
+ * The streams of a region's copies, descriptions last. Sourced, not mirrored: a mirror made in a
+ * cluster (NATS 2.9) reset itself and lost messages whenever its origin had gaps ("last sequence
+ * mismatch"), and a filter leaves a gap for every description. A source numbers what it takes
+ * anew; copies are read by subject.
+ */
+export function copyConfigs(copies: { files: Copy; docs: Copy }): (Partial<StreamConfig> & { name: string })[] {
+  const chunks = [copies.files, copies.docs].map((copy) => ({
+    name: copy.chunks,
+    sources: [{ name: bucketStream(copy.bucket), filter_subject: `${chunkPrefix(copy.bucket)}>` }],
+  }));
+  const { descriptions, origin } = copies.files;
+  return [...chunks, { name: descriptions, sources: [{ name: origin }], max_msgs_per_subject: 1 }].map((config) => ({
+    ...config,
+    subjects: [],
+    description: `Sift, a copy of ${config.sources[0]!.name} for the nodes of one region`,
+  }));
 }
 
 const chunkPrefix = (bucket: string) => `$O.${bucket}.C.`;
@@ -82,6 +118,8 @@ export interface Copy {
   descriptions: string;
   chunks: string;
   bucket: string;
+  /** The descriptions stream the copy's descriptions come from (at the log's home). */
+  origin: string;
 }
 
 /**
@@ -138,8 +176,8 @@ export async function readCopy(jsm: JetStreamManager, copy: Copy, name: string):
 const ORPHAN_AFTER_MS = 2 * 60_000;
 
 /**
- * Brings the copy in line with what its origins dropped: descriptions the origin stream
- * (`origin`, the descriptions at home) no longer has, then chunks no description left names,
+ * Brings the copy in line with what its origins dropped: descriptions the stream at home
+ * (`copy.origin`) no longer has, then chunks no description left names,
  * older than `orphanAfterMs` (an overwritten object's, a deleted one's, an object's never
  * described). A copy out of reach when an object was deleted or purged keeps it until this runs.
  * Nothing goes while either copy is behind its origin.
@@ -147,7 +185,6 @@ const ORPHAN_AFTER_MS = 2 * 60_000;
 export async function sweepCopy(
   jsm: JetStreamManager,
   copy: Copy,
-  origin: string,
   { orphanAfterMs = ORPHAN_AFTER_MS }: { orphanAfterMs?: number } = {},
 ): Promise<{ descriptions: number; chunks: number }> {
   const [described, copied] = await Promise.all([jsm.streams.info(copy.descriptions), jsm.streams.info(copy.chunks)]);
@@ -158,7 +195,7 @@ export async function sweepCopy(
   const prefix = `${DESCRIPTIONS_ROOT}.${copy.bucket}.`;
   // The copy first: whatever it holds, the origin held before; gone from the origin after, it was deleted.
   const held = await subjects(copy.descriptions, prefix);
-  const kept = new Set(await subjects(origin, prefix));
+  const kept = new Set(await subjects(copy.origin, prefix));
   const named = new Set<string>();
   let descriptions = 0;
   for (const subject of held) {
