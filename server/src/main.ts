@@ -10,4 +10,8 @@ const cache = module.enableCompileCache?.();
 // Worker threads (segment builds, file transfers) find it through the environment.
 if (cache?.directory && process.env.NODE_COMPILE_CACHE === undefined) process.env.NODE_COMPILE_CACHE = cache.directory;
 
+// Imports within drizzle-orm resolved without re-reading its package.json each time (D-327).
+const { registerModuleHooks } = await import("./module-hooks.ts");
+registerModuleHooks();
+
 await import("./start.ts");

@@ -4,7 +4,7 @@
 import type { IncomingMessage } from "node:http";
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
-import { Ajv2020, type ErrorObject, type ValidateFunction } from "ajv/dist/2020.js";
+import { Ajv2020, type ErrorObject } from "ajv/dist/2020.js";
 import formatsModule from "ajv-formats";
 import type { Context, Hono } from "hono";
 import type { AppEnv } from "./env.ts";
@@ -65,6 +65,25 @@ interface ParameterSpec {
   schema: JsonSchema;
 }
 
+/** An Ajv validator: true when `data` is valid; `errors` says why the last call was not. */
+export interface Validator {
+  (data: unknown): boolean;
+  readonly errors: ErrorObject[] | null | undefined;
+}
+
+/**
+ * Compiled by its first call: compiling the validators of every operation took 100 to 170 ms of
+ * each start (D-327), and a process answers only a few operations in most of its lives.
+ */
+function lazyValidator(ajv: Ajv2020, schema: JsonSchema): Validator {
+  let compiled: ReturnType<Ajv2020["compile"]> | undefined;
+  const validate = (data: unknown) => {
+    compiled ??= ajv.compile(schema);
+    return compiled(data);
+  };
+  return Object.defineProperty(validate, "errors", { get: () => compiled?.errors }) as Validator;
+}
+
 export interface ContractOperation {
   id: OperationId;
   method: Method;
@@ -75,11 +94,11 @@ export interface ContractOperation {
   jsonBody: { required: boolean } | undefined;
   /** Names of the security schemes that may authenticate the call; empty string for anonymous. */
   security: string[];
-  validatePath: ValidateFunction;
-  validateQuery: ValidateFunction;
-  validateBody: ValidateFunction | undefined;
+  validatePath: Validator;
+  validateQuery: Validator;
+  validateBody: Validator | undefined;
   /** `x-sift-item-errors`: the array property whose items are validated one by one, and its item schema. */
-  items: { property: string; name: string; validate: ValidateFunction } | undefined;
+  items: { property: string; name: string; validate: Validator } | undefined;
   coerce: Map<string, "integer" | "number" | "boolean" | "string">;
   queryNames: string[];
 }
@@ -94,7 +113,10 @@ const openapiPath = createRequire(import.meta.url).resolve("@sift/contract/opena
 
 export function loadContract(path = openapiPath): Contract {
   const document = JSON.parse(readFileSync(path, "utf8")) as OpenApiJson;
-  const ajv = new Ajv2020({ allErrors: true, strict: false, coerceTypes: false });
+  // The document is the TypeSpec compiler's output, and a test compiles every validator: checking
+  // its schemas against JSON Schema's meta-schema too took most of what remained of loading it
+  // (D-327).
+  const ajv = new Ajv2020({ allErrors: true, strict: false, coerceTypes: false, validateSchema: false });
   // ajv-formats is CommonJS: its function is the module itself or its `default`, depending on the loader.
   const formats = formatsModule as unknown as { default?: (a: Ajv2020) => void };
   const addFormats = (formats.default ?? formatsModule) as (a: Ajv2020) => void;
@@ -157,7 +179,7 @@ export function loadContract(path = openapiPath): Contract {
         items = {
           property: itemSpec.property,
           name: itemSpec.item,
-          validate: ajv.compile(rewriteRefs(arraySchema.items) as JsonSchema),
+          validate: lazyValidator(ajv, rewriteRefs(arraySchema.items) as JsonSchema),
         };
         bodySchema = rewriteRefs({
           ...resolved,
@@ -173,9 +195,9 @@ export function loadContract(path = openapiPath): Contract {
         security: (op.security ?? document.security ?? [{}]).flatMap((s: Record<string, unknown>) =>
           Object.keys(s).length === 0 ? [""] : Object.keys(s),
         ),
-        validatePath: ajv.compile(objectSchema("path")),
-        validateQuery: ajv.compile(objectSchema("query")),
-        validateBody: bodySchema ? ajv.compile(bodySchema) : undefined,
+        validatePath: lazyValidator(ajv, objectSchema("path")),
+        validateQuery: lazyValidator(ajv, objectSchema("query")),
+        validateBody: bodySchema ? lazyValidator(ajv, bodySchema) : undefined,
         items,
         coerce: new Map(params.filter((p) => p.in !== "header").map((p) => [p.name, scalarType(p.schema)])),
         queryNames: params.filter((p) => p.in === "query").map((p) => p.name),

@@ -7,7 +7,8 @@
 // sign-in, then a consent screen) and keeps the provider's state in its own store.
 import { createHmac, createPrivateKey } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import Provider, { type AccessTokenInstance, errors as oidcErrors } from "oidc-provider";
+import type Provider from "oidc-provider";
+import type { AccessTokenInstance } from "oidc-provider";
 import type { Logger } from "../log.ts";
 import { adapterFor, type OAuthEntries } from "./entries.ts";
 
@@ -47,6 +48,14 @@ function errorPage(out: Record<string, string>): string {
  * reached this server by (the port is known only once it listens); hostCheck has already limited
  * those to this server's own names, and a few are kept.
  */
+type OidcModule = typeof import("oidc-provider");
+/**
+ * oidc-provider and what it loads (Koa, jose) took about 300 ms of every start (D-327), and most
+ * processes never meet an MCP host: it is loaded by the first request that needs it.
+ */
+let oidcModule: Promise<OidcModule> | undefined;
+const loadOidc = () => (oidcModule ??= import("oidc-provider"));
+
 export class McpProviders {
   private readonly byIssuer = new Map<string, Provider>();
   private readonly options: ProviderOptions;
@@ -55,10 +64,11 @@ export class McpProviders {
     this.options = options;
   }
 
-  for(issuer: string): Provider {
+  async for(issuer: string): Promise<Provider> {
+    const oidc = await loadOidc();
     let provider = this.byIssuer.get(issuer);
     if (!provider) {
-      provider = this.create(issuer);
+      provider = this.create(oidc, issuer);
       if (this.byIssuer.size >= 16) this.byIssuer.delete(this.byIssuer.keys().next().value!);
       this.byIssuer.set(issuer, provider);
     }
@@ -67,17 +77,17 @@ export class McpProviders {
 
   /** The access token behind a Bearer value, if it is one of ours, alive, and issued for `resource`. */
   async accessToken(issuer: string, value: string, resource: string): Promise<AccessTokenInstance | undefined> {
-    const token = await this.for(issuer).AccessToken.find(value);
+    const token = await (await this.for(issuer)).AccessToken.find(value);
     if (!token || token.isExpired) return undefined;
     const audience = Array.isArray(token.aud) ? token.aud : [token.aud];
     return audience.includes(resource) ? token : undefined;
   }
 
-  private create(issuer: string): Provider {
+  private create(oidc: OidcModule, issuer: string): Provider {
     const { entries, secret, log } = this.options;
     const resource = `${issuer}/mcp`;
     const cookieKey = createHmac("sha256", secret).update("sift mcp-oauth cookies").digest("base64url");
-    const provider = new Provider(issuer, {
+    const provider = new oidc.default(issuer, {
       adapter: adapterFor(entries),
       jwks: { keys: [signingJwk(secret)] },
       cookies: { keys: [cookieKey] },
@@ -108,7 +118,7 @@ export class McpProviders {
           defaultResource: () => resource,
           useGrantedResource: () => true,
           getResourceServerInfo: (_ctx: unknown, indicator: string) => {
-            if (indicator !== resource) throw new oidcErrors.InvalidTarget(`the only resource here is ${resource}`);
+            if (indicator !== resource) throw new oidc.errors.InvalidTarget(`the only resource here is ${resource}`);
             return {
               scope: MCP_SCOPE,
               audience: resource,

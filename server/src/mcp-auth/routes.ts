@@ -4,7 +4,6 @@
 // interaction endpoints the dashboard's consent screen calls. Mounted by the composition root.
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Context, Hono } from "hono";
-import type Provider from "oidc-provider";
 import type { Config } from "../config.ts";
 import { HttpProblem } from "../http/problem.ts";
 import type { AppEnv } from "../http/env.ts";
@@ -74,7 +73,7 @@ export function mountMcpAuth(
   for (const path of ["/.well-known/oauth-authorization-server", "/.well-known/openid-configuration"]) {
     app.on(["GET", "OPTIONS"], path, async (c) => {
       const { incoming, outgoing } = nodeOf(c);
-      await forward(providerOf(c), incoming, outgoing, path + new URL(c.req.url).search);
+      await forward(await providerOf(c), incoming, outgoing, path + new URL(c.req.url).search);
       return alreadySent(outgoing);
     });
   }
@@ -97,7 +96,7 @@ export function mountMcpAuth(
         },
       );
     }
-    const provider = providerOf(c);
+    const provider = await providerOf(c);
     const { incoming, outgoing } = nodeOf(c);
     const interaction = await provider.interactionDetails(incoming, outgoing).catch((error: Error) => {
       if (error instanceof HttpProblem) throw error;
@@ -165,7 +164,7 @@ export function mountMcpAuth(
   app.all(`${OAUTH_PREFIX}/*`, async (c) => {
     const { incoming, outgoing } = nodeOf(c);
     const url = new URL(c.req.url);
-    await forward(providerOf(c) as Provider, incoming, outgoing, url.pathname.slice(OAUTH_PREFIX.length) + url.search);
+    await forward(await providerOf(c), incoming, outgoing, url.pathname.slice(OAUTH_PREFIX.length) + url.search);
     return alreadySent(outgoing);
   });
 }

@@ -1,6 +1,6 @@
 // POST /mcp: the MCP tools over this server's own services, scoped to the caller's tenant with
 // the same authority table as REST (srh keys see PUBLIC indexes only).
-import { handleMcpHttp, type JsonRecord, type SiftMcpBackend } from "@sift/mcp";
+import type { JsonRecord, SiftMcpBackend } from "@sift/mcp";
 import type { Hono } from "hono";
 import { authorize, authorizeIndex } from "../auth/authority.ts";
 import type { Principal } from "../auth/principal.ts";
@@ -13,6 +13,13 @@ import { HttpProblem, problemFor } from "../http/problem.ts";
 import type { SearchEngine } from "../ports/engine.ts";
 import type { CatalogService } from "../services/catalog.ts";
 import { filterOf, suggestionOf, type SearchService } from "../services/search.ts";
+
+/**
+ * The MCP SDK and zod, which @sift/mcp brings, took about 170 ms of every start (D-327): they are
+ * loaded by the first call to /mcp.
+ */
+let mcpModule: Promise<typeof import("@sift/mcp")> | undefined;
+const loadMcp = () => (mcpModule ??= import("@sift/mcp"));
 
 /**
  * The MCP tools show a failure's message to the model when it has a status below 500, so a
@@ -104,6 +111,7 @@ export function mcpHandlers(deps: {
       // of every JSON body (six concurrent 300 MB bodies once took the server to 4.4 GB).
       const raw = c.req.raw;
       const body = await readBodyLimited(raw, deps.maxBodyBytes);
+      const { handleMcpHttp } = await loadMcp();
       return handleMcpHttp(new Request(raw.url, { method: raw.method, headers: raw.headers, body }), backend);
     },
   };

@@ -45,6 +45,22 @@ const send = async (method: string, url: string, body: string, contentType = "ap
 const search = (params: string) => get(`/v1/search?query=piz&serviceName=shop&indexName=food${params}`);
 
 describe("the loaded contract", () => {
+  // Validators compile on first use (D-327), so a schema Ajv cannot compile would otherwise show
+  // only at the first request of its operation.
+  test("every operation's validators compile, and say why a value is invalid", () => {
+    let validators = 0;
+    for (const op of contract.operations) {
+      for (const validate of [op.validatePath, op.validateQuery, op.validateBody, op.items?.validate]) {
+        if (!validate) continue;
+        validators++;
+        expect(() => validate({}), op.id).not.toThrow();
+        expect(validate(42), op.id).toBe(false);
+        expect(validate.errors?.[0]?.keyword, op.id).toBe("type");
+      }
+    }
+    expect(validators).toBeGreaterThan(contract.operations.length * 2);
+  });
+
   test("mounts every operation at its Hono path, with its scalar types and security", () => {
     const search = contract.byId.get("Search_search")!;
     expect(search).toMatchObject({ method: "get", path: "/v1/search", routePath: "/v1/search", jsonBody: undefined });
