@@ -139,8 +139,10 @@ export async function startRegions(
       );
       nodes.push(node);
     }
-    // One at a time: the first one migrates the shared database.
-    for (const node of nodes) await node.start();
+    // The first one migrates the shared database; the others then start together, as a
+    // deployment's nodes do.
+    await nodes[0]!.start();
+    await Promise.all(nodes.slice(1).map((node) => node.start()));
     const first = new Http(nodes[0]!.url);
     const session = await signUp(first, `regions-${process.pid}-${Date.now()}@example.com`);
     const key = await createKey(session, "adm");
