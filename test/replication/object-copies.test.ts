@@ -25,6 +25,7 @@ import {
   sweepCopy,
 } from "../../server/src/replication/nats/object-copies.ts";
 import { fetchPart, putPart } from "../../server/src/replication/nats/parts.ts";
+import { TransferThread } from "../../server/src/replication/nats/transfer-thread.ts";
 import { type NatsCluster, natsAvailable, startNatsCluster } from "../support/nats.ts";
 
 describe.skipIf(!natsAvailable)("a region's copy of an object store", () => {
@@ -150,7 +151,7 @@ describe.skipIf(!natsAvailable)("a region's copy of an object store", () => {
     await writeFile(target, Buffer.alloc(bytes.length));
     await expect(fetchPart(store, jsm, bucket, part, signal)).rejects.toThrow();
     await writeFile(target, Buffer.alloc(bytes.length));
-    await fetchPart(store, jsm, bucket, part, signal, copy);
+    expect(await fetchPart(store, jsm, bucket, part, signal, copy)).toBeUndefined();
     expect((await readFile(target)).equals(bytes)).toBe(true);
   });
 
@@ -169,7 +170,8 @@ describe.skipIf(!natsAvailable)("a region's copy of an object store", () => {
 
     const target = join(dir, "target.bin");
     await writeFile(target, Buffer.alloc(bytes.length));
-    await fetchPart(
+    // Why the copy failed comes back, for the node's log.
+    const copyFailed = await fetchPart(
       store,
       jsm,
       bucket,
@@ -177,7 +179,25 @@ describe.skipIf(!natsAvailable)("a region's copy of an object store", () => {
       signal,
       copy,
     );
+    expect(copyFailed).toMatch(/lacks chunk|does not match/);
     expect((await readFile(target)).equals(bytes)).toBe(true);
+
+    // Through the node's transfer thread, the same fetch tells the node, which logs it.
+    const told: string[] = [];
+    const thread = new TransferThread(
+      { servers: nats.urls.split(","), name: "test transfers", bucket, copy },
+      (p, why) => told.push(`${p}: ${why}`),
+    );
+    try {
+      await writeFile(target, Buffer.alloc(bytes.length));
+      await thread.fetch({ object, path: target, start: 0, encoding: "zstd", of: "a test part" });
+    } finally {
+      await thread.close();
+    }
+    expect((await readFile(target)).equals(bytes)).toBe(true);
+    expect(told).toEqual([
+      expect.stringMatching(/^segments\/y\/records\.json\.part-0: .*(lacks chunk|does not match)/),
+    ]);
   });
 
   it("a deletion leaves the copy at once; an overwritten object's old chunks leave it at the sweep", async () => {

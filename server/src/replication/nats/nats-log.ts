@@ -380,12 +380,19 @@ class NatsLog implements ChangeLog {
     this.docs = docs;
     this.options = options;
     this.copies = copiesFor(options);
-    this.transfers = new TransferThread({
-      servers: options.servers,
-      name: `${options.name} files`,
-      bucket: filesBucket(options.stream),
-      ...(this.copies ? { copy: this.copies.files } : {}),
-    });
+    this.transfers = new TransferThread(
+      {
+        servers: options.servers,
+        name: `${options.name} files`,
+        bucket: filesBucket(options.stream),
+        ...(this.copies ? { copy: this.copies.files } : {}),
+      },
+      (part, reason) =>
+        options.log.warn("a part in the region's copy could not be read; fetched it from the object store", {
+          part,
+          error: reason,
+        }),
+    );
     if (this.copies !== undefined) {
       // Each node of the region sweeps, at its own moments: a sweep is idempotent.
       this.sweeper = setInterval(() => void this.sweepCopies(), SWEEP_EVERY_MS + Math.random() * SWEEP_EVERY_MS);

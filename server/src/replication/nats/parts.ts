@@ -114,7 +114,8 @@ export async function putPart(files: ObjectStore, part: PutPart, signal: AbortSi
 
 /**
  * Writes `part` into its file. With `copy` (the region's copy of the bucket), the part is read
- * from there first; a copy that lacks it, or fails midway, leaves it to the bucket.
+ * from there first; a copy that lacks it, or fails midway, leaves it to the bucket. Resolves with
+ * why the copy failed when it did (one that only lacks the part is not a failure), for the log.
  */
 export async function fetchPart(
   files: ObjectStore,
@@ -123,24 +124,29 @@ export async function fetchPart(
   part: FetchPart,
   signal: AbortSignal,
   copy?: Copy,
-): Promise<void> {
+): Promise<string | undefined> {
   // A manifest written by a newer node: refused, never written as it is (D-314).
   if (!Object.hasOwn(STEPS, part.encoding)) {
     throw new Error(
       `${part.of} is encoded as "${part.encoding}", unknown here: a newer Sift published it, so upgrade this node`,
     );
   }
+  let copyFailed: string | undefined;
   if (copy !== undefined) {
     try {
       const near = await openCopy(jsm, copy, part.object);
-      if (near !== null)
-        return await writePart(part, { source: Readable.from(near), error: Promise.resolve(null) }, signal);
+      if (near !== null) {
+        await writePart(part, { source: Readable.from(near), error: Promise.resolve(null) }, signal);
+        return undefined;
+      }
     } catch (error) {
       if (signal.aborted) throw error;
       // Written again below, whole, from the bucket itself.
+      copyFailed = (error as Error).message;
     }
   }
   await writePart(part, await openPart(files, jsm, bucket, part), signal);
+  return copyFailed;
 }
 
 /** Decodes `opened` into the part's place in its file. */

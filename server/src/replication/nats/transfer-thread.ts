@@ -16,21 +16,28 @@ type Request =
 
 export class TransferThread {
   private worker: Worker | undefined;
-  private readonly waiting = new Map<number, { resolve: () => void; reject: (error: Error) => void }>();
+  private readonly waiting = new Map<
+    number,
+    { resolve: (copyFailed?: string) => void; reject: (error: Error) => void }
+  >();
   private next = 0;
   private closed = false;
   private readonly data: TransferData;
+  private readonly onCopyFailed: (part: string, reason: string) => void;
 
-  constructor(data: TransferData) {
+  /** `onCopyFailed`: a part was fetched from the bucket because the region's copy failed (the thread has no logger). */
+  constructor(data: TransferData, onCopyFailed: (part: string, reason: string) => void = () => {}) {
     this.data = data;
+    this.onCopyFailed = onCopyFailed;
   }
 
-  put(part: PutPart): Promise<void> {
-    return this.call({ op: "put", part });
+  async put(part: PutPart): Promise<void> {
+    await this.call({ op: "put", part });
   }
 
-  fetch(part: FetchPart): Promise<void> {
-    return this.call({ op: "fetch", part });
+  async fetch(part: FetchPart): Promise<void> {
+    const copyFailed = await this.call({ op: "fetch", part });
+    if (copyFailed !== undefined) this.onCopyFailed(part.object, copyFailed);
   }
 
   /**
@@ -59,7 +66,7 @@ export class TransferThread {
     worker.on("message", (reply: TransferReply) => {
       const waiter = this.waiting.get(reply.id);
       this.waiting.delete(reply.id);
-      if (reply.ok) waiter?.resolve();
+      if (reply.ok) waiter?.resolve(reply.copyFailed);
       else waiter?.reject(new Error(reply.message));
     });
     const gone = (error: Error) => {
@@ -73,7 +80,8 @@ export class TransferThread {
     return worker;
   }
 
-  private call(request: Request): Promise<void> {
+  /** Resolves with the reply's `copyFailed`, if any. */
+  private call(request: Request): Promise<string | undefined> {
     if (this.closed) return Promise.reject(new Error("the change log is closed"));
     const id = ++this.next;
     return new Promise((resolve, reject) => {

@@ -25,7 +25,8 @@ export type TransferRequest =
   /** Ends the thread from inside: see TransferThread.close for why not from outside. */
   | { id: number; op: "close" };
 
-export type TransferReply = { id: number; ok: true } | { id: number; ok: false; message: string };
+/** `copyFailed`: a fetch read the bucket because the region's copy failed, and why (for the log). */
+export type TransferReply = { id: number; ok: true; copyFailed?: string } | { id: number; ok: false; message: string };
 
 const { servers, name, bucket, copy } = workerData as TransferData;
 setSha256Backend("native");
@@ -62,13 +63,18 @@ parentPort!.on("message", async (request: TransferRequest) => {
   try {
     const { files, jsm, js } = await store();
     const { signal } = transfer;
+    let copyFailed: string | undefined;
     if (request.op === "put") {
       const info = await putPart(files, request.part, signal);
       // For the regions' copies; a part not described there is fetched from the bucket.
       // biome-ignore lint/plugin: best effort, as NatsLog's own descriptions.
       await describeObject(js, info).catch(() => undefined);
-    } else await fetchPart(files, jsm, bucket, request.part, signal, copy);
-    parentPort!.postMessage({ id: request.id, ok: true } satisfies TransferReply);
+    } else copyFailed = await fetchPart(files, jsm, bucket, request.part, signal, copy);
+    parentPort!.postMessage({
+      id: request.id,
+      ok: true,
+      ...(copyFailed === undefined ? {} : { copyFailed }),
+    } satisfies TransferReply);
   } catch (error) {
     parentPort!.postMessage({ id: request.id, ok: false, message: (error as Error).message } satisfies TransferReply);
   } finally {
