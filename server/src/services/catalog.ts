@@ -15,10 +15,11 @@ import {
 import type { Logger } from "../log.ts";
 import type { SearchEngine } from "../ports/engine.ts";
 import { REGION_IDS, isRegionId } from "../regions.ts";
-import { isStoreUnreachable, isUniqueViolation } from "../store/errors.ts";
+import { isForeignKeyViolation, isStoreUnreachable, isUniqueViolation } from "../store/errors.ts";
 import { type Lookup, primaryOnly } from "../store/lookup.ts";
 import type { Db } from "../store/open.ts";
 import { indexes, services, versions } from "../store/schema.ts";
+import { rethrowUnlessDeleted } from "./versions/rows.ts";
 
 type SiftService = components["schemas"]["SiftService"];
 type SiftIndex = components["schemas"]["SiftIndex"];
@@ -135,7 +136,14 @@ export class CatalogService {
     const [held] = await this.db.select({ n: count() }).from(indexes).where(eq(indexes.serviceId, row.id));
     if ((held?.n ?? 0) > 0)
       throw new ConflictError(`service "${name}" still holds ${held!.n} index(es): delete them first`);
-    await this.db.delete(services).where(eq(services.id, row.id));
+    try {
+      await this.db.delete(services).where(eq(services.id, row.id));
+    } catch (error) {
+      // An index created in it since the count: the store refuses the delete (ON DELETE RESTRICT).
+      if (isForeignKeyViolation(error))
+        throw new ConflictError(`service "${name}" still holds an index: delete its indexes first`);
+      throw error;
+    }
   }
 
   private async serviceRow(tenantId: string, name: string) {
@@ -218,6 +226,8 @@ export class CatalogService {
         this.invalidate();
         throw new ConflictError(`an index named "${input.name}" already exists in this tenant`);
       }
+      // The service deleted since it was looked up (deleting takes no lock a create waits for).
+      if (isForeignKeyViolation(error)) throw new NotFoundError(`service "${input.serviceName}" does not exist`);
       throw error;
     }
     // A lookup before the create may have cached a miss for this name (or a ref to an index of
@@ -231,7 +241,16 @@ export class CatalogService {
 
   async listIndexes(tenantId: string): Promise<SiftIndex[]> {
     const rows = await this.refs(eq(indexes.tenantId, tenantId));
-    return Promise.all(rows.map((r) => this.describe(r)));
+    // One deleted since the rows were read is left out, as a list read a moment later would.
+    const described = await Promise.all(
+      rows.map((r) =>
+        this.describe(r).catch((error) => {
+          if (error instanceof NotFoundError) return undefined;
+          throw error;
+        }),
+      ),
+    );
+    return described.filter((index) => index !== undefined);
   }
 
   async getIndex(tenantId: string, name: string): Promise<SiftIndex> {
@@ -247,7 +266,10 @@ export class CatalogService {
       await this.db.update(indexes).set({ visibility: input.visibility }).where(eq(indexes.id, ref.id));
       this.invalidate();
     }
-    return this.describe((await this.byName(tenantId, name))!);
+    // Deleted meanwhile (deleting takes no lock an update waits for): gone, not a server fault.
+    const updated = await this.byName(tenantId, name);
+    if (!updated) throw new NotFoundError(`index "${name}" does not exist`);
+    return this.describe(updated);
   }
 
   async deleteIndex(tenantId: string, name: string): Promise<IndexRef> {
@@ -355,7 +377,8 @@ export class CatalogService {
       serviceName: ref.serviceName,
       visibility: ref.visibility,
       activeVersion: active,
-      records: await this.engine.count(ref.id, active),
+      // Deleting takes no lock a read waits for: the engine's index may be dropped meanwhile.
+      records: await this.engine.count(ref.id, active).catch((error) => rethrowUnlessDeleted(this.db, ref.id, error)),
       createdAt: ref.createdAt,
     };
   }

@@ -17,10 +17,10 @@ import {
 } from "../domain/errors.ts";
 import { BlobTooLargeError, UPLOAD_BLOBS, uploadBlobKey, uploadOfBlobKey, type BlobStore } from "../ports/blobs.ts";
 import type { Db } from "../store/open.ts";
-import { indexes, uploads, versions } from "../store/schema.ts";
+import { indexes, uploads } from "../store/schema.ts";
 import type { CatalogService, IndexRef } from "./catalog.ts";
 import type { VersionService } from "./versions.ts";
-import { versionRow } from "./versions/rows.ts";
+import { insertVersion, versionRow } from "./versions/rows.ts";
 
 type IngestStatus = components["schemas"]["IngestStatus"];
 type UploadRow = typeof uploads.$inferSelect;
@@ -134,7 +134,7 @@ export class UploadService {
       createdAt: now,
     };
     await this.db.transaction(async (tx) => {
-      await tx.insert(versions).values({
+      await insertVersion(tx, {
         indexId: ref.id,
         version,
         major,

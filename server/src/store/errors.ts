@@ -9,6 +9,18 @@ export function isUniqueViolation(error: unknown): boolean {
   return false;
 }
 
+/**
+ * True when a write broke a foreign key (PostgreSQL 23503; PGlite's PostgreSQL 18 says 23001 of a
+ * delete an ON DELETE RESTRICT rule refuses): a row named that was deleted meanwhile, or a row
+ * deleted that another was made to name meanwhile.
+ */
+export function isForeignKeyViolation(error: unknown): boolean {
+  for (let e = error as { code?: string; cause?: unknown } | undefined; e; e = e.cause as typeof e) {
+    if (e.code === "23503" || e.code === "23001") return true;
+  }
+  return false;
+}
+
 /** Codes of a database that cannot be reached (postgres.js and Node's own), not of a bad query. */
 const UNREACHABLE = new Set([
   "ECONNREFUSED",

@@ -11,7 +11,7 @@ import { undoOnFailure } from "./undo.ts";
 import { recordChanges, recordLiveAtNow } from "./change-rows.ts";
 import { setActive, type VersionContext } from "./context.ts";
 import { erasePurgedSince } from "./erase.ts";
-import { liveVersion, rethrowUnlessDeleted, takeMajor, updateVersion } from "./rows.ts";
+import { insertVersion, liveVersion, rethrowUnlessDeleted, takeMajor, updateVersion } from "./rows.ts";
 
 /**
  * Writes the active version as a checkpoint and makes it (with the writes made meanwhile on top)
@@ -40,7 +40,9 @@ export async function coalesce(
     await updateVersion(ctx.db, ref.id, version, { state: "failed" });
     return rethrowUnlessDeleted(ctx.db, ref.id, error);
   }
-  return ctx.locks.run(ref.id, async () => {
+  // The index deleted while the checkpoint went live (its engine index dropped under the adoption
+  // or the activation) is NotFound, as during the build.
+  const adopted = ctx.locks.run(ref.id, async () => {
     const live = await liveVersion(ctx, ref.id);
     const net = live === from ? { upserts: [], deletes: [] } : await engine.changesSince!(ref.id, from, live);
     if (net === null) {
@@ -98,6 +100,7 @@ export async function coalesce(
     ctx.log.info("coalesced", { index: ref.id, from, version, carried: carry ? live : undefined });
     return version;
   });
+  return adopted.catch((error) => rethrowUnlessDeleted(ctx.db, ref.id, error));
 }
 
 /**
@@ -132,7 +135,7 @@ function worthIt(from: VersionId, options: { minChain?: number }): boolean {
 async function addPending(ctx: VersionContext, ref: IndexRef, from: VersionId, createdAt: number) {
   const major = await takeMajor(ctx.db, ref.id);
   const version = formatVersion(major);
-  await ctx.db.insert(versions).values({
+  await insertVersion(ctx.db, {
     indexId: ref.id,
     version,
     major,

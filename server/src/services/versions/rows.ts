@@ -3,7 +3,8 @@
 import { and, eq, sql } from "drizzle-orm";
 import { DomainError, NotFoundError, notInThisRegionYet } from "../../domain/errors.ts";
 import type { VersionId } from "../../domain/version-id.ts";
-import type { Db } from "../../store/open.ts";
+import { isForeignKeyViolation } from "../../store/errors.ts";
+import type { Db, Tx } from "../../store/open.ts";
 import { indexes, versions } from "../../store/schema.ts";
 
 export type VersionRow = typeof versions.$inferSelect;
@@ -47,6 +48,20 @@ export async function liveVersion(
     throw notInThisRegionYet();
   }
   return active;
+}
+
+/**
+ * Adds a version row. Deleting an index takes no lock its writers wait for, so one deleted since
+ * the caller looked it up breaks the row's foreign key: that is NotFound, as a missing index is,
+ * not a server fault (an upload started as its index was deleted answered 500).
+ */
+export async function insertVersion(db: Db | Tx, row: typeof versions.$inferInsert): Promise<void> {
+  try {
+    await db.insert(versions).values(row);
+  } catch (error) {
+    if (isForeignKeyViolation(error)) throw new NotFoundError("the index no longer exists");
+    throw error;
+  }
 }
 
 /** Draws the next major id: sequential per index, shared by bulk uploads and checkpoints. */
