@@ -71,7 +71,10 @@ export async function startFuzzer(baseUrl: string, document: Schema): Promise<Fu
         return { request, response, findings: [{ kind: "no answer", message: (error as Error).message }] };
       }
       const findings = check.check(route.operation, r.method, response);
-      if (response.status >= 200 && response.status < 300) await world.repair(r.route, r.credential);
+      if (response.status >= 200 && response.status < 300) {
+        const fault = await world.repair(r.route, r.credential);
+        if (fault) findings.push({ kind: "5xx", message: `putting the tenant back after ${r.route}: ${fault}` });
+      }
       return { request, response, findings };
     },
     explain(r, outcome) {
