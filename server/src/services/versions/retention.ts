@@ -2,6 +2,7 @@
 // versions, everything those are built on, and anything pending. The rest is dropped from the
 // engine and marked `dropped` in the store (ids are never reused).
 import { and, desc, eq, inArray, ne } from "drizzle-orm";
+import { NotFoundError } from "../../domain/errors.ts";
 import { majorOf, type VersionId } from "../../domain/version-id.ts";
 import { indexes, versions } from "../../store/schema.ts";
 import { storeSettled, type VersionContext } from "./context.ts";
@@ -83,12 +84,14 @@ export async function applyRetention(ctx: VersionContext, indexId: string): Prom
  */
 export async function applyRetentionEverywhere(ctx: VersionContext): Promise<number> {
   const all = await ctx.db.select({ id: indexes.id }).from(indexes);
-  for (const { id } of all) {
-    await applyRetention(ctx, id).catch((error: Error) =>
-      ctx.log.error("retention failed", { index: id, error: error.message }),
-    );
-  }
+  for (const { id } of all) await applyRetention(ctx, id).catch((error: Error) => retentionFailed(ctx, id, error));
   return all.length;
+}
+
+/** Logs a failed retention; an index deleted meanwhile has nothing left to retain (no error). */
+function retentionFailed(ctx: VersionContext, indexId: string, error: Error): void {
+  if (error instanceof NotFoundError) return;
+  ctx.log.error("retention failed", { index: indexId, error: error.message });
 }
 
 /**
@@ -97,7 +100,5 @@ export async function applyRetentionEverywhere(ctx: VersionContext): Promise<num
  * failure is logged: the version was made, and the periodic pass tries again.
  */
 export async function retainAfterNewMajor(ctx: VersionContext, indexId: string): Promise<void> {
-  await applyRetention(ctx, indexId).catch((error: Error) =>
-    ctx.log.error("retention failed", { index: indexId, error: error.message }),
-  );
+  await applyRetention(ctx, indexId).catch((error: Error) => retentionFailed(ctx, indexId, error));
 }
