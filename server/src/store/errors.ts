@@ -1,24 +1,29 @@
 // Store failures the services turn into answers of their own.
 import type { Logger } from "../log.ts";
 
-/** True when a write broke a unique constraint (PostgreSQL 23505), however deeply the driver wrapped it. */
-export function isUniqueViolation(error: unknown): boolean {
+/** True when `error`, or any error it was wrapped around (the drivers wrap), carries one of `codes`. */
+function hasCode(error: unknown, codes: ReadonlySet<string>): boolean {
   for (let e = error as { code?: string; cause?: unknown } | undefined; e; e = e.cause as typeof e) {
-    if (e.code === "23505") return true;
+    if (e.code !== undefined && codes.has(e.code)) return true;
   }
   return false;
 }
 
+const UNIQUE_VIOLATION = new Set(["23505"]);
+/** 23503, and 23001 that PGlite's PostgreSQL 18 says of a delete an ON DELETE RESTRICT rule refuses. */
+const FOREIGN_KEY_VIOLATION = new Set(["23503", "23001"]);
+
+/** True when a write broke a unique constraint (PostgreSQL 23505), however deeply the driver wrapped it. */
+export function isUniqueViolation(error: unknown): boolean {
+  return hasCode(error, UNIQUE_VIOLATION);
+}
+
 /**
- * True when a write broke a foreign key (PostgreSQL 23503; PGlite's PostgreSQL 18 says 23001 of a
- * delete an ON DELETE RESTRICT rule refuses): a row named that was deleted meanwhile, or a row
- * deleted that another was made to name meanwhile.
+ * True when a write broke a foreign key: a row named that was deleted meanwhile, or a row deleted
+ * that another was made to name meanwhile.
  */
 export function isForeignKeyViolation(error: unknown): boolean {
-  for (let e = error as { code?: string; cause?: unknown } | undefined; e; e = e.cause as typeof e) {
-    if (e.code === "23503" || e.code === "23001") return true;
-  }
-  return false;
+  return hasCode(error, FOREIGN_KEY_VIOLATION);
 }
 
 /** Codes of a database that cannot be reached (postgres.js and Node's own), not of a bad query. */
@@ -39,10 +44,7 @@ const UNREACHABLE = new Set([
 
 /** True when the store could not be reached at all: the answer is 503, try again, not a bug. */
 export function isStoreUnreachable(error: unknown): boolean {
-  for (let e = error as { code?: string; cause?: unknown } | undefined; e; e = e.cause as typeof e) {
-    if (e.code !== undefined && UNREACHABLE.has(e.code)) return true;
-  }
-  return false;
+  return hasCode(error, UNREACHABLE);
 }
 
 /**

@@ -2,12 +2,12 @@
 // through the engine's bulk writer; this makes the resulting major ready, or failed.
 import { and, eq, gt } from "drizzle-orm";
 import { formatVersion, majorOf, type VersionId } from "../../domain/version-id.ts";
-import { tombstones, versions } from "../../store/schema.ts";
+import { tombstones } from "../../store/schema.ts";
 import type { IndexRef } from "../catalog.ts";
 import { undoOnFailure } from "./undo.ts";
 import { setActive, storeSettled, type VersionContext } from "./context.ts";
 import { erasePurgedSince } from "./erase.ts";
-import { activeVersionOf, updateVersion, versionRow } from "./rows.ts";
+import { activeVersionOf, insertVersion, updateVersion, versionRow } from "./rows.ts";
 
 /**
  * `activate` as an upload asked for it; "unless-superseded" when its ingest is finished late, by
@@ -73,7 +73,7 @@ export function finishBulk(
       // With replication the replica records the row, on every node (replication/replica.ts).
       if (!ctx.replica) {
         await undoOnFailure(ctx, ref.id, live, async () => {
-          await ctx.db.insert(versions).values({
+          await insertVersion(ctx.db, {
             indexId: ref.id,
             version: live,
             major,
