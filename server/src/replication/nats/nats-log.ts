@@ -124,6 +124,13 @@ const PREFETCH_KEEP_MS = 15 * 60_000;
 
 /** How often a node removes from its region's copies of the object stores what their origin dropped. */
 const SWEEP_EVERY_MS = 10 * 60_000;
+/**
+ * And soon after it opens the log, and after it made a copy again: a copy that skips a message
+ * does so as it is made (seen once), and a sweep finds the skip once the copy took a later one.
+ */
+const FIRST_SWEEPS_MS = [5_000, 15_000];
+/** After the documents' bucket failed to answer, reads that allow it go to the region's copy first for this long. */
+const DOCS_QUIET_MS = 30_000;
 /** Which streams copy which bucket is looked up again after this long. */
 const COPIES_KEPT_MS = 60_000;
 
@@ -350,7 +357,12 @@ class NatsLog implements ChangeLog {
   private readonly copies: { files: Copy; docs: Copy } | undefined;
   /** Every region's copies, by what they copy, as last listed: deletions reach them too. */
   private allCopies: { at: number; byOrigin: Map<string, string[]> } | undefined;
-  private readonly sweeper: NodeJS.Timeout | undefined;
+  private sweeper: NodeJS.Timeout | undefined;
+  /** Sweeps since the log was opened, or since a copy was made again (FIRST_SWEEPS_MS). */
+  private sweeps = 0;
+  private closed = false;
+  /** When the documents' bucket last failed to answer a read (getDoc). */
+  private docsUnansweredAt = Number.NEGATIVE_INFINITY;
   /** Tells this node's own announcements from others'. */
   private readonly instance = randomUUID();
   /**
@@ -393,11 +405,7 @@ class NatsLog implements ChangeLog {
           error: reason,
         }),
     );
-    if (this.copies !== undefined) {
-      // Each node of the region sweeps, at its own moments: a sweep is idempotent.
-      this.sweeper = setInterval(() => void this.sweepCopies(), SWEEP_EVERY_MS + Math.random() * SWEEP_EVERY_MS);
-      this.sweeper.unref();
-    }
+    if (this.copies !== undefined) this.nextSweep();
     // Headroom for the headers of the message.
     this.maxPayload = Math.max(1024, nc.info?.max_payload ?? 1024 * 1024) - 4096;
     if (options.stagingDir !== undefined) {
@@ -990,23 +998,52 @@ class NatsLog implements ChangeLog {
     return fromBucket();
   }
 
-  /** Removes from this region's copies what the object stores dropped (object-copies.ts). */
-  private async sweepCopies(): Promise<void> {
-    for (const copy of Object.values(this.copies ?? {})) {
-      try {
-        const swept = await sweepCopy(this.jsm, copy);
-        if (swept.descriptions + swept.chunks > 0)
-          this.options.log.info("swept what the object stores dropped from the region's copy", {
-            copy: copy.chunks,
-            ...swept,
+  /** Each node of the region sweeps, at its own moments: a sweep is idempotent. */
+  private nextSweep(): void {
+    const wait = FIRST_SWEEPS_MS[this.sweeps] ?? SWEEP_EVERY_MS + Math.random() * SWEEP_EVERY_MS;
+    this.sweeper = setTimeout(async () => {
+      // A copy made again is checked again soon (the second of the first sweeps).
+      this.sweeps = (await this.sweepCopies()) ? 1 : this.sweeps + 1;
+      if (!this.closed) this.nextSweep();
+    }, wait);
+    this.sweeper.unref();
+  }
+
+  /**
+   * Removes from this region's copies what the object stores dropped, and makes again a copy
+   * that skipped a message (object-copies.ts); true when it made one again.
+   */
+  private async sweepCopies(): Promise<boolean> {
+    const cluster = this.nc.info?.cluster;
+    try {
+      // One that could not be made again last time, or was deleted.
+      await ensureObjectCopies(this.jsm, this.options, cluster);
+      for (const copy of Object.values(this.copies ?? {})) {
+        const { skipped, ...removed } = await sweepCopy(this.jsm, copy);
+        if (skipped.length === 0) {
+          if (removed.descriptions + removed.chunks > 0)
+            this.options.log.info("swept what the object stores dropped from the region's copy", {
+              copy: copy.chunks,
+              ...removed,
+            });
+          continue;
+        }
+        for (const skip of skipped) await this.jsm.streams.delete(skip.stream);
+        // Its source takes everything again from the origin; until then, reads go to the bucket.
+        await ensureObjectCopies(this.jsm, this.options, cluster);
+        for (const skip of skipped)
+          this.options.log.warn("the region's copy of an object store skipped a message; made the copy again", {
+            copy: skip.stream,
+            lacked: skip.what,
           });
-      } catch (error) {
-        this.options.log.warn("could not sweep the region's copy of an object store", {
-          copy: copy.chunks,
-          error: (error as Error).message,
-        });
+        return true;
       }
+    } catch (error) {
+      this.options.log.warn("could not sweep the region's copies of the object stores", {
+        error: (error as Error).message,
+      });
     }
+    return false;
   }
 
   async deleteLargeEntries(indexKey: string, at: number, options: { exceptFrom?: number } = {}): Promise<number> {
@@ -1049,6 +1086,20 @@ class NatsLog implements ChangeLog {
   }
 
   async getDoc<T>(name: string, options: { nearby?: boolean } = {}): Promise<T | null> {
+    const parse = (data: Uint8Array | null) =>
+      data === null ? null : (JSON.parse(Buffer.from(data).toString("utf8")) as T);
+    // The bucket did not answer a moment ago: a read that allows it goes to the region's copy
+    // first, instead of waiting 3 s for the bucket again (a restore reads two documents).
+    if (options.nearby && this.copies !== undefined && Date.now() - this.docsUnansweredAt < DOCS_QUIET_MS) {
+      // biome-ignore lint/plugin: a copy that lacks the document or does not answer leaves it to the bucket.
+      const near = await readCopy(this.jsm, this.copies.docs, name).catch(() => null);
+      if (near !== null) {
+        this.options.log.warn("the object store did not answer just before; read a document from the region's copy", {
+          document: name,
+        });
+        return parse(near);
+      }
+    }
     // Overwriting an object removes its old chunks: a reader that had its old description waits
     // for chunks that are gone. Documents are small, so a read that takes seconds is that race
     // (a snapshot pointer, a node's position) and is started again, on the new description.
@@ -1060,8 +1111,10 @@ class NatsLog implements ChangeLog {
           `reading ${name}`,
           readObject(this.docs, this.jsm, docsBucket(this.options.stream), name),
         );
+        this.docsUnansweredAt = Number.NEGATIVE_INFINITY;
         break;
       } catch (error) {
+        this.docsUnansweredAt = Date.now();
         // The bucket out of reach (the log's home cluster down, say): the region's copy answers a
         // read that allows it. A copy that lacks the document does not: the bucket is asked again.
         const near =
@@ -1080,7 +1133,7 @@ class NatsLog implements ChangeLog {
         if (attempt >= 5) throw error;
       }
     }
-    return data === null ? null : (JSON.parse(Buffer.from(data).toString("utf8")) as T);
+    return parse(data);
   }
 
   async listDocs(prefix: string): Promise<string[]> {
@@ -1123,7 +1176,8 @@ class NatsLog implements ChangeLog {
   }
 
   async close(): Promise<void> {
-    clearInterval(this.sweeper);
+    this.closed = true;
+    clearTimeout(this.sweeper);
     await this.transfers.close();
     await this.nc.drain();
   }

@@ -18,7 +18,8 @@
 // Copies take appends only. A deletion through NatsLog removes the description from the stream
 // and from every copy of it, and the chunks from every copy; each node sweeps its region's copies
 // now and then for what a copy out of reach missed, and for chunks no description names (an
-// overwritten object's, a node position's).
+// overwritten object's, a node position's). The sweep also finds a message a copy skipped, and
+// the node makes that copy again.
 import { createHash } from "node:crypto";
 import {
   JetStreamApiCodes,
@@ -175,46 +176,113 @@ export async function readCopy(jsm: JetStreamManager, copy: Copy, name: string):
 /** A chunk no description names is kept this long: its object's description may be on its way. */
 const ORPHAN_AFTER_MS = 2 * 60_000;
 
+/** Something a copy skipped: `stream` lacks `what`, though it took a later message from its origin. */
+export interface Skip {
+  stream: string;
+  what: string;
+}
+
+/** The header a source writes on each message it copies: "<origin stream> <origin sequence> ...". */
+const SOURCE_HEADER = "Nats-Stream-Source";
+
+const lastOf = (jsm: JetStreamManager, stream: string, subject: string) =>
+  jsm.streams.getMessage(stream, { last_by_subj: subject }).catch((error: Error) => {
+    if (noMessage(error)) return null;
+    throw error;
+  });
+
+/** The origin's sequence of the newest message `stream` took from its source; 0 before the first. */
+async function takenUpTo(jsm: JetStreamManager, stream: string): Promise<number> {
+  const last = await lastOf(jsm, stream, ">");
+  const seq = Number(last?.header?.get(SOURCE_HEADER).split(" ")[1]);
+  return Number.isSafeInteger(seq) ? seq : 0;
+}
+
 /**
- * Brings the copy in line with what its origins dropped: descriptions the stream at home
- * (`copy.origin`) no longer has, then chunks no description left names,
- * older than `orphanAfterMs` (an overwritten object's, a deleted one's, an object's never
- * described). A copy out of reach when an object was deleted or purged keeps it until this runs.
- * Nothing goes while either copy is behind its origin.
+ * A source takes its origin's messages in order, so a message the origin still holds, older than
+ * the newest the copy took, should be in the copy. Seen missing once (NATS 2.9: the oldest chunk
+ * of a bucket whose early messages were being purged as the copy was made; docs/replication.md):
+ * nothing brings it back but making the copy again.
+ */
+async function skipsOf(
+  jsm: JetStreamManager,
+  copy: Copy,
+  seen: { descriptionsUpTo: number; chunksUpTo: number; held: Set<string>; kept: string[] },
+  named: Map<string, Description>,
+  counts: Record<string, number>,
+): Promise<Skip[]> {
+  const skipped: Skip[] = [];
+  for (const subject of seen.kept) {
+    if (seen.held.has(subject)) continue;
+    const message = await lastOf(jsm, copy.origin, subject);
+    if (message === null || message.seq > seen.descriptionsUpTo) continue;
+    skipped.push({ stream: copy.descriptions, what: `the description of ${message.json<Description>().name}` });
+    break;
+  }
+  for (const [nuid, d] of named) {
+    const subject = `${chunkPrefix(copy.bucket)}${nuid}`;
+    if ((counts[subject] ?? 0) >= d.chunks) continue;
+    const message = await lastOf(jsm, bucketStream(copy.bucket), subject);
+    if (message === null || message.seq > seen.chunksUpTo) continue;
+    skipped.push({ stream: copy.chunks, what: `a chunk of ${d.name}` });
+    break;
+  }
+  return skipped;
+}
+
+/**
+ * Checks the copy and brings it in line with what its origins dropped. First, what the copy
+ * skipped (`skipped`, see `skipsOf`: the caller makes those streams again, and nothing is swept).
+ * Then, unless either copy is behind its origin: descriptions the stream at home (`copy.origin`)
+ * no longer has, and chunks no description left names, older than `orphanAfterMs` (an overwritten
+ * object's, a deleted one's, an object's never described). A copy out of reach when an object was
+ * deleted or purged keeps it until this runs.
  */
 export async function sweepCopy(
   jsm: JetStreamManager,
   copy: Copy,
   { orphanAfterMs = ORPHAN_AFTER_MS }: { orphanAfterMs?: number } = {},
-): Promise<{ descriptions: number; chunks: number }> {
+): Promise<{ descriptions: number; chunks: number; skipped: Skip[] }> {
+  const prefix = `${DESCRIPTIONS_ROOT}.${copy.bucket}.`;
+  const counted = async (stream: string, filter: string) =>
+    (await jsm.streams.info(stream, { subjects_filter: `${filter}>` })).state.subjects ?? {};
+  // How far each copy had come, before listing what it holds: what the origin held up to there is in what is listed.
+  const [descriptionsUpTo, chunksUpTo] = await Promise.all([
+    takenUpTo(jsm, copy.descriptions),
+    takenUpTo(jsm, copy.chunks),
+  ]);
+  // The copy before its origin: whatever it holds, the origin held before; gone from the origin after, it was deleted.
+  const held = Object.keys(await counted(copy.descriptions, prefix));
+  const counts = await counted(copy.chunks, chunkPrefix(copy.bucket));
+  const kept = Object.keys(await counted(copy.origin, prefix));
+  const keptSet = new Set(kept);
+  const named = new Map<string, Description>();
+  for (const subject of held) {
+    if (!keptSet.has(subject)) continue;
+    const message = await lastOf(jsm, copy.descriptions, subject);
+    if (message !== null) named.set(message.json<Description>().nuid, message.json<Description>());
+  }
+  const seen = { descriptionsUpTo, chunksUpTo, held: new Set(held), kept };
+  const skipped = await skipsOf(jsm, copy, seen, named, counts);
+  if (skipped.length > 0) return { descriptions: 0, chunks: 0, skipped };
+
   const [described, copied] = await Promise.all([jsm.streams.info(copy.descriptions), jsm.streams.info(copy.chunks)]);
   const behind = (info: StreamInfo) => [info.mirror, ...(info.sources ?? [])].some((source) => (source?.lag ?? 0) > 0);
-  if (behind(described) || behind(copied)) return { descriptions: 0, chunks: 0 };
-  const subjects = async (stream: string, prefix: string) =>
-    Object.keys((await jsm.streams.info(stream, { subjects_filter: `${prefix}>` })).state.subjects ?? {});
-  const prefix = `${DESCRIPTIONS_ROOT}.${copy.bucket}.`;
-  // The copy first: whatever it holds, the origin held before; gone from the origin after, it was deleted.
-  const held = await subjects(copy.descriptions, prefix);
-  const kept = new Set(await subjects(copy.origin, prefix));
-  const named = new Set<string>();
+  if (behind(described) || behind(copied)) return { descriptions: 0, chunks: 0, skipped };
   let descriptions = 0;
   for (const subject of held) {
-    if (!kept.has(subject)) {
-      await jsm.streams.purge(copy.descriptions, { filter: subject });
-      descriptions++;
-      continue;
-    }
-    const message = await jsm.streams.getMessage(copy.descriptions, { last_by_subj: subject });
-    if (message !== null) named.add(message.json<Description>().nuid);
+    if (keptSet.has(subject)) continue;
+    await jsm.streams.purge(copy.descriptions, { filter: subject });
+    descriptions++;
   }
   let chunks = 0;
   const before = Date.now() - orphanAfterMs;
-  for (const subject of await subjects(copy.chunks, chunkPrefix(copy.bucket))) {
+  for (const subject of Object.keys(counts)) {
     if (named.has(subject.slice(chunkPrefix(copy.bucket).length))) continue;
-    const last = await jsm.streams.getMessage(copy.chunks, { last_by_subj: subject });
+    const last = await lastOf(jsm, copy.chunks, subject);
     if (last === null || last.time.getTime() >= before) continue;
     await jsm.streams.purge(copy.chunks, { filter: subject });
     chunks++;
   }
-  return { descriptions, chunks };
+  return { descriptions, chunks, skipped };
 }
