@@ -34,6 +34,8 @@ export async function openServices(
     policy?: Partial<VersionPolicy>;
     /** Wraps the engine every service sees (to count or fail its calls). */
     engine?: (engine: SearchEngine) => SearchEngine;
+    /** Receives every log line the services write, from debug up (none by default). */
+    logTo?: (line: string) => void;
   },
 ): Promise<TestServices> {
   const store = await target.open();
@@ -41,7 +43,7 @@ export async function openServices(
   const real = createEmbeddedEngine({ dataDir: path.join(dir, "engine") });
   await real.open();
   const engine = options.engine ? options.engine(real) : real;
-  const log = createLogger("silent", {}, () => {});
+  const log = options.logTo ? createLogger("debug", {}, options.logTo) : createLogger("silent", {}, () => {});
   const now = options.now ?? Date.now;
   const catalog = new CatalogService(store.db, engine, log, now);
   const versions = new VersionService({

@@ -81,9 +81,13 @@ export async function takeMajor(db: Db, indexId: string): Promise<number> {
  * engine's index (or its files) gone, which is the deletion's doing, not a server fault.
  */
 export async function rethrowUnlessDeleted(db: Db, indexId: string, error: unknown): Promise<never> {
-  if (!(error instanceof DomainError)) {
-    const [row] = await db.select({ id: indexes.id }).from(indexes).where(eq(indexes.id, indexId));
-    if (!row) throw new NotFoundError("the index was deleted while this request ran");
-  }
+  if (!(error instanceof DomainError) && !(await indexExists(db, indexId)))
+    throw new NotFoundError("the index was deleted while this request ran");
   throw error;
+}
+
+/** Whether the store still has the index (a deletion takes no write lock, so it may be gone midway). */
+export async function indexExists(db: Db, indexId: string): Promise<boolean> {
+  const [row] = await db.select({ id: indexes.id }).from(indexes).where(eq(indexes.id, indexId));
+  return row !== undefined;
 }

@@ -1,6 +1,8 @@
 // Keeping the engine and the store in step when the store refuses what the engine already holds.
+import { NotFoundError } from "../../domain/errors.ts";
 import type { VersionId } from "../../domain/version-id.ts";
 import type { VersionContext } from "./context.ts";
+import { indexExists } from "./rows.ts";
 
 /**
  * Runs the steps after the engine wrote `version` (or a group commit's versions, each built on
@@ -19,14 +21,16 @@ export async function undoOnFailure(
     await steps();
   } catch (error) {
     for (const made of (Array.isArray(version) ? version : [version]).toReversed()) {
-      await ctx.engine.dropVersion(indexId, made).catch((dropError: Error) =>
-        // Start-up reconciliation records what stays behind, so the id is never reused.
-        ctx.log.error("could not withdraw a version the store did not record", {
+      await ctx.engine.dropVersion(indexId, made).catch(async (dropError: Error) => {
+        // Start-up reconciliation records what stays behind, so the id is never reused. An index
+        // deleted meanwhile took the version with it: that is the deletion's doing, no fault.
+        const gone = error instanceof NotFoundError || !(await indexExists(ctx.db, indexId).catch(() => true));
+        (gone ? ctx.log.debug : ctx.log.error)("could not withdraw a version the store did not record", {
           index: indexId,
           version: made,
           error: dropError.message,
-        }),
-      );
+        });
+      });
     }
     throw error;
   }
