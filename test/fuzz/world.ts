@@ -203,7 +203,12 @@ export async function setUpWorld(baseUrl: string): Promise<FuzzWorld> {
         if (credential.startsWith("session")) cookieA = await logIn(emailA);
         break;
       case "ApiKeys_revoke":
-        victim = await createKey(cookieA, "svc");
+        // A logout in flight may have ended the session this uses before its own repair ran.
+        victim = await createKey(cookieA, "svc").catch(async (error: Error) => {
+          if (!/: 401 /.test(error.message)) throw error;
+          cookieA = await logIn(emailA);
+          return createKey(cookieA, "svc");
+        });
         break;
       case "Indexes_delete":
       case "Services_delete":
@@ -213,7 +218,12 @@ export async function setUpWorld(baseUrl: string): Promise<FuzzWorld> {
         break;
       case "Uploads_putBlob":
       case "Uploads_complete":
-        await startUpload();
+        // An index deletion in flight may have taken the upload's index before its own repair ran.
+        await startUpload().catch(async (error: Error) => {
+          if (!/: (400 .*does not exist|404 )/.test(error.message)) throw error;
+          await ensureIndex(indexA.priv, "PRIVATE");
+          await startUpload();
+        });
         break;
     }
     // Upload URLs expire after 15 minutes; a long run keeps one that is valid.
