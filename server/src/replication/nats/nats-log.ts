@@ -35,6 +35,7 @@ import {
   purgeChunks,
   readCopy,
   regionCopies,
+  type Skip,
   sweepCopy,
 } from "./object-copies.ts";
 import { readObject } from "./small-objects.ts";
@@ -1018,26 +1019,27 @@ class NatsLog implements ChangeLog {
     try {
       // One that could not be made again last time, or was deleted.
       await ensureObjectCopies(this.jsm, this.options, cluster);
+      const skipped: Skip[] = [];
       for (const copy of Object.values(this.copies ?? {})) {
-        const { skipped, ...removed } = await sweepCopy(this.jsm, copy);
-        if (skipped.length === 0) {
-          if (removed.descriptions + removed.chunks > 0)
-            this.options.log.info("swept what the object stores dropped from the region's copy", {
-              copy: copy.chunks,
-              ...removed,
-            });
-          continue;
-        }
-        for (const skip of skipped) await this.jsm.streams.delete(skip.stream);
-        // Its source takes everything again from the origin; until then, reads go to the bucket.
-        await ensureObjectCopies(this.jsm, this.options, cluster);
-        for (const skip of skipped)
-          this.options.log.warn("the region's copy of an object store skipped a message; made the copy again", {
-            copy: skip.stream,
-            lacked: skip.what,
+        const swept = await sweepCopy(this.jsm, copy);
+        skipped.push(...swept.skipped);
+        if (swept.descriptions + swept.chunks > 0)
+          this.options.log.info("swept what the object stores dropped from the region's copy", {
+            copy: copy.chunks,
+            descriptions: swept.descriptions,
+            chunks: swept.chunks,
           });
-        return true;
       }
+      if (skipped.length === 0) return false;
+      for (const stream of new Set(skipped.map((skip) => skip.stream))) await this.jsm.streams.delete(stream);
+      // Their sources take everything again from the origin; until then, reads go to the bucket.
+      await ensureObjectCopies(this.jsm, this.options, cluster);
+      for (const skip of skipped)
+        this.options.log.warn("the region's copy of an object store skipped a message; made the copy again", {
+          copy: skip.stream,
+          lacked: skip.what,
+        });
+      return true;
     } catch (error) {
       this.options.log.warn("could not sweep the region's copies of the object stores", {
         error: (error as Error).message,
