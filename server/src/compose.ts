@@ -36,6 +36,7 @@ import { SearchService } from "./services/search.ts";
 import { UploadService } from "./services/uploads.ts";
 import { VersionService } from "./services/versions.ts";
 import { unlessStoreUnreachable } from "./store/errors.ts";
+import { takeEarlyPglite } from "./store/early-pglite.ts";
 import { openStore, type Store } from "./store/open.ts";
 import { announceReplicated, holdSoleProcess, type SoleProcessLease } from "./store/sole-process.ts";
 import type { ChangeLog } from "./ports/change-log.ts";
@@ -93,7 +94,9 @@ async function openEngine(config: Config, log: Logger): Promise<SearchEngine> {
 
 export async function composeSift(config: Config, log: Logger): Promise<Sift> {
   mkdirSync(config.dataDir, { recursive: true });
-  const lock = lockDataDir(config.dataDir);
+  // PGlite's thread may be starting already, under this directory's lock (main.ts, D-331).
+  const early = config.databaseUrl ? undefined : takeEarlyPglite(config.dataDir);
+  const lock = early?.lock ?? lockDataDir(config.dataDir);
   const contract = loadContract();
   let store: Awaited<ReturnType<typeof openStore>> | undefined;
   let engine: SearchEngine;
@@ -105,6 +108,7 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
       databaseReadUrl: config.databaseReadUrl,
       dataDir: config.dataDir,
       log,
+      ...(early ? { pglite: early.thread } : {}),
     });
     // Without replication, one process per database (D-325); PGlite's data dir is locked above.
     // Nodes with replication say so, and are refused beside a process without it.

@@ -14,4 +14,20 @@ if (cache?.directory && process.env.NODE_COMPILE_CACHE === undefined) process.en
 const { registerModuleHooks } = await import("./module-hooks.ts");
 registerModuleHooks();
 
+// On the embedded store, PGlite's own start (the longest part of a restart) goes on while the
+// server's modules load (D-331). A bad setting is left to start.ts, which reports it.
+if (!process.env.DATABASE_URL) {
+  const [{ loadConfig }, { startPgliteEarly }] = await Promise.all([
+    import("./config.ts"),
+    import("./store/early-pglite.ts"),
+  ]);
+  let dataDir: string | undefined;
+  try {
+    dataDir = loadConfig().dataDir;
+  } catch {
+    dataDir = undefined;
+  }
+  if (dataDir !== undefined) startPgliteEarly(dataDir);
+}
+
 await import("./start.ts");

@@ -9,7 +9,9 @@ import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
 import type { Logger } from "../log.ts";
 import { within } from "../within.ts";
 import { isStoreUnreachable } from "./errors.ts";
+import { pglitePath } from "./early-pglite.ts";
 import { type Lookup, primaryOnly, replicaFirst } from "./lookup.ts";
+import type { PgliteThread } from "./pglite-thread.ts";
 import { preparingStatements } from "./prepared.ts";
 import * as schema from "./schema.ts";
 
@@ -44,13 +46,15 @@ export async function openStore(options: {
   databaseReadUrl?: string;
   dataDir: string;
   log?: Logger;
+  /** PGlite's thread, already starting on this data directory (early-pglite.ts). */
+  pglite?: Promise<PgliteThread>;
 }): Promise<Store> {
   return options.databaseUrl
     ? openPostgres(options.databaseUrl, options.databaseReadUrl, options.log)
-    : openPglite(join(options.dataDir, "pglite"));
+    : openPglite(pglitePath(options.dataDir), options.pglite);
 }
 
-async function openPglite(path: string): Promise<Store> {
+async function openPglite(path: string, started?: Promise<PgliteThread>): Promise<Store> {
   const [{ PgliteThread }, { drizzle }, { migrate }] = await Promise.all([
     import("./pglite-thread.ts"),
     import("drizzle-orm/pglite"),
@@ -59,7 +63,7 @@ async function openPglite(path: string): Promise<Store> {
   mkdirSync(path, { recursive: true });
   // PGlite runs in a worker thread: its queries execute synchronously in WebAssembly, and on the
   // server's thread they stalled every request while one tenant wrote (D-190).
-  const client = await PgliteThread.start(path);
+  const client = await (started ?? PgliteThread.start(path));
   const db = drizzle({ client: client as never, schema });
   try {
     await migrate(db, { migrationsFolder });
