@@ -190,6 +190,7 @@ export async function openNatsLog(options: NatsLogOptions): Promise<ChangeLog> {
   // With a mirror, each stream is first asked for briefly: a stream that answers is there (it is
   // opened unchecked), one out of reach is warned of, and only one that is missing is made.
   const briefly = mirrored ? await jetstreamManager(nc, { timeout: 2_000, checkAPI: false }) : undefined;
+  const outOfReach = new Set<string>();
   const openOrMake = async <T>(what: string, stream: string, make: () => Promise<T>, open: () => T | Promise<T>) => {
     if (briefly === undefined) return ready(make);
     try {
@@ -197,6 +198,7 @@ export async function openNatsLog(options: NatsLogOptions): Promise<ChangeLog> {
     } catch (error) {
       const message = `${what} is out of reach; starting on the region's mirror, writes are refused until it answers`;
       options.log.warn(message, { error: (error as Error).message });
+      outOfReach.add(stream);
     }
     return open();
   };
@@ -242,7 +244,10 @@ export async function openNatsLog(options: NatsLogOptions): Promise<ChangeLog> {
       () => undefined,
     );
   }
-  return new NatsLog(nc, jsm, js, files, docs, options);
+  const log = new NatsLog(nc, jsm, js, files, docs, options);
+  // A node started during an outage reads its documents from the region's copy at once (D-330).
+  if (outOfReach.has(bucketStream(docsBucket(options.stream)))) log.docsOutOfReach();
+  return log;
 }
 
 /**
@@ -1085,6 +1090,11 @@ class NatsLog implements ChangeLog {
 
   async putDoc(name: string, value: unknown): Promise<void> {
     await this.describe(await this.docs.putBlob({ name }, Buffer.from(JSON.stringify(value))));
+  }
+
+  /** The documents' bucket did not answer (when the log was opened): as after a read it failed. */
+  docsOutOfReach(): void {
+    this.docsUnansweredAt = Date.now();
   }
 
   async getDoc<T>(name: string, options: { nearby?: boolean } = {}): Promise<T | null> {
