@@ -9,6 +9,7 @@ import { afterEach, describe, expect, test } from "vitest";
 import { DataDirLockedError, lockDataDir } from "../../src/data-dir-lock.ts";
 import { startPgliteEarly, takeEarlyPglite } from "../../src/store/early-pglite.ts";
 import { openStore } from "../../src/store/open.ts";
+import { migratedPgliteDataDir } from "../support/store.ts";
 
 describe("PGlite started early", () => {
   const dirs: string[] = [];
@@ -22,7 +23,9 @@ describe("PGlite started early", () => {
   });
 
   test("holds the directory's lock, and the store opens on the thread it started", async () => {
-    const dir = dataDir();
+    // A restart's directory: PGlite's database is there, migrated (a new one takes seconds to make).
+    const dir = await migratedPgliteDataDir();
+    dirs.push(dir);
     startPgliteEarly(dir);
     expect(JSON.parse(readFileSync(join(dir, "sift.lock"), "utf8")).pid).toBe(process.pid);
     expect(() => lockDataDir(dir)).toThrow(DataDirLockedError);

@@ -57,10 +57,16 @@ async function makePgliteTemplate(): Promise<string> {
 /** Found or made once per test file, however many stores it opens. */
 let pgliteTemplate: Promise<string> | undefined;
 
-async function openTempPglite(): Promise<Store> {
+/** A new data directory holding a migrated PGlite database (a copy of the template); the caller removes it. */
+export async function migratedPgliteDataDir(): Promise<string> {
   const dir = mkdtempSync(join(tmpdir(), "sift-store-"));
   pgliteTemplate ??= makePgliteTemplate();
   cpSync(await pgliteTemplate, dir, { recursive: true });
+  return dir;
+}
+
+async function openTempPglite(): Promise<Store> {
+  const dir = await migratedPgliteDataDir();
   const store = await openStore({ dataDir: dir });
   return {
     ...store,
