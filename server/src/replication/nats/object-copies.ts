@@ -246,6 +246,10 @@ export async function sweepCopy(
   const prefix = `${DESCRIPTIONS_ROOT}.${copy.bucket}.`;
   const counted = async (stream: string, filter: string) =>
     (await jsm.streams.info(stream, { subjects_filter: `${filter}>` })).state.subjects ?? {};
+  // Behind before the listing below: what it lists may lack descriptions still on their way.
+  const [described, copied] = await Promise.all([jsm.streams.info(copy.descriptions), jsm.streams.info(copy.chunks)]);
+  const behind = (info: StreamInfo) => [info.mirror, ...(info.sources ?? [])].some((source) => (source?.lag ?? 0) > 0);
+  const wasBehind = behind(described) || behind(copied);
   // How far each copy had come, before listing what it holds: what the origin held up to there is in what is listed.
   const [descriptionsUpTo, chunksUpTo] = await Promise.all([
     takenUpTo(jsm, copy.descriptions),
@@ -264,11 +268,7 @@ export async function sweepCopy(
   }
   const seen = { descriptionsUpTo, chunksUpTo, held: new Set(held), kept };
   const skipped = await skipsOf(jsm, copy, seen, named, counts);
-  if (skipped.length > 0) return { descriptions: 0, chunks: 0, skipped };
-
-  const [described, copied] = await Promise.all([jsm.streams.info(copy.descriptions), jsm.streams.info(copy.chunks)]);
-  const behind = (info: StreamInfo) => [info.mirror, ...(info.sources ?? [])].some((source) => (source?.lag ?? 0) > 0);
-  if (behind(described) || behind(copied)) return { descriptions: 0, chunks: 0, skipped };
+  if (skipped.length > 0 || wasBehind) return { descriptions: 0, chunks: 0, skipped };
   let descriptions = 0;
   for (const subject of held) {
     if (keptSet.has(subject)) continue;
