@@ -95,7 +95,7 @@ async function openEngine(config: Config, log: Logger): Promise<SearchEngine> {
 export async function composeSift(config: Config, log: Logger): Promise<Sift> {
   mkdirSync(config.dataDir, { recursive: true });
   // PGlite's thread may be starting already, under this directory's lock (main.ts, D-331).
-  const early = config.databaseUrl ? undefined : takeEarlyPglite(config.dataDir);
+  const early = takeEarlyPglite(config.dataDir);
   const lock = early?.lock ?? lockDataDir(config.dataDir);
   const contract = loadContract();
   let store: Awaited<ReturnType<typeof openStore>> | undefined;

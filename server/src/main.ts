@@ -21,13 +21,12 @@ if (!process.env.DATABASE_URL) {
     import("./config.ts"),
     import("./store/early-pglite.ts"),
   ]);
-  let dataDir: string | undefined;
+  let config: ReturnType<typeof loadConfig> | undefined;
+  // biome-ignore lint/plugin: start.ts reads the configuration again and reports what is wrong with it.
   try {
-    dataDir = loadConfig().dataDir;
-  } catch {
-    dataDir = undefined;
-  }
-  if (dataDir !== undefined) startPgliteEarly(dataDir);
+    config = loadConfig();
+  } catch {}
+  if (config !== undefined) startPgliteEarly(config.dataDir);
 }
 
 await import("./start.ts");

@@ -22,10 +22,13 @@ export interface PgliteModules {
 // costs about a third less CPU.
 let modules: Promise<PgliteModules> | undefined;
 
+/** Where PGlite's package keeps `file` (its WebAssembly programs). */
+const pgliteFile = (file: string) =>
+  join(dirname(createRequire(import.meta.url).resolve("@electric-sql/pglite")), file);
+
 function compiledModules(): Promise<PgliteModules> {
   if (modules === undefined) {
-    const dist = dirname(createRequire(import.meta.url).resolve("@electric-sql/pglite"));
-    const compile = async (file: string) => WebAssembly.compile(await readFile(join(dist, file)));
+    const compile = async (file: string) => WebAssembly.compile(await readFile(pgliteFile(file)));
     const compiling = Promise.all([compile("pglite.wasm"), compile("initdb.wasm")]).then(([pglite, initdb]) => ({
       pglite,
       initdb,
@@ -45,8 +48,7 @@ function compiledModules(): Promise<PgliteModules> {
  * ended only once they had all loaded (about 0.6 s later), and the thread could start only then.
  */
 export function compileModulesNow(): PgliteModules {
-  const dist = dirname(createRequire(import.meta.url).resolve("@electric-sql/pglite"));
-  const compile = (file: string) => new WebAssembly.Module(readFileSync(join(dist, file)));
+  const compile = (file: string) => new WebAssembly.Module(readFileSync(pgliteFile(file)));
   const compiled = { pglite: compile("pglite.wasm"), initdb: compile("initdb.wasm") };
   modules ??= Promise.resolve(compiled);
   return compiled;

@@ -1102,9 +1102,8 @@ class NatsLog implements ChangeLog {
       data === null ? null : (JSON.parse(Buffer.from(data).toString("utf8")) as T);
     // The bucket did not answer a moment ago: a read that allows it goes to the region's copy
     // first, instead of waiting 3 s for the bucket again (a restore reads two documents).
-    if (options.nearby && this.copies !== undefined && Date.now() - this.docsUnansweredAt < DOCS_QUIET_MS) {
-      // biome-ignore lint/plugin: a copy that lacks the document or does not answer leaves it to the bucket.
-      const near = await readCopy(this.jsm, this.copies.docs, name).catch(() => null);
+    if (Date.now() - this.docsUnansweredAt < DOCS_QUIET_MS) {
+      const near = await this.docFromCopy(name, options);
       if (near !== null) {
         this.options.log.warn("the object store did not answer just before; read a document from the region's copy", {
           document: name,
@@ -1129,11 +1128,7 @@ class NatsLog implements ChangeLog {
         this.docsUnansweredAt = Date.now();
         // The bucket out of reach (the log's home cluster down, say): the region's copy answers a
         // read that allows it. A copy that lacks the document does not: the bucket is asked again.
-        const near =
-          options.nearby && this.copies !== undefined
-            ? // biome-ignore lint/plugin: a copy that lacks the document or does not answer leaves it to the bucket.
-              await readCopy(this.jsm, this.copies.docs, name).catch(() => null)
-            : null;
+        const near = await this.docFromCopy(name, options);
         if (near !== null) {
           this.options.log.warn("the object store does not answer; read a document from the region's copy", {
             document: name,
@@ -1146,6 +1141,13 @@ class NatsLog implements ChangeLog {
       }
     }
     return parse(data);
+  }
+
+  /** `name` as the region's copy holds it, for a read that allows an older answer; else null. */
+  private async docFromCopy(name: string, options: { nearby?: boolean }): Promise<Uint8Array | null> {
+    if (!options.nearby || this.copies === undefined) return null;
+    // biome-ignore lint/plugin: a copy that lacks the document or does not answer leaves it to the bucket.
+    return readCopy(this.jsm, this.copies.docs, name).catch(() => null);
   }
 
   async listDocs(prefix: string): Promise<string[]> {

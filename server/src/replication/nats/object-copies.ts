@@ -264,7 +264,8 @@ export async function sweepCopy(
   for (const subject of held) {
     if (!keptSet.has(subject)) continue;
     const message = await lastOf(jsm, copy.descriptions, subject);
-    if (message !== null) named.set(message.json<Description>().nuid, message.json<Description>());
+    const d = message?.json<Description>();
+    if (d !== undefined) named.set(d.nuid, d);
   }
   const seen = { descriptionsUpTo, chunksUpTo, held: new Set(held), kept };
   const skipped = await skipsOf(jsm, copy, seen, named, counts);

@@ -23,9 +23,15 @@ export async function undoOnFailure(
     for (const made of (Array.isArray(version) ? version : [version]).toReversed()) {
       await ctx.engine.dropVersion(indexId, made).catch(async (dropError: Error) => {
         // Start-up reconciliation records what stays behind, so the id is never reused. An index
-        // deleted meanwhile took the version with it: that is the deletion's doing, no fault.
-        const gone = error instanceof NotFoundError || !(await indexExists(ctx.db, indexId).catch(() => true));
-        (gone ? ctx.log.debug : ctx.log.error)("could not withdraw a version the store did not record", {
+        // deleted meanwhile took the version with it: that is the deletion's doing, no fault (a
+        // store that cannot say counts as the index still there).
+        const deleted =
+          error instanceof NotFoundError ||
+          (await indexExists(ctx.db, indexId).then(
+            (exists) => !exists,
+            () => false,
+          ));
+        (deleted ? ctx.log.debug : ctx.log.error)("could not withdraw a version the store did not record", {
           index: indexId,
           version: made,
           error: dropError.message,
