@@ -130,6 +130,21 @@ const SWEEP_EVERY_MS = 10 * 60_000;
  * does so as it is made (seen once), and a sweep finds the skip once the copy took a later one.
  */
 const FIRST_SWEEPS_MS = [5_000, 15_000];
+/** The first look at a copy made again; each further remake in a row doubles it (sweepWait). */
+const REMADE_CHECK_MS = 15_000;
+/** Remakes in a row from which a skip is logged as an error: NATS keeps skipping. */
+const REMADE_TOO_OFTEN = 3;
+
+/**
+ * How long a node waits for its next sweep of the region's copies: `sweeps` since the log was
+ * opened, `remadeInARow` sweeps in a row that made a copy again. A skip that NATS repeats at once
+ * is looked at again 15 s, 30 s, 1 min... later, up to the usual 10 to 20 minutes, not every 15 s.
+ */
+export function sweepWait(sweeps: number, remadeInARow: number, random = Math.random()): number {
+  const usual = SWEEP_EVERY_MS + random * SWEEP_EVERY_MS;
+  if (remadeInARow > 0) return Math.min(REMADE_CHECK_MS * 2 ** (remadeInARow - 1), usual);
+  return FIRST_SWEEPS_MS[sweeps] ?? usual;
+}
 /** After the documents' bucket failed to answer, reads that allow it go to the region's copy first for this long. */
 const DOCS_QUIET_MS = 30_000;
 /** Which streams copy which bucket is looked up again after this long. */
@@ -364,8 +379,9 @@ class NatsLog implements ChangeLog {
   /** Every region's copies, by what they copy, as last listed: deletions reach them too. */
   private allCopies: { at: number; byOrigin: Map<string, string[]> } | undefined;
   private sweeper: NodeJS.Timeout | undefined;
-  /** Sweeps since the log was opened, or since a copy was made again (FIRST_SWEEPS_MS). */
+  /** Sweeps since the log was opened, and sweeps in a row that made a copy again (sweepWait). */
   private sweeps = 0;
+  private remadeInARow = 0;
   private closed = false;
   /** When the documents' bucket last failed to answer a read (getDoc). */
   private docsUnansweredAt = Number.NEGATIVE_INFINITY;
@@ -1006,12 +1022,15 @@ class NatsLog implements ChangeLog {
 
   /** Each node of the region sweeps, at its own moments: a sweep is idempotent. */
   private nextSweep(): void {
-    const wait = FIRST_SWEEPS_MS[this.sweeps] ?? SWEEP_EVERY_MS + Math.random() * SWEEP_EVERY_MS;
-    this.sweeper = setTimeout(async () => {
-      // A copy made again is checked again soon (the second of the first sweeps).
-      this.sweeps = (await this.sweepCopies()) ? 1 : this.sweeps + 1;
-      if (!this.closed) this.nextSweep();
-    }, wait);
+    this.sweeper = setTimeout(
+      async () => {
+        const remade = await this.sweepCopies();
+        this.sweeps++;
+        this.remadeInARow = remade ? this.remadeInARow + 1 : 0;
+        if (!this.closed) this.nextSweep();
+      },
+      sweepWait(this.sweeps, this.remadeInARow),
+    );
     this.sweeper.unref();
   }
 
@@ -1039,10 +1058,14 @@ class NatsLog implements ChangeLog {
       for (const stream of new Set(skipped.map((skip) => skip.stream))) await this.jsm.streams.delete(stream);
       // Their sources take everything again from the origin; until then, reads go to the bucket.
       await ensureObjectCopies(this.jsm, this.options, cluster);
+      // Repeated at once, the skip is NATS's doing, not a moment's: an operator should know.
+      const inARow = this.remadeInARow + 1;
+      const level = inARow >= REMADE_TOO_OFTEN ? "error" : "warn";
       for (const skip of skipped)
-        this.options.log.warn("the region's copy of an object store skipped a message; made the copy again", {
+        this.options.log[level]("the region's copy of an object store skipped a message; made the copy again", {
           copy: skip.stream,
           lacked: skip.what,
+          ...(inARow > 1 ? { remadeInARow: inARow } : {}),
         });
       return true;
     } catch (error) {
