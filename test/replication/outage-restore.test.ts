@@ -6,7 +6,8 @@
 // London's own copies of the object stores: the pointer, the manifest and the segment files. It
 // then has every acknowledged write, one whose log entry is in the object store too. Before D-326 it waited for Frankfurt's cluster (the object
 // stores lived there only) and served what it held at its kill. London's copy of the files, made
-// to skip a chunk first, is made again by London's node (D-329).
+// to skip a chunk first, is made again by London's node (D-329). The two clusters are 40 ms apart
+// each way.
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -37,7 +38,8 @@ describe.skipIf(!regionsAvailable)("a region that restores a snapshot while the 
         SIFT_MAX_BODY_BYTES: String(4 * 1024 * 1024),
       },
       { london: { SIFT_NATS_MIRROR: "SIFT_london" } },
-      { supercluster: true, tieBreaker: "arbiter" },
+      // The copies and the mirror take what they copy across 40 ms each way, as over a distance.
+      { supercluster: true, tieBreaker: "arbiter", gatewayDelayMs: 40 },
     );
   }, 180_000);
   afterAll(() => r?.stop());

@@ -8,7 +8,8 @@
 // A London node restarted during such an outage follows what London's mirror holds, including
 // the writes it missed while down; one restarted while London's own cluster is down starts on what
 // it holds instead of exiting. A one-server tie-breaker cluster keeps JetStream's meta group alive
-// with either region down.
+// with either region down. The regions' clusters are 40 ms apart each way (a delaying proxy on
+// every gateway): London's writes wait for a round trip to the log's home, Frankfurt's do not.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLogger } from "../../server/src/log.ts";
 import type { ChangeLog } from "../../server/src/ports/change-log.ts";
@@ -32,12 +33,22 @@ async function serversOf(r: Regions, node: string): Promise<string[]> {
   return names;
 }
 
+/** What crosses between the regions' clusters is this late, each way. */
+const DISTANCE_MS = 40;
+
+/** How long each region's writes took to be acknowledged, by node. */
+const acknowledgedIn = new Map<number, number[]>();
+
 /** A write in one region, its indexVersion; `retryFor`: retried that long while it answers 503. */
 async function write(r: Regions, node: number, id: string, title: string, retryFor = 0): Promise<string> {
   const deadline = Date.now() + retryFor;
   for (;;) {
+    const started = performance.now();
     const put = await r.http(node).put(`/v1/indexes/${r.index}/records/${id}`, { title });
-    if (put.status === 200) return put.body.indexVersion as string;
+    if (put.status === 200) {
+      acknowledgedIn.set(node, [...(acknowledgedIn.get(node) ?? []), performance.now() - started]);
+      return put.body.indexVersion as string;
+    }
     expect(put.status, put.text).toBe(503);
     if (Date.now() > deadline) throw new Error(`${id} was refused: ${put.text}`);
     await new Promise((resolve) => setTimeout(resolve, 500));
@@ -109,7 +120,8 @@ describe.skipIf(!regionsAvailable)("two regions on a supercluster, London readin
       { london: { SIFT_NATS_MIRROR: "SIFT_london" } },
       // The tie-breaker keeps the JetStream meta group's majority with either region's cluster
       // down, as docs/replication.md recommends: without it no consumer can be made meanwhile.
-      { supercluster: true, tieBreaker: "arbiter" },
+      // And the two regions 80 ms apart (a round trip), as Frankfurt and Newark are.
+      { supercluster: true, tieBreaker: "arbiter", gatewayDelayMs: DISTANCE_MS },
     );
   }, 180_000);
   afterAll(() => r?.stop());
@@ -152,6 +164,14 @@ describe.skipIf(!regionsAvailable)("two regions on a supercluster, London readin
     }
     const mirror = (await streamState(r.nats, "SIFT_london"))!.state;
     expect(mirror.last_seq).toBe((await streamState(r.nats, "SIFT"))!.state.last_seq);
+    // A London write is acknowledged once the log's home has it: one round trip away (seen: 89
+    // to 143 ms), not several. Frankfurt's own writes do not wait for the distance (5 to 22 ms).
+    const [frankfurt, london] = [acknowledgedIn.get(FRANKFURT)!, acknowledgedIn.get(LONDON)!];
+    const median = (ms: number[]) => ms.toSorted((a, b) => a - b)[Math.floor(ms.length / 2)]!;
+    const roundTrip = 2 * DISTANCE_MS;
+    expect(Math.min(...london)).toBeGreaterThanOrEqual(roundTrip);
+    expect(median(london)).toBeLessThan(median(frankfurt) + 2 * roundTrip);
+    expect(median(frankfurt)).toBeLessThan(median(london) - roundTrip / 2);
   }, 120_000);
 
   it("London serves what its region holds while the log's cluster is down, restarted too, and catches up once it is back", async () => {

@@ -5,6 +5,7 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connect } from "@nats-io/transport-node";
+import { type DelayProxy, delayProxy } from "./delay-proxy.ts";
 import { freePort, waitForHttp, waitForTcp } from "./ports.ts";
 
 export const NATS_SERVER = "/usr/sbin/nats-server";
@@ -120,22 +121,40 @@ export async function startNatsSupercluster(
    * JetStream meta group's majority when one region's cluster is down (docs/replication.md).
    */
   tieBreaker?: string,
+  /**
+   * Each message between clusters is this late, each way: every server's gateway is reached
+   * through a delaying proxy (delay-proxy.ts), which it advertises, so that the URLs the servers
+   * tell each other lead through it too. Within a cluster, and to clients, nothing is delayed.
+   */
+  gatewayDelayMs = 0,
 ): Promise<NatsSupercluster> {
   const dir = mkdtempSync(join(tmpdir(), "sift-natssc-"));
-  const plan: { cluster: string; name: string; port: number; monitor: number; route: number; gateway: number }[] = [];
+  const plan: {
+    cluster: string;
+    name: string;
+    port: number;
+    monitor: number;
+    route: number;
+    gateway: number;
+    /** Where the other clusters reach its gateway. */
+    reached: number;
+  }[] = [];
+  const proxies: DelayProxy[] = [];
   const sizes = new Map(names.map((name) => [name, size]));
   if (tieBreaker !== undefined) sizes.set(tieBreaker, 1);
   for (const [cluster, members] of sizes) {
     for (let i = 1; i <= members; i++) {
       const [port, monitor, route, gateway] = [await freePort(), await freePort(), await freePort(), await freePort()];
-      plan.push({ cluster, name: `${cluster}-${i}`, port, monitor, route, gateway });
+      const proxy = gatewayDelayMs > 0 ? await delayProxy(gateway, gatewayDelayMs) : undefined;
+      if (proxy) proxies.push(proxy);
+      plan.push({ cluster, name: `${cluster}-${i}`, port, monitor, route, gateway, reached: proxy?.port ?? gateway });
     }
   }
   const list = (ports: number[]) => ports.map((p) => `"nats://127.0.0.1:${p}"`).join(", ");
   const gateways = [...sizes.keys()]
     .map((cluster) => {
       const members = plan.filter((n) => n.cluster === cluster);
-      return `{ name: "${cluster}", urls: [${list(members.map((n) => n.gateway))}] }`;
+      return `{ name: "${cluster}", urls: [${list(members.map((n) => n.reached))}] }`;
     })
     .join(", ");
   const servers = plan.map((node) => {
@@ -153,7 +172,7 @@ export async function startNatsSupercluster(
         `http: "127.0.0.1:${node.monitor}"`,
         `jetstream { store_dir: "${join(dir, node.name)}" }`,
         `cluster { name: "${node.cluster}", listen: "127.0.0.1:${node.route}", routes: [${list(routes)}] }`,
-        `gateway { name: "${node.cluster}", listen: "127.0.0.1:${node.gateway}", gateways: [${gateways}] }`,
+        `gateway { name: "${node.cluster}", listen: "127.0.0.1:${node.gateway}", advertise: "127.0.0.1:${node.reached}", gateways: [${gateways}] }`,
         "",
       ].join("\n"),
     );
@@ -162,6 +181,7 @@ export async function startNatsSupercluster(
   const all = servers.map((s) => s.server);
   const stop = async () => {
     await killAll(all);
+    await Promise.all(proxies.map((proxy) => proxy.close()));
     rmSync(dir, { recursive: true, force: true });
   };
   try {

@@ -100,11 +100,15 @@ export async function startRegions(
    * connected to its own cluster's servers only, as in a deployment; else one cluster for all.
    * `tieBreaker`: with it, one more cluster of a single server and no region.
    * `storeProxy`: every node reaches the shared PostgreSQL through a proxy (Regions.store).
+   * `gatewayDelayMs`: with `supercluster`, what crosses between regions' clusters is this late
+   * each way, as over a distance.
    */
-  options: { supercluster?: boolean; tieBreaker?: string; storeProxy?: boolean } = {},
+  options: { supercluster?: boolean; tieBreaker?: string; storeProxy?: boolean; gatewayDelayMs?: number } = {},
 ): Promise<Regions> {
   const regions = [...new Set(regionIds.map(regionOf))];
-  const supercluster = options.supercluster ? await startNatsSupercluster(regions, 3, options.tieBreaker) : undefined;
+  const supercluster = options.supercluster
+    ? await startNatsSupercluster(regions, 3, options.tieBreaker, options.gatewayDelayMs)
+    : undefined;
   const nats = supercluster ?? (await startNatsCluster(3));
   const clusters = supercluster?.clusters;
   const database = await createTempDatabase(process.env.DATABASE_URL!);
