@@ -1251,7 +1251,7 @@ export type components = {
             checks: {
                 store: boolean;
                 engine: boolean;
-                /** @description With replication: the change log answers and this node has caught up with it (false while it replays). */
+                /** @description With replication: the change log answers and this node follows it: nothing it has not applied is older than a second (false while it replays). */
                 replication?: boolean;
                 /**
                  * @description With a read replica of the store (DATABASE_READ_URL): whether it answers. Informational:

@@ -45,6 +45,30 @@ describe("record writes", () => {
     expect(await ids("a", "&weighted=true")).toEqual(["amsterdam", "antwerp"]);
   });
 
+  test("minVersion: one process holds every acknowledged write; an id no write returns is refused", async () => {
+    const version = await put("aarhus", { title: "Aarhus" });
+    const [major, minor] = version.split(".").map(Number) as [number, number];
+    // Newer than anything written: nothing can be missing here, the read is answered.
+    for (const newer of [version, `${major}.${minor + 50}`, `${major + 3}`, "999999999.999999999"]) {
+      const read = await s.get(`/v1/indexes/${index}/records/aarhus?minVersion=${newer}`);
+      expect(read.status, read.text).toBe(200);
+    }
+    // The contract's pattern lets these through; they are not version ids, and the answer names the parameter.
+    for (const malformed of ["0007", `${major}.0`]) {
+      for (const path of [
+        `/v1/indexes/${index}/records/aarhus?minVersion=${malformed}`,
+        `/v1/search?query=a&indexName=${index}&serviceName=${service}&minVersion=${malformed}`,
+      ]) {
+        const read = await s.get(path);
+        expect(read.status, `${path}: ${read.text}`).toBe(400);
+        expect(read.body).toMatchObject({
+          resultCode: "INVALID_ARGUMENT",
+          detail: expect.stringContaining("minVersion"),
+        });
+      }
+    }
+  });
+
   test("PUT stores the record verbatim, the path id wins over a body id, and an update replaces it", async () => {
     const record = {
       id: "ignored",

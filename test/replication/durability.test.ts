@@ -76,8 +76,11 @@ describe.skipIf(!regionsAvailable)("kill -9 during writes", () => {
     // cannot is named here instead of each read waiting for it in turn.
     for (const node of [0, 1, 2]) {
       await expect
-        .poll(async () => (await r.http(node).get("/readyz")).status, { timeout: 30_000, interval: 200 })
-        .toBe(200);
+        .poll(async () => (await r.http(node).get("/readyz")).body.replication?.caughtUp, {
+          timeout: 30_000,
+          interval: 200,
+        })
+        .toBe(true);
     }
     for (const node of [0, 1, 2]) {
       const missing: string[] = [];

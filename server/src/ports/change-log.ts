@@ -110,6 +110,8 @@ export interface ChangeLog {
   lastEntryOf(indexKey: string): Promise<EntryTail | null>;
   /** The oldest position still held (the log may be truncated behind checkpoints). */
   firstSeq(): Promise<number>;
+  /** When the log took its first entry at or after `seq` (epoch ms); undefined when none is held. */
+  entryTimeFrom(seq: number): Promise<number | undefined>;
   /**
    * Delivers every entry from `fromSeq` on, in order, then each new one as it is appended, until
    * the returned stop is called. `deliver` is awaited before the next entry is handed over.

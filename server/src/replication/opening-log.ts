@@ -68,6 +68,9 @@ export class OpeningLog implements ChangeLog {
   async firstSeq(): Promise<number> {
     return (await this.use()).firstSeq();
   }
+  async entryTimeFrom(seq: number): Promise<number | undefined> {
+    return (await this.use()).entryTimeFrom(seq);
+  }
   /** Called once the log answered (the replica reads its end first). */
   follow(fromSeq: number, deliver: (applied: AppliedEntry) => Promise<void>): { stop(): Promise<void> } {
     if (!this.log) throw new Error("the change log is not open yet");

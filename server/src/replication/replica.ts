@@ -30,6 +30,18 @@ const VERDICT_WAIT_MS = 120_000;
  */
 const CLIENT_WAIT_MS = 15_000;
 
+/**
+ * A read with minVersion that this node has not applied by then asks the log how far the index
+ * goes (most are answered sooner, without asking).
+ */
+const ASK_LOG_AFTER_MS = 250;
+
+/**
+ * A node that has not applied an entry older than this is catching up, not ready. Under writes it
+ * is always an entry or two behind the log for a moment: that is following it, and ready.
+ */
+const READY_LAG_MS = 1_000;
+
 /** A record change or a group of them: appending it twice makes two versions. */
 const isRecordWrite = (op: { op: string }) => op.op === "change" || op.op === "changes";
 
@@ -358,7 +370,18 @@ export class Replica {
    */
   async waitFor(indexId: string, version: VersionId, timeoutMs: number): Promise<void> {
     const until = Date.now() + timeoutMs;
-    await this.waitUntil(() => this.has(indexId, version), until, version);
+    const held = () => this.has(indexId, version);
+    const applied = (target: number) => (this.state.indexes.get(indexId)?.last ?? 0) >= target;
+    if (!(await this.reached(held, Math.min(until, Date.now() + ASK_LOG_AFTER_MS)))) {
+      // Everything the log holds for the index now includes every write acknowledged so far. A
+      // node that has applied all of it and still lacks `version` holds every acknowledged write:
+      // the version was never acknowledged (a mistyped id, another index's), and the read is
+      // answered as one process answers it, not with 503 after 2 s in every region. A log out of
+      // reach says nothing: the version is waited for.
+      const target = await this.log.lastSeqOf(indexId).catch(() => Number.POSITIVE_INFINITY);
+      if (!(await this.reached(() => held() || applied(target), until))) throw notApplied(version);
+      if (!held()) return;
+    }
     // A record change was live from the moment it was applied (its entry activates it): held is
     // enough, and the log need not be asked, a request per read to every NATS server at load.
     if (this.active(indexId) === version || minorOf(version) > 0) return;
@@ -366,41 +389,54 @@ export class Replica {
     // makes it live (an upload's activation follows its major) is still on its way. Whatever the
     // log holds for the index now is what the writer saw when it was answered.
     const target = await this.log.lastSeqOf(indexId).catch(() => 0);
-    await this.waitUntil(() => (this.state.indexes.get(indexId)?.last ?? 0) >= target, until, version);
+    if (!(await this.reached(() => applied(target), until))) throw notApplied(version);
   }
 
-  private async waitUntil(done: () => boolean, until: number, version: VersionId): Promise<void> {
+  /** Whether `done` came true by `until`, looked at again as this node applies entries. */
+  private async reached(done: () => boolean, until: number): Promise<boolean> {
     while (!done()) {
       const left = until - Date.now();
-      if (left <= 0) {
-        throw new UnavailableError(
-          `this region has not applied version ${version} of the index yet; try again or ask another region`,
-          { retryAfterSeconds: 1 },
-        );
-      }
+      if (left <= 0) return false;
       await this.waitChange(left);
     }
+    return true;
   }
 
-  /** Whether this node has applied what the log held at the last look (readiness). */
-  async caughtUp(): Promise<{ ready: boolean; behind: number }> {
+  /**
+   * Whether this node has applied what the log held at the last look (`ready`), and whether it
+   * follows the log closely enough to serve (`keepingUp`: nothing it has not applied is older
+   * than READY_LAG_MS).
+   */
+  async caughtUp(): Promise<{ ready: boolean; keepingUp: boolean; behind: number }> {
     // Not following yet (the log out of reach, or a snapshot being restored): not ready, and not
     // worth a question to a log that may take its timeout to answer.
-    if (!this.following) return { ready: false, behind: Math.max(0, this.logLast - this.state.position) };
+    if (!this.following)
+      return { ready: false, keepingUp: false, behind: Math.max(0, this.logLast - this.state.position) };
     const last = await this.log.lastSeq().catch(() => this.logLast);
     this.logLast = Math.max(this.logLast, last);
     const behind = Math.max(0, this.logLast - this.state.position);
-    return { ready: behind === 0, behind };
+    if (behind === 0) return { ready: true, keepingUp: true, behind };
+    // biome-ignore lint/plugin: an entry whose time cannot be read leaves the node not keeping up.
+    const oldest = await this.log.entryTimeFrom(this.state.position + 1).catch(() => undefined);
+    return { ready: false, keepingUp: oldest !== undefined && Date.now() - oldest < READY_LAG_MS, behind };
   }
 
-  /** How far this node trails the log, for /readyz and /v1/regions. */
-  async status(): Promise<{ caughtUp: boolean; behind: number; lagMs: number }> {
+  /**
+   * How far this node trails the log, for /readyz and /v1/regions; `keepingUp` decides readiness
+   * (a load balancer would otherwise drop the node whenever a write is on its way to it).
+   */
+  async status(): Promise<{ caughtUp: boolean; keepingUp: boolean; behind: number; lagMs: number }> {
     // A log that does not answer: what this node holds may be behind by any amount.
-    const [{ ready: applied, behind }, answers] = await Promise.all([this.caughtUp(), this.log.ping()]);
+    const [{ ready: applied, keepingUp, behind }, answers] = await Promise.all([this.caughtUp(), this.log.ping()]);
     const ready = applied && answers;
     let newest = 0;
     for (const r of this.state.indexes.values()) newest = Math.max(newest, r.appendedAt);
-    return { caughtUp: ready, behind, lagMs: ready || newest === 0 ? 0 : Math.max(0, Date.now() - newest) };
+    return {
+      caughtUp: ready,
+      keepingUp: keepingUp && answers,
+      behind,
+      lagMs: ready || newest === 0 ? 0 : Math.max(0, Date.now() - newest),
+    };
   }
 
   // ---- applying the log ----
@@ -973,4 +1009,11 @@ export class Replica {
       await this.waitChange(Number.isFinite(until) ? until - Date.now() : undefined);
     }
   }
+}
+
+function notApplied(version: VersionId): UnavailableError {
+  return new UnavailableError(
+    `this region has not applied version ${version} of the index yet; try again or ask another region`,
+    { retryAfterSeconds: 1 },
+  );
 }

@@ -16,7 +16,8 @@ type ReplicationState = components["schemas"]["ReplicationState"];
 
 /** What /readyz reports of replication (services of the replica it needs). */
 export interface ReplicationStatus {
-  status(): Promise<ReplicationState>;
+  /** `keepingUp`: ready, though perhaps an entry or two behind for a moment (not in the body). */
+  status(): Promise<ReplicationState & { keepingUp: boolean }>;
 }
 
 /** The URL clients use for this server: the configured public URL, else the request's origin. */
@@ -52,11 +53,13 @@ export function healthHandlers(deps: {
       deps.store.pingReplica?.(),
     ]);
     const checks: Readiness["checks"] = { store, engine };
-    if (deps.replication) checks.replication = replication?.caughtUp ?? false;
+    if (deps.replication) checks.replication = replication?.keepingUp ?? false;
     // Not part of readiness: lookups the replica does not answer go to the primary (D-275).
     if (readReplica !== undefined) checks.readReplica = readReplica;
     const ok = store && engine && (checks.replication ?? true);
-    return { status: ok ? "ok" : "unavailable", checks, ...(replication ? { replication } : {}) };
+    if (replication === undefined) return { status: ok ? "ok" : "unavailable", checks };
+    const { keepingUp: _, ...state } = replication;
+    return { status: ok ? "ok" : "unavailable", checks, replication: state };
   };
 
   // Other regions' endpoints, asked at most every PROBE_TTL_MS (the answer is public and cheap).

@@ -4,8 +4,8 @@
 // and answers the reads (resolve, list) and activation.
 import { and, desc, eq, ne } from "drizzle-orm";
 import type { components } from "@sift/contract";
-import { ConflictError, NotFoundError } from "../domain/errors.ts";
-import { formatVersion, type VersionId } from "../domain/version-id.ts";
+import { ConflictError, InvalidArgumentError, NotFoundError } from "../domain/errors.ts";
+import { formatVersion, tryParseVersion, type VersionId } from "../domain/version-id.ts";
 import type { Logger } from "../log.ts";
 import type { SearchEngine, SearchRecord } from "../ports/engine.ts";
 import type { Db } from "../store/open.ts";
@@ -77,6 +77,13 @@ export class VersionService {
    */
   async resolve(ref: IndexRef, requested: string | undefined, minVersion?: string): Promise<VersionId> {
     const replica = this.ctx.replica;
+    // The contract's pattern lets "007" and "7.0" through; no write returns them. Refused alike
+    // with or without replication (one process would otherwise ignore what the others choke on).
+    if (minVersion !== undefined && tryParseVersion(minVersion) === null)
+      throw InvalidArgumentError.field(
+        "minVersion",
+        `"${minVersion}" is not a version a write returns, such as "7" or "7.3"`,
+      );
     if (minVersion !== undefined && replica) await replica.waitFor(ref.id, minVersion, MIN_VERSION_WAIT_MS);
     if (requested === undefined) return replica ? liveVersion(this.ctx, ref.id) : ref.activeVersion;
     let row = await versionRow(this.ctx.db, ref.id, requested);

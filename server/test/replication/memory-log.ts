@@ -48,6 +48,7 @@ export class MemoryLog {
         return { seq, at: entry.at, version: newestVersionOf(entry) };
       },
       firstSeq: async () => Math.max(1, log.entries.findIndex((e) => e !== null) + 1),
+      entryTimeFrom: async (seq: number) => log.entries.slice(Math.max(0, seq - 1)).find((e) => e !== null)?.at,
       follow(fromSeq: number, deliver: (applied: AppliedEntry) => Promise<void>) {
         let stopped = false;
         const done = (async () => {

@@ -594,6 +594,17 @@ class NatsLog implements ChangeLog {
     return this.jsm.streams.getMessage(this.options.stream, { last_by_subj: subjectOf(indexKey) });
   }
 
+  async entryTimeFrom(seq: number): Promise<number | undefined> {
+    // The first at or after `seq` of any index (`next_by_subj`, NATS 2.9): `seq` itself may have
+    // been removed with its index's truncation.
+    const request = { seq, next_by_subj: `${SUBJECT_ROOT}.>` } as unknown as { seq: number };
+    const message = await this.jsm.streams.getMessage(this.options.stream, request).catch((error: Error) => {
+      if (error instanceof JetStreamApiError && error.code === JetStreamApiCodes.NoMessageFound) return null;
+      throw error;
+    });
+    return message?.time.getTime();
+  }
+
   async firstSeq(): Promise<number> {
     const info = await this.jsm.streams.info(this.options.stream);
     return info.state.first_seq;
