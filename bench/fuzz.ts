@@ -5,6 +5,7 @@
 //
 //   npm run bench:fuzz                                  (100,000 requests, seed 15)
 //   npm run bench:fuzz -- --requests=5000 --seed=7 --concurrency=4 --no-write
+//   npm run bench:fuzz -- --replicated --requests=20000   (a node with replication; prints only)
 import { execFileSync } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
@@ -20,13 +21,19 @@ import {
   type Route,
   startFuzzer,
 } from "../test/fuzz/fuzzer.ts";
+import { startNatsCluster } from "../test/support/nats.ts";
 import { siftProcess } from "../test/support/process.ts";
 
 const args = new Map(process.argv.slice(2).map((a) => a.replace(/^--/, "").split("=") as [string, string]));
 const total = Number(args.get("requests") ?? 100_000);
 const seed = Number(args.get("seed") ?? process.env.FUZZ_SEED ?? DEFAULT_SEED);
 const concurrency = Number(args.get("concurrency") ?? 4);
-const write = !args.has("no-write");
+/**
+ * `--replicated`: the node follows a change log on a private NATS server (issue 18), whose paths
+ * (waiting for minVersion, readiness, appends) one process never takes. Needs DATABASE_URL.
+ */
+const replicated = args.has("replicated");
+const write = !args.has("no-write") && !replicated;
 const MAX_BODY_BYTES = 1024 * 1024;
 /** Requests generated per route at a time, each batch from its own seed. */
 const BATCH = 50;
@@ -34,12 +41,14 @@ const BATCH = 50;
 const document = loadDocument();
 const routes = fuzzRoutes(document, MAX_BODY_BYTES);
 
+const nats = replicated ? await startNatsCluster(1) : undefined;
 const server = await siftProcess({
   ...FUZZ_SERVER_ENV,
+  ...(nats ? { SIFT_NATS_URL: nats.urls, SIFT_NATS_REPLICAS: "1" } : {}),
   SIFT_LOG_LEVEL: "error",
   SIFT_MAX_BODY_BYTES: String(MAX_BODY_BYTES),
 });
-console.log(`starting Sift (${process.env.DATABASE_URL ? "PostgreSQL" : "PGlite"})…`);
+console.log(`starting Sift (${process.env.DATABASE_URL ? "PostgreSQL" : "PGlite"}${nats ? ", replication" : ""})…`);
 await server.start();
 const fuzzer = await startFuzzer(server.url, document);
 
@@ -103,6 +112,7 @@ const exit = await Promise.race([server.exited(), new Promise((r) => setTimeout(
 if (exit !== "running") console.log(`the server process had exited: ${exit}`);
 const serverOutput = server.output();
 await server.destroy();
+await nats?.stop();
 
 for (const e of examples.values()) console.log(`\n${e}`);
 const count = (kind: Finding["kind"]) => findings.get(kind) ?? 0;
