@@ -96,6 +96,10 @@ export class NotImplementedError extends DomainError {
   override name = "NotImplementedError";
 }
 
+/** The index was deleted (perhaps through another region) after the request looked it up. */
+export const indexDeletedMidway = (): NotFoundError =>
+  new NotFoundError("the index was deleted while this request ran");
+
 /** With replication: this node has not applied the index's first entries yet; another may have. */
 export const notInThisRegionYet = (): UnavailableError =>
   new UnavailableError("this region has not received the index yet; try again shortly", { retryAfterSeconds: 1 });

@@ -4,7 +4,7 @@
 // any other entry, so the node that acknowledges a write serves it at once and every node decides
 // in the same place, in log order, whether the entry still fits.
 import { join } from "node:path";
-import { UnavailableError } from "../domain/errors.ts";
+import { indexDeletedMidway, UnavailableError } from "../domain/errors.ts";
 import { formatVersion, majorOf, minorOf, type VersionId } from "../domain/version-id.ts";
 import type { Logger } from "../log.ts";
 import { type AppliedEntry, type ChangeLog, type LogEntry, type LogOp, StaleAppendError } from "../ports/change-log.ts";
@@ -220,6 +220,9 @@ export class Replica {
     op: LogOp & { index: string },
     options: { compareAndSet?: boolean; clientWaits?: boolean } = {},
   ): Promise<unknown> {
+    // Its drop applied here (a deletion that raced this request): nothing can build on it any
+    // more, and appending "after 0" would be stale for ever (seen: 20 retries, then a 503).
+    if (this.state.dropped.has(op.index) && op.op !== "drop-index") throw indexDeletedMidway();
     const known = this.state.indexes.get(op.index)?.last ?? 0;
     const expect = (options.compareAndSet ?? true) ? known : undefined;
     // Named with or without a compare-and-set: a bulk entry builds on nothing, but a node that
@@ -372,6 +375,8 @@ export class Replica {
     const until = Date.now() + timeoutMs;
     const held = () => this.has(indexId, version);
     const applied = (target: number) => (this.state.indexes.get(indexId)?.last ?? 0) >= target;
+    // Deleted (perhaps through another region) after the caller looked it up.
+    if (this.isDropped(indexId)) throw indexDeletedMidway();
     if (!(await this.reached(held, Math.min(until, Date.now() + ASK_LOG_AFTER_MS)))) {
       // Everything the log holds for the index now includes every write acknowledged so far. A
       // node that has applied all of it and still lacks `version` holds every acknowledged write:
@@ -379,7 +384,9 @@ export class Replica {
       // answered as one process answers it, not with 503 after 2 s in every region. A log out of
       // reach says nothing: the version is waited for.
       const target = await this.log.lastSeqOf(indexId).catch(() => Number.POSITIVE_INFINITY);
-      if (!(await this.reached(() => held() || applied(target), until))) throw notApplied(version);
+      if (!(await this.reached(() => held() || applied(target) || this.isDropped(indexId), until)))
+        throw notApplied(version);
+      if (this.isDropped(indexId)) throw indexDeletedMidway();
       if (!held()) return;
     }
     // A record change was live from the moment it was applied (its entry activates it): held is

@@ -267,6 +267,31 @@ describe("two nodes on one change log", () => {
   });
 });
 
+describe("an index deleted through another node while a request runs", () => {
+  const nodes = useTwoNodes();
+  const { memory } = nodes;
+
+  test("a purge or a write to an index whose deletion another node logged meanwhile is NotFound", async () => {
+    // The fuzzer against a replicating node: a purge that looked the index up as it was being
+    // deleted appended "after 0" twenty times, each stale, then answered 503.
+    await nodes.a.catalog.createIndex("ten_r", { name: "doomed", serviceName: "ten_r-shop" });
+    await nodes.b.replica.catchUp();
+    await nodes.b.records.put(admin, "doomed", "r1", { title: "Doomed" });
+    const ref = (await nodes.b.catalog.byName("ten_r", "doomed"))!;
+    // The deletion's log entry, applied on both nodes before its store rows are gone.
+    await nodes.a.replica.commit({ op: "drop-index", index: ref.id }, { compareAndSet: false });
+    await nodes.b.replica.catchUp();
+    const appended = memory.entries.length;
+    await expect(nodes.b.records.purge(admin, "doomed", "r1")).rejects.toBeInstanceOf(NotFoundError);
+    await expect(nodes.b.records.put(admin, "doomed", "r2", { title: "Too late" })).rejects.toBeInstanceOf(
+      NotFoundError,
+    );
+    expect(memory.entries.length).toBe(appended);
+    // A read that waits for a version of it is NotFound too, not 503 after its wait.
+    await expect(nodes.b.records.get(admin, "doomed", "r1", undefined, "0.5")).rejects.toBeInstanceOf(NotFoundError);
+  });
+});
+
 describe("a record write or an activation on a node that cannot follow the log", () => {
   // Node b's end of the log (how far it goes) may time out, as NATS's does while a server is
   // killed; and b waits at most 300 ms for the log, where a node waits 15 s.

@@ -562,7 +562,10 @@ class NatsLog implements ChangeLog {
         (error.code === JetStreamApiCodes.StreamWrongLastSequence ||
           error.code === JetStreamApiCodes.StreamWrongLastSequenceUnknown)
       ) {
-        throw new StaleAppendError(`another entry for index ${entry.index} was appended first`);
+        // NATS's message says which position the index's newest entry has there (diagnosis).
+        throw new StaleAppendError(
+          `another entry for index ${entry.index} was appended first (expected ${expectedLast}: ${error.message})`,
+        );
       }
       throw error;
     }

@@ -17,6 +17,8 @@ import { recordLiveAtNow } from "./change-rows.ts";
  */
 export interface ReplicaView {
   active(indexId: string): VersionId | undefined;
+  /** Whether this node has applied the index's drop (its deletion, perhaps from another region). */
+  isDropped(indexId: string): boolean;
   maxMinor(indexId: string, major: number): number;
   /** The version the newest accepted entry of the index created (nothing was created after it). */
   newest(indexId: string): VersionId | undefined;

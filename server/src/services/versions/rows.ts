@@ -1,8 +1,9 @@
 // The version graph as the store holds it: the `versions` rows of an index and the index's active
 // version and next major id. Queries only; what they mean is up to the callers.
 import { and, eq, sql } from "drizzle-orm";
-import { DomainError, NotFoundError, notInThisRegionYet } from "../../domain/errors.ts";
+import { DomainError, NotFoundError, notInThisRegionYet, indexDeletedMidway } from "../../domain/errors.ts";
 import type { VersionId } from "../../domain/version-id.ts";
+import type { ReplicaView } from "./context.ts";
 import { isForeignKeyViolation } from "../../store/errors.ts";
 import type { Db, Tx } from "../../store/open.ts";
 import { indexes, versions } from "../../store/schema.ts";
@@ -38,11 +39,13 @@ export async function activeVersionOf(db: Db, indexId: string): Promise<VersionI
  * has applied (a node that has not applied the index yet cannot write to it: 503, try again).
  */
 export async function liveVersion(
-  ctx: { db: Db; replica?: { active(indexId: string): VersionId | undefined } | undefined },
+  ctx: { db: Db; replica?: Pick<ReplicaView, "active" | "isDropped"> | undefined },
   indexId: string,
 ): Promise<VersionId> {
   if (!ctx.replica) return activeVersionOf(ctx.db, indexId);
   const active = ctx.replica.active(indexId);
+  // Its deletion applied here before its store rows went: 404, not "not received yet".
+  if (active === undefined && ctx.replica.isDropped(indexId)) throw indexDeletedMidway();
   if (active === undefined) {
     await activeVersionOf(ctx.db, indexId); // a deleted index is a 404
     throw notInThisRegionYet();
@@ -81,8 +84,7 @@ export async function takeMajor(db: Db, indexId: string): Promise<number> {
  * engine's index (or its files) gone, which is the deletion's doing, not a server fault.
  */
 export async function rethrowUnlessDeleted(db: Db, indexId: string, error: unknown): Promise<never> {
-  if (!(error instanceof DomainError) && !(await indexExists(db, indexId)))
-    throw new NotFoundError("the index was deleted while this request ran");
+  if (!(error instanceof DomainError) && !(await indexExists(db, indexId))) throw indexDeletedMidway();
   throw error;
 }
 
