@@ -40,9 +40,15 @@ export interface Fuzzer {
   close(): void;
 }
 
-export async function startFuzzer(baseUrl: string, document: Schema): Promise<Fuzzer> {
+/**
+ * `nodes`: more nodes of the same deployment (replication): requests go to `baseUrl` and each of
+ * them in turn, while the tenant is set up and put back through `baseUrl`.
+ */
+export async function startFuzzer(baseUrl: string, document: Schema, nodes: string[] = []): Promise<Fuzzer> {
   const world: FuzzWorld = await setUpWorld(baseUrl);
-  const client: Sender = sender(baseUrl, { timeoutMs: 60_000 });
+  const clients: Sender[] = [baseUrl, ...nodes].map((url) => sender(url, { timeoutMs: 60_000 }));
+  let turn = 0;
+  const client: Pick<Sender, "send"> = { send: (request) => clients[turn++ % clients.length]!.send(request) };
   const check: Checker = checker(document);
   const raw = (r: FuzzRequest): RawRequest => {
     const headers: Record<string, string> = { ...r.headers };
@@ -89,7 +95,7 @@ export async function startFuzzer(baseUrl: string, document: Schema): Promise<Fu
       ].join("\n");
     },
     close() {
-      client.close();
+      for (const c of clients) c.close();
       world.close();
     },
   };

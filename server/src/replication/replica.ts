@@ -222,7 +222,7 @@ export class Replica {
   ): Promise<unknown> {
     // Its drop applied here (a deletion that raced this request): nothing can build on it any
     // more, and appending "after 0" would be stale for ever (seen: 20 retries, then a 503).
-    if (this.state.dropped.has(op.index) && op.op !== "drop-index") throw indexDeletedMidway();
+    if (this.isDropped(op.index) && op.op !== "drop-index") throw indexDeletedMidway();
     const known = this.state.indexes.get(op.index)?.last ?? 0;
     const expect = (options.compareAndSet ?? true) ? known : undefined;
     // Named with or without a compare-and-set: a bulk entry builds on nothing, but a node that
