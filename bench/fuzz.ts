@@ -11,11 +11,10 @@ import { readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import type { Finding } from "../test/fuzz/check.ts";
-import { DEFAULT_SEED, FUZZ_SERVER_ENV, fuzzRoutes, loadDocument, startFuzzer } from "../test/fuzz/fuzzer.ts";
-import { startNatsCluster } from "../test/support/nats.ts";
+import { DEFAULT_SEED, fuzzRoutes, loadDocument, startFuzzer } from "../test/fuzz/fuzzer.ts";
 import { fuzzRun } from "../test/fuzz/run.ts";
-import { siftProcess } from "../test/support/process.ts";
-import { createTempDatabase } from "../server/test/support/store.ts";
+import { notThereYet, startFuzzNodes } from "../test/fuzz/nodes.ts";
+import type { SiftProcess } from "../test/support/process.ts";
 
 const args = new Map(process.argv.slice(2).map((a) => a.replace(/^--/, "").split("=") as [string, string]));
 const total = Number(args.get("requests") ?? 100_000);
@@ -35,43 +34,22 @@ const MAX_BODY_BYTES = 1024 * 1024;
 const document = loadDocument();
 const routes = fuzzRoutes(document, MAX_BODY_BYTES);
 
-const nats = replicated ? await startNatsCluster(1) : undefined;
-const shared = nodeCount > 1 ? await createTempDatabase(process.env.DATABASE_URL!) : undefined;
-const regions = ["frankfurt", "london", "newark"];
-const servers = await Promise.all(
-  Array.from({ length: nodeCount }, (_, i) =>
-    siftProcess(
-      {
-        ...FUZZ_SERVER_ENV,
-        ...(nats ? { SIFT_NATS_URL: nats.urls, SIFT_NATS_REPLICAS: "1" } : {}),
-        ...(nodeCount > 1 ? { SIFT_REGION: regions[i % regions.length]!, SIFT_NODE_ID: `fuzz-${i}` } : {}),
-        SIFT_LOG_LEVEL: "error",
-        SIFT_MAX_BODY_BYTES: String(MAX_BODY_BYTES),
-      },
-      shared ? { sharedDatabase: shared.url } : {},
-    ),
-  ),
-);
-const server = servers[0]!;
-const moreNodes = servers.slice(1);
+const running = await startFuzzNodes({
+  replicated,
+  count: nodeCount,
+  env: { SIFT_LOG_LEVEL: "error", SIFT_MAX_BODY_BYTES: String(MAX_BODY_BYTES) },
+});
+const [server, ...moreNodes] = running.nodes as [SiftProcess, ...SiftProcess[]];
 console.log(
-  `starting Sift (${process.env.DATABASE_URL ? "PostgreSQL" : "PGlite"}${nats ? `, replication, ${nodeCount} node(s)` : ""})…`,
+  `started Sift (${process.env.DATABASE_URL ? "PostgreSQL" : "PGlite"}${replicated ? `, replication, ${nodeCount} node(s)` : ""})`,
 );
-// The first migrates the shared database; the others then start together.
-await server.start();
-await Promise.all(moreNodes.map((node) => node.start()));
 const fuzzer = await startFuzzer(
   server.url,
   document,
   moreNodes.map((node) => node.url),
 );
-/**
- * With several nodes, a 503 with Retry-After is what a region answers for an index or version it
- * has not received yet (the client asks another region): counted apart, not as a finding.
- */
+/** With several nodes, a region's "not here yet" (notThereYet) is counted apart, not as a finding. */
 let regionRetries = 0;
-const regionRetry = (outcome: Awaited<ReturnType<typeof fuzzer.send>>) =>
-  moreNodes.length > 0 && outcome.response?.status === 503 && outcome.response.headers["retry-after"] !== undefined;
 
 interface RouteCount {
   requests: number;
@@ -95,7 +73,7 @@ await fuzzRun({
     count.requests++;
     const status = outcome.response?.status ?? 0;
     count.statuses.set(status, (count.statuses.get(status) ?? 0) + 1);
-    if (regionRetry(outcome)) {
+    if (moreNodes.length > 0 && notThereYet(outcome)) {
       regionRetries++;
       outcome.findings = outcome.findings.filter((f) => f.kind !== "5xx");
     }
@@ -118,10 +96,8 @@ fuzzer.close();
 // A server that died (a crash, the OOM killer) says how here; its requests were "no answer".
 const exit = await Promise.race([server.exited(), new Promise((r) => setTimeout(() => r("running"), 100))]);
 if (exit !== "running") console.log(`the server process had exited: ${exit}`);
-const serverOutput = servers.map((node) => node.output()).join("\n");
-for (const node of servers) await node.destroy();
-await shared?.drop();
-await nats?.stop();
+const serverOutput = running.nodes.map((node) => node.output()).join("\n");
+await running.stop();
 if (moreNodes.length > 0) console.log(`503 with Retry-After, from a region not there yet: ${regionRetries}`);
 
 for (const e of examples.values()) console.log(`\n${e}`);

@@ -7,48 +7,33 @@
 // writes that looped on an index deleted meanwhile (D-334, D-335). The long run:
 //   npm run bench:fuzz -- --replicated=2 --requests=20000 --seed=<seed>
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createTempDatabase } from "../../server/test/support/store.ts";
-import { FUZZ_SERVER_ENV, type Fuzzer, fuzzRoutes, loadDocument, startFuzzer } from "../fuzz/fuzzer.ts";
+import { type Fuzzer, fuzzRoutes, loadDocument, startFuzzer } from "../fuzz/fuzzer.ts";
+import { type FuzzNodes, notThereYet, startFuzzNodes } from "../fuzz/nodes.ts";
 import { fuzzRun } from "../fuzz/run.ts";
-import { type NatsCluster, startNatsCluster } from "../support/nats.ts";
-import { type SiftProcess, siftProcess } from "../support/process.ts";
 import { regionsAvailable } from "../support/regions.ts";
 
 const SEED = Number(process.env.FUZZ_SEED ?? 619);
 /** About 20 s on a shared 2-core machine; the 20,000 of a long run found each of the faults above. */
 const REQUESTS = Number(process.env.FUZZ_REQUESTS ?? 3_000);
 const MAX_BODY_BYTES = 1024 * 1024;
+const document = loadDocument();
 
 describe.skipIf(!regionsAvailable)("the contract fuzzer against two replicating nodes", () => {
-  let nats: NatsCluster;
-  let database: { url: string; drop(): Promise<void> };
-  const nodes: SiftProcess[] = [];
+  let running: FuzzNodes | undefined;
   let fuzzer: Fuzzer;
+  const nodes = () => running!.nodes;
 
   beforeAll(async () => {
-    nats = await startNatsCluster(1);
-    database = await createTempDatabase(process.env.DATABASE_URL!);
-    for (const [i, region] of ["frankfurt", "london"].entries()) {
-      const env = {
-        ...FUZZ_SERVER_ENV,
-        SIFT_NATS_URL: nats.urls,
-        SIFT_NATS_REPLICAS: "1",
-        SIFT_REGION: region,
-        SIFT_NODE_ID: `fuzz-${i}`,
-        SIFT_MAX_BODY_BYTES: String(MAX_BODY_BYTES),
-      };
-      nodes.push(await siftProcess(env, { sharedDatabase: database.url }));
-    }
-    // The first migrates the shared database.
-    await nodes[0]!.start();
-    await nodes[1]!.start();
-    fuzzer = await startFuzzer(nodes[0]!.url, loadDocument(), [nodes[1]!.url]);
+    running = await startFuzzNodes({
+      replicated: true,
+      count: 2,
+      env: { SIFT_MAX_BODY_BYTES: String(MAX_BODY_BYTES) },
+    });
+    fuzzer = await startFuzzer(nodes()[0]!.url, document, [nodes()[1]!.url]);
   }, 120_000);
   afterAll(async () => {
     fuzzer?.close();
-    for (const node of nodes) await node.destroy();
-    await database?.drop();
-    await nats?.stop();
+    await running?.stop();
   });
 
   it(`answers ${REQUESTS} requests as the contract says (seed ${SEED}, FUZZ_SEED)`, { timeout: 180_000 }, async () => {
@@ -56,19 +41,23 @@ describe.skipIf(!regionsAvailable)("the contract fuzzer against two replicating 
     let retried = 0;
     await fuzzRun({
       fuzzer,
-      routes: fuzzRoutes(loadDocument(), MAX_BODY_BYTES),
+      routes: fuzzRoutes(document, MAX_BODY_BYTES),
       total: REQUESTS,
       seed: SEED,
       concurrency: 8,
       seen(_route, request, outcome) {
-        const response = outcome.response;
-        const regionRetry = response?.status === 503 && response.headers["retry-after"] !== undefined;
+        const regionRetry = notThereYet(outcome);
         if (regionRetry) retried++;
         const findings = outcome.findings.filter((f) => !(regionRetry && f.kind === "5xx"));
         if (findings.length > 0 && found.length < 5) found.push(fuzzer.explain(request, { ...outcome, findings }));
       },
     });
-    expect(found, `${found.join("\n\n")}\n\n${nodes.map((n) => n.output().slice(-3_000)).join("\n")}`).toEqual([]);
+    expect(
+      found,
+      `${found.join("\n\n")}\n\n${nodes()
+        .map((n) => n.output().slice(-3_000))
+        .join("\n")}`,
+    ).toEqual([]);
     // A region that says "not here yet" for long would hide faults behind its retries.
     expect(retried).toBeLessThan(REQUESTS / 100);
   });

@@ -375,20 +375,19 @@ export class Replica {
     const until = Date.now() + timeoutMs;
     const held = () => this.has(indexId, version);
     const applied = (target: number) => (this.state.indexes.get(indexId)?.last ?? 0) >= target;
-    // Deleted (perhaps through another region) after the caller looked it up.
-    if (this.isDropped(indexId)) throw indexDeletedMidway();
-    if (!(await this.reached(held, Math.min(until, Date.now() + ASK_LOG_AFTER_MS)))) {
+    // Deleted (perhaps through another region) after the caller looked it up, or while it waits.
+    const gone = () => this.isDropped(indexId);
+    if (!(await this.reached(() => held() || gone(), Math.min(until, Date.now() + ASK_LOG_AFTER_MS)))) {
       // Everything the log holds for the index now includes every write acknowledged so far. A
       // node that has applied all of it and still lacks `version` holds every acknowledged write:
       // the version was never acknowledged (a mistyped id, another index's), and the read is
       // answered as one process answers it, not with 503 after 2 s in every region. A log out of
       // reach says nothing: the version is waited for.
       const target = await this.log.lastSeqOf(indexId).catch(() => Number.POSITIVE_INFINITY);
-      if (!(await this.reached(() => held() || applied(target) || this.isDropped(indexId), until)))
-        throw notApplied(version);
-      if (this.isDropped(indexId)) throw indexDeletedMidway();
-      if (!held()) return;
+      if (!(await this.reached(() => held() || applied(target) || gone(), until))) throw notApplied(version);
+      if (!held() && !gone()) return;
     }
+    if (gone()) throw indexDeletedMidway();
     // A record change was live from the moment it was applied (its entry activates it): held is
     // enough, and the log need not be asked, a request per read to every NATS server at load.
     if (this.active(indexId) === version || minorOf(version) > 0) return;
