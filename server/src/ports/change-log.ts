@@ -100,6 +100,12 @@ export interface ChangeLog {
    * one (answers while the log's home is out of reach); the log's otherwise.
    */
   lastSeqNearby?(): Promise<number>;
+  /**
+   * True while the log's home has not answered since it was out of reach as the log opened (a
+   * node started during an outage of the home's cluster): its end is then asked for briefly.
+   * Waits for a log still being opened.
+   */
+  homeAway?(): Promise<boolean>;
   /** The position of the newest entry of one index (0 when it has none). */
   lastSeqOf(indexKey: string): Promise<number>;
   /**

@@ -59,6 +59,9 @@ export class OpeningLog implements ChangeLog {
     const log = await this.use();
     return log.lastSeqNearby ? log.lastSeqNearby() : log.lastSeq();
   }
+  async homeAway(): Promise<boolean> {
+    return (await (await this.use()).homeAway?.()) ?? false;
+  }
   async lastSeqOf(indexKey: string): Promise<number> {
     return (await this.use()).lastSeqOf(indexKey);
   }

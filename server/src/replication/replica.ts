@@ -124,7 +124,10 @@ export class Replica {
   /** Starts following the log; resolves once everything in it at start-up has been applied. */
   async start(): Promise<void> {
     // Said before anything is read: from now on no entry this node has not applied is removed.
-    await this.report();
+    // Unless the log's home was out of reach as the log opened: nothing is removed there
+    // meanwhile, and the report would hold the start up for its whole timeout (D-337).
+    const reported = this.report();
+    if (!(await this.log.homeAway?.().catch(() => false))) await reported;
     this.reporter = setInterval(() => void this.report(), this.snapshots.reportEveryMs);
     let target = 0;
     for (let attempt = 1; ; attempt++) {

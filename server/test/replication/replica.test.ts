@@ -672,6 +672,47 @@ describe("a node started while the log's home is out of reach (D-279)", () => {
   }, 30_000);
 });
 
+describe("a node whose log opened while its home was out of reach (D-337)", () => {
+  const nodes = useTwoNodes();
+  const { memory } = nodes;
+
+  /** Node "c" on a log whose home does not answer: its position report never ends, its end fails. */
+  const openAway = (homeAway: boolean) =>
+    openNode(memory, nodes.store, `c-${homeAway}`, {
+      startLater: true,
+      wrapLog: (log) => ({
+        ...log,
+        homeAway: async () => homeAway,
+        lastSeq: () => Promise.reject(new Error("timeout")),
+        lastSeqNearby: () => log.lastSeq(),
+        putDoc: () => new Promise<void>(() => undefined),
+      }),
+    });
+  const settledWithin = (promise: Promise<unknown>, ms: number) =>
+    Promise.race([promise.then(() => true), new Promise((resolve) => setTimeout(() => resolve(false), ms))]);
+
+  test("starts on what its region holds without waiting for its first position report", async () => {
+    const version = await nodes.a.records.put(admin, "shop", "lamp", { title: "Away lamp" });
+    const shop = (await nodes.a.catalog.byName("ten_r", "shop"))!;
+    const c = await openAway(true);
+    try {
+      expect(await settledWithin(c.replica.start(), 5_000)).toBe(true);
+      await c.replica.waitFor(shop.id, version, 5_000);
+    } finally {
+      await c.close();
+    }
+  });
+
+  test("with its home answering at the open, reports its position before it reads anything", async () => {
+    const c = await openAway(false);
+    try {
+      expect(await settledWithin(c.replica.start(), 1_000)).toBe(false);
+    } finally {
+      await c.close();
+    }
+  });
+});
+
 describe("a snapshot being written", () => {
   // Its majors' files are published as a snapshot's own (none counts as published already), and
   // that publishing waits until the test lets it go.
