@@ -164,14 +164,16 @@ describe.skipIf(!regionsAvailable)("two regions on a supercluster, London readin
     }
     const mirror = (await streamState(r.nats, "SIFT_london"))!.state;
     expect(mirror.last_seq).toBe((await streamState(r.nats, "SIFT"))!.state.last_seq);
-    // A London write is acknowledged once the log's home has it: one round trip away (seen: 89
-    // to 143 ms), not several. Frankfurt's own writes do not wait for the distance (5 to 22 ms).
+    // A London write is acknowledged once the log's home has it: one round trip away, not
+    // several. Frankfurt's own writes do not wait for the distance. Each is checked on the fastest
+    // write of the ten, against bounds the distance sets: a loaded machine makes writes slower,
+    // never faster than the delay, so medians of ten moved with the load (a CI run saw Frankfurt's
+    // at 117 ms) where a minimum under a round trip still shows a write that did not cross.
     const [frankfurt, london] = [acknowledgedIn.get(FRANKFURT)!, acknowledgedIn.get(LONDON)!];
-    const median = (ms: number[]) => ms.toSorted((a, b) => a - b)[Math.floor(ms.length / 2)]!;
     const roundTrip = 2 * DISTANCE_MS;
     expect(Math.min(...london)).toBeGreaterThanOrEqual(roundTrip);
-    expect(median(london)).toBeLessThan(median(frankfurt) + 2 * roundTrip);
-    expect(median(frankfurt)).toBeLessThan(median(london) - roundTrip / 2);
+    expect(Math.min(...london)).toBeLessThan(Math.min(...frankfurt) + 2 * roundTrip);
+    expect(Math.min(...frankfurt)).toBeLessThan(roundTrip);
   }, 120_000);
 
   it("London serves what its region holds while the log's cluster is down, restarted too, and catches up once it is back", async () => {
