@@ -74,6 +74,55 @@ describe.skipIf(!natsAvailable)("the NATS change log", () => {
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
+  it("another region's copy that skipped a message while its nodes were down is made again by the home's node (D-339)", async () => {
+    // A server of its own: every log stream takes the same subjects, and this one's copies would
+    // be looked at by the other tests' nodes.
+    const server = await startNatsCluster(1);
+    const options = { servers: server.urls.split(","), stream: "COPIES_TEST", replicas: 1 };
+    const copy = "COPIES_TEST_london_docs";
+    const client = await connect({ servers: server.urls.split(",") });
+    try {
+      const jsm = await jetstreamManager(client, { checkAPI: false });
+      const chunksIn = async () =>
+        (await jsm.streams.info(copy, { subjects_filter: "$O.COPIES_TEST_docs.C.>" })).state.subjects ?? {};
+      // London's node makes its region's copies, writes two documents, and stops.
+      const london = await openNatsLog({ ...options, log: silent, name: "london", mirror: "COPIES_TEST_london" });
+      await london.putDoc("snapshots/shop/latest", { seq: 10 });
+      await london.putDoc("snapshots/desk/latest", { seq: 20 });
+      await expect.poll(async () => Object.keys(await chunksIn()).length).toBe(2);
+      await london.close();
+      // London's copy loses the first document's chunk, as a source that skipped it.
+      const first = (await jsm.streams.getMessage(copy, {
+        seq: 0,
+        next_by_subj: "$O.COPIES_TEST_docs.C.>",
+      } as unknown as {
+        seq: number;
+      }))!;
+      await jsm.streams.deleteMessage(copy, first.seq);
+      expect(Object.keys(await chunksIn())).not.toContain(first.subject);
+
+      // A node of the home region (no copies of its own) finds it at its first sweep.
+      const lines: string[] = [];
+      const home = await openNatsLog({
+        ...options,
+        log: createLogger("info", {}, (line) => lines.push(line)),
+        name: "home",
+      });
+      try {
+        await expect
+          .poll(() => lines.find((line) => line.includes("another region's copy")), { timeout: 15_000 })
+          .toContain(`"copy":"${copy}"`);
+        await expect.poll(async () => Object.keys(await chunksIn()), { timeout: 10_000 }).toContain(first.subject);
+        expect((await jsm.streams.info(copy)).config.sources?.[0]?.name).toBe("OBJ_COPIES_TEST_docs");
+      } finally {
+        await home.close();
+      }
+    } finally {
+      await client.close();
+      await server.stop();
+    }
+  }, 40_000);
+
   it("a new major is held by the nodes that fetch ahead once its publisher is done", async () => {
     const logged: Record<string, unknown>[] = [];
     const writer = await open(

@@ -430,7 +430,8 @@ class NatsLog implements ChangeLog {
           error: reason,
         }),
     );
-    if (this.copies !== undefined) this.nextSweep();
+    // Every node sweeps: its region's copies, if it has them, and every other region's for skips.
+    this.nextSweep();
     // Headroom for the headers of the message.
     this.maxPayload = Math.max(1024, nc.info?.max_payload ?? 1024 * 1024) - 4096;
     if (options.stagingDir !== undefined) {
@@ -1049,11 +1050,12 @@ class NatsLog implements ChangeLog {
     return fromBucket();
   }
 
-  /** Each node of the region sweeps, at its own moments: a sweep is idempotent. */
+  /** Each node sweeps at its own moments: a sweep is idempotent. */
   private nextSweep(): void {
     this.sweeper = setTimeout(
       async () => {
-        const remade = await this.sweepCopies();
+        const remadeHere = this.copies !== undefined && (await this.sweepCopies());
+        const remade = (await this.checkOtherCopies()) || remadeHere;
         this.sweeps++;
         this.remadeInARow = remade ? this.remadeInARow + 1 : 0;
         if (!this.closed) this.nextSweep();
@@ -1103,6 +1105,51 @@ class NatsLog implements ChangeLog {
       });
     }
     return false;
+  }
+
+  /**
+   * Makes again another region's copy that skipped a message (D-339): one that skips while every
+   * node of its region is down would otherwise stay short until one of them starts, and a
+   * restore there during an outage of the home would wait for the home. Nothing else in it is
+   * touched: its region's nodes sweep it. True when it made one again.
+   */
+  private async checkOtherCopies(): Promise<boolean> {
+    let remade = false;
+    try {
+      const own = this.copies?.files.descriptions;
+      const suffix = "_objects";
+      const others = (await this.streamsCopying(descriptionsStream(this.options.stream))).filter(
+        (name) => name !== own && name.endsWith(suffix),
+      );
+      for (const descriptions of others) {
+        const copies = copiesFor({ ...this.options, mirror: descriptions.slice(0, -suffix.length) })!;
+        const skipped: Skip[] = [];
+        for (const copy of [copies.files, copies.docs])
+          skipped.push(...(await sweepCopy(this.jsm, copy, { skipsOnly: true })).skipped);
+        for (const stream of new Set(skipped.map((skip) => skip.stream))) {
+          // Made again where it was, as its region's node made it (placement, replicas).
+          const { config, cluster } = await this.jsm.streams.info(stream);
+          await this.jsm.streams.delete(stream);
+          const made = copyConfigs(copies).find((c) => c.name === stream)!;
+          await ensureStream(this.jsm, {
+            ...made,
+            num_replicas: config.num_replicas,
+            ...(cluster?.name ? { placement: { cluster: cluster.name, tags: [] } } : {}),
+          });
+          remade = true;
+        }
+        for (const skip of skipped)
+          this.options.log.warn("another region's copy of an object store skipped a message; made the copy again", {
+            copy: skip.stream,
+            lacked: skip.what,
+          });
+      }
+    } catch (error) {
+      this.options.log.warn("could not look at the other regions' copies of the object stores", {
+        error: (error as Error).message,
+      });
+    }
+    return remade;
   }
 
   async deleteLargeEntries(indexKey: string, at: number, options: { exceptFrom?: number } = {}): Promise<number> {

@@ -19,7 +19,7 @@
 // and from every copy of it, and the chunks from every copy; each node sweeps its region's copies
 // now and then for what a copy out of reach missed, and for chunks no description names (an
 // overwritten object's, a node position's). The sweep also finds a message a copy skipped, and
-// the node makes that copy again.
+// the node makes that copy again; it looks at the other regions' copies for that too (D-339).
 import { createHash } from "node:crypto";
 import {
   JetStreamApiCodes,
@@ -236,12 +236,13 @@ async function skipsOf(
  * Then, unless either copy is behind its origin: descriptions the stream at home (`copy.origin`)
  * no longer has, and chunks no description left names, older than `orphanAfterMs` (an overwritten
  * object's, a deleted one's, an object's never described). A copy out of reach when an object was
- * deleted or purged keeps it until this runs.
+ * deleted or purged keeps it until this runs. `skipsOnly`: looks for skips and removes nothing
+ * (another region's copy, D-339).
  */
 export async function sweepCopy(
   jsm: JetStreamManager,
   copy: Copy,
-  { orphanAfterMs = ORPHAN_AFTER_MS }: { orphanAfterMs?: number } = {},
+  { orphanAfterMs = ORPHAN_AFTER_MS, skipsOnly = false }: { orphanAfterMs?: number; skipsOnly?: boolean } = {},
 ): Promise<{ descriptions: number; chunks: number; skipped: Skip[] }> {
   const prefix = `${DESCRIPTIONS_ROOT}.${copy.bucket}.`;
   const counted = async (stream: string, filter: string) =>
@@ -269,7 +270,7 @@ export async function sweepCopy(
   }
   const seen = { descriptionsUpTo, chunksUpTo, held: new Set(held), kept };
   const skipped = await skipsOf(jsm, copy, seen, named, counts);
-  if (skipped.length > 0 || wasBehind) return { descriptions: 0, chunks: 0, skipped };
+  if (skipped.length > 0 || wasBehind || skipsOnly) return { descriptions: 0, chunks: 0, skipped };
   let descriptions = 0;
   for (const subject of held) {
     if (keptSet.has(subject)) continue;
