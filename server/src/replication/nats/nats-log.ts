@@ -32,6 +32,7 @@ import {
   descriptionsConfig,
   descriptionsStream,
   forgetObject,
+  noMessage,
   purgeChunks,
   readCopy,
   regionCopies,
@@ -618,7 +619,7 @@ class NatsLog implements ChangeLog {
     // been removed with its index's truncation.
     const request = { seq, next_by_subj: `${SUBJECT_ROOT}.>` } as unknown as { seq: number };
     const message = await this.jsm.streams.getMessage(this.options.stream, request).catch((error: Error) => {
-      if (error instanceof JetStreamApiError && error.code === JetStreamApiCodes.NoMessageFound) return null;
+      if (noMessage(error)) return null;
       throw error;
     });
     return message?.time.getTime();
@@ -1127,15 +1128,10 @@ class NatsLog implements ChangeLog {
         for (const copy of [copies.files, copies.docs])
           skipped.push(...(await sweepCopy(this.jsm, copy, { skipsOnly: true })).skipped);
         for (const stream of new Set(skipped.map((skip) => skip.stream))) {
-          // Made again where it was, as its region's node made it (placement, replicas).
-          const { config, cluster } = await this.jsm.streams.info(stream);
+          // Made again as its region's node made it: its own configuration (source, replicas, placement).
+          const { config } = await this.jsm.streams.info(stream);
           await this.jsm.streams.delete(stream);
-          const made = copyConfigs(copies).find((c) => c.name === stream)!;
-          await ensureStream(this.jsm, {
-            ...made,
-            num_replicas: config.num_replicas,
-            ...(cluster?.name ? { placement: { cluster: cluster.name, tags: [] } } : {}),
-          });
+          await ensureStream(this.jsm, config);
           remade = true;
         }
         for (const skip of skipped)
@@ -1170,7 +1166,7 @@ class NatsLog implements ChangeLog {
       // The next entry of the subject at or after `seq` (the server's `next_by_subj`, NATS 2.9).
       const request = { seq, next_by_subj: subject } as unknown as { seq: number };
       const message = await this.jsm.streams.getMessage(this.options.stream, request).catch((error: Error) => {
-        if (error instanceof JetStreamApiError && error.code === JetStreamApiCodes.NoMessageFound) return null;
+        if (noMessage(error)) return null;
         throw error;
       });
       if (message === null) return named;

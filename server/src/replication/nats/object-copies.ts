@@ -111,7 +111,8 @@ export async function purgeChunks(jsm: JetStreamManager, copies: string[], bucke
   for (const stream of copies) await jsm.streams.purge(stream, { filter: `${chunkPrefix(bucket)}${nuid}` });
 }
 
-const noMessage = (error: unknown) =>
+/** A message get that found no message (none at or after that sequence, or on that subject). */
+export const noMessage = (error: unknown) =>
   error instanceof JetStreamApiError && error.code === JetStreamApiCodes.NoMessageFound;
 
 /** A region's copy of one bucket: its descriptions stream and its chunks stream. */
