@@ -14,6 +14,8 @@ import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { deleteObject } from "../../server/src/replication/nats/listing.ts";
 import {
+  anchor,
+  anchorsOf,
   type Copy,
   copyConfigs,
   describeObject,
@@ -85,8 +87,9 @@ describe.skipIf(!natsAvailable)("a region's copy of an object store", () => {
     jsm = await jetstreamManager(nc);
     store = await new Objm(jetstream(nc)).create(bucket);
     await new Objm(jetstream(nc)).create("SIFT_docs");
-    // As NatsLog makes them.
+    // As NatsLog makes them: the streams the copies take from begin with their anchors.
     await jsm.streams.add(descriptionsConfig("SIFT", [bucket, "SIFT_docs"]));
+    for (const { subject } of anchorsOf("SIFT", [bucket, "SIFT_docs"])) await anchor(jetstream(nc), subject);
     for (const config of copyConfigs(copies)) await jsm.streams.add(config);
     dir = await mkdtemp(join(tmpdir(), "sift-copies-"));
   });
@@ -279,5 +282,40 @@ describe.skipIf(!natsAvailable)("a region's copy of an object store", () => {
     expect(await chunkSubjects()).not.toContain(`$O.${bucket}.C.${nuid}`);
     // Everything the home still holds reads as before.
     expect(Buffer.from((await readCopy(jsm, copy, "nodes/a"))!).toString()).toBe('{"position":2}');
+  });
+
+  it("each stream the copies take from begins with its anchor, kept through deletions, sweeps and copies made late", async () => {
+    // Deleted and overwritten objects above: without the anchor, the bucket would begin past its
+    // sequence 1, where a NATS 2.9 source can count the first message as taken before it is.
+    for (const { stream, subject } of anchorsOf("SIFT", [bucket, "SIFT_docs"])) {
+      expect((await jsm.streams.info(stream)).state.first_seq).toBe(1);
+      expect((await jsm.streams.getMessage(stream, { seq: 1 }))?.subject).toBe(subject);
+      // Anchoring again adds nothing.
+      const last = (await jsm.streams.info(stream)).state.last_seq;
+      await anchor(js(), subject);
+      expect((await jsm.streams.info(stream)).state.last_seq).toBe(last);
+    }
+    // The sweeps above (orphans removed at once) left the anchors in the copy.
+    expect(await chunkSubjects()).toContain(`$O.${bucket}.C.~anchor`);
+    expect(await sweepCopy(jsm, copy, { orphanAfterMs: 0 })).toMatchObject({ descriptions: 0, skipped: [] });
+    expect(await chunkSubjects()).toContain(`$O.${bucket}.C.~anchor`);
+
+    // A region whose copies are made now takes the anchor first, and then everything described.
+    const late = regionCopies("LATE", "SIFT", { files: bucket, docs: "SIFT_docs" });
+    for (const config of copyConfigs(late)) await jsm.streams.add(config);
+    const chunksHeld = async (stream: string) =>
+      Object.values(
+        (await jsm.streams.info(stream, { subjects_filter: `$O.${bucket}.C.>` })).state.subjects ?? {},
+      ).reduce((sum, n) => sum + n, 0);
+    const all = await chunksHeld(`OBJ_${bucket}`);
+    await expect.poll(() => chunksHeld(late.files.chunks), { timeout: 30_000 }).toBe(all);
+    const first = (await jsm.streams.getMessage(late.files.chunks, { seq: 1 }))!;
+    expect(first.subject).toBe(`$O.${bucket}.C.~anchor`);
+    expect(first.header?.get("Nats-Stream-Source").split(" ")[1]).toBe("1");
+    await expect
+      .poll(() => readCopy(jsm, late.files, "nodes/a").then((b) => b && Buffer.from(b).toString()), { timeout: 30_000 })
+      .toBe('{"position":2}');
+    expect((await readCopy(jsm, late.files, "several"))?.length).toBe(700_000);
+    expect((await sweepCopy(jsm, late.files)).skipped).toEqual([]);
   });
 });

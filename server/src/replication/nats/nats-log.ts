@@ -25,6 +25,8 @@ import { within } from "../../within.ts";
 import { CONNECTION, docsBucket, encodingOf, type FileEncoding, filesBucket } from "./parts.ts";
 import { deleteObject, listObjects } from "./listing.ts";
 import {
+  anchor,
+  anchorsOf,
   bucketStream,
   type Copy,
   copyConfigs,
@@ -250,6 +252,16 @@ export async function openNatsLog(options: NatsLogOptions): Promise<ChangeLog> {
     // walks a handful of pointers and positions, not every part of every published segment.
     bucket(docsBucket(options.stream), "Sift snapshot pointers and manifests, node positions"),
   ]);
+  // Before anything is put, so that each begins with it (object-copies.ts); a stream out of reach
+  // was made before, by a node that anchored it.
+  for (const { stream, subject } of anchorsOf(options.stream, [
+    filesBucket(options.stream),
+    docsBucket(options.stream),
+  ]))
+    if (!outOfReach.has(stream))
+      await ready(() => anchor(js, subject)).catch((error: Error) =>
+        options.log.warn("could not anchor a stream the regions' copies take from", { stream, error: error.message }),
+      );
   if (options.mirror !== undefined) {
     const cluster = nc.info?.cluster;
     await openOrMake(

@@ -38,6 +38,32 @@ const DESCRIPTIONS_ROOT = "sift.objects";
 const descriptionSubject = (bucket: string, name: string) =>
   `${DESCRIPTIONS_ROOT}.${bucket}.${Base64UrlPaddedCodec.encode(name)}`;
 
+/**
+ * Every stream a region's copy takes from begins with an anchor: a message published before any
+ * other, never deleted, which no read and no sweep looks at. A NATS server before 2.12.8, when
+ * it sets up a source from a stream whose first message is not its sequence 1, counts that first
+ * message as taken; a source restarted before the message lands in the copy (its first messages
+ * lost on their way, or 3 s without one) starts one past it, and the copy never holds it: the
+ * skips D-329 finds afterwards. An origin that begins with its anchor begins at sequence 1 for
+ * ever, where that count is right, and a source that loses the anchor itself loses nothing read.
+ */
+const ANCHOR = "~anchor";
+export const isAnchor = (subject: string) => subject.endsWith(`.${ANCHOR}`);
+
+/** The anchors of the descriptions stream beside log stream `stream` and of its buckets (`files` first). */
+export const anchorsOf = (stream: string, buckets: [files: string, docs: string]) => [
+  { stream: descriptionsStream(stream), subject: `${DESCRIPTIONS_ROOT}.${buckets[0]}.${ANCHOR}` },
+  ...buckets.map((bucket) => ({ stream: bucketStream(bucket), subject: `${chunkPrefix(bucket)}${ANCHOR}` })),
+];
+
+/** Publishes an anchor, unless its stream already holds something (its anchor, or a stream made before anchors). */
+export async function anchor(js: JetStreamClient, subject: string): Promise<void> {
+  await js.publish(subject, new Uint8Array(0), { expect: { lastSequence: 0 } }).catch((error: unknown) => {
+    if (error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamWrongLastSequence) return;
+    throw error;
+  });
+}
+
 /** The stream holding object store `bucket` (the object store's own naming). */
 export const bucketStream = (bucket: string) => `OBJ_${bucket}`;
 
@@ -247,7 +273,11 @@ export async function sweepCopy(
 ): Promise<{ descriptions: number; chunks: number; skipped: Skip[] }> {
   const prefix = `${DESCRIPTIONS_ROOT}.${copy.bucket}.`;
   const counted = async (stream: string, filter: string) =>
-    (await jsm.streams.info(stream, { subjects_filter: `${filter}>` })).state.subjects ?? {};
+    Object.fromEntries(
+      Object.entries((await jsm.streams.info(stream, { subjects_filter: `${filter}>` })).state.subjects ?? {}).filter(
+        ([subject]) => !isAnchor(subject),
+      ),
+    );
   // Behind before the listing below: what it lists may lack descriptions still on their way.
   const [described, copied] = await Promise.all([jsm.streams.info(copy.descriptions), jsm.streams.info(copy.chunks)]);
   const behind = (info: StreamInfo) => [info.mirror, ...(info.sources ?? [])].some((source) => (source?.lag ?? 0) > 0);
