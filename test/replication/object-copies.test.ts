@@ -89,7 +89,8 @@ describe.skipIf(!natsAvailable)("a region's copy of an object store", () => {
     await new Objm(jetstream(nc)).create("SIFT_docs");
     // As NatsLog makes them: the streams the copies take from begin with their anchors.
     await jsm.streams.add(descriptionsConfig("SIFT", [bucket, "SIFT_docs"]));
-    for (const { subject } of anchorsOf("SIFT", [bucket, "SIFT_docs"])) await anchor(jetstream(nc), subject);
+    for (const { stream, subject } of anchorsOf("SIFT", [bucket, "SIFT_docs"]))
+      await anchor(jetstream(nc), jsm, stream, subject);
     for (const config of copyConfigs(copies)) await jsm.streams.add(config);
     dir = await mkdtemp(join(tmpdir(), "sift-copies-"));
   });
@@ -292,7 +293,7 @@ describe.skipIf(!natsAvailable)("a region's copy of an object store", () => {
       expect((await jsm.streams.getMessage(stream, { seq: 1 }))?.subject).toBe(subject);
       // Anchoring again adds nothing.
       const last = (await jsm.streams.info(stream)).state.last_seq;
-      await anchor(js(), subject);
+      await anchor(js(), jsm, stream, subject);
       expect((await jsm.streams.info(stream)).state.last_seq).toBe(last);
     }
     // The sweeps above (orphans removed at once) left the anchors in the copy.
@@ -312,6 +313,8 @@ describe.skipIf(!natsAvailable)("a region's copy of an object store", () => {
     const first = (await jsm.streams.getMessage(late.files.chunks, { seq: 1 }))!;
     expect(first.subject).toBe(`$O.${bucket}.C.~anchor`);
     expect(first.header?.get("Nats-Stream-Source").split(" ")[1]).toBe("1");
+    // The copy checks what the anchor expects against itself: the subject's first, never the stream's.
+    expect(first.header?.get("Nats-Expected-Last-Sequence")).toBe("");
     await expect
       .poll(() => readCopy(jsm, late.files, "nodes/a").then((b) => b && Buffer.from(b).toString()), { timeout: 30_000 })
       .toBe('{"position":2}');

@@ -259,7 +259,7 @@ export async function openNatsLog(options: NatsLogOptions): Promise<ChangeLog> {
     docsBucket(options.stream),
   ]))
     if (!outOfReach.has(stream))
-      await ready(() => anchor(js, subject)).catch((error: Error) =>
+      await ready(() => anchor(js, jsm, stream, subject)).catch((error: Error) =>
         options.log.warn("could not anchor a stream the regions' copies take from", { stream, error: error.message }),
       );
   if (options.mirror !== undefined) {

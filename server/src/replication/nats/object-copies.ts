@@ -56,9 +56,15 @@ export const anchorsOf = (stream: string, buckets: [files: string, docs: string]
   ...buckets.map((bucket) => ({ stream: bucketStream(bucket), subject: `${chunkPrefix(bucket)}${ANCHOR}` })),
 ];
 
-/** Publishes an anchor, unless its stream already holds something (its anchor, or a stream made before anchors). */
-export async function anchor(js: JetStreamClient, subject: string): Promise<void> {
-  await js.publish(subject, new Uint8Array(0), { expect: { lastSequence: 0 } }).catch((error: unknown) => {
+/**
+ * Publishes the anchor into an empty stream `stream` (a stream made before anchors is left as it
+ * is). Expected to be the subject's first, not the stream's: a copy keeps the header it takes,
+ * and checks it against itself, where the stream's sequence would be wrong for ever after.
+ */
+export async function anchor(js: JetStreamClient, jsm: JetStreamManager, stream: string, subject: string) {
+  if ((await jsm.streams.info(stream)).state.last_seq > 0) return;
+  await js.publish(subject, new Uint8Array(0), { expect: { lastSubjectSequence: 0 } }).catch((error: unknown) => {
+    // Another node's anchor is in.
     if (error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamWrongLastSequence) return;
     throw error;
   });
