@@ -223,11 +223,23 @@ export async function openNatsLog(options: NatsLogOptions): Promise<ChangeLog> {
   // Whatever an earlier run fetched ahead and never used.
   if (options.stagingDir !== undefined) await rm(options.stagingDir, { recursive: true, force: true });
   const objm = new Objm(js);
+  // Each stream a region's copy takes from is anchored as it is made, before anything is put in
+  // it (object-copies.ts); one only opened was made, and anchored, by another node.
+  const anchors = new Map(
+    anchorsOf(options.stream, [filesBucket(options.stream), docsBucket(options.stream)]).map((a) => [
+      a.stream,
+      a.subject,
+    ]),
+  );
+  const anchored = async <T>(stream: string, made: T) => {
+    await anchor(js, jsm, stream, anchors.get(stream)!);
+    return made;
+  };
   const bucket = (name: string, description: string) =>
     openOrMake(
       `the object store ${name}`,
-      `OBJ_${name}`,
-      () => objm.create(name, { replicas: options.replicas, description }),
+      bucketStream(name),
+      async () => anchored(bucketStream(name), await objm.create(name, { replicas: options.replicas, description })),
       () => objm.open(name, false),
     );
   const [, , files, docs] = await Promise.all([
@@ -240,11 +252,14 @@ export async function openNatsLog(options: NatsLogOptions): Promise<ChangeLog> {
     openOrMake(
       "the stream of object descriptions",
       descriptionsStream(options.stream),
-      () =>
-        ensureStream(jsm, {
-          ...descriptionsConfig(options.stream, [filesBucket(options.stream), docsBucket(options.stream)]),
-          num_replicas: options.replicas,
-        }),
+      async () =>
+        anchored(
+          descriptionsStream(options.stream),
+          await ensureStream(jsm, {
+            ...descriptionsConfig(options.stream, [filesBucket(options.stream), docsBucket(options.stream)]),
+            num_replicas: options.replicas,
+          }),
+        ),
       () => undefined,
     ),
     bucket(filesBucket(options.stream), "Sift segment files and large log entries"),
@@ -252,16 +267,6 @@ export async function openNatsLog(options: NatsLogOptions): Promise<ChangeLog> {
     // walks a handful of pointers and positions, not every part of every published segment.
     bucket(docsBucket(options.stream), "Sift snapshot pointers and manifests, node positions"),
   ]);
-  // Before anything is put, so that each begins with it (object-copies.ts); a stream out of reach
-  // was made before, by a node that anchored it.
-  for (const { stream, subject } of anchorsOf(options.stream, [
-    filesBucket(options.stream),
-    docsBucket(options.stream),
-  ]))
-    if (!outOfReach.has(stream))
-      await ready(() => anchor(js, jsm, stream, subject)).catch((error: Error) =>
-        options.log.warn("could not anchor a stream the regions' copies take from", { stream, error: error.message }),
-      );
   if (options.mirror !== undefined) {
     const cluster = nc.info?.cluster;
     await openOrMake(
