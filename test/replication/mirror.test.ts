@@ -3,7 +3,8 @@
 // same entries in the same order. Its own writes still go to the stream and come back through the
 // mirror; truncation purges the mirror as it purges the stream; and a restart replays from it.
 // A mirror that is gone (or stops following) is read around: the region reads the stream itself
-// until its mirror, made again, has caught up.
+// until its mirror, made again, has caught up; so is an entry the mirror lost (D-341).
+import { jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RATE_LIMITS_OFF } from "../support/limits.ts";
@@ -101,5 +102,42 @@ describe.skipIf(!regionsAvailable)("a region that reads the log from its own mir
       .http(1)
       .get(`/v1/indexes/${r.index}/records/mirrored-again?minVersion=${last.body.indexVersion}`);
     expect(again.status, again.text).toBe(200);
+  }, 120_000);
+
+  it("reads an entry its mirror lost from the stream", async () => {
+    logRegionsOnFailure(() => r);
+    const london = r.nodes[1]!;
+    await london.kill("SIGKILL");
+    const versions: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const put = await r.http(0).put(`/v1/indexes/${r.index}/records/lost-${i}`, { title: `Lost ${i}` });
+      expect(put.status, put.text).toBe(200);
+      versions.push(put.body.indexVersion);
+    }
+    // The mirror takes all three, then loses the middle one, as NATS 2.9's mirrors of several
+    // replicas did when their leaders changed (D-341): a gap the stream does not have.
+    const end = (await streamState(r.nats, "SIFT"))!.state.last_seq;
+    await expect.poll(async () => (await streamState(r.nats, "SIFT_london"))!.state.last_seq).toBe(end);
+    const nc = await connect({ servers: r.nats.urls.split(",") });
+    try {
+      const jsm = await jetstreamManager(nc, { checkAPI: false });
+      expect((await jsm.streams.getMessage("SIFT", { seq: end - 1 }))!.string()).toContain("lost-1");
+      expect(await jsm.streams.deleteMessage("SIFT_london", end - 1)).toBe(true);
+    } finally {
+      await nc.close();
+    }
+
+    const before = london.output().length;
+    const since = () => london.output().slice(before);
+    await london.start();
+    for (let i = 2; i >= 0; i--) expect(await readBack(r, 1, `lost-${i}`, versions[2]!, 30_000)).toBe(`Lost ${i}`);
+    expect(since()).toContain("the region's mirror lacks entries the stream holds; reading the stream");
+    // And it goes back to its mirror, past the gap.
+    await expect
+      .poll(() => since().includes("the region's mirror follows the stream again; reading it"), { timeout: 30_000 })
+      .toBe(true);
+    const after = await r.http(0).put(`/v1/indexes/${r.index}/records/lost-after`, { title: "After the gap" });
+    expect(after.status, after.text).toBe(200);
+    expect(await readBack(r, 1, "lost-after", after.body.indexVersion, 30_000)).toBe("After the gap");
   }, 120_000);
 });

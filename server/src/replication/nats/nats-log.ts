@@ -404,6 +404,10 @@ class NatsLog implements ChangeLog {
   private closed = false;
   /** Set while the log's home has not answered since it was out of reach at the open (lastSeq). */
   private away: JetStreamManager | undefined;
+  /** Asks the log's home with a short timeout, about a gap in the mirror (streamHoldsFrom). */
+  private brief: JetStreamManager | undefined;
+  /** The home did not answer about a gap: not asked again before this (streamHoldsFrom). */
+  private gapsUnaskedUntil = 0;
   /** When the documents' bucket last failed to answer a read (getDoc). */
   private docsUnansweredAt = Number.NEGATIVE_INFINITY;
   /** Tells this node's own announcements from others'. */
@@ -723,6 +727,16 @@ class NatsLog implements ChangeLog {
           if (stopped) await messages.close();
           progressAt = Date.now();
           for await (const m of messages) {
+            // The mirror keeps the stream's sequence numbers, and is truncated as the stream is:
+            // a gap the stream does not have is an entry the mirror lost (D-341).
+            if (m.seq > next && source !== this.options.stream && (await this.streamHoldsFrom(next, m.seq))) {
+              // Not awaited: the consumer closes once this loop has left it.
+              void readFrom(
+                this.options.stream,
+                "the region's mirror lacks entries the stream holds; reading the stream",
+              );
+              break;
+            }
             delivering = true;
             try {
               const raw = JSON.parse(m.string()) as LogEntry | EntryRef;
@@ -776,6 +790,29 @@ class NatsLog implements ChangeLog {
     if (last === -1) return "mirror gone";
     if (last >= next) return "stalled";
     return mirror && (await this.lastSeq()) >= next ? "mirror lacks it" : "idle";
+  }
+
+  /**
+   * Whether the stream holds an entry from `from` up to (not including) `to`. Asked briefly: with
+   * the log's home out of reach, the mirror is all there is, and it is read on (false).
+   */
+  private async streamHoldsFrom(from: number, to: number): Promise<boolean> {
+    // Known out of reach: a node catching up through the mirror would wait 2 s at every gap.
+    if (this.away !== undefined || Date.now() < this.gapsUnaskedUntil) return false;
+    this.brief ??= await jetstreamManager(this.nc, { timeout: 2_000, checkAPI: false });
+    // The first entry at or after `from` of any index (`next_by_subj`, NATS 2.9).
+    const request = { seq: from, next_by_subj: `${SUBJECT_ROOT}.>` } as unknown as { seq: number };
+    const message = await this.brief.streams.getMessage(this.options.stream, request).catch((error: Error) => {
+      if (noMessage(error)) return null;
+      this.gapsUnaskedUntil = Date.now() + 30_000;
+      this.options.log.warn("could not ask the log's home about a gap in the region's mirror; reading on", {
+        from,
+        to,
+        error: error.message,
+      });
+      return null;
+    });
+    return message !== null && message.seq < to;
   }
 
   /** Whether the region's mirror holds every entry through `seq`; a mirror that is gone is made again. */
