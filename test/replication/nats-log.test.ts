@@ -12,7 +12,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { jetstreamManager } from "@nats-io/jetstream";
+import { type JetStreamManager, jetstreamManager } from "@nats-io/jetstream";
 import { Objm } from "@nats-io/obj";
 import { connect } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -25,6 +25,16 @@ import { TransferThread } from "../../server/src/replication/nats/transfer-threa
 import { type NatsCluster, natsAvailable, startNatsCluster } from "../support/nats.ts";
 
 const silent = createLogger("silent", {}, () => {});
+
+/** Removes from `copy` its first chunk past the anchor (object-copies.ts), as a source that lost it; its subject. */
+async function loseFirstChunk(jsm: JetStreamManager, copy: string, chunks: string): Promise<string> {
+  const next = async (seq: number) =>
+    (await jsm.streams.getMessage(copy, { seq, next_by_subj: chunks } as unknown as { seq: number }))!;
+  let first = await next(0);
+  if (isAnchor(first.subject)) first = await next(first.seq + 1);
+  await jsm.streams.deleteMessage(copy, first.seq);
+  return first.subject;
+}
 const digest = (bytes: Buffer) => createHash("sha256").update(bytes).digest("hex");
 
 describe.skipIf(!natsAvailable)("the NATS change log", () => {
@@ -93,15 +103,9 @@ describe.skipIf(!natsAvailable)("the NATS change log", () => {
       // Two documents and the bucket's anchor (object-copies.ts).
       await expect.poll(async () => Object.keys(await chunksIn()).length).toBe(3);
       await london.close();
-      // London's copy loses the first document's chunk (past the anchor), as a source that skipped it.
-      const next = async (seq: number) =>
-        (await jsm.streams.getMessage(copy, { seq, next_by_subj: "$O.COPIES_TEST_docs.C.>" } as unknown as {
-          seq: number;
-        }))!;
-      let first = await next(0);
-      if (isAnchor(first.subject)) first = await next(first.seq + 1);
-      await jsm.streams.deleteMessage(copy, first.seq);
-      expect(Object.keys(await chunksIn())).not.toContain(first.subject);
+      // London's copy loses the first document's chunk, as a source that skipped it.
+      const first = await loseFirstChunk(jsm, copy, "$O.COPIES_TEST_docs.C.>");
+      expect(Object.keys(await chunksIn())).not.toContain(first);
 
       // A node of the home region (no copies of its own) finds it at its first sweep.
       const lines: string[] = [];
@@ -114,7 +118,7 @@ describe.skipIf(!natsAvailable)("the NATS change log", () => {
         await expect
           .poll(() => lines.find((line) => line.includes("another region's copy")), { timeout: 15_000 })
           .toContain(`"copy":"${copy}"`);
-        await expect.poll(async () => Object.keys(await chunksIn()), { timeout: 10_000 }).toContain(first.subject);
+        await expect.poll(async () => Object.keys(await chunksIn()), { timeout: 10_000 }).toContain(first);
         expect((await jsm.streams.info(copy)).config.sources?.[0]?.name).toBe("OBJ_COPIES_TEST_docs");
       } finally {
         await home.close();
@@ -124,6 +128,68 @@ describe.skipIf(!natsAvailable)("the NATS change log", () => {
       await server.stop();
     }
   }, 40_000);
+
+  it("a copy that lost a message when its leader changed is made again within 20 s of the change (D-342)", async () => {
+    // A cluster of its own: a stream of three replicas changes leader when asked.
+    const cluster = await startNatsCluster(3);
+    const options = { servers: cluster.urls.split(","), stream: "LEADERS_TEST", replicas: 3 };
+    const copy = "LEADERS_TEST_london_docs";
+    const client = await connect({ servers: cluster.urls.split(",") });
+    const lines: string[] = [];
+    try {
+      const jsm = await jetstreamManager(client, { checkAPI: false });
+      // Once its JetStream answers: a first request before then waits out 10 s.
+      const quick = await jetstreamManager(client, { checkAPI: false, timeout: 1_000 });
+      await expect
+        .poll(
+          () =>
+            quick.getAccountInfo().then(
+              () => true,
+              () => false,
+            ),
+          { timeout: 30_000 },
+        )
+        .toBe(true);
+      const chunksIn = async () =>
+        Object.keys(
+          (await jsm.streams.info(copy, { subjects_filter: "$O.LEADERS_TEST_docs.C.>" })).state.subjects ?? {},
+        );
+      const london = await openNatsLog({
+        ...options,
+        log: createLogger("info", {}, (line) => lines.push(line)),
+        name: "london",
+        mirror: "LEADERS_TEST_london",
+      });
+      // Its sweeps are timed from here.
+      const opened = Date.now();
+      try {
+        await london.putDoc("snapshots/shop/latest", { seq: 10 });
+        await london.putDoc("snapshots/desk/latest", { seq: 20 });
+        // Two documents and the bucket's anchor (object-copies.ts).
+        await expect.poll(chunksIn, { timeout: 10_000 }).toHaveLength(3);
+        // Past the sweeps that follow the opening (5 s, then 15 s after the first ends, each taking
+        // a second or two here); the next is 10 to 20 minutes away.
+        await new Promise((resolve) => setTimeout(resolve, Math.max(0, opened + 32_000 - Date.now())));
+        expect(lines.filter((line) => line.includes("made the copy again"))).toEqual([]);
+
+        // The copy loses the first document's chunk as its leader changes.
+        const first = await loseFirstChunk(jsm, copy, "$O.LEADERS_TEST_docs.C.>");
+        const stepdown = await client.request(`$JS.API.STREAM.LEADER.STEPDOWN.${copy}`, undefined, { timeout: 10_000 });
+        expect(stepdown.json()).toMatchObject({ success: true });
+        await expect
+          .poll(() => lines.find((line) => line.includes("skipped a message; made the copy again")), {
+            timeout: 30_000,
+          })
+          .toContain(`"copy":"${copy}"`);
+        await expect.poll(chunksIn, { timeout: 15_000 }).toContain(first);
+      } finally {
+        await london.close();
+      }
+    } finally {
+      await client.close();
+      await cluster.stop();
+    }
+  }, 120_000);
 
   it("a new major is held by the nodes that fetch ahead once its publisher is done", async () => {
     const logged: Record<string, unknown>[] = [];

@@ -133,6 +133,11 @@ const SWEEP_EVERY_MS = 10 * 60_000;
  * does so as it is made (seen once), and a sweep finds the skip once the copy took a later one.
  */
 const FIRST_SWEEPS_MS = [5_000, 15_000];
+/**
+ * And this long after a new leader was elected for a copy or what it copies: NATS 2.9's copies
+ * lose messages when their leaders change (D-341, D-342); a later message shows the loss.
+ */
+export const LEADER_CHANGE_SWEEP_MS = 20_000;
 /** The first look at a copy made again; each further remake in a row doubles it (sweepWait). */
 const REMADE_CHECK_MS = 15_000;
 /** Remakes in a row from which a skip is logged as an error: NATS keeps skipping. */
@@ -159,6 +164,8 @@ interface EntryRef {
 }
 
 const SUBJECT_ROOT = "sift.log";
+/** NATS's advisory of a stream's new leader, followed by the stream's name. */
+const LEADER_ELECTED = "$JS.EVENT.ADVISORY.STREAM.LEADER_ELECTED";
 
 interface ManifestFile {
   name: string;
@@ -398,6 +405,10 @@ class NatsLog implements ChangeLog {
   /** Every region's copies, by what they copy, as last listed: deletions reach them too. */
   private allCopies: { at: number; byOrigin: Map<string, string[]> } | undefined;
   private sweeper: NodeJS.Timeout | undefined;
+  /** When the next sweep starts; infinite while one runs. */
+  private sweepAt = Number.POSITIVE_INFINITY;
+  /** A leader changed while a sweep ran: the next one comes soon (sweepSoon). */
+  private sweepSoonAfter = false;
   /** Sweeps since the log was opened, and sweeps in a row that made a copy again (sweepWait). */
   private sweeps = 0;
   private remadeInARow = 0;
@@ -452,8 +463,14 @@ class NatsLog implements ChangeLog {
           error: reason,
         }),
     );
-    // Every node sweeps: its region's copies, if it has them, and every other region's for skips.
+    // Every node sweeps: its region's copies, if it has them, and every other region's for skips;
+    // soon after a leader change of a copy or of what it copies, as well.
     this.nextSweep();
+    nc.subscribe(`${LEADER_ELECTED}.*`, {
+      callback: (error, message) => {
+        if (error === null && this.copiesOrOrigin(message.subject.slice(LEADER_ELECTED.length + 1))) this.sweepSoon();
+      },
+    });
     // Headroom for the headers of the message.
     this.maxPayload = Math.max(1024, nc.info?.max_payload ?? 1024 * 1024) - 4096;
     if (options.stagingDir !== undefined) {
@@ -1106,18 +1123,37 @@ class NatsLog implements ChangeLog {
   }
 
   /** Each node sweeps at its own moments: a sweep is idempotent. */
-  private nextSweep(): void {
-    this.sweeper = setTimeout(
-      async () => {
-        const remadeHere = this.copies !== undefined && (await this.sweepCopies());
-        const remade = (await this.checkOtherCopies()) || remadeHere;
-        this.sweeps++;
-        this.remadeInARow = remade ? this.remadeInARow + 1 : 0;
-        if (!this.closed) this.nextSweep();
-      },
-      sweepWait(this.sweeps, this.remadeInARow),
-    );
+  private nextSweep(wait = sweepWait(this.sweeps, this.remadeInARow)): void {
+    clearTimeout(this.sweeper);
+    this.sweepAt = Date.now() + wait;
+    this.sweeper = setTimeout(async () => {
+      this.sweepAt = Number.POSITIVE_INFINITY;
+      this.sweepSoonAfter = false;
+      const remadeHere = this.copies !== undefined && (await this.sweepCopies());
+      const remade = (await this.checkOtherCopies()) || remadeHere;
+      this.sweeps++;
+      this.remadeInARow = remade ? this.remadeInARow + 1 : 0;
+      if (this.closed) return;
+      const wait = sweepWait(this.sweeps, this.remadeInARow);
+      this.nextSweep(this.sweepSoonAfter ? Math.min(wait, LEADER_CHANGE_SWEEP_MS) : wait);
+    }, wait);
     this.sweeper.unref();
+  }
+
+  /** A sweep within LEADER_CHANGE_SWEEP_MS (a leader changed), unless one comes sooner. */
+  private sweepSoon(): void {
+    if (this.closed) return;
+    if (this.sweepAt === Number.POSITIVE_INFINITY) this.sweepSoonAfter = true;
+    else if (this.sweepAt > Date.now() + LEADER_CHANGE_SWEEP_MS) this.nextSweep(LEADER_CHANGE_SWEEP_MS);
+  }
+
+  /** A copy of the object stores, any region's, or a stream copies take from. */
+  private copiesOrOrigin(stream: string): boolean {
+    const { files, docs } = { files: filesBucket(this.options.stream), docs: docsBucket(this.options.stream) };
+    if ([bucketStream(files), bucketStream(docs), descriptionsStream(this.options.stream)].includes(stream))
+      return true;
+    // Copies are named after their region's mirror: `<mirror>_files`, `<mirror>_docs`, `<mirror>_objects`.
+    return /_(files|docs|objects)$/.test(stream);
   }
 
   /**
