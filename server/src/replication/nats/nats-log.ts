@@ -137,7 +137,7 @@ const FIRST_SWEEPS_MS = [5_000, 15_000];
  * And this long after a new leader was elected for a copy or what it copies: NATS 2.9's copies
  * lose messages when their leaders change (D-341, D-342); a later message shows the loss.
  */
-export const LEADER_CHANGE_SWEEP_MS = 20_000;
+const LEADER_CHANGE_SWEEP_MS = 20_000;
 /** The first look at a copy made again; each further remake in a row doubles it (sweepWait). */
 const REMADE_CHECK_MS = 15_000;
 /** Remakes in a row from which a skip is logged as an error: NATS keeps skipping. */
@@ -166,6 +166,11 @@ interface EntryRef {
 const SUBJECT_ROOT = "sift.log";
 /** NATS's advisory of a stream's new leader, followed by the stream's name. */
 const LEADER_ELECTED = "$JS.EVENT.ADVISORY.STREAM.LEADER_ELECTED";
+/**
+ * A region's copy of the object stores (any region's: `<mirror>_files`, `_docs`, `_objects`), or a
+ * stream copies take from (`OBJ_<stream>_files`, `OBJ_<stream>_docs`, `<stream>_objects`).
+ */
+const copiesOrOrigin = (stream: string) => /_(files|docs|objects)$/.test(stream);
 
 interface ManifestFile {
   name: string;
@@ -468,7 +473,7 @@ class NatsLog implements ChangeLog {
     this.nextSweep();
     nc.subscribe(`${LEADER_ELECTED}.*`, {
       callback: (error, message) => {
-        if (error === null && this.copiesOrOrigin(message.subject.slice(LEADER_ELECTED.length + 1))) this.sweepSoon();
+        if (error === null && copiesOrOrigin(message.subject.slice(LEADER_ELECTED.length + 1))) this.sweepSoon();
       },
     });
     // Headroom for the headers of the message.
@@ -1145,15 +1150,6 @@ class NatsLog implements ChangeLog {
     if (this.closed) return;
     if (this.sweepAt === Number.POSITIVE_INFINITY) this.sweepSoonAfter = true;
     else if (this.sweepAt > Date.now() + LEADER_CHANGE_SWEEP_MS) this.nextSweep(LEADER_CHANGE_SWEEP_MS);
-  }
-
-  /** A copy of the object stores, any region's, or a stream copies take from. */
-  private copiesOrOrigin(stream: string): boolean {
-    const { files, docs } = { files: filesBucket(this.options.stream), docs: docsBucket(this.options.stream) };
-    if ([bucketStream(files), bucketStream(docs), descriptionsStream(this.options.stream)].includes(stream))
-      return true;
-    // Copies are named after their region's mirror: `<mirror>_files`, `<mirror>_docs`, `<mirror>_objects`.
-    return /_(files|docs|objects)$/.test(stream);
   }
 
   /**
