@@ -13,30 +13,17 @@
 //   npm run bench:nats-leader-changes                 30 s of writes per variant
 //   npm run bench:nats-leader-changes -- --seconds=60 --runs=2 --only=mirror
 import os from "node:os";
-import { type JetStreamManager, jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { execFileSync } from "node:child_process";
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { Objm } from "@nats-io/obj";
-import { connect, type NatsConnection } from "@nats-io/transport-node";
-import { startNatsSupercluster } from "../test/support/nats.ts";
+import { connect } from "@nats-io/transport-node";
+import { NATS_SERVER, startNatsSupercluster } from "../test/support/nats.ts";
 
 const args = new Map(process.argv.slice(2).map((a) => a.replace(/^--/, "").split("=") as [string, string]));
 const SECONDS = Number(args.get("seconds") ?? 30);
 const RUNS = Number(args.get("runs") ?? 1);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const CHUNK = 8192;
-
-/** A JetStream manager once the cluster answers (its meta leader is elected). */
-async function manager(nc: NatsConnection): Promise<JetStreamManager> {
-  const jsm = await jetstreamManager(nc, { checkAPI: false });
-  for (let tries = 0; ; tries++) {
-    try {
-      await jsm.getAccountInfo();
-      return jsm;
-    } catch (error) {
-      if (tries > 60) throw error;
-      await sleep(1_000);
-    }
-  }
-}
 
 async function variant(kind: "mirror" | "source", replicas: number) {
   const sc = await startNatsSupercluster(["fra", "lon"], 3, "arbiter", 40);
@@ -45,7 +32,8 @@ async function variant(kind: "mirror" | "source", replicas: number) {
   const near = await connect({ servers: sc.clusters.lon!.urls.split(","), noAsyncTraces: true });
   try {
     const js = jetstream(nc);
-    const jsm = await manager(nc);
+    // startNatsSupercluster resolves once each cluster can place a stream of three.
+    const jsm = await jetstreamManager(nc, { checkAPI: false });
     const placed = (cluster: string) => ({ placement: { cluster, tags: [] } });
     const origin = kind === "mirror" ? "LOG" : "OBJ_DOCS";
     const bucket = kind === "source" ? await new Objm(js).create("DOCS", { replicas: 3, ...placed("fra") }) : undefined;
@@ -77,7 +65,8 @@ async function variant(kind: "mirror" | "source", replicas: number) {
           } else {
             await js.publish(`log.i${n % 5}`, JSON.stringify({ n, pad: "x".repeat(200) }));
             // One subject's older entries purged every 300 (a truncation behind a snapshot).
-            if (n % 300 === 299) await jsm.streams.purge(origin, { filter: `log.i${((n / 300) % 5) | 0}`, keep: 20 });
+            if (n % 300 === 299)
+              await jsm.streams.purge(origin, { filter: `log.i${Math.floor(n / 300) % 5}`, keep: 20 });
           }
           written++;
         } catch {
@@ -162,8 +151,6 @@ for (const kind of ["mirror", "source"] as const) {
 }
 
 async function natsVersion(): Promise<string> {
-  const { execFileSync } = await import("node:child_process");
-  const { NATS_SERVER } = await import("../test/support/nats.ts");
   return execFileSync(NATS_SERVER, ["--version"])
     .toString()
     .trim()

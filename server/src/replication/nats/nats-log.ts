@@ -1139,8 +1139,8 @@ class NatsLog implements ChangeLog {
       this.sweeps++;
       this.remadeInARow = remade ? this.remadeInARow + 1 : 0;
       if (this.closed) return;
-      const wait = sweepWait(this.sweeps, this.remadeInARow);
-      this.nextSweep(this.sweepSoonAfter ? Math.min(wait, LEADER_CHANGE_SWEEP_MS) : wait);
+      const usual = sweepWait(this.sweeps, this.remadeInARow);
+      this.nextSweep(this.sweepSoonAfter ? Math.min(usual, LEADER_CHANGE_SWEEP_MS) : usual);
     }, wait);
     this.sweeper.unref();
   }
