@@ -40,6 +40,7 @@ import { takeEarlyPglite } from "./store/early-pglite.ts";
 import { openStore, type Store } from "./store/open.ts";
 import { announceReplicated, holdSoleProcess, type SoleProcessLease } from "./store/sole-process.ts";
 import type { ChangeLog } from "./ports/change-log.ts";
+import type { NodeNotices } from "./ports/node-notices.ts";
 import { OpeningLog } from "./replication/opening-log.ts";
 import { Replica } from "./replication/replica.ts";
 import { replicatedEngine } from "./replication/replicated-engine.ts";
@@ -179,6 +180,16 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
   const accounts = new AccountService(store.db, config.sessionTtlMs);
   const apiKeys = new ApiKeyService(store.db, log, Date.now, store.lookup);
   const catalog = new CatalogService(store.db, engine, log, Date.now, { indexes: config.quotaIndexes }, store.lookup);
+  if (changeLog) {
+    // A revocation or an index change made on one node reaches every other node's caches (D-343).
+    const log = changeLog;
+    const notices: NodeNotices = {
+      send: (notice) => log.sendNotice?.(notice),
+      listen: (listener) => log.onNotice?.(listener),
+    };
+    apiKeys.useNotices(notices);
+    catalog.useNotices(notices);
+  }
   if (replica) {
     replica.onActivated((indexId, version) => catalog.setActive(indexId, version));
     catalog.useLocalActive(

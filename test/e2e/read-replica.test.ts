@@ -1,7 +1,8 @@
 // A region's read replica of the shared PostgreSQL (DATABASE_READ_URL, docs/replication.md): a
 // private primary and its streaming replica, and a Sift node reading its request-path lookups
 // (API keys, indexes by name) from the replica. A key made a moment ago that the replica does not
-// have yet is read from the primary; with the primary down, a key and an index the node never
+// have yet is read from the primary, and a key revoked that the replica still shows usable is
+// refused; with the primary down, a key and an index the node never
 // looked up are still found through the replica, so searches go on, after a restart too; writes
 // answer 503.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -51,6 +52,10 @@ describe.skipIf(!postgresPairAvailable)("a region that reads through a replica o
         async (sql) => (await sql`select active_version from indexes where name = 'shop'`)[0]?.active_version,
       );
     await expect.poll(replicaActive, { timeout: 10_000 }).toBe(lamp.body.indexVersion);
+    // And a key the replica has, which the node has verified.
+    const doomed = await createKey(session, "svc", "doomed");
+    await expect.poll(() => replicaHasKey("doomed"), { timeout: 10_000 }).toBe(true);
+    expect((await search(doomed, "shop", "lamp")).status).toBe(200);
     await pair.onReplica((sql) => sql`select pg_wal_replay_pause()`);
     const fresh = await createKey(session, "svc", "fresh");
     expect((await admin.put("/v1/indexes/shop/records/bulb", { title: "Lamp bulb" })).status).toBe(200);
@@ -58,6 +63,13 @@ describe.skipIf(!postgresPairAvailable)("a region that reads through a replica o
     const found = await search(fresh, "shop", "bulb");
     expect(found.status, found.text).toBe(200);
     expect(found.body.suggestions.map((s: { id: string }) => s.id)).toEqual(["bulb"]);
+    // Revoked on the primary, still usable on the replica: refused all the same (D-343).
+    const keys = (await session.get("/v1/api-keys")).body as { id: string; name: string }[];
+    const doomedId = keys.find((k) => k.name === "doomed")!.id;
+    expect((await session.delete(`/v1/api-keys/${doomedId}`)).status).toBe(200);
+    const refused = await search(doomed, "shop", "lamp");
+    expect(refused.status, refused.text).toBe(401);
+    expect(refused.body.detail).toBe("the API key has been revoked");
     await pair.onReplica((sql) => sql`select pg_wal_replay_resume()`);
 
     // A key this node never verified, and an index it never looked up by service: once the

@@ -77,6 +77,36 @@ describe.skipIf(!regionsAvailable)("two nodes in one region, and another region"
     }
   });
 
+  it("a key revoked and an index made PRIVATE on one node hold at once on every node (D-343)", async () => {
+    const r = regions();
+    logRegionsOnFailure(regions);
+    const made = await r.session.post("/v1/api-keys", { type: "srh", name: "widget" });
+    expect(made.status, made.text).toBe(200);
+    const query = `/v1/search?query=lamp&indexName=${r.index}&serviceName=${r.service}`;
+    const search = (node: number, key?: string) => new Http(r.nodes[node]!.url).get(query, key ? { key } : {});
+    // Every node verifies the key and looks the index up: both cached there (30 s and 5 s).
+    for (const node of [0, 1, 2]) {
+      expect((await search(node, made.body.key)).status).toBe(200);
+      expect((await search(node)).status).toBe(200);
+    }
+
+    // Within 2 s on the others (the notice crosses NATS), far inside what they cached.
+    const revoked = await r.session.delete(`/v1/api-keys/${made.body.id}`);
+    expect(revoked.status, revoked.text).toBe(200);
+    for (const node of [0, 1, 2]) {
+      await expect.poll(async () => (await search(node, made.body.key)).status, { timeout: 2_000 }).toBe(401);
+    }
+    const hidden = await r.http(0).patch(`/v1/indexes/${r.index}`, { visibility: "PRIVATE" });
+    expect(hidden.status, hidden.text).toBe(200);
+    try {
+      for (const node of [0, 1, 2]) {
+        await expect.poll(async () => (await search(node)).status, { timeout: 2_000 }).toBe(401);
+      }
+    } finally {
+      expect((await r.http(0).patch(`/v1/indexes/${r.index}`, { visibility: "PUBLIC" })).status).toBe(200);
+    }
+  });
+
   // Last: it stops frankfurt-b for a while.
   it("an upload whose file is on a node that stopped for good is failed by the other node", async () => {
     const r = regions();

@@ -24,6 +24,8 @@ export interface Regions {
   regionIds: string[];
   /** An `adm` key of a tenant with service `shop` and the PUBLIC index `products`. */
   key: string;
+  /** A dashboard session of that tenant's user, on the first node (what manages keys). */
+  session: Http;
   service: string;
   index: string;
   /** A client of one node, with the key. */
@@ -40,6 +42,7 @@ export interface Keyed {
   get(path: string): Promise<Reply>;
   post(path: string, json?: unknown): Promise<Reply>;
   put(path: string, json?: unknown): Promise<Reply>;
+  patch(path: string, json?: unknown): Promise<Reply>;
   delete(path: string): Promise<Reply>;
 }
 
@@ -49,6 +52,7 @@ export function keyed(base: string, key: string): Keyed {
     get: (path) => h.get(path, { key }),
     post: (path, json) => h.post(path, json, { key }),
     put: (path, json) => h.put(path, json, { key }),
+    patch: (path, json) => h.patch(path, json, { key }),
     delete: (path) => h.delete(path, { key }),
   };
 }
@@ -170,6 +174,7 @@ export async function startRegions(
       nodes,
       regionIds,
       key,
+      session,
       service,
       index: "products",
       http: (n) => keyed(nodes[n]!.url, key),

@@ -3,6 +3,7 @@
 // on that subject, so two nodes writing the same index at once cannot both win (the loser
 // catches up and retries). The adapter is NATS JetStream (replication/nats/).
 import type { RecordChange, VersionId } from "./engine.ts";
+import type { NodeNotice } from "./node-notices.ts";
 
 /** What one log entry does to one index; every node applies it to its own engine, in order. */
 export type LogOp =
@@ -159,6 +160,10 @@ export interface ChangeLog {
   deleteDoc(name: string): Promise<void>;
   /** Removes the entries of one index before position `beforeSeq` (a snapshot holds them). */
   truncate(indexKey: string, beforeSeq: number): Promise<void>;
+  /** Sends a notice to every other node now (ports/node-notices.ts); nothing keeps it. */
+  sendNotice?(notice: NodeNotice): void;
+  /** Calls `listener` with each notice a node sends. */
+  onNotice?(listener: (notice: NodeNotice) => void): void;
   /** True while the log answers. */
   ping(): Promise<boolean>;
   close(): Promise<void>;

@@ -5,16 +5,20 @@
 // replica's start tries again.
 import type { Logger } from "../log.ts";
 import type { AppliedEntry, ChangeLog, EntryTail, LogEntry } from "../ports/change-log.ts";
+import type { NodeNotice } from "../ports/node-notices.ts";
 import { within } from "../within.ts";
 
 /** How long a call waits for the log to open before it fails (a NATS request's own timeout). */
 const WAIT_MS = 10_000;
 const RETRY_MS = 2_000;
+const UNSENT_KEPT = 1_000;
 
 export class OpeningLog implements ChangeLog {
   private log: ChangeLog | undefined;
   private closed = false;
   private readonly opened: Promise<ChangeLog>;
+  /** Notices sent before the log opened (sendNotice). */
+  private readonly unsent: NodeNotice[] = [];
 
   /** `logger`: names the servers (a wrong SIFT_NATS_URL shows here, every RETRY_MS). */
   constructor(open: () => Promise<ChangeLog>, logger: Logger) {
@@ -28,6 +32,7 @@ export class OpeningLog implements ChangeLog {
             continue;
           }
           this.log = log;
+          for (const notice of this.unsent.splice(0)) log.sendNotice?.(notice);
           if (attempt > 1) logger.info("opened the change log", { attempts: attempt });
           return log;
         } catch (error) {
@@ -114,6 +119,19 @@ export class OpeningLog implements ChangeLog {
   }
   async truncate(indexKey: string, beforeSeq: number): Promise<void> {
     return (await this.use()).truncate(indexKey, beforeSeq);
+  }
+  /** Sent once the log is open (a few, the newest, while it is not). */
+  sendNotice(notice: NodeNotice): void {
+    if (this.log) {
+      this.log.sendNotice?.(notice);
+      return;
+    }
+    this.unsent.push(notice);
+    if (this.unsent.length > UNSENT_KEPT) this.unsent.shift();
+  }
+  onNotice(listener: (notice: NodeNotice) => void): void {
+    // biome-ignore lint/plugin: failing only when closed before it opened: nothing to hear then.
+    void this.opened.then((log) => log.onNotice?.(listener)).catch(() => undefined);
   }
   async ping(): Promise<boolean> {
     return this.log ? this.log.ping() : false;

@@ -1,7 +1,7 @@
 // API key lifecycle (docs/api-keys.md): plaintext returned once, only a hash stored,
 // revocation irreversible. Verified keys are cached briefly because every search may carry one;
-// revocation evicts at once, expiry is checked on every use (cached or not), and lastUsedAt is
-// written at most once a minute per key.
+// revocation evicts at once, on every node (NodeNotices), expiry is checked on every use (cached
+// or not), and lastUsedAt is written at most once a minute per key.
 import { and, desc, eq, isNull } from "drizzle-orm";
 import type { components } from "@sift/contract";
 import type { ApiKeyAuthenticator } from "../auth/credentials.ts";
@@ -19,6 +19,7 @@ import {
 import { NotFoundError, UnauthenticatedError } from "../domain/errors.ts";
 import { isStoreUnreachable } from "../store/errors.ts";
 import type { Logger } from "../log.ts";
+import { type NodeNotices, noNotices } from "../ports/node-notices.ts";
 import { type Lookup, primaryOnly } from "../store/lookup.ts";
 import type { Db } from "../store/open.ts";
 import { apiKeys, users } from "../store/schema.ts";
@@ -31,6 +32,8 @@ const CACHE_TTL_MS = 30_000;
 /** How long a verification is still used when the store cannot be asked again. */
 const STALE_IF_ERROR_MS = 15 * 60_000;
 const LAST_USED_EVERY_MS = 60_000;
+/** Revoked keys remembered (the newest): a read replica that trails the primary still shows them usable. */
+const REVOKED_KEPT = 100_000;
 
 const toMetadata = (row: KeyRow): ApiKey => ({
   id: row.id,
@@ -48,6 +51,9 @@ const toMetadata = (row: KeyRow): ApiKey => ({
 export class ApiKeyService implements ApiKeyAuthenticator {
   private readonly cache = new Map<string, { principal: KeyPrincipal; until: number }>();
   private readonly lastUsedWritten = new Map<string, number>();
+  /** Hashes of the keys revoked since this process started, here or on another node (see REVOKED_KEPT). */
+  private readonly revoked = new Set<string>();
+  private notices: NodeNotices = noNotices;
 
   private readonly db: Db;
   /** Key verification: the region's read replica first (store/lookup.ts). */
@@ -101,6 +107,21 @@ export class ApiKeyService implements ApiKeyAuthenticator {
     return rows.map(toMetadata);
   }
 
+  /** Tells the other nodes of each revocation made here, and heeds theirs (docs/api-keys.md, Revocation). */
+  useNotices(notices: NodeNotices): void {
+    this.notices = notices;
+    notices.listen((notice) => {
+      if (notice.kind === "key-revoked") this.forget(notice.keyHash);
+    });
+  }
+
+  /** A revoked key: out of the cache, and refused from now on whatever a lookup finds. */
+  private forget(hash: string): void {
+    this.cache.delete(hash);
+    this.revoked.add(hash);
+    if (this.revoked.size > REVOKED_KEPT) this.revoked.delete(this.revoked.values().next().value!);
+  }
+
   /** 404 for an unknown id, another tenant's key, or one already revoked (docs/api-keys.md, Revocation). */
   async revoke(tenantId: string, keyId: string): Promise<ApiKey> {
     const [row] = await this.db
@@ -109,7 +130,8 @@ export class ApiKeyService implements ApiKeyAuthenticator {
       .where(and(eq(apiKeys.id, keyId), eq(apiKeys.tenantId, tenantId), isNull(apiKeys.revokedAt)))
       .returning();
     if (!row) throw new NotFoundError(`API key ${keyId} does not exist or is already revoked`);
-    this.cache.delete(row.keyHash);
+    this.forget(row.keyHash);
+    this.notices.send({ kind: "key-revoked", keyHash: row.keyHash });
     return toMetadata(row);
   }
 
@@ -145,14 +167,21 @@ export class ApiKeyService implements ApiKeyAuthenticator {
       // The store is unreachable: a key verified before keeps working for a while (a revocation
       // made meanwhile cannot be seen until the store answers again). Otherwise the error goes
       // on, and is a 503 (http/problem.ts).
-      const usable = cached && now - cached.until < STALE_IF_ERROR_MS && !isExpired(cached.principal, now);
+      const usable =
+        cached &&
+        now - cached.until < STALE_IF_ERROR_MS &&
+        !isExpired(cached.principal, now) &&
+        !this.revoked.has(hash);
       if (!usable || !isStoreUnreachable(error)) throw error;
       this.log.warn("the store did not answer; using a cached key verification", { error: (error as Error).message });
       return cached.principal;
     }
     if (!found || !constantTimeEqual(found.key.keyHash, hash))
       throw new UnauthenticatedError("the API key is not valid");
-    if (found.key.revokedAt !== null) throw new UnauthenticatedError("the API key has been revoked");
+    // Revoked as this node heard, though the lookup (a read replica that trails) says otherwise.
+    if (found.key.revokedAt !== null || this.revoked.has(hash)) {
+      throw new UnauthenticatedError("the API key has been revoked");
+    }
     // A pat acts as its user and dies with them.
     if (found.key.type === "pat" && found.userId === null)
       throw new UnauthenticatedError("the API key's user no longer exists");

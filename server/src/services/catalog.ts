@@ -1,7 +1,7 @@
 // Services and indexes of a tenant. Lookups on the search path go through a small cache because
 // every query names an index; writes here (creation included: misses are cached too) invalidate
-// it, so this process sees its own changes at once, and a short TTL bounds staleness when several
-// processes share one PostgreSQL.
+// it, so this process sees its own changes at once, and with replication every other node too
+// (NodeNotices); a short TTL bounds staleness where a notice was missed.
 import { and, asc, count, eq } from "drizzle-orm";
 import type { components } from "@sift/contract";
 import { newId } from "../auth/secrets.ts";
@@ -14,6 +14,7 @@ import {
 } from "../domain/errors.ts";
 import type { Logger } from "../log.ts";
 import type { SearchEngine } from "../ports/engine.ts";
+import { type NodeNotice, type NodeNotices, noNotices } from "../ports/node-notices.ts";
 import { REGION_IDS, isRegionId } from "../regions.ts";
 import { isForeignKeyViolation, isStoreUnreachable, isUniqueViolation } from "../store/errors.ts";
 import { type Lookup, primaryOnly } from "../store/lookup.ts";
@@ -38,6 +39,12 @@ export interface IndexRef {
 }
 
 const CACHE_TTL_MS = 5_000;
+/**
+ * A visibility set here or on another node wins over the one a lookup reads for this long: the
+ * region's read replica may not show it yet. Not for ever, so that a change whose notice this
+ * node missed is read from the store once this one's time is up.
+ */
+const VISIBILITY_HELD_MS = 5 * 60_000;
 /** How long a lookup is still used when the store cannot be asked again. */
 const STALE_IF_ERROR_MS = 15 * 60_000;
 
@@ -64,6 +71,9 @@ export class CatalogService {
   /** With replication: the active version this node serves, which may trail the store's. */
   private localActive: ((indexId: string) => string | undefined) | undefined;
   private localDropped: ((indexId: string) => boolean) | undefined;
+  /** Visibilities set lately (VISIBILITY_HELD_MS), here or on another node, with when (the setter's clock). */
+  private readonly visibilitySet = new Map<string, { visibility: Visibility; at: number }>();
+  private notices: NodeNotices = noNotices;
 
   constructor(
     db: Db,
@@ -85,6 +95,29 @@ export class CatalogService {
   useLocalActive(fn: (indexId: string) => string | undefined, dropped?: (indexId: string) => boolean): void {
     this.localActive = fn;
     this.localDropped = dropped;
+  }
+
+  /** Tells the other nodes of each change to an index's row made here, and heeds theirs. */
+  useNotices(notices: NodeNotices): void {
+    this.notices = notices;
+    notices.listen((notice) => {
+      if (notice.kind !== "index-changed") return;
+      if (notice.visibility !== undefined) this.holdVisibility(notice.indexId, notice.visibility, notice.at ?? 0);
+      this.invalidate();
+    });
+  }
+
+  /** The newest visibility set wins, whichever node's notice comes last. */
+  private holdVisibility(indexId: string, visibility: Visibility, at: number): void {
+    const held = this.visibilitySet.get(indexId);
+    if (held === undefined || held.at <= at) this.visibilitySet.set(indexId, { visibility, at });
+  }
+
+  /** An index row changed here: this node's cache, and every other node's. */
+  private changed(notice: Omit<Extract<NodeNotice, { kind: "index-changed" }>, "kind">): void {
+    if (notice.visibility !== undefined) this.holdVisibility(notice.indexId, notice.visibility, notice.at ?? 0);
+    this.invalidate();
+    this.notices.send({ kind: "index-changed", ...notice });
   }
 
   // ---- services ----
@@ -232,8 +265,8 @@ export class CatalogService {
     }
     // A lookup before the create may have cached a miss for this name (or a ref to an index of
     // the same name deleted by another process): without this, reads and writes would not find
-    // the new index until the entry expired.
-    this.invalidate();
+    // the new index until the entry expired, here or on another node.
+    this.changed({ indexId: id });
     // Described from what was just written, not looked up again: the row is known, and a lookup
     // here once met the stale miss and failed the create after it had succeeded.
     return this.describe(ref);
@@ -264,7 +297,7 @@ export class CatalogService {
     if (!ref) throw new NotFoundError(`index "${name}" does not exist`);
     if (input.visibility) {
       await this.db.update(indexes).set({ visibility: input.visibility }).where(eq(indexes.id, ref.id));
-      this.invalidate();
+      this.changed({ indexId: ref.id, visibility: input.visibility, at: this.now() });
     }
     // Deleted meanwhile (deleting takes no lock an update waits for): gone, not a server fault.
     const updated = await this.byName(tenantId, name);
@@ -276,7 +309,7 @@ export class CatalogService {
     const ref = await this.byName(tenantId, name);
     if (!ref) throw new NotFoundError(`index "${name}" does not exist`);
     await this.db.delete(indexes).where(eq(indexes.id, ref.id));
-    this.invalidate();
+    this.changed({ indexId: ref.id });
     await this.engine.dropIndex(ref.id);
     return ref;
   }
@@ -307,12 +340,21 @@ export class CatalogService {
 
   /**
    * One index through the request-path lookup. A read replica may trail this process's own
-   * activations: the version this process made live wins over the one the replica has (D-275).
+   * activations: the version this process made live wins over the one the replica has (D-275), and
+   * so does a visibility set lately, here or on another node (D-343).
    */
   private async lookupRef(where: ReturnType<typeof and>): Promise<IndexRef | undefined> {
     const ref = await this.lookup((db) => this.refs(where, db).then((r) => r[0]));
-    const mine = ref && this.activeHere.get(ref.id);
-    return ref && mine !== undefined ? { ...ref, activeVersion: mine } : ref;
+    if (ref === undefined) return undefined;
+    const mine = this.activeHere.get(ref.id);
+    const set = this.visibilitySet.get(ref.id);
+    const held = set !== undefined && this.now() - set.at < VISIBILITY_HELD_MS;
+    if (set !== undefined && !held) this.visibilitySet.delete(ref.id);
+    return {
+      ...ref,
+      ...(mine !== undefined ? { activeVersion: mine } : {}),
+      ...(held ? { visibility: set.visibility } : {}),
+    };
   }
 
   /** Keeps cached refs in step with a new active version, so the next search reads it at once. */

@@ -51,6 +51,7 @@ import {
   StaleAppendError,
   newestVersionOf,
 } from "../../ports/change-log.ts";
+import type { NodeNotice } from "../../ports/node-notices.ts";
 
 export interface NatsLogOptions {
   /** Server URLs, comma-separated or a list (any member of the cluster will do). */
@@ -110,6 +111,8 @@ const PREFETCH_SUBJECT = "sift.prefetch";
 const PART_SUBJECT = "sift.prefetch.part";
 /** Each fetching node says here that it is fetching (again and again), then that it holds the files (or failed). */
 const FETCHING_SUBJECT = "sift.prefetch.state";
+/** Notices between the nodes (ports/node-notices.ts). */
+const NOTICE_SUBJECT = "sift.notice";
 /**
  * The publisher of a segment waits at most this long, after its last part, for the nodes that
  * fetch it ahead to hold it (see putFiles).
@@ -1368,6 +1371,28 @@ class NatsLog implements ChangeLog {
       // A failed flush is exactly the "not answering" this reports.
       return false;
     }
+  }
+
+  sendNotice(notice: NodeNotice): void {
+    try {
+      this.nc.publish(NOTICE_SUBJECT, JSON.stringify(notice));
+    } catch (error) {
+      // The connection closed (the node stopping): the others' caches expire as without it.
+      this.options.log.warn("could not tell the other nodes", { notice: notice.kind, error: (error as Error).message });
+    }
+  }
+
+  onNotice(listener: (notice: NodeNotice) => void): void {
+    this.nc.subscribe(NOTICE_SUBJECT, {
+      callback: (error, message) => {
+        if (error !== null) return;
+        try {
+          listener(message.json<NodeNotice>());
+        } catch (failure) {
+          this.options.log.warn("could not take a notice from another node", { error: (failure as Error).message });
+        }
+      },
+    });
   }
 
   async close(): Promise<void> {

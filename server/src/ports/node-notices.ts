@@ -1,0 +1,27 @@
+// Notices between the nodes (docs/replication.md, Caches between nodes): a node that revokes a key
+// or changes an index's row tells every other node of every region at once, so that none keeps
+// serving what its cache (or its region's read replica, which may trail the primary) says. Best
+// effort and kept nowhere: a node out of reach of NATS when one is sent misses it, and its cache
+// entries expire as they would without it. The adapter is NATS core messaging (replication/nats/).
+export type NodeNotice =
+  /** A key was revoked: no node may accept it again, whatever its cache or replica still says. */
+  | { kind: "key-revoked"; keyHash: string }
+  /**
+   * An index's row changed (created, deleted, its visibility set): cached lookups go. With
+   * `visibility`, the index has it from `at` (the sender's clock, ms) on, even where the replica
+   * does not show it yet.
+   */
+  | { kind: "index-changed"; indexId: string; visibility?: "PUBLIC" | "PRIVATE"; at?: number };
+
+export interface NodeNotices {
+  /** Sends `notice` to every other node (best effort: see above); the sender has applied it itself. */
+  send(notice: NodeNotice): void;
+  /** Calls `listener` with every notice another node sends (this node's own may come back too). */
+  listen(listener: (notice: NodeNotice) => void): void;
+}
+
+/** One process: no other node to tell. */
+export const noNotices: NodeNotices = {
+  send: () => undefined,
+  listen: () => undefined,
+};
