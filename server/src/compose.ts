@@ -190,6 +190,12 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
     apiKeys.useNotices(notices);
     catalog.useNotices(notices);
   }
+  if (config.databaseReadUrl) {
+    // Not awaited: a primary out of reach at the start is the replica's moment (D-276).
+    void unlessStoreUnreachable(log, "read the keys revoked lately", () => apiKeys.rememberRecentRevocations()).catch(
+      (error: Error) => log.warn("could not read the keys revoked lately", { error: error.message }),
+    );
+  }
   if (replica) {
     replica.onActivated((indexId, version) => catalog.setActive(indexId, version));
     catalog.useLocalActive(

@@ -70,6 +70,11 @@ describe.skipIf(!postgresPairAvailable)("a region that reads through a replica o
     const refused = await search(doomed, "shop", "lamp");
     expect(refused.status, refused.text).toBe(401);
     expect(refused.body.detail).toBe("the API key has been revoked");
+    // Restarted, the node heard of it from no one: it read the last hour's revocations as it started.
+    await node.kill("SIGKILL");
+    await node.start();
+    const afterRestart = await search(doomed, "shop", "lamp");
+    expect(afterRestart.status, afterRestart.text).toBe(401);
     await pair.onReplica((sql) => sql`select pg_wal_replay_resume()`);
 
     // A key this node never verified, and an index it never looked up by service: once the

@@ -2,7 +2,7 @@
 // revocation irreversible. Verified keys are cached briefly because every search may carry one;
 // revocation evicts at once, on every node (NodeNotices), expiry is checked on every use (cached
 // or not), and lastUsedAt is written at most once a minute per key.
-import { and, desc, eq, isNull } from "drizzle-orm";
+import { and, desc, eq, gt, isNull } from "drizzle-orm";
 import type { components } from "@sift/contract";
 import type { ApiKeyAuthenticator } from "../auth/credentials.ts";
 import type { KeyPrincipal } from "../auth/principal.ts";
@@ -34,6 +34,8 @@ const STALE_IF_ERROR_MS = 15 * 60_000;
 const LAST_USED_EVERY_MS = 60_000;
 /** Revoked keys remembered (the newest): a read replica that trails the primary still shows them usable. */
 const REVOKED_KEPT = 100_000;
+/** At a start, the revocations of this long before it are read from the primary (rememberRecentRevocations). */
+const RECENT_REVOCATIONS_MS = 60 * 60_000;
 
 const toMetadata = (row: KeyRow): ApiKey => ({
   id: row.id,
@@ -113,6 +115,20 @@ export class ApiKeyService implements ApiKeyAuthenticator {
     notices.listen((notice) => {
       if (notice.kind === "key-revoked") this.forget(notice.keyHash);
     });
+  }
+
+  /**
+   * Remembers the keys revoked in the last hour, as the primary has them: a node started while its
+   * region's read replica trails would otherwise accept a key revoked before it started, which no
+   * notice will tell it of again. Returns how many.
+   */
+  async rememberRecentRevocations(): Promise<number> {
+    const rows = await this.db
+      .select({ hash: apiKeys.keyHash })
+      .from(apiKeys)
+      .where(gt(apiKeys.revokedAt, this.now() - RECENT_REVOCATIONS_MS));
+    for (const row of rows) this.forget(row.hash);
+    return rows.length;
   }
 
   /** A revoked key: out of the cache, and refused from now on whatever a lookup finds. */

@@ -115,6 +115,20 @@ describe.each(storeTargets())("notices between nodes on $name", (target) => {
     }
   });
 
+  test("a node started after a revocation its paused replica has not replayed refuses the key", async () => {
+    const made = await new ApiKeyService(services.store.db, silent, now).create(TENANT, "usr_n", {
+      type: "srh",
+      name: "widget",
+    });
+    const replica = await pausedReplica(services.store, target.open);
+    replicas.push(replica.store);
+    await new ApiKeyService(services.store.db, silent, now).revoke(TENANT, made.id);
+    // No notice reaches a node that was not running: it reads the last hour's revocations as it starts.
+    const started = new ApiKeyService(services.store.db, silent, now, replica.lookup);
+    await expect(started.rememberRecentRevocations()).resolves.toBeGreaterThanOrEqual(1);
+    expect(await refused(started.authenticate(made.key))).toBe("UnauthenticatedError: the API key has been revoked");
+  });
+
   test("an index made PRIVATE on one node is PRIVATE at once on both, their replica paused", async () => {
     const bus = noticeBus();
     await services.catalog.createIndex(TENANT, { name: "menu", serviceName: SERVICE, visibility: "PUBLIC" });
