@@ -176,6 +176,18 @@ describe.skipIf(!regionsAvailable)("two regions on a supercluster, London readin
     expect(Math.min(...frankfurt)).toBeLessThan(roundTrip);
   }, 120_000);
 
+  it("a key revoked in Frankfurt is refused in London at once, its notice across the gateway (D-343)", async () => {
+    logRegionsOnFailure(() => r);
+    const made = await r.session.post("/v1/api-keys", { type: "srh", name: "far" });
+    expect(made.status, made.text).toBe(200);
+    const query = `/v1/search?query=lamp&indexName=${r.index}&serviceName=${r.service}`;
+    const viaLondon = () => new Http(r.nodes[LONDON]!.url).get(query, { key: made.body.key });
+    expect((await viaLondon()).status).toBe(200);
+    expect((await r.session.delete(`/v1/api-keys/${made.body.id}`)).status).toBe(200);
+    // London cached the key for 30 s.
+    await expect.poll(async () => (await viaLondon()).status, { timeout: 2_000 }).toBe(401);
+  });
+
   it("London serves what its region holds while the log's cluster is down, restarted too, and catches up once it is back", async () => {
     logRegionsOnFailure(() => r);
     for (let i = 0; i < 5; i++) {
