@@ -182,10 +182,10 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
   const catalog = new CatalogService(store.db, engine, log, Date.now, { indexes: config.quotaIndexes }, store.lookup);
   if (changeLog) {
     // A revocation or an index change made on one node reaches every other node's caches (D-343).
-    const log = changeLog;
+    const between = changeLog;
     const notices: NodeNotices = {
-      send: (notice) => log.sendNotice?.(notice),
-      listen: (listener) => log.onNotice?.(listener),
+      send: (notice) => between.sendNotice?.(notice),
+      listen: (listener) => between.onNotice?.(listener),
     };
     apiKeys.useNotices(notices);
     catalog.useNotices(notices);

@@ -131,6 +131,8 @@ export interface AdoptedCheckpoint {
   expectActive: VersionId;
   /** False: another version went live while it was built; it is kept as a rollback point only. */
   live: boolean;
+  /** A client waits (a coalesce asked over HTTP): with replication, a bounded wait, then 503 (D-344). */
+  clientWaits?: boolean;
 }
 
 export interface BulkWriter {

@@ -1,8 +1,9 @@
-// Notices between the nodes (docs/replication.md, Caches between nodes): a node that revokes a key
-// or changes an index's row tells every other node of every region at once, so that none keeps
-// serving what its cache (or its region's read replica, which may trail the primary) says. Best
-// effort and kept nowhere: a node out of reach of NATS when one is sent misses it, and its cache
-// entries expire as they would without it. The adapter is NATS core messaging (replication/nats/).
+// Notices between the nodes (docs/replication.md, Several nodes per region; D-343): a node that
+// revokes a key or changes an index's row tells every other node of every region at once, so that
+// none keeps serving what its cache (or its region's read replica, which may trail the primary)
+// says. Best effort and kept nowhere: a node out of reach of NATS when one is sent misses it, and
+// its cache entries expire as they would without it. The adapter is NATS core messaging
+// (replication/nats/).
 export type NodeNotice =
   /** A key was revoked: no node may accept it again, whatever its cache or replica still says. */
   | { kind: "key-revoked"; keyHash: string }

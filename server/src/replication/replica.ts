@@ -526,6 +526,10 @@ export class Replica {
     }
     const result = await this.applyEffect(entry);
     this.noteApplied(seq, entry);
+    if (entry.op === "checkpoint") {
+      const records = entry.records ?? (result as { records?: number } | undefined)?.records;
+      if (records !== undefined) this.backfill.checkpointApplied(entry.index, formatVersion(entry.major), records);
+    }
     // Before its writer is answered: on a quiet index the rows are in the store within milliseconds.
     this.backfill.applied();
     if (entry.node === this.node) this.keepVerdict(seq, { accepted: true, result });

@@ -114,17 +114,20 @@ class ReplicatedEngine implements SearchEngine {
   }
 
   async adoptCheckpoint(indexKey: string, c: AdoptedCheckpoint): Promise<void> {
-    await this.replica.commit({
-      op: "checkpoint",
-      index: indexKey,
-      from: c.from,
-      major: c.major,
-      files: filesName(indexKey, c.major),
-      records: c.records,
-      expectActive: c.expectActive,
-      ...(c.carry ? { carry: c.carry } : {}),
-      ...(c.live ? {} : { live: false }),
-    });
+    await this.replica.commit(
+      {
+        op: "checkpoint",
+        index: indexKey,
+        from: c.from,
+        major: c.major,
+        files: filesName(indexKey, c.major),
+        records: c.records,
+        expectActive: c.expectActive,
+        ...(c.carry ? { carry: c.carry } : {}),
+        ...(c.live ? {} : { live: false }),
+      },
+      { clientWaits: c.clientWaits ?? false },
+    );
   }
 
   async activate(

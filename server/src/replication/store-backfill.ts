@@ -42,6 +42,8 @@ export class StoreBackfill {
   /** `index\0id` of ids deleted by entries applied here lately, and when. */
   private readonly recentDeletes = new Map<string, number>();
   private active = new Map<string, { version: string; seq: number }>();
+  /** Checkpoints applied here whose row may still say pending (see checkpointApplied). */
+  private checkpoints = new Map<string, { indexId: string; version: string; records: number }>();
   private timer: ReturnType<typeof setTimeout> | undefined;
   private flushing: Promise<void> | undefined;
   /** When the last batch was started (0: none yet). */
@@ -78,10 +80,21 @@ export class StoreBackfill {
     this.schedule();
   }
 
+  /**
+   * A checkpoint in the log and applied: its row, which the node that built it wrote as pending,
+   * is ready. Its builder marks it so itself, but may have died, or have answered its client
+   * before its own node applied the entry (D-344); every node that applies it does it too.
+   */
+  checkpointApplied(indexId: string, version: string, records: number): void {
+    this.checkpoints.set(`${indexId}\u0000${version}`, { indexId, version, records });
+    this.schedule();
+  }
+
   /** An index dropped here: nothing of it is recorded any more. */
   forget(indexId: string): void {
     this.active.delete(indexId);
     for (const [key, { row }] of this.rows) if (row.indexId === indexId) this.rows.delete(key);
+    for (const [key, c] of this.checkpoints) if (c.indexId === indexId) this.checkpoints.delete(key);
   }
 
   /**
@@ -90,7 +103,10 @@ export class StoreBackfill {
    * kept for the next flush, as always.
    */
   async settled(indexId: string): Promise<void> {
-    const pending = this.active.has(indexId) || [...this.rows.values()].some(({ row }) => row.indexId === indexId);
+    const pending =
+      this.active.has(indexId) ||
+      [...this.rows.values()].some(({ row }) => row.indexId === indexId) ||
+      [...this.checkpoints.values()].some((c) => c.indexId === indexId);
     if (pending || this.flushing !== undefined) await this.flush();
   }
 
@@ -99,7 +115,7 @@ export class StoreBackfill {
     clearTimeout(this.timer);
     this.timer = undefined;
     while (this.flushing !== undefined) await this.flushing;
-    if (!this.rows.size && !this.active.size) return;
+    if (!this.rows.size && !this.active.size && !this.checkpoints.size) return;
     this.flushing = this.write().finally(() => {
       this.flushing = undefined;
     });
@@ -113,7 +129,7 @@ export class StoreBackfill {
    */
   applied(): void {
     if (this.flushing !== undefined || Date.now() - this.startedAt < this.intervalMs) return;
-    if (!this.rows.size && !this.active.size) return;
+    if (!this.rows.size && !this.active.size && !this.checkpoints.size) return;
     void this.flush();
   }
 
@@ -133,8 +149,10 @@ export class StoreBackfill {
     );
     const rows = pending.map((p) => p.row);
     const active = [...this.active.entries()].sort(([a], [b]) => compare(a, b));
+    const checkpoints = [...this.checkpoints.values()];
     this.rows = new Map();
     this.active = new Map();
+    this.checkpoints = new Map();
     // Side by side: the rows statement and the active versions' touch different rows, and a
     // reader of GET /v1/regions right after a write on a quiet index should not wait for both.
     const recordRows = async () => {
@@ -159,10 +177,21 @@ export class StoreBackfill {
       const again = new Set(rowsOf<{ id: string }>(held).map((r) => r.id));
       for (const [id, a] of active) if (again.has(id)) this.setActive(id, a.version, a.seq);
     };
+    // Rare (a checkpoint per SIFT_COALESCE_AFTER writes of an index): one statement each, only
+    // where the row still says pending (its builder may have marked it, with when it went live).
+    const recordCheckpoints = async () => {
+      for (const c of checkpoints) {
+        await this.db.execute(
+          sql`update ${versions} set state = 'ready', records = ${c.records}
+              where index_id = ${c.indexId} and version = ${c.version} and state = 'pending'`,
+        );
+      }
+    };
     try {
       const [r, a] = await Promise.allSettled([recordRows(), recordActive()]);
       if (r.status === "rejected") throw r.reason;
       if (a.status === "rejected") throw a.reason;
+      await recordCheckpoints();
     } catch (error) {
       // Kept for the next flush (newer entries win); the store may be briefly unreachable.
       for (const p of pending) {
@@ -170,6 +199,10 @@ export class StoreBackfill {
         if (!this.rows.has(key)) this.rows.set(key, p);
       }
       for (const [id, a] of active) this.setActive(id, a.version, a.seq);
+      for (const c of checkpoints) {
+        const key = `${c.indexId}\u0000${c.version}`;
+        if (!this.checkpoints.has(key)) this.checkpoints.set(key, c);
+      }
       this.logger.warn("could not record applied versions in the store; trying again", {
         rows: rows.length,
         error: (error as Error).message,

@@ -111,6 +111,12 @@ export class CatalogService {
   private holdVisibility(indexId: string, visibility: Visibility, at: number): void {
     const held = this.visibilitySet.get(indexId);
     if (held === undefined || held.at <= at) this.visibilitySet.set(indexId, { visibility, at });
+    // Those past their time go once a few have gathered (a lookup drops its own too).
+    if (this.visibilitySet.size > 1_000) {
+      for (const [id, set] of this.visibilitySet) {
+        if (this.now() - set.at >= VISIBILITY_HELD_MS) this.visibilitySet.delete(id);
+      }
+    }
   }
 
   /** An index row changed here: this node's cache, and every other node's. */

@@ -186,9 +186,9 @@ export class VersionService {
     return this.gate ? this.gate.run(ref.tenantId, purge) : purge();
   }
 
-  /** Checkpoints the active version into the next major (versions/coalesce.ts). */
+  /** Checkpoints the active version into the next major (versions/coalesce.ts), asked over HTTP. */
   async coalesce(ref: IndexRef): Promise<VersionId> {
-    const version = await coalesce(this.ctx, ref);
+    const version = await coalesce(this.ctx, ref, { clientWaits: true });
     await retainAfterNewMajor(this.ctx, ref.id);
     return version;
   }

@@ -377,6 +377,29 @@ describe("a record write or an activation on a node that cannot follow the log",
     expect(nodes.b.replica.active(ref.id)).toBe(latest);
   });
 
+  test("a coalesce asked over HTTP: 503 once its wait is over; applied everywhere later, its row ready (D-344)", async () => {
+    const ref = (await nodes.b.catalog.byName("ten_r", "shop"))!;
+    const written = await nodes.a.records.put(admin, "shop", "ninth", { title: "Ninth" });
+    await nodes.b.replica.waitFor(ref.id, written, 5_000);
+    // Built and published on b, its entry in the log, but b does not apply it: the client is answered.
+    nodes.b.log.hold();
+    const started = Date.now();
+    await refusedWith503(nodes.b.versions.coalesce(ref));
+    expect(Date.now() - started).toBeLessThan(5_000);
+    const checkpoints = () =>
+      nodes.store.db
+        .select({ version: versions.version, state: versions.state })
+        .from(versions)
+        .where(and(eq(versions.indexId, ref.id), eq(versions.kind, "checkpoint")));
+    const [made] = await checkpoints();
+    // a applied it: its row, which b left pending, is ready.
+    await expect.poll(checkpoints, { timeout: 5_000 }).toEqual([{ version: made!.version, state: "ready" }]);
+    expect(nodes.a.replica.active(ref.id)).toBe(made!.version);
+    nodes.b.log.release();
+    await expect.poll(() => nodes.b.replica.active(ref.id), { timeout: 5_000 }).toBe(made!.version);
+    expect((await nodes.b.records.get(admin, "shop", "ninth")).title).toBe("Ninth");
+  });
+
   test("an activation nobody waits on (an upload's) waits past that bound until the node applies it", async () => {
     const ref = (await nodes.b.catalog.byName("ten_r", "shop"))!;
     await nodes.b.replica.catchUp();

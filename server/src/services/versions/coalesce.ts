@@ -16,12 +16,13 @@ import { insertVersion, liveVersion, rethrowUnlessDeleted, takeMajor, updateVers
 /**
  * Writes the active version as a checkpoint and makes it (with the writes made meanwhile on top)
  * active; resolves with the checkpoint's id. With nothing accumulated (the active version is
- * already a major) it changes nothing.
+ * already a major) it changes nothing. `clientWaits`: asked over HTTP, so with replication its
+ * adoption waits for this node as a record write does, then answers 503 (D-344).
  */
 export async function coalesce(
   ctx: VersionContext,
   ref: IndexRef,
-  options: { minChain?: number } = {},
+  options: { minChain?: number; clientWaits?: boolean } = {},
 ): Promise<VersionId> {
   const { engine } = ctx;
   if (!engine.buildCheckpoint || !engine.changesSince || !engine.adoptCheckpoint) {
@@ -32,6 +33,7 @@ export async function coalesce(
   // An automatic one is left to a build already under way, here or in another region.
   if (options.minChain !== undefined && (await checkpointPending(ctx, ref.id))) return from;
   const startedAt = ctx.now();
+  const clientWaits = options.clientWaits ?? false;
   const { major, version } = await addPending(ctx, ref, from, startedAt);
   let records: number;
   try {
@@ -42,12 +44,13 @@ export async function coalesce(
   }
   // The index deleted while the checkpoint went live (its engine index dropped under the adoption
   // or the activation) is NotFound, as during the build.
-  const adopted = ctx.locks.run(ref.id, async () => {
+  const adoption = async () => {
     const live = await liveVersion(ctx, ref.id);
     const net = live === from ? { upserts: [], deletes: [] } : await engine.changesSince!(ref.id, from, live);
     if (net === null) {
       // Another version went live meanwhile (an activation): the checkpoint stays a rollback point.
-      await engine.adoptCheckpoint!(ref.id, { from, major, records, carry: null, expectActive: live, live: false });
+      const kept = { from, major, records, carry: null, expectActive: live, live: false, clientWaits };
+      await engine.adoptCheckpoint!(ref.id, kept);
       await updateVersion(ctx.db, ref.id, version, { state: "ready", records });
       ctx.log.info("coalesced; another version went live meanwhile", { index: ref.id, from, version, live });
       return version;
@@ -63,7 +66,7 @@ export async function coalesce(
           }
         : null;
     const target = carry?.version ?? version;
-    await engine.adoptCheckpoint!(ref.id, { from, major, records, carry, expectActive: live, live: true });
+    await engine.adoptCheckpoint!(ref.id, { from, major, records, carry, expectActive: live, live: true, clientWaits });
     const liveAt = ctx.replica?.liveAt(ref.id);
     // Dated when it went live, after the writes it carries: retention counts it as newer than they
     // are. The ids they deleted are deleted again by the carry, with tombstones as new as it is:
@@ -99,7 +102,8 @@ export async function coalesce(
     await erasePurgedSince(ctx, ref.id, startedAt);
     ctx.log.info("coalesced", { index: ref.id, from, version, carried: carry ? live : undefined });
     return version;
-  });
+  };
+  const adopted = ctx.locks.run(ref.id, adoption, { clientWaits });
   return adopted.catch((error) => rethrowUnlessDeleted(ctx.db, ref.id, error));
 }
 
