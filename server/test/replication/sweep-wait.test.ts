@@ -21,6 +21,14 @@ describe("sweepWait", () => {
     expect([2, 3, 4, 5].map((inARow) => sweepWait(40, inARow, 0.5))).toEqual([30_000, 60_000, 120_000, 240_000]);
   });
 
+  it("tries a sweep that NATS did not answer again 15 s later, doubling, not in 10 minutes (D-345)", () => {
+    expect(sweepWait(2, 0, 0.5, 1)).toBe(15_000);
+    expect([2, 3, 4].map((inARow) => sweepWait(40, 0, 0.5, inARow))).toEqual([30_000, 60_000, 120_000]);
+    expect(sweepWait(40, 0, 0.5, 50)).toBe(sweepWait(40, 0, 0.5));
+    // Answered again: the usual wait.
+    expect(sweepWait(41, 0, 0.5, 0)).toBeGreaterThanOrEqual(10 * 60_000);
+  });
+
   it("never waits longer than the usual sweep, however often the copy was remade", () => {
     for (const random of [0, 0.5, 0.999]) {
       const usual = sweepWait(40, 0, random);

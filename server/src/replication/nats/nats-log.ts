@@ -148,12 +148,15 @@ const REMADE_TOO_OFTEN = 3;
 
 /**
  * How long a node waits for its next sweep of the region's copies: `sweeps` since the log was
- * opened, `remadeInARow` sweeps in a row that made a copy again. A skip that NATS repeats at once
- * is looked at again 15 s, 30 s, 1 min... later, up to the usual 10 to 20 minutes, not every 15 s.
+ * opened, `remadeInARow` sweeps in a row that made a copy again, `failedInARow` sweeps in a row
+ * that NATS did not answer. A skip that NATS repeats at once is looked at again 15 s, 30 s, 1
+ * min... later, up to the usual 10 to 20 minutes, not every 15 s; so is a sweep that failed (a
+ * loaded cluster timed out, D-345), instead of waiting the usual 10 to 20 minutes.
  */
-export function sweepWait(sweeps: number, remadeInARow: number, random = Math.random()): number {
+export function sweepWait(sweeps: number, remadeInARow: number, random = Math.random(), failedInARow = 0): number {
   const usual = SWEEP_EVERY_MS + random * SWEEP_EVERY_MS;
-  if (remadeInARow > 0) return Math.min(REMADE_CHECK_MS * 2 ** (remadeInARow - 1), usual);
+  const again = Math.max(remadeInARow, failedInARow);
+  if (again > 0) return Math.min(REMADE_CHECK_MS * 2 ** (again - 1), usual);
   return FIRST_SWEEPS_MS[sweeps] ?? usual;
 }
 /** After the documents' bucket failed to answer, reads that allow it go to the region's copy first for this long. */
@@ -420,6 +423,9 @@ class NatsLog implements ChangeLog {
   /** Sweeps since the log was opened, and sweeps in a row that made a copy again (sweepWait). */
   private sweeps = 0;
   private remadeInARow = 0;
+  /** Sweeps in a row that NATS did not answer (sweepWait); `sweepFailed`: the one running did not. */
+  private failedInARow = 0;
+  private sweepFailed = false;
   private closed = false;
   /** Set while the log's home has not answered since it was out of reach at the open (lastSeq). */
   private away: JetStreamManager | undefined;
@@ -1137,12 +1143,14 @@ class NatsLog implements ChangeLog {
     this.sweeper = setTimeout(async () => {
       this.sweepAt = Number.POSITIVE_INFINITY;
       this.sweepSoonAfter = false;
+      this.sweepFailed = false;
       const remadeHere = this.copies !== undefined && (await this.sweepCopies());
       const remade = (await this.checkOtherCopies()) || remadeHere;
       this.sweeps++;
       this.remadeInARow = remade ? this.remadeInARow + 1 : 0;
+      this.failedInARow = this.sweepFailed ? this.failedInARow + 1 : 0;
       if (this.closed) return;
-      const usual = sweepWait(this.sweeps, this.remadeInARow);
+      const usual = sweepWait(this.sweeps, this.remadeInARow, Math.random(), this.failedInARow);
       this.nextSweep(this.sweepSoonAfter ? Math.min(usual, LEADER_CHANGE_SWEEP_MS) : usual);
     }, wait);
     this.sweeper.unref();
@@ -1190,6 +1198,7 @@ class NatsLog implements ChangeLog {
         });
       return true;
     } catch (error) {
+      this.sweepFailed = true;
       this.options.log.warn("could not sweep the region's copies of the object stores", {
         error: (error as Error).message,
       });
@@ -1230,6 +1239,7 @@ class NatsLog implements ChangeLog {
           });
       }
     } catch (error) {
+      this.sweepFailed = true;
       this.options.log.warn("could not look at the other regions' copies of the object stores", {
         error: (error as Error).message,
       });
