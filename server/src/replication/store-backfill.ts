@@ -6,7 +6,7 @@
 // otherwise once per interval (100 ms), instead of round trips per entry on every node, which held
 // up each index's entries. The writer's own statement per entry was most of PostgreSQL's work at
 // 500 writes/s (D-299).
-import { type SQL, sql } from "drizzle-orm";
+import { and, eq, type SQL, sql } from "drizzle-orm";
 import type { Logger } from "../log.ts";
 import { recordActiveAtMany } from "../store/active-at.ts";
 import { type Db, rowsOf } from "../store/open.ts";
@@ -30,6 +30,8 @@ const RECENT_DELETE_MS = 60_000;
 const MAX_RECENT_DELETES = 100_000;
 
 const compare = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+/** The key of a version (or of an id) of an index in this file's maps. */
+const keyOf = (indexId: string, name: string) => `${indexId}\u0000${name}`;
 
 /** Backups pending while the store is unreachable beyond this are dropped (their writers recorded them). */
 const MAX_PENDING_ROWS = 100_000;
@@ -60,11 +62,11 @@ export class StoreBackfill {
       const oldest = this.rows.keys().next().value!;
       this.rows.delete(oldest);
     }
-    this.rows.set(`${row.indexId}\u0000${row.version}`, { row, effects });
+    this.rows.set(keyOf(row.indexId, row.version), { row, effects });
     const now = Date.now();
     for (const id of effects.deleted) {
       // Moved to the end, so that the map stays in time order (effectValues expires from the front).
-      const key = `${row.indexId}\u0000${id}`;
+      const key = keyOf(row.indexId, id);
       this.recentDeletes.delete(key);
       this.recentDeletes.set(key, now);
       if (this.recentDeletes.size > MAX_RECENT_DELETES)
@@ -86,7 +88,7 @@ export class StoreBackfill {
    * before its own node applied the entry (D-344); every node that applies it does it too.
    */
   checkpointApplied(indexId: string, version: string, records: number): void {
-    this.checkpoints.set(`${indexId}\u0000${version}`, { indexId, version, records });
+    this.checkpoints.set(keyOf(indexId, version), { indexId, version, records });
     this.schedule();
   }
 
@@ -181,10 +183,10 @@ export class StoreBackfill {
     // where the row still says pending (its builder may have marked it, with when it went live).
     const recordCheckpoints = async () => {
       for (const c of checkpoints) {
-        await this.db.execute(
-          sql`update ${versions} set state = 'ready', records = ${c.records}
-              where index_id = ${c.indexId} and version = ${c.version} and state = 'pending'`,
-        );
+        await this.db
+          .update(versions)
+          .set({ state: "ready", records: c.records })
+          .where(and(eq(versions.indexId, c.indexId), eq(versions.version, c.version), eq(versions.state, "pending")));
       }
     };
     try {
@@ -195,12 +197,12 @@ export class StoreBackfill {
     } catch (error) {
       // Kept for the next flush (newer entries win); the store may be briefly unreachable.
       for (const p of pending) {
-        const key = `${p.row.indexId}\u0000${p.row.version}`;
+        const key = keyOf(p.row.indexId, p.row.version);
         if (!this.rows.has(key)) this.rows.set(key, p);
       }
       for (const [id, a] of active) this.setActive(id, a.version, a.seq);
       for (const c of checkpoints) {
-        const key = `${c.indexId}\u0000${c.version}`;
+        const key = keyOf(c.indexId, c.version);
         if (!this.checkpoints.has(key)) this.checkpoints.set(key, c);
       }
       this.logger.warn("could not record applied versions in the store; trying again", {
@@ -227,8 +229,8 @@ export class StoreBackfill {
     }
     const last = new Map<string, { row: BackfillRow; deleted: boolean }>();
     for (const { row, effects } of pending) {
-      for (const id of effects.rewritten) last.set(`${row.indexId}\u0000${id}`, { row, deleted: false });
-      for (const id of effects.deleted) last.set(`${row.indexId}\u0000${id}`, { row, deleted: true });
+      for (const id of effects.rewritten) last.set(keyOf(row.indexId, id), { row, deleted: false });
+      for (const id of effects.deleted) last.set(keyOf(row.indexId, id), { row, deleted: true });
     }
     if (last.size === 0) return undefined;
     // In (index, id) order: every node's batch takes the tombstones' row locks in the same order.

@@ -25,6 +25,7 @@ import { rethrowUnlessDeleted } from "./versions/rows.ts";
 type SiftService = components["schemas"]["SiftService"];
 type SiftIndex = components["schemas"]["SiftIndex"];
 type Visibility = "PUBLIC" | "PRIVATE";
+type IndexChanged = Extract<NodeNotice, { kind: "index-changed" }>;
 
 /** What the rest of the server needs to know about an index. */
 export interface IndexRef {
@@ -101,10 +102,14 @@ export class CatalogService {
   useNotices(notices: NodeNotices): void {
     this.notices = notices;
     notices.listen((notice) => {
-      if (notice.kind !== "index-changed") return;
-      if (notice.visibility !== undefined) this.holdVisibility(notice.indexId, notice.visibility, notice.at ?? 0);
-      this.invalidate();
+      if (notice.kind === "index-changed") this.heed(notice);
     });
+  }
+
+  /** An index row changed, here or on another node: the visibility it set wins for a while, cached lookups go. */
+  private heed(notice: IndexChanged): void {
+    if (notice.visibility !== undefined) this.holdVisibility(notice.indexId, notice.visibility, notice.at ?? 0);
+    this.invalidate();
   }
 
   /** The newest visibility set wins, whichever node's notice comes last. */
@@ -120,10 +125,10 @@ export class CatalogService {
   }
 
   /** An index row changed here: this node's cache, and every other node's. */
-  private changed(notice: Omit<Extract<NodeNotice, { kind: "index-changed" }>, "kind">): void {
-    if (notice.visibility !== undefined) this.holdVisibility(notice.indexId, notice.visibility, notice.at ?? 0);
-    this.invalidate();
-    this.notices.send({ kind: "index-changed", ...notice });
+  private changed(change: Omit<IndexChanged, "kind">): void {
+    const notice: IndexChanged = { kind: "index-changed", ...change };
+    this.heed(notice);
+    this.notices.send(notice);
   }
 
   // ---- services ----

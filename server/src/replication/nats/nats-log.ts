@@ -159,6 +159,11 @@ export function sweepWait(sweeps: number, remadeInARow: number, random = Math.ra
   if (again > 0) return Math.min(REMADE_CHECK_MS * 2 ** (again - 1), usual);
   return FIRST_SWEEPS_MS[sweeps] ?? usual;
 }
+/** What one sweep of copies did: made one again, or could not look (NATS did not answer). */
+interface SweepOutcome {
+  remade: boolean;
+  failed: boolean;
+}
 /** After the documents' bucket failed to answer, reads that allow it go to the region's copy first for this long. */
 const DOCS_QUIET_MS = 30_000;
 /** Which streams copy which bucket is looked up again after this long. */
@@ -423,9 +428,8 @@ class NatsLog implements ChangeLog {
   /** Sweeps since the log was opened, and sweeps in a row that made a copy again (sweepWait). */
   private sweeps = 0;
   private remadeInARow = 0;
-  /** Sweeps in a row that NATS did not answer (sweepWait); `sweepFailed`: the one running did not. */
+  /** Sweeps in a row that NATS did not answer (sweepWait). */
   private failedInARow = 0;
-  private sweepFailed = false;
   private closed = false;
   /** Set while the log's home has not answered since it was out of reach at the open (lastSeq). */
   private away: JetStreamManager | undefined;
@@ -1143,12 +1147,11 @@ class NatsLog implements ChangeLog {
     this.sweeper = setTimeout(async () => {
       this.sweepAt = Number.POSITIVE_INFINITY;
       this.sweepSoonAfter = false;
-      this.sweepFailed = false;
-      const remadeHere = this.copies !== undefined && (await this.sweepCopies());
-      const remade = (await this.checkOtherCopies()) || remadeHere;
+      const here = this.copies !== undefined ? await this.sweepCopies() : { remade: false, failed: false };
+      const others = await this.checkOtherCopies();
       this.sweeps++;
-      this.remadeInARow = remade ? this.remadeInARow + 1 : 0;
-      this.failedInARow = this.sweepFailed ? this.failedInARow + 1 : 0;
+      this.remadeInARow = here.remade || others.remade ? this.remadeInARow + 1 : 0;
+      this.failedInARow = here.failed || others.failed ? this.failedInARow + 1 : 0;
       if (this.closed) return;
       const usual = sweepWait(this.sweeps, this.remadeInARow, Math.random(), this.failedInARow);
       this.nextSweep(this.sweepSoonAfter ? Math.min(usual, LEADER_CHANGE_SWEEP_MS) : usual);
@@ -1165,9 +1168,9 @@ class NatsLog implements ChangeLog {
 
   /**
    * Removes from this region's copies what the object stores dropped, and makes again a copy
-   * that skipped a message (object-copies.ts); true when it made one again.
+   * that skipped a message (object-copies.ts): whether it made one again, and whether NATS failed it.
    */
-  private async sweepCopies(): Promise<boolean> {
+  private async sweepCopies(): Promise<SweepOutcome> {
     const cluster = this.nc.info?.cluster;
     try {
       // One that could not be made again last time, or was deleted.
@@ -1183,7 +1186,7 @@ class NatsLog implements ChangeLog {
             chunks: swept.chunks,
           });
       }
-      if (skipped.length === 0) return false;
+      if (skipped.length === 0) return { remade: false, failed: false };
       for (const stream of new Set(skipped.map((skip) => skip.stream))) await this.jsm.streams.delete(stream);
       // Their sources take everything again from the origin; until then, reads go to the bucket.
       await ensureObjectCopies(this.jsm, this.options, cluster);
@@ -1196,23 +1199,22 @@ class NatsLog implements ChangeLog {
           lacked: skip.what,
           ...(inARow > 1 ? { remadeInARow: inARow } : {}),
         });
-      return true;
+      return { remade: true, failed: false };
     } catch (error) {
-      this.sweepFailed = true;
       this.options.log.warn("could not sweep the region's copies of the object stores", {
         error: (error as Error).message,
       });
+      return { remade: false, failed: true };
     }
-    return false;
   }
 
   /**
    * Makes again another region's copy that skipped a message (D-339): one that skips while every
    * node of its region is down would otherwise stay short until one of them starts, and a
    * restore there during an outage of the home would wait for the home. Nothing else in it is
-   * touched: its region's nodes sweep it. True when it made one again.
+   * touched: its region's nodes sweep it.
    */
-  private async checkOtherCopies(): Promise<boolean> {
+  private async checkOtherCopies(): Promise<SweepOutcome> {
     let remade = false;
     try {
       const own = this.copies?.files.descriptions;
@@ -1239,12 +1241,12 @@ class NatsLog implements ChangeLog {
           });
       }
     } catch (error) {
-      this.sweepFailed = true;
       this.options.log.warn("could not look at the other regions' copies of the object stores", {
         error: (error as Error).message,
       });
+      return { remade, failed: true };
     }
-    return remade;
+    return { remade, failed: false };
   }
 
   async deleteLargeEntries(indexKey: string, at: number, options: { exceptFrom?: number } = {}): Promise<number> {

@@ -49,8 +49,15 @@ export async function coalesce(
     const net = live === from ? { upserts: [], deletes: [] } : await engine.changesSince!(ref.id, from, live);
     if (net === null) {
       // Another version went live meanwhile (an activation): the checkpoint stays a rollback point.
-      const kept = { from, major, records, carry: null, expectActive: live, live: false, clientWaits };
-      await engine.adoptCheckpoint!(ref.id, kept);
+      await engine.adoptCheckpoint!(ref.id, {
+        from,
+        major,
+        records,
+        carry: null,
+        expectActive: live,
+        live: false,
+        clientWaits,
+      });
       await updateVersion(ctx.db, ref.id, version, { state: "ready", records });
       ctx.log.info("coalesced; another version went live meanwhile", { index: ref.id, from, version, live });
       return version;
