@@ -171,7 +171,7 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
     : undefined;
   if (replica && changeLog) {
     engine = replicatedEngine(engine, replica, changeLog);
-    locks.setCatchUp((clientWaits) => replica.catchUp({ clientWaits }));
+    locks.setCatchUp((clientWaits) => replica.catchUp({ clientWaits }), { clientWaitMs: replica.clientWaitMs });
   }
   const secret = await signingSecret(config, store, log);
   const rateStore = await openRateStore(config, log);

@@ -81,7 +81,8 @@ export class Replica {
   private logLast = 0;
   /** Set once the node follows the log: before that it serves what it holds, and is not ready. */
   private following = false;
-  private readonly clientWaitMs: number;
+  /** How long an entry a client waits for waits for this node (and for the index's lock, D-346). */
+  readonly clientWaitMs: number;
 
   constructor(deps: {
     node: string;

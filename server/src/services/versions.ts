@@ -189,7 +189,10 @@ export class VersionService {
   /** Checkpoints the active version into the next major (versions/coalesce.ts), asked over HTTP. */
   async coalesce(ref: IndexRef): Promise<VersionId> {
     const version = await coalesce(this.ctx, ref, { clientWaits: true });
-    await retainAfterNewMajor(this.ctx, ref.id);
+    // With replication, retention's entry waits for this node as nothing a client waits on
+    // does (up to 120 s): it runs after the answer (D-346). Alone it is local, and done first.
+    const retained = retainAfterNewMajor(this.ctx, ref.id);
+    if (!this.ctx.replica) await retained;
     return version;
   }
 

@@ -35,6 +35,8 @@ interface NodeOptions {
   snapshots?: { every: number; goneAfterMs: number };
   recordsPerIndex?: number;
   coalesceAfter?: number;
+  /** Ready versions retention keeps besides the active one's chain (100). */
+  retainVersions?: number;
   /** Wraps the node's own engine (to hold a checkpoint's build). */
   wrap?: (engine: SearchEngine) => SearchEngine;
   /** Wraps the node's client of the log (to put the log's home out of reach). */
@@ -70,7 +72,7 @@ async function openNode(memory: MemoryLog, store: Store, name: string, options: 
   });
   const engine = replicatedEngine(inner, replica, log);
   const locks = new IndexLocks();
-  locks.setCatchUp((clientWaits) => replica.catchUp({ clientWaits }));
+  locks.setCatchUp((clientWaits) => replica.catchUp({ clientWaits }), { clientWaitMs: replica.clientWaitMs });
   const catalog = new CatalogService(store.db, engine, silent);
   replica.onActivated((id, version) => catalog.setActive(id, version));
   catalog.useLocalActive((id) => replica.active(id));
@@ -83,7 +85,7 @@ async function openNode(memory: MemoryLog, store: Store, name: string, options: 
     replica,
     policy: {
       coalesceAfter: options.coalesceAfter ?? 1_000,
-      retainVersions: 100,
+      retainVersions: options.retainVersions ?? 100,
       ...(recordsPerIndex ? { recordsPerIndex } : {}),
     },
   });
@@ -400,6 +402,35 @@ describe("a record write or an activation on a node that cannot follow the log",
     expect((await nodes.b.records.get(admin, "shop", "ninth")).title).toBe("Ninth");
   });
 
+  test("a write queued behind one nobody waits on: 503 once its wait is over, never written (D-346)", async () => {
+    const ref = (await nodes.b.catalog.byName("ten_r", "shop"))!;
+    await nodes.b.replica.catchUp();
+    const target = nodes.b.replica.active(ref.id)!;
+    // The index's lock held as an upload's activation holds it (versions/bulk.ts): its entry is
+    // in the log, and it waits until b applies it, past a client's bound.
+    nodes.b.log.hold();
+    let held = true;
+    const holder = nodes.b.locks
+      .run(ref.id, () => nodes.b.replica.commit({ op: "activate", index: ref.id, version: target }))
+      .finally(() => {
+        held = false;
+      });
+    const started = Date.now();
+    await refusedWith503(nodes.b.records.put(admin, "shop", "queued", { title: "Queued" }));
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(held).toBe(true);
+    nodes.b.log.release();
+    await holder;
+    // Refused before it started: in no node's log or engine, and the next write goes through.
+    await nodes.a.replica.catchUp();
+    for (const node of [nodes.a, nodes.b]) {
+      await expect(node.records.get(admin, "shop", "queued")).rejects.toBeInstanceOf(NotFoundError);
+    }
+    const version = await nodes.b.records.put(admin, "shop", "queued", { title: "Queued" });
+    await nodes.a.replica.waitFor(ref.id, version, 5_000);
+    expect((await nodes.a.records.get(admin, "shop", "queued")).title).toBe("Queued");
+  });
+
   test("an activation nobody waits on (an upload's) waits past that bound until the node applies it", async () => {
     const ref = (await nodes.b.catalog.byName("ten_r", "shop"))!;
     await nodes.b.replica.catchUp();
@@ -414,6 +445,51 @@ describe("a record write or an activation on a node that cannot follow the log",
     nodes.b.log.release();
     await activation;
     expect(nodes.b.replica.active(ref.id)).toBe(target);
+  });
+});
+
+describe("a coalesce asked over HTTP whose retention the node does not apply (D-346)", () => {
+  // Node b stops following the log as it appends retention's entry, which then waits for b.
+  let client: ReturnType<MemoryLog["client"]> | undefined;
+  const nodes = useTwoNodes(
+    {},
+    {
+      retainVersions: 1,
+      wrapLog: (log) => {
+        client = log;
+        return {
+          ...log,
+          append: (entry, expectedLast) => {
+            if (entry.op === "drop-versions") log.hold();
+            return log.append(entry, expectedLast);
+          },
+        };
+      },
+    },
+  );
+
+  test("is answered once the checkpoint is live; the old versions are dropped once the node applies it", async () => {
+    const ref = (await nodes.b.catalog.byName("ten_r", "shop"))!;
+    let written = "";
+    for (const id of ["one", "two", "three"]) written = await nodes.a.records.put(admin, "shop", id, { title: id });
+    await nodes.b.replica.waitFor(ref.id, written, 5_000);
+    const started = Date.now();
+    const checkpoint = await nodes.b.versions.coalesce(ref);
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(nodes.b.replica.active(ref.id)).toBe(checkpoint);
+    const dropped = async () =>
+      (
+        await nodes.store.db
+          .select({ version: versions.version })
+          .from(versions)
+          .where(and(eq(versions.indexId, ref.id), eq(versions.state, "dropped")))
+      ).length;
+    // Its retention is in the log, waiting for b.
+    await expect.poll(() => nodes.memory.entries.some((e) => e?.op === "drop-versions"), { timeout: 5_000 }).toBe(true);
+    expect(await dropped()).toBe(0);
+    client!.release();
+    await expect.poll(dropped, { timeout: 5_000 }).toBeGreaterThan(0);
+    expect((await nodes.b.records.get(admin, "shop", "three")).title).toBe("three");
   });
 });
 

@@ -11,16 +11,19 @@ import { rethrowUnlessDeleted } from "./rows.ts";
 
 /** Purges a record from every retained version; returns the audit version, now active. */
 export function purgeRecord(ctx: VersionContext, ref: IndexRef, recordId: string, by: string): Promise<VersionId> {
+  const purge = async () => {
+    if (!(await erase(ctx, ref.id, recordId))) {
+      throw new NotFoundError(`record "${recordId}" does not exist in any retained version of index "${ref.name}"`);
+    }
+    const version = await writeChange(ctx, ref, { purge: { recordId, by } });
+    ctx.log.info("purged a record", { index: ref.id, version, by });
+    return version;
+  };
+  // Asked over HTTP: its wait for the lock and its catch-up are bounded (D-346). Its erasure entry
+  // still waits for this node as long as a checkpoint's, since its audit version follows it.
   return (
     ctx.locks
-      .run(ref.id, async () => {
-        if (!(await erase(ctx, ref.id, recordId))) {
-          throw new NotFoundError(`record "${recordId}" does not exist in any retained version of index "${ref.name}"`);
-        }
-        const version = await writeChange(ctx, ref, { purge: { recordId, by } });
-        ctx.log.info("purged a record", { index: ref.id, version, by });
-        return version;
-      })
+      .run(ref.id, purge, { clientWaits: true })
       // An index deleted while its segments were rebuilt is a 404, not a failure of the server.
       .catch((error: unknown) => rethrowUnlessDeleted(ctx.db, ref.id, error))
   );
