@@ -186,6 +186,7 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
     const notices: NodeNotices = {
       send: (notice) => between.sendNotice?.(notice),
       listen: (listener) => between.onNotice?.(listener),
+      watchHearing: (listener) => between.watchHearing?.(listener),
     };
     apiKeys.useNotices(notices);
     catalog.useNotices(notices);

@@ -85,6 +85,35 @@ describe.skipIf(!natsAvailable)("the NATS change log", () => {
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
+  it("says when the node stops hearing the other nodes' notices and when it hears them again (D-347)", async () => {
+    // A server of its own, killed and started again.
+    const server = await startNatsCluster(1);
+    const log = await openNatsLog({
+      servers: server.urls.split(","),
+      stream: "HEARING_TEST",
+      replicas: 1,
+      log: silent,
+      name: "n",
+    });
+    const heard: boolean[] = [];
+    try {
+      log.watchHearing!((hearing) => heard.push(hearing));
+      await server.servers[0]!.kill();
+      await expect.poll(() => heard, { timeout: 10_000 }).toEqual([false]);
+      await server.servers[0]!.start();
+      await expect.poll(() => heard, { timeout: 15_000 }).toEqual([false, true]);
+      // Heard again: a notice sent now arrives.
+      const notices: string[] = [];
+      log.onNotice!((notice) => notices.push(notice.kind));
+      await log.ping();
+      log.sendNotice!({ kind: "key-revoked", keyHash: "h" });
+      await expect.poll(() => notices, { timeout: 5_000 }).toEqual(["key-revoked"]);
+    } finally {
+      await log.close();
+      await server.stop();
+    }
+  }, 40_000);
+
   it("another region's copy that skipped a message while its nodes were down is made again by the home's node (D-339)", async () => {
     // A server of its own: every log stream takes the same subjects, and this one's copies would
     // be looked at by the other tests' nodes.

@@ -164,6 +164,8 @@ export interface ChangeLog {
   sendNotice?(notice: NodeNotice): void;
   /** Calls `listener` with each notice a node sends. */
   onNotice?(listener: (notice: NodeNotice) => void): void;
+  /** Calls `listener` as this node stops and starts hearing notices (NodeNotices.watchHearing). */
+  watchHearing?(listener: (hearing: boolean) => void): void;
   /** True while the log answers. */
   ping(): Promise<boolean>;
   close(): Promise<void>;

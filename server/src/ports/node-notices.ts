@@ -19,6 +19,12 @@ export interface NodeNotices {
   send(notice: NodeNotice): void;
   /** Calls `listener` with every notice another node sends (this node's own may come back too). */
   listen(listener: (notice: NodeNotice) => void): void;
+  /**
+   * Calls `listener(false)` when this node stops hearing the others (its connection to NATS is
+   * down, or not made yet: what they send meanwhile is lost), `listener(true)` when it hears them
+   * again (D-347).
+   */
+  watchHearing?(listener: (hearing: boolean) => void): void;
 }
 
 /** One process: no other node to tell. */

@@ -133,6 +133,16 @@ export class OpeningLog implements ChangeLog {
     // biome-ignore lint/plugin: failing only when closed before it opened: nothing to hear then.
     void this.opened.then((log) => log.onNotice?.(listener)).catch(() => undefined);
   }
+  /** Not hearing until the log is open. */
+  watchHearing(listener: (hearing: boolean) => void): void {
+    if (this.log === undefined) listener(false);
+    const heard = (log: ChangeLog) => {
+      listener(true);
+      log.watchHearing?.(listener);
+    };
+    // biome-ignore lint/plugin: failing only when closed before it opened: nothing to hear then.
+    void this.opened.then(heard).catch(() => undefined);
+  }
   async ping(): Promise<boolean> {
     return this.log ? this.log.ping() : false;
   }

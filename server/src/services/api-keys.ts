@@ -29,6 +29,8 @@ type ApiKeyCreated = components["schemas"]["ApiKeyCreated"];
 type KeyRow = typeof apiKeys.$inferSelect;
 
 const CACHE_TTL_MS = 30_000;
+/** The same while this node cannot hear the other nodes' revocations (D-347). */
+const NOT_HEARING_TTL_MS = 2_000;
 /** How long a verification is still used when the store cannot be asked again. */
 const STALE_IF_ERROR_MS = 15 * 60_000;
 const LAST_USED_EVERY_MS = 60_000;
@@ -51,11 +53,17 @@ const toMetadata = (row: KeyRow): ApiKey => ({
 });
 
 export class ApiKeyService implements ApiKeyAuthenticator {
-  private readonly cache = new Map<string, { principal: KeyPrincipal; until: number }>();
+  private readonly cache = new Map<string, { principal: KeyPrincipal; until: number; at: number; hearing: number }>();
   private readonly lastUsedWritten = new Map<string, number>();
   /** Hashes of the keys revoked since this process started, here or on another node (see REVOKED_KEPT). */
   private readonly revoked = new Set<string>();
   private notices: NodeNotices = noNotices;
+  /**
+   * Bumped whenever this node stops or starts hearing the other nodes' notices: a verification
+   * cached before is checked again, since a revocation may have been missed meanwhile (D-347).
+   */
+  private hearingSince = 0;
+  private hearing = true;
 
   private readonly db: Db;
   /** Key verification: the region's read replica first (store/lookup.ts). */
@@ -115,6 +123,16 @@ export class ApiKeyService implements ApiKeyAuthenticator {
     notices.listen((notice) => {
       if (notice.kind === "key-revoked") this.forget(notice.keyHash);
     });
+    notices.watchHearing?.((hearing) => {
+      this.hearing = hearing;
+      this.hearingSince++;
+    });
+  }
+
+  /** A cached verification used without asking the store (see CACHE_TTL_MS, NOT_HEARING_TTL_MS). */
+  private fresh(entry: { until: number; at: number; hearing: number }, now: number): boolean {
+    if (entry.until <= now || entry.hearing !== this.hearingSince) return false;
+    return this.hearing || now - entry.at < NOT_HEARING_TTL_MS;
   }
 
   /**
@@ -159,7 +177,7 @@ export class ApiKeyService implements ApiKeyAuthenticator {
     const hash = sha256(plaintext);
     const now = this.now();
     const cached = this.cache.get(hash);
-    if (cached && cached.until > now) {
+    if (cached && this.fresh(cached, now)) {
       // Checked on each use: a cached verification must not outlive the key.
       if (isExpired(cached.principal, now)) {
         this.cache.delete(hash);
@@ -212,7 +230,7 @@ export class ApiKeyService implements ApiKeyAuthenticator {
       referrers: found.key.referrers,
     };
     if (isExpired(principal, now)) throw expired(principal);
-    this.cache.set(hash, { principal, until: now + CACHE_TTL_MS });
+    this.cache.set(hash, { principal, until: now + CACHE_TTL_MS, at: now, hearing: this.hearingSince });
     await this.touch(principal.keyId, now);
     return principal;
   }

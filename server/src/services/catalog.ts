@@ -104,6 +104,10 @@ export class CatalogService {
     notices.listen((notice) => {
       if (notice.kind === "index-changed") this.heed(notice);
     });
+    // Hearing again, after notices may have been lost: what was cached is looked up again (D-347).
+    notices.watchHearing?.((hearing) => {
+      if (hearing) this.invalidate();
+    });
   }
 
   /** An index row changed, here or on another node: the visibility it set wins for a while, cached lookups go. */

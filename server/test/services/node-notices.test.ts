@@ -19,24 +19,49 @@ const SERVICE = `${TENANT}-shop`;
 const silent = createLogger("silent", {}, () => {});
 const now = () => 1_000;
 
-/** Every node's notices reach every node, a moment later (as over NATS), the sender's too. */
-function noticeBus(): { node(): NodeNotices; settled(): Promise<void> } {
-  const listeners: ((notice: NodeNotice) => void)[] = [];
+/**
+ * Every node's notices reach every node, a moment later (as over NATS), the sender's too; a node
+ * cut off (its connection to NATS down) neither sends nor hears any until it is mended.
+ */
+function noticeBus(): { node(): NodeNotices & { cut(): void; mend(): void }; settled(): Promise<void> } {
+  const nodes: {
+    listeners: ((notice: NodeNotice) => void)[];
+    watchers: ((hearing: boolean) => void)[];
+    up: boolean;
+  }[] = [];
   let inFlight = Promise.resolve();
   return {
-    node: () => ({
-      send: (notice) => {
-        const copy = JSON.parse(JSON.stringify(notice)) as NodeNotice;
-        inFlight = inFlight
-          .then(() => new Promise((resolve) => setTimeout(resolve, 5)))
-          .then(() => {
-            for (const listener of listeners) listener(copy);
-          });
-      },
-      listen: (listener) => {
-        listeners.push(listener);
-      },
-    }),
+    node: () => {
+      const self = {
+        listeners: [] as ((notice: NodeNotice) => void)[],
+        watchers: [] as ((h: boolean) => void)[],
+        up: true,
+      };
+      nodes.push(self);
+      const hearing = (up: boolean) => {
+        self.up = up;
+        for (const watcher of self.watchers) watcher(up);
+      };
+      return {
+        send: (notice) => {
+          if (!self.up) return;
+          const copy = JSON.parse(JSON.stringify(notice)) as NodeNotice;
+          inFlight = inFlight
+            .then(() => new Promise((resolve) => setTimeout(resolve, 5)))
+            .then(() => {
+              for (const node of nodes) if (node.up) for (const listener of node.listeners) listener(copy);
+            });
+        },
+        listen: (listener) => {
+          self.listeners.push(listener);
+        },
+        watchHearing: (watcher) => {
+          self.watchers.push(watcher);
+        },
+        cut: () => hearing(false),
+        mend: () => hearing(true),
+      };
+    },
     settled: () => inFlight,
   };
 }
@@ -92,6 +117,39 @@ describe.each(storeTargets())("notices between nodes on $name", (target) => {
     expect(await refused(there.authenticate(made.key))).toBe("UnauthenticatedError: the API key has been revoked");
   });
 
+  test("a node that stopped hearing the others checks its cached keys again, at once when it hears again (D-347)", async () => {
+    const bus = noticeBus();
+    let clock = 1_000;
+    const tick = () => clock;
+    const here = new ApiKeyService(services.store.db, silent, tick);
+    const there = new ApiKeyService(services.store.db, silent, tick);
+    const link = bus.node();
+    here.useNotices(bus.node());
+    there.useNotices(link);
+    const [first, second] = [
+      await here.create(TENANT, "usr_n", { type: "srh", name: "first" }),
+      await here.create(TENANT, "usr_n", { type: "srh", name: "second" }),
+    ];
+    for (const made of [first, second])
+      await expect(there.authenticate(made.key)).resolves.toMatchObject({ keyId: made.id });
+
+    // Cut off, it misses a revocation: its verification of the key now lasts 2 s, not 30.
+    link.cut();
+    await expect(there.authenticate(first.key)).resolves.toMatchObject({ keyId: first.id });
+    await here.revoke(TENANT, first.id);
+    await bus.settled();
+    clock += 2_500;
+    expect(await refused(there.authenticate(first.key))).toBe("UnauthenticatedError: the API key has been revoked");
+
+    // Verified while cut off, revoked, and heard again before those 2 s are over: checked at once.
+    await expect(there.authenticate(second.key)).resolves.toMatchObject({ keyId: second.id });
+    await here.revoke(TENANT, second.id);
+    await bus.settled();
+    clock += 500;
+    link.mend();
+    expect(await refused(there.authenticate(second.key))).toBe("UnauthenticatedError: the API key has been revoked");
+  });
+
   test("a key revoked is refused where the read replica still shows it usable, on either node", async () => {
     const bus = noticeBus();
     const made = await new ApiKeyService(services.store.db, silent, now).create(TENANT, "usr_n", {
@@ -127,6 +185,24 @@ describe.each(storeTargets())("notices between nodes on $name", (target) => {
     const started = new ApiKeyService(services.store.db, silent, now, replica.lookup);
     await expect(started.rememberRecentRevocations()).resolves.toBeGreaterThanOrEqual(1);
     expect(await refused(started.authenticate(made.key))).toBe("UnauthenticatedError: the API key has been revoked");
+  });
+
+  test("a node that hears the others again looks its cached indexes up again (D-347)", async () => {
+    const bus = noticeBus();
+    await services.catalog.createIndex(TENANT, { name: "shelf", serviceName: SERVICE, visibility: "PUBLIC" });
+    const here = new CatalogService(services.store.db, services.engine, silent, now);
+    const there = new CatalogService(services.store.db, services.engine, silent, now);
+    const link = bus.node();
+    here.useNotices(bus.node());
+    there.useNotices(link);
+    await expect(there.byServiceAndName(SERVICE, "shelf")).resolves.toMatchObject({ visibility: "PUBLIC" });
+    // Made PRIVATE while it was cut off: it missed the notice, and its clock stands still.
+    link.cut();
+    await here.updateIndex(TENANT, "shelf", { visibility: "PRIVATE" });
+    await bus.settled();
+    await expect(there.byServiceAndName(SERVICE, "shelf")).resolves.toMatchObject({ visibility: "PUBLIC" });
+    link.mend();
+    await expect(there.byServiceAndName(SERVICE, "shelf")).resolves.toMatchObject({ visibility: "PRIVATE" });
   });
 
   test("an index made PRIVATE on one node is PRIVATE at once on both, their replica paused", async () => {

@@ -1407,6 +1407,16 @@ class NatsLog implements ChangeLog {
     });
   }
 
+  watchHearing(listener: (hearing: boolean) => void): void {
+    void (async () => {
+      // Core messages are not kept: those sent while the connection is down never arrive.
+      for await (const status of this.nc.status()) {
+        if (status.type === "disconnect" || status.type === "staleConnection") listener(false);
+        else if (status.type === "reconnect") listener(true);
+      }
+    })().catch((error: Error) => this.options.log.warn("stopped watching the connection", { error: error.message }));
+  }
+
   async close(): Promise<void> {
     this.closed = true;
     clearTimeout(this.sweeper);

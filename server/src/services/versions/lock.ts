@@ -67,7 +67,8 @@ export class IndexLocks {
 
   /** `fn` once the lock is free; not at all when that comes after `startBy` (a 503 then). */
   private runOnce<T>(indexId: string, fn: () => Promise<T>, startBy: number): Promise<T> {
-    const previous = this.tails.get(indexId) ?? Promise.resolve();
+    const held = this.tails.get(indexId);
+    const previous = held ?? Promise.resolve();
     let state: "waiting" | "started" | "given up" = "waiting";
     const start = () => {
       if (state === "given up") return Promise.reject(notStarted());
@@ -81,8 +82,8 @@ export class IndexLocks {
     void tail.then(() => {
       if (this.tails.get(indexId) === tail) this.tails.delete(indexId);
     });
-    if (startBy === Number.POSITIVE_INFINITY) return run;
-    // A free lock starts `fn` in a microtask, before any timer: only a held one can give up.
+    // A free lock starts `fn` in a microtask: only a held one can make it give up.
+    if (held === undefined || startBy === Number.POSITIVE_INFINITY) return run;
     return new Promise<T>((resolve, reject) => {
       const timer = setTimeout(
         () => {
