@@ -53,16 +53,17 @@ const toMetadata = (row: KeyRow): ApiKey => ({
 });
 
 export class ApiKeyService implements ApiKeyAuthenticator {
-  private readonly cache = new Map<string, { principal: KeyPrincipal; until: number; at: number; hearing: number }>();
+  /** `heardAs`: the count of hearing changes when it was cached (hearingChanges). */
+  private readonly cache = new Map<string, { principal: KeyPrincipal; until: number; at: number; heardAs: number }>();
   private readonly lastUsedWritten = new Map<string, number>();
   /** Hashes of the keys revoked since this process started, here or on another node (see REVOKED_KEPT). */
   private readonly revoked = new Set<string>();
   private notices: NodeNotices = noNotices;
   /**
-   * Bumped whenever this node stops or starts hearing the other nodes' notices: a verification
+   * Counts each time this node stops or starts hearing the other nodes' notices: a verification
    * cached before is checked again, since a revocation may have been missed meanwhile (D-347).
    */
-  private hearingSince = 0;
+  private hearingChanges = 0;
   private hearing = true;
 
   private readonly db: Db;
@@ -125,13 +126,13 @@ export class ApiKeyService implements ApiKeyAuthenticator {
     });
     notices.watchHearing?.((hearing) => {
       this.hearing = hearing;
-      this.hearingSince++;
+      this.hearingChanges++;
     });
   }
 
   /** A cached verification used without asking the store (see CACHE_TTL_MS, NOT_HEARING_TTL_MS). */
-  private fresh(entry: { until: number; at: number; hearing: number }, now: number): boolean {
-    if (entry.until <= now || entry.hearing !== this.hearingSince) return false;
+  private fresh(entry: { until: number; at: number; heardAs: number }, now: number): boolean {
+    if (entry.until <= now || entry.heardAs !== this.hearingChanges) return false;
     return this.hearing || now - entry.at < NOT_HEARING_TTL_MS;
   }
 
@@ -230,7 +231,7 @@ export class ApiKeyService implements ApiKeyAuthenticator {
       referrers: found.key.referrers,
     };
     if (isExpired(principal, now)) throw expired(principal);
-    this.cache.set(hash, { principal, until: now + CACHE_TTL_MS, at: now, hearing: this.hearingSince });
+    this.cache.set(hash, { principal, until: now + CACHE_TTL_MS, at: now, heardAs: this.hearingChanges });
     await this.touch(principal.keyId, now);
     return principal;
   }
