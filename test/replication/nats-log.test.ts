@@ -19,7 +19,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLogger } from "../../server/src/log.ts";
 import type { AppliedEntry, ChangeLog, LogEntry } from "../../server/src/ports/change-log.ts";
 import { openNatsLog } from "../../server/src/replication/nats/nats-log.ts";
-import { isAnchor } from "../../server/src/replication/nats/object-copies.ts";
+import { isAnchor, readCopy, regionCopies } from "../../server/src/replication/nats/object-copies.ts";
 import { docsBucket, filesBucket } from "../../server/src/replication/nats/parts.ts";
 import { TransferThread } from "../../server/src/replication/nats/transfer-thread.ts";
 import { type NatsCluster, natsAvailable, startNatsCluster } from "../support/nats.ts";
@@ -114,7 +114,7 @@ describe.skipIf(!natsAvailable)("the NATS change log", () => {
     }
   }, 40_000);
 
-  it("another region's copy that skipped a message while its nodes were down is made again by the home's node (D-339)", async () => {
+  it("another region's copy that skipped a message while its nodes were down is patched by the home's node (D-339, D-348)", async () => {
     // A server of its own: every log stream takes the same subjects, and this one's copies would
     // be looked at by the other tests' nodes.
     const server = await startNatsCluster(1);
@@ -136,8 +136,20 @@ describe.skipIf(!natsAvailable)("the NATS change log", () => {
       const first = await loseFirstChunk(jsm, copy, "$O.COPIES_TEST_docs.C.>");
       expect(Object.keys(await chunksIn())).not.toContain(first);
 
-      // A node of the home region (no copies of its own) finds it at its first sweep.
+      const docs = regionCopies("COPIES_TEST_london", "COPIES_TEST", {
+        files: filesBucket("COPIES_TEST"),
+        docs: docsBucket("COPIES_TEST"),
+      }).docs;
+      const readNear = async (name: string) => {
+        const bytes = await readCopy(jsm, docs, name);
+        return bytes && JSON.parse(Buffer.from(bytes).toString());
+      };
+      await expect(readNear("snapshots/shop/latest")).rejects.toThrow(/lacks chunk/);
+
+      // A node of the home region (no copies of its own) finds it at its first sweep, and puts the
+      // document into London's patches (D-348), where London's reads find it.
       const lines: string[] = [];
+      const created = (await jsm.streams.info(copy)).created;
       const home = await openNatsLog({
         ...options,
         log: createLogger("info", {}, (line) => lines.push(line)),
@@ -147,8 +159,12 @@ describe.skipIf(!natsAvailable)("the NATS change log", () => {
         await expect
           .poll(() => lines.find((line) => line.includes("another region's copy")), { timeout: 15_000 })
           .toContain(`"copy":"${copy}"`);
-        await expect.poll(async () => Object.keys(await chunksIn()), { timeout: 10_000 }).toContain(first);
-        expect((await jsm.streams.info(copy)).config.sources?.[0]?.name).toBe("OBJ_COPIES_TEST_docs");
+        expect(lines.find((line) => line.includes("another region's copy"))).toContain("patches");
+        expect(await readNear("snapshots/shop/latest")).toEqual({ seq: 10 });
+        expect(await readNear("snapshots/desk/latest")).toEqual({ seq: 20 });
+        // The copy itself was not made again: only the document crossed.
+        expect(Object.keys(await chunksIn())).not.toContain(first);
+        expect((await jsm.streams.info(copy)).created).toBe(created);
       } finally {
         await home.close();
       }
@@ -158,7 +174,7 @@ describe.skipIf(!natsAvailable)("the NATS change log", () => {
     }
   }, 40_000);
 
-  it("a copy that lost a message when its leader changed is made again within 20 s of the change (D-342)", async () => {
+  it("a copy that lost a message when its leader changed is patched within 20 s of the change (D-342, D-348)", async () => {
     // A cluster of its own: a stream of three replicas changes leader when asked.
     const cluster = await startNatsCluster(3);
     const options = { servers: cluster.urls.split(","), stream: "LEADERS_TEST", replicas: 3 };
@@ -199,18 +215,25 @@ describe.skipIf(!natsAvailable)("the NATS change log", () => {
         // Past the sweeps that follow the opening (5 s, then 15 s after the first ends, each taking
         // a second or two here); the next is 10 to 20 minutes away.
         await new Promise((resolve) => setTimeout(resolve, Math.max(0, opened + 32_000 - Date.now())));
-        expect(lines.filter((line) => line.includes("made the copy again"))).toEqual([]);
+        expect(lines.filter((line) => line.includes("skipped"))).toEqual([]);
 
         // The copy loses the first document's chunk as its leader changes.
         const first = await loseFirstChunk(jsm, copy, "$O.LEADERS_TEST_docs.C.>");
         const stepdown = await client.request(`$JS.API.STREAM.LEADER.STEPDOWN.${copy}`, undefined, { timeout: 10_000 });
         expect(stepdown.json()).toMatchObject({ success: true });
         await expect
-          .poll(() => lines.find((line) => line.includes("skipped a message; made the copy again")), {
-            timeout: 30_000,
-          })
+          .poll(
+            () => lines.find((line) => line.includes("skipped chunks; put their objects into the region's patches")),
+            {
+              timeout: 30_000,
+            },
+          )
           .toContain(`"copy":"${copy}"`);
-        await expect.poll(chunksIn, { timeout: 15_000 }).toContain(first);
+        const patches = "LEADERS_TEST_london_patches";
+        const patched = (await jsm.streams.info(patches, { subjects_filter: ">" })).state.subjects ?? {};
+        expect(Object.keys(patched)).toEqual([
+          first.replace("$O.", "sift.patches.LEADERS_TEST_london.").replace(".C.", "."),
+        ]);
       } finally {
         await london.close();
       }

@@ -173,17 +173,14 @@ describe.skipIf(!natsAvailable)("a region's copy of an object store", () => {
     await expect(readCopy(jsm, copy, object)).rejects.toThrow(/lacks chunk|does not match/);
 
     const target = join(dir, "target.bin");
-    await writeFile(target, Buffer.alloc(bytes.length));
+    const part = { object, path: target, start: 0, encoding: "zstd", of: "a test part" } as const;
+    /** The part fetched into an emptied target, the copy tried first: why the copy failed, if it did. */
+    const fetchThroughCopy = async () => {
+      await writeFile(target, Buffer.alloc(bytes.length));
+      return fetchPart(store, jsm, bucket, part, signal, copy);
+    };
     // Why the copy failed comes back, for the node's log.
-    const copyFailed = await fetchPart(
-      store,
-      jsm,
-      bucket,
-      { object, path: target, start: 0, encoding: "zstd", of: "a test part" },
-      signal,
-      copy,
-    );
-    expect(copyFailed).toMatch(/lacks chunk|does not match/);
+    expect(await fetchThroughCopy()).toMatch(/lacks chunk|does not match/);
     expect((await readFile(target)).equals(bytes)).toBe(true);
 
     // Through the node's transfer thread, the same fetch tells the node, which logs it.
@@ -203,33 +200,54 @@ describe.skipIf(!natsAvailable)("a region's copy of an object store", () => {
       expect.stringMatching(/^segments\/y\/records\.json\.part-0: .*(lacks chunk|does not match)/),
     ]);
 
-    // A copy skips nothing it goes on to take later messages after, as NATS 2.9 once did: the sweep
-    // finds the chunk missing, and the description the same way; the node makes the copy again.
+    // A copy skips nothing it goes on to take later messages after, as NATS 2.9 did: the sweep
+    // finds the chunk missing and puts the whole object into the region's patches (D-348); a
+    // description skipped the same way is returned, and the node makes that copy again.
     await put("after the skip", randomBytes(1_000));
     await copied();
     const skippedDescription = (await jsm.streams.getMessage(copy.descriptions, {
       last_by_subj: `sift.objects.${bucket}.${Base64UrlPaddedCodec.encode("doc")}`,
     }))!;
     await jsm.streams.deleteMessage(copy.descriptions, skippedDescription.seq);
+    const chunksBefore = (await jsm.streams.info(copy.chunks)).created;
     expect(await sweepCopy(jsm, copy, { orphanAfterMs: 0 })).toEqual({
       descriptions: 0,
       chunks: 0,
-      skipped: [
-        { stream: copy.descriptions, what: "the description of doc" },
-        { stream: copy.chunks, what: `a chunk of ${object}` },
-      ],
+      skipped: [{ stream: copy.descriptions, what: "the description of doc" }],
+      patched: [object],
     });
-    // What the node does (NatsLog): delete the streams, make them again; their sources start over.
-    for (const config of copyConfigs(copies).filter((c) => c.name === copy.chunks || c.name === copy.descriptions)) {
+    // (As the bucket holds it: a part is stored compressed.)
+    const stored = Buffer.from((await store.getBlob(object))!);
+    // The copy still lacks the chunk, and the object reads whole, from the patches.
+    const subject = `$O.${bucket}.C.${info.nuid}`;
+    const inCopy = (await jsm.streams.info(copy.chunks, { subjects_filter: subject })).state.subjects?.[subject];
+    expect(inCopy).toBe(info.chunks - 1);
+    expect(Buffer.from((await readCopy(jsm, copy, object))!).equals(stored)).toBe(true);
+    expect(await fetchThroughCopy()).toBeUndefined();
+    expect((await readFile(target)).equals(bytes)).toBe(true);
+    // What the node does (NatsLog) with the description's copy: delete it, make it again.
+    for (const config of copyConfigs(copies).filter((c) => c.name === copy.descriptions)) {
       await jsm.streams.delete(config.name);
       await jsm.streams.add(config);
     }
     await copied();
-    // (As the bucket holds it: a part is stored compressed.)
-    const stored = Buffer.from((await store.getBlob(object))!);
-    expect(Buffer.from((await readCopy(jsm, copy, object))!).equals(stored)).toBe(true);
     expect(Buffer.from((await readCopy(jsm, copy, "doc"))!).toString()).toBe('{"position":2}');
-    expect((await sweepCopy(jsm, copy)).skipped).toEqual([]);
+    expect(await sweepCopy(jsm, copy)).toMatchObject({ skipped: [], patched: [] });
+    // The chunks' copy was not made again: only the skipped object crossed.
+    expect((await jsm.streams.info(copy.chunks)).created).toBe(chunksBefore);
+    const patchOf = `${copy.patchRoot}${bucket}.${info.nuid}`;
+    const patchesHeld = async () =>
+      Object.keys(
+        (await jsm.streams.info(copy.patches, { subjects_filter: `${copy.patchRoot}>` })).state.subjects ?? {},
+      );
+    expect(await patchesHeld()).toContain(patchOf);
+    // Once its object is deleted, its patch goes at the sweep.
+    const nuid = await deleteObject(store, jsm, bucket, object);
+    await forgetObject(jsm, ["SIFT_objects", copy.descriptions], bucket, object);
+    await purgeChunks(jsm, [copy.chunks], bucket, nuid!);
+    await copied();
+    await sweepCopy(jsm, copy, { orphanAfterMs: 0 });
+    expect(await patchesHeld()).not.toContain(patchOf);
   });
 
   it("a deletion leaves the copy at once; an overwritten object's old chunks leave it at the sweep", async () => {
@@ -256,7 +274,7 @@ describe.skipIf(!natsAvailable)("a region's copy of an object store", () => {
     await copied();
     expect(await chunkSubjects()).toContain(`$O.${bucket}.C.${firstNuid}`);
     // Too recent for the sweep's default wait: its description might still be on its way.
-    expect(await sweepCopy(jsm, copy)).toEqual({ descriptions: 0, chunks: 0, skipped: [] });
+    expect(await sweepCopy(jsm, copy)).toEqual({ descriptions: 0, chunks: 0, skipped: [], patched: [] });
     expect(await chunkSubjects()).toContain(`$O.${bucket}.C.${firstNuid}`);
     expect((await sweepCopy(jsm, copy, { orphanAfterMs: 0 })).chunks).toBeGreaterThanOrEqual(2);
     expect(await chunkSubjects()).not.toContain(`$O.${bucket}.C.${firstNuid}`);

@@ -6,7 +6,8 @@
 // London's own copies of the object stores: the pointer, the manifest and the segment files. It
 // then has every acknowledged write, one whose log entry is in the object store too. Before D-326 it waited for Frankfurt's cluster (the object
 // stores lived there only) and served what it held at its kill. London's copy of the files, made
-// to skip a chunk first, is made again by a node's sweep (D-329, D-339). The two clusters are 40
+// to skip a chunk first, is patched by a node's sweep: the object goes into London's patches
+// (D-329, D-339, D-348). The two clusters are 40
 // ms apart each way.
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
@@ -82,15 +83,16 @@ describe.skipIf(!regionsAvailable)("a region that restores a snapshot while the 
     expect(await readBack(r, LONDON, "crane-199", bulk, 30_000)).toBe("Harbour crane 199");
 
     // London's copy of the files skips a chunk of the bulk's segment files, as a NATS 2.9 source did
-    // once (removed here, with later chunks in the copy). London's node (D-329) or Frankfurt's
-    // (D-339), whichever sweeps first, finds it at one of its first sweeps and makes the copy
-    // again, which then holds it (checked below). On a loaded machine NATS may not answer those
-    // first sweeps (10 s timeouts, seen locally): a failed one is tried again 15 s later (D-345).
+    // (removed here, with later chunks in the copy). London's node (D-329) or Frankfurt's (D-339),
+    // whichever sweeps first, finds it at one of its first sweeps and puts the object into
+    // London's patches (D-348), which then hold it (checked below). On a loaded machine NATS may
+    // not answer those first sweeps (10 s timeouts, seen locally): a failed one is tried again
+    // 15 s later (D-345).
     await skipInCopy("SIFT_london_files", "$O.SIFT_files.C.");
     await expect
-      .poll(() => r.nodes.some((node) => node.output().includes("skipped a message; made the copy again")), {
+      .poll(() => r.nodes.some((node) => node.output().includes("put their objects into the region's patches")), {
         timeout: 60_000,
-        message: "London's copy of the files was never made again",
+        message: "London's copy of the files was never patched",
       })
       .toBe(true);
 
@@ -136,10 +138,11 @@ describe.skipIf(!regionsAvailable)("a region that restores a snapshot while the 
       const subjects = async (stream: string, filter: string) =>
         (await jsm.streams.info(stream, { subjects_filter: filter })).state.subjects ?? {};
       const lacking = async () => {
-        const [copied, files, docs] = await Promise.all([
+        const [copied, files, docs, patches] = await Promise.all([
           subjects("SIFT_london_objects", ">"),
           subjects("SIFT_london_files", "$O.SIFT_files.C.>"),
           subjects("SIFT_london_docs", "$O.SIFT_docs.C.>"),
+          subjects("SIFT_london_patches", ">"),
         ]);
         const chunksIn = { SIFT_files: files, SIFT_docs: docs } as Record<string, Record<string, number>>;
         const lacks: string[] = [];
@@ -150,14 +153,18 @@ describe.skipIf(!regionsAvailable)("a region that restores a snapshot while the 
           const d = message?.json<{ name: string; nuid: string; chunks: number }>();
           if (d === undefined || d.name.startsWith("nodes/")) continue;
           if (copied[subject] === undefined) lacks.push(`the description of ${d.name}`);
-          if ((chunksIn[bucket]?.[`$O.${bucket}.C.${d.nuid}`] ?? 0) < d.chunks) lacks.push(`chunks of ${d.name}`);
+          // Held by the copy, or whole in the region's patches (D-348).
+          const held = Math.max(
+            chunksIn[bucket]?.[`$O.${bucket}.C.${d.nuid}`] ?? 0,
+            patches[`sift.patches.SIFT_london.${bucket}.${d.nuid}`] ?? 0,
+          );
+          if (held < d.chunks) lacks.push(`chunks of ${d.name}`);
         }
         return lacks;
       };
       // A copy that loses chunks as its leader or its origin's changes (NATS 2.9, D-341; on a loaded
-      // machine leaders change) is found at a sweep within 20 s of the change and made again, and
-      // the new copy takes everything again (D-339, D-342): seen in CI, a second copy lost chunks
-      // 18 s after the first was made again, and 20 s from here did not cover both.
+      // machine leaders change) is found at a sweep within 20 s of the change and patched (D-339,
+      // D-342, D-348); a skipped description makes its copy again, which takes everything again.
       await expect.poll(lacking, { timeout: 60_000, message: "London's copies never caught up" }).toEqual([]);
     } finally {
       await nc.close();

@@ -39,6 +39,7 @@ import {
   readCopy,
   regionCopies,
   type Skip,
+  isStreamNotFound,
   sweepCopy,
 } from "./object-copies.ts";
 import { readObject } from "./small-objects.ts";
@@ -381,17 +382,13 @@ async function ensureObjectCopies(jsm: JetStreamManager, options: NatsLogOptions
   }
 }
 
-const isNotFound = (error: unknown) =>
-  (error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamNotFound) ||
-  (error as Error).message === "stream not found";
-
 /** Whether a stream exists; throws when its cluster cannot say. */
 async function streamExists(jsm: JetStreamManager, name: string): Promise<boolean> {
   try {
     await jsm.streams.info(name);
     return true;
   } catch (error) {
-    if (isNotFound(error)) return false;
+    if (isStreamNotFound(error)) return false;
     throw error;
   }
 }
@@ -786,7 +783,7 @@ class NatsLog implements ChangeLog {
           }
         } catch (error) {
           if (stopped) break;
-          if (source !== this.options.stream && isNotFound(error)) {
+          if (source !== this.options.stream && isStreamNotFound(error)) {
             await readFrom(this.options.stream, "the region's mirror is gone; reading the stream");
             continue;
           }
@@ -818,7 +815,7 @@ class NatsLog implements ChangeLog {
     const last = await this.jsm.streams.info(source).then(
       (info) => info.state.last_seq,
       (error: Error) => {
-        if (mirror && isNotFound(error)) return -1;
+        if (mirror && isStreamNotFound(error)) return -1;
         throw error;
       },
     );
@@ -856,7 +853,7 @@ class NatsLog implements ChangeLog {
     try {
       return (await this.jsm.streams.info(mirror)).state.last_seq >= seq;
     } catch (error) {
-      if (!isNotFound(error)) throw error;
+      if (!isStreamNotFound(error)) throw error;
       this.options.log.warn("making the region's mirror again", { mirror });
       await tryEnsureStream(this.jsm, this.options, this.nc.info?.cluster);
       return false;
@@ -1179,6 +1176,7 @@ class NatsLog implements ChangeLog {
       for (const copy of Object.values(this.copies ?? {})) {
         const swept = await sweepCopy(this.jsm, copy);
         skipped.push(...swept.skipped);
+        this.tellPatched("the region's copy", copy, swept.patched);
         if (swept.descriptions + swept.chunks > 0)
           this.options.log.info("swept what the object stores dropped from the region's copy", {
             copy: copy.chunks,
@@ -1225,8 +1223,11 @@ class NatsLog implements ChangeLog {
       for (const descriptions of others) {
         const copies = copiesFor({ ...this.options, mirror: descriptions.slice(0, -suffix.length) })!;
         const skipped: Skip[] = [];
-        for (const copy of [copies.files, copies.docs])
-          skipped.push(...(await sweepCopy(this.jsm, copy, { skipsOnly: true })).skipped);
+        for (const copy of [copies.files, copies.docs]) {
+          const swept = await sweepCopy(this.jsm, copy, { skipsOnly: true });
+          skipped.push(...swept.skipped);
+          this.tellPatched("another region's copy", copy, swept.patched);
+        }
         for (const stream of new Set(skipped.map((skip) => skip.stream))) {
           // Made again as its region's node made it: its own configuration (source, replicas, placement).
           const { config } = await this.jsm.streams.info(stream);
@@ -1247,6 +1248,16 @@ class NatsLog implements ChangeLog {
       return { remade, failed: true };
     }
     return { remade, failed: false };
+  }
+
+  /** A copy's skipped objects now in its region's patches (D-348): found, and read from there. */
+  private tellPatched(whose: string, copy: Copy, objects: string[]): void {
+    if (objects.length === 0) return;
+    this.options.log.warn(`${whose} of an object store skipped chunks; put their objects into the region's patches`, {
+      copy: copy.chunks,
+      objects: objects.length,
+      first: objects[0],
+    });
   }
 
   async deleteLargeEntries(indexKey: string, at: number, options: { exceptFrom?: number } = {}): Promise<number> {

@@ -18,8 +18,10 @@
 // Copies take appends only. A deletion through NatsLog removes the description from the stream
 // and from every copy of it, and the chunks from every copy; each node sweeps its region's copies
 // now and then for what a copy out of reach missed, and for chunks no description names (an
-// overwritten object's, a node position's). The sweep also finds a message a copy skipped, and
-// the node makes that copy again; it looks at the other regions' copies for that too (D-339).
+// overwritten object's, a node position's). The sweep also finds a message a copy skipped: the
+// node puts the whole objects whose chunks it skipped into the region's patches, a stream the
+// reads look in for them, and makes a descriptions copy that skipped one again; it looks at the
+// other regions' copies for that too (D-339, D-348).
 import { createHash } from "node:crypto";
 import {
   JetStreamApiCodes,
@@ -90,6 +92,8 @@ export function regionCopies(mirror: string, stream: string, buckets: { files: s
     descriptions: `${mirror}_objects`,
     chunks: `${mirror}_${kind}`,
     origin: descriptionsStream(stream),
+    patches: `${mirror}_patches`,
+    patchRoot: `sift.patches.${mirror}.`,
   });
   return { files: copy(buckets.files, "files"), docs: copy(buckets.docs, "docs") };
 }
@@ -105,12 +109,18 @@ export function copyConfigs(copies: { files: Copy; docs: Copy }): (Partial<Strea
     name: copy.chunks,
     sources: [{ name: bucketStream(copy.bucket), filter_subject: `${chunkPrefix(copy.bucket)}>` }],
   }));
-  const { descriptions, origin } = copies.files;
-  return [...chunks, { name: descriptions, sources: [{ name: origin }], max_msgs_per_subject: 1 }].map((config) => ({
-    ...config,
-    subjects: [],
-    description: `Sift, a copy of ${config.sources[0]!.name} for the nodes of one region`,
-  }));
+  const { descriptions, origin, patches, patchRoot } = copies.files;
+  const copied = [...chunks, { name: descriptions, sources: [{ name: origin }], max_msgs_per_subject: 1 }].map(
+    (config) => ({
+      ...config,
+      subjects: [] as string[],
+      description: `Sift, a copy of ${config.sources[0]!.name} for the nodes of one region`,
+    }),
+  );
+  return [
+    ...copied,
+    { name: patches, subjects: [`${patchRoot}>`], description: "Sift, whole objects the region's copies skipped" },
+  ];
 }
 
 const chunkPrefix = (bucket: string) => `$O.${bucket}.C.`;
@@ -154,14 +164,31 @@ export interface Copy {
   bucket: string;
   /** The descriptions stream the copy's descriptions come from (at the log's home). */
   origin: string;
+  /**
+   * The region's patches (D-348): a plain stream, shared by its copies, holding the chunks of
+   * each object a copy skipped, all of them, under `<patchRoot><bucket>.<nuid>`.
+   */
+  patches: string;
+  patchRoot: string;
 }
+
+const patchSubject = (copy: Copy, nuid: string) => `${copy.patchRoot}${copy.bucket}.${nuid}`;
 
 /**
  * The chunks of a described object, in order, from the copy; the last step checks them against
  * the description. Throws when the copy lacks one (still behind, or swept).
  */
 async function* chunks(jsm: JetStreamManager, copy: Copy, d: Description) {
-  const subject = `${chunkPrefix(copy.bucket)}${d.nuid}`;
+  // Where the copy lacks some of them and the patches hold them all, from there (D-348).
+  let stream = copy.chunks;
+  let subject = `${chunkPrefix(copy.bucket)}${d.nuid}`;
+  if ((await countOf(jsm, stream, subject)) < d.chunks) {
+    const patched = patchSubject(copy, d.nuid);
+    if ((await countOf(jsm, copy.patches, patched).catch(() => 0)) >= d.chunks) {
+      stream = copy.patches;
+      subject = patched;
+    }
+  }
   const hash = createHash("sha256");
   let size = 0;
   let seq = 0;
@@ -169,17 +196,22 @@ async function* chunks(jsm: JetStreamManager, copy: Copy, d: Description) {
     // The next chunk at or after `seq` (`next_by_subj`, NATS 2.9); one chunk by its subject alone.
     const request =
       d.chunks === 1 ? { last_by_subj: subject } : ({ seq, next_by_subj: subject } as unknown as { seq: number });
-    const message = await jsm.streams.getMessage(copy.chunks, request).catch((error: Error) => {
+    const message = await jsm.streams.getMessage(stream, request).catch((error: Error) => {
       if (noMessage(error)) return null;
       throw error;
     });
-    if (message === null) throw new Error(`${copy.chunks} lacks chunk ${n + 1} of ${d.chunks} of ${d.name}`);
+    if (message === null) throw new Error(`${stream} lacks chunk ${n + 1} of ${d.chunks} of ${d.name}`);
     hash.update(message.data);
     size += message.data.length;
     seq = message.seq + 1;
     yield message.data;
   }
-  checkDigest(`${d.name} in ${copy.chunks}`, size, hash.digest(), d);
+  checkDigest(`${d.name} in ${stream}`, size, hash.digest(), d);
+}
+
+/** How many messages `stream` holds on `subject`. */
+async function countOf(jsm: JetStreamManager, stream: string, subject: string): Promise<number> {
+  return (await jsm.streams.info(stream, { subjects_filter: subject })).state.subjects?.[subject] ?? 0;
 }
 
 /**
@@ -233,17 +265,19 @@ async function takenUpTo(jsm: JetStreamManager, stream: string): Promise<number>
 
 /**
  * A source takes its origin's messages in order, so a message the origin still holds, older than
- * the newest the copy took, should be in the copy. Seen missing once (NATS 2.9: the oldest chunk
- * of a bucket whose early messages were being purged as the copy was made; docs/replication.md):
- * nothing brings it back but making the copy again.
+ * the newest the copy took, should be in the copy. Seen missing (NATS 2.9: the oldest chunk of a
+ * bucket whose early messages were being purged as the copy was made; messages in flight when a
+ * leader changes, D-341; docs/replication.md), and nothing brings it back into the copy. A skipped
+ * description: the copy is made again (one small message per object). Skipped chunks: their
+ * objects, unless the patches hold them already (`unpatched`).
  */
 async function skipsOf(
   jsm: JetStreamManager,
   copy: Copy,
   seen: { descriptionsUpTo: number; chunksUpTo: number; held: Set<string>; kept: string[] },
   named: Map<string, Description>,
-  counts: Record<string, number>,
-): Promise<Skip[]> {
+  counts: { copy: Record<string, number>; patches: Record<string, number> },
+): Promise<{ skipped: Skip[]; unpatched: Description[] }> {
   const skipped: Skip[] = [];
   for (const subject of seen.kept) {
     if (seen.held.has(subject)) continue;
@@ -252,31 +286,72 @@ async function skipsOf(
     skipped.push({ stream: copy.descriptions, what: `the description of ${message.json<Description>().name}` });
     break;
   }
+  const unpatched: Description[] = [];
   for (const [nuid, d] of named) {
     const subject = `${chunkPrefix(copy.bucket)}${nuid}`;
-    if ((counts[subject] ?? 0) >= d.chunks) continue;
+    if ((counts.copy[subject] ?? 0) >= d.chunks || (counts.patches[patchSubject(copy, nuid)] ?? 0) >= d.chunks)
+      continue;
     const message = await lastOf(jsm, bucketStream(copy.bucket), subject);
     if (message === null || message.seq > seen.chunksUpTo) continue;
-    skipped.push({ stream: copy.chunks, what: `a chunk of ${d.name}` });
-    break;
+    unpatched.push(d);
   }
-  return skipped;
+  return { skipped, unpatched };
+}
+
+/**
+ * Puts every chunk of the object `d` describes, from its bucket, into the copy's patches, in
+ * order (a partial patch of it goes first). False when the bucket no longer holds them all as
+ * described (the object overwritten or deleted meanwhile): nothing is left in the patches then.
+ */
+async function patchObject(jsm: JetStreamManager, copy: Copy, d: Description): Promise<boolean> {
+  const from = bucketStream(copy.bucket);
+  const subject = `${chunkPrefix(copy.bucket)}${d.nuid}`;
+  const patched = patchSubject(copy, d.nuid);
+  const js = jsm.jetstream();
+  await jsm.streams.purge(copy.patches, { filter: patched });
+  const hash = createHash("sha256");
+  let size = 0;
+  let seq = 0;
+  for (let n = 0; n < d.chunks; n++) {
+    const message = await jsm.streams
+      .getMessage(from, { seq, next_by_subj: subject } as unknown as { seq: number })
+      .catch((error: Error) => {
+        if (noMessage(error)) return null;
+        throw error;
+      });
+    if (message === null) break;
+    hash.update(message.data);
+    size += message.data.length;
+    seq = message.seq + 1;
+    await js.publish(patched, message.data);
+  }
+  try {
+    checkDigest(`${d.name} in ${from}`, size, hash.digest(), d);
+    return true;
+  } catch {
+    // Overwritten or deleted while it was read: its next description says what to read instead.
+    await jsm.streams.purge(copy.patches, { filter: patched });
+    return false;
+  }
 }
 
 /**
  * Checks the copy and brings it in line with what its origins dropped. First, what the copy
- * skipped (`skipped`, see `skipsOf`: the caller makes those streams again, and nothing is swept).
- * Then, unless either copy is behind its origin: descriptions the stream at home (`copy.origin`)
- * no longer has, and chunks no description left names, older than `orphanAfterMs` (an overwritten
- * object's, a deleted one's, an object's never described). A copy out of reach when an object was
- * deleted or purged keeps it until this runs. `skipsOnly`: looks for skips and removes nothing
- * (another region's copy, D-339).
+ * skipped (see `skipsOf`): the objects whose chunks it skipped are put into the patches
+ * (`patched`), and a skipped description is returned (`skipped`: the caller makes that stream
+ * again, and nothing is swept). Without the region's patches stream (not made yet), skipped chunks
+ * are returned too. Then, unless either copy is behind its origin: descriptions the stream at home
+ * (`copy.origin`) no longer has, and chunks and patches no description left names, older than
+ * `orphanAfterMs` (an overwritten object's, a deleted one's, an object's never described), and
+ * patches the copy no longer needs. A copy out of reach when an object was deleted or purged keeps
+ * it until this runs. `skipsOnly`: looks for skips, patches, and removes nothing (another
+ * region's copy, D-339).
  */
 export async function sweepCopy(
   jsm: JetStreamManager,
   copy: Copy,
   { orphanAfterMs = ORPHAN_AFTER_MS, skipsOnly = false }: { orphanAfterMs?: number; skipsOnly?: boolean } = {},
-): Promise<{ descriptions: number; chunks: number; skipped: Skip[] }> {
+): Promise<{ descriptions: number; chunks: number; skipped: Skip[]; patched: string[] }> {
   const prefix = `${DESCRIPTIONS_ROOT}.${copy.bucket}.`;
   const counted = async (stream: string, filter: string) =>
     Object.fromEntries(
@@ -296,6 +371,11 @@ export async function sweepCopy(
   // The copy before its origin: whatever it holds, the origin held before; gone from the origin after, it was deleted.
   const held = Object.keys(await counted(copy.descriptions, prefix));
   const counts = await counted(copy.chunks, chunkPrefix(copy.bucket));
+  const patchPrefix = `${copy.patchRoot}${copy.bucket}.`;
+  const patches = await counted(copy.patches, patchPrefix).catch((error: unknown) => {
+    if (isStreamNotFound(error)) return null;
+    throw error;
+  });
   const kept = Object.keys(await counted(copy.origin, prefix));
   const keptSet = new Set(kept);
   const named = new Map<string, Description>();
@@ -306,8 +386,14 @@ export async function sweepCopy(
     if (d !== undefined) named.set(d.nuid, d);
   }
   const seen = { descriptionsUpTo, chunksUpTo, held: new Set(held), kept };
-  const skipped = await skipsOf(jsm, copy, seen, named, counts);
-  if (skipped.length > 0 || wasBehind || skipsOnly) return { descriptions: 0, chunks: 0, skipped };
+  const { skipped, unpatched } = await skipsOf(jsm, copy, seen, named, { copy: counts, patches: patches ?? {} });
+  const patched: string[] = [];
+  if (patches === null && unpatched.length > 0) {
+    skipped.push({ stream: copy.chunks, what: `a chunk of ${unpatched[0]!.name}` });
+  } else {
+    for (const d of unpatched) if (await patchObject(jsm, copy, d)) patched.push(d.name);
+  }
+  if (skipped.length > 0 || wasBehind || skipsOnly) return { descriptions: 0, chunks: 0, skipped, patched };
   let descriptions = 0;
   for (const subject of held) {
     if (keptSet.has(subject)) continue;
@@ -316,12 +402,28 @@ export async function sweepCopy(
   }
   let chunks = 0;
   const before = Date.now() - orphanAfterMs;
+  const orphaned = async (stream: string, subject: string) => {
+    const last = await lastOf(jsm, stream, subject);
+    return last !== null && last.time.getTime() < before;
+  };
   for (const subject of Object.keys(counts)) {
     if (named.has(subject.slice(chunkPrefix(copy.bucket).length))) continue;
-    const last = await lastOf(jsm, copy.chunks, subject);
-    if (last === null || last.time.getTime() >= before) continue;
+    if (!(await orphaned(copy.chunks, subject))) continue;
     await jsm.streams.purge(copy.chunks, { filter: subject });
     chunks++;
   }
-  return { descriptions, chunks, skipped };
+  for (const subject of Object.keys(patches ?? {})) {
+    const d = named.get(subject.slice(patchPrefix.length));
+    // Still needed: the copy lacks some of its object's chunks.
+    if (d !== undefined && (counts[`${chunkPrefix(copy.bucket)}${d.nuid}`] ?? 0) < d.chunks) continue;
+    if (d === undefined && !(await orphaned(copy.patches, subject))) continue;
+    await jsm.streams.purge(copy.patches, { filter: subject });
+    chunks++;
+  }
+  return { descriptions, chunks, skipped, patched };
 }
+
+/** A stream that does not exist (a region's patches before its first sweep made them). */
+export const isStreamNotFound = (error: unknown) =>
+  (error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamNotFound) ||
+  (error as Error).message === "stream not found";
