@@ -165,6 +165,13 @@ describe.skipIf(!natsAvailable)("the NATS change log", () => {
         // The copy itself was not made again: only the document crossed.
         expect(Object.keys(await chunksIn())).not.toContain(first);
         expect((await jsm.streams.info(copy)).created).toBe(created);
+        // Deleted, it leaves the patches at once, as it leaves the copies.
+        const patched = async () =>
+          Object.keys((await jsm.streams.info(docs.patches, { subjects_filter: ">" })).state.subjects ?? {});
+        expect(await patched()).toHaveLength(1);
+        await home.deleteDoc("snapshots/shop/latest");
+        expect(await patched()).toEqual([]);
+        expect(await readNear("snapshots/shop/latest")).toBeNull();
       } finally {
         await home.close();
       }

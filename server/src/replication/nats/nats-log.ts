@@ -36,6 +36,7 @@ import {
   forgetObject,
   noMessage,
   purgeChunks,
+  purgePatches,
   readCopy,
   regionCopies,
   type Skip,
@@ -1085,14 +1086,18 @@ class NatsLog implements ChangeLog {
 
   /**
    * Deletes an object (see `deleteObject`), and its description and chunks from every region's
-   * copies. A copy out of reach now keeps its chunks until its region's next sweep.
+   * copies and patches. A copy out of reach now keeps its chunks until its region's next sweep.
    */
   private async deleteObject(store: ObjectStore, bucket: string, name: string): Promise<void> {
     const nuid = await deleteObject(store, this.jsm, bucket, name);
     const described = descriptionsStream(this.options.stream);
     try {
       await forgetObject(this.jsm, [described, ...(await this.streamsCopying(described))], bucket, name);
-      if (nuid !== null) await purgeChunks(this.jsm, await this.streamsCopying(bucketStream(bucket)), bucket, nuid);
+      if (nuid !== null) {
+        const copies = await this.streamsCopying(bucketStream(bucket));
+        await purgeChunks(this.jsm, copies, bucket, nuid);
+        await purgePatches(this.jsm, copies, bucket, nuid);
+      }
     } catch (error) {
       this.options.log.warn("could not remove a deleted object from the regions' copies of the object stores", {
         object: name,

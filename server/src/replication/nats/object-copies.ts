@@ -85,6 +85,9 @@ export function descriptionsConfig(stream: string, buckets: string[]): Partial<S
   };
 }
 
+/** The region's patches beside its mirror of the log `mirror` (D-348; see Copy). */
+const patchesOf = (mirror: string) => ({ patches: `${mirror}_patches`, patchRoot: `sift.patches.${mirror}.` });
+
 /** One region's copies, beside its mirror of the log `mirror` (e.g. `SIFT_london_files`, `SIFT_london_objects`). */
 export function regionCopies(mirror: string, stream: string, buckets: { files: string; docs: string }) {
   const copy = (bucket: string, kind: string): Copy => ({
@@ -92,8 +95,7 @@ export function regionCopies(mirror: string, stream: string, buckets: { files: s
     descriptions: `${mirror}_objects`,
     chunks: `${mirror}_${kind}`,
     origin: descriptionsStream(stream),
-    patches: `${mirror}_patches`,
-    patchRoot: `sift.patches.${mirror}.`,
+    ...patchesOf(mirror),
   });
   return { files: copy(buckets.files, "files"), docs: copy(buckets.docs, "docs") };
 }
@@ -151,6 +153,20 @@ export async function forgetObject(jsm: JetStreamManager, streams: string[], buc
 /** Removes the chunks of the object that had `nuid` from `copies` (streams of copied chunks). */
 export async function purgeChunks(jsm: JetStreamManager, copies: string[], bucket: string, nuid: string) {
   for (const stream of copies) await jsm.streams.purge(stream, { filter: `${chunkPrefix(bucket)}${nuid}` });
+}
+
+/**
+ * Removes the object that had `nuid` from the patches of the regions whose chunk copies are
+ * `copies` (a deletion or an erasure, like purgeChunks); a region without patches has none.
+ */
+export async function purgePatches(jsm: JetStreamManager, copies: string[], bucket: string, nuid: string) {
+  // A copy's name is its mirror's and its kind (regionCopies).
+  const mirrors = new Set(copies.map((stream) => stream.replace(/_(files|docs)$/, "")));
+  for (const { patches, patchRoot } of [...mirrors].map(patchesOf)) {
+    await jsm.streams.purge(patches, { filter: `${patchRoot}${bucket}.${nuid}` }).catch((error: unknown) => {
+      if (!isStreamNotFound(error)) throw error;
+    });
+  }
 }
 
 /** A message get that found no message (none at or after that sequence, or on that subject). */
