@@ -85,6 +85,52 @@ describe.skipIf(!natsAvailable)("the NATS change log", () => {
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
+  it("leaves a NATS server that hangs for another of its cluster within seconds (D-349)", async () => {
+    // A cluster of its own: the server this node is connected to is frozen (SIGSTOP), its TCP
+    // connection open and silent, as a hung machine or a partition leaves it.
+    const cluster = await startNatsCluster(3);
+    const log = await openNatsLog({
+      servers: cluster.urls.split(","),
+      stream: "HANG_TEST",
+      replicas: 3,
+      log: silent,
+      name: "hang",
+    });
+    const entry = (n: number) => ({ op: "create", index: `idx_hang_${n}`, node: "hang", at: n }) as const;
+    let paused: (typeof cluster.servers)[number] | undefined;
+    try {
+      await log.append(entry(0), undefined);
+      const connectedTo = async () => {
+        for (const server of cluster.servers) {
+          const connz = (await (await fetch(`${server.monitor}/connz`)).json()) as {
+            connections?: { name?: string }[];
+          };
+          if (connz.connections?.some((c) => c.name === "hang")) return server;
+        }
+        return undefined;
+      };
+      paused = await connectedTo();
+      expect(paused).toBeDefined();
+      paused!.pause();
+      const frozenAt = Date.now();
+      // Appends fail while the node waits on the frozen server; the cluster's other two elect new
+      // leaders meanwhile. Once the client has given the server up, an append goes through.
+      for (let n = 1; ; n++) {
+        const appended = await log.append(entry(n), undefined).then(
+          () => true,
+          () => false,
+        );
+        if (appended) break;
+        expect(Date.now() - frozenAt, "still on the frozen server").toBeLessThan(35_000);
+      }
+      expect(Date.now() - frozenAt).toBeLessThan(35_000);
+    } finally {
+      paused?.resume();
+      await log.close();
+      await cluster.stop();
+    }
+  }, 90_000);
+
   it("says when the node stops hearing the other nodes' notices and when it hears them again (D-347)", async () => {
     // A server of its own, killed and started again.
     const server = await startNatsCluster(1);

@@ -21,6 +21,10 @@ export interface NatsServer {
    * it down cleanly, telling the others it is gone.
    */
   kill(signal?: NodeJS.Signals): Promise<void>;
+  /** SIGSTOP: the server hangs, its connections open and silent (a machine frozen, a partition). */
+  pause(): void;
+  /** SIGCONT after pause(). */
+  resume(): void;
   /** Starts it again on the same ports and store directory. */
   start(): Promise<void>;
   running(): boolean;
@@ -54,6 +58,8 @@ function natsServer(name: string, port: number, monitor: number, args: string[])
           throw new Error(`${error.message}\n${output}`);
         });
     },
+    pause: () => void child?.kill("SIGSTOP"),
+    resume: () => void child?.kill("SIGCONT"),
     kill: (signal = "SIGKILL") =>
       new Promise<void>((done) => {
         if (!running()) return done();
