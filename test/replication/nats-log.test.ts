@@ -35,6 +35,10 @@ async function loseFirstChunk(jsm: JetStreamManager, copy: string, chunks: strin
   await jsm.streams.deleteMessage(copy, first.seq);
   return first.subject;
 }
+/** A node's log on a cluster of a test's own, logging nothing. */
+const openOn = (cluster: NatsCluster, options: { stream: string; replicas: number; name: string }) =>
+  openNatsLog({ servers: cluster.urls.split(","), log: silent, ...options });
+
 const digest = (bytes: Buffer) => createHash("sha256").update(bytes).digest("hex");
 
 describe.skipIf(!natsAvailable)("the NATS change log", () => {
@@ -89,13 +93,7 @@ describe.skipIf(!natsAvailable)("the NATS change log", () => {
     // A cluster of its own: the server this node is connected to is frozen (SIGSTOP), its TCP
     // connection open and silent, as a hung machine or a partition leaves it.
     const cluster = await startNatsCluster(3);
-    const log = await openNatsLog({
-      servers: cluster.urls.split(","),
-      stream: "HANG_TEST",
-      replicas: 3,
-      log: silent,
-      name: "hang",
-    });
+    const log = await openOn(cluster, { stream: "HANG_TEST", replicas: 3, name: "hang" });
     const entry = (n: number) => ({ op: "create", index: `idx_hang_${n}`, node: "hang", at: n }) as const;
     let paused: (typeof cluster.servers)[number] | undefined;
     try {
@@ -134,13 +132,7 @@ describe.skipIf(!natsAvailable)("the NATS change log", () => {
   it("says when the node stops hearing the other nodes' notices and when it hears them again (D-347)", async () => {
     // A server of its own, killed and started again.
     const server = await startNatsCluster(1);
-    const log = await openNatsLog({
-      servers: server.urls.split(","),
-      stream: "HEARING_TEST",
-      replicas: 1,
-      log: silent,
-      name: "n",
-    });
+    const log = await openOn(server, { stream: "HEARING_TEST", replicas: 1, name: "n" });
     const heard: boolean[] = [];
     try {
       log.watchHearing!((hearing) => heard.push(hearing));
