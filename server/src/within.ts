@@ -1,8 +1,11 @@
 /** `work`, or an error naming `what` once it has taken longer than `ms`: a wait with a bound. */
-export function within<T>(ms: number, what: string, work: Promise<T>): Promise<T> {
+export function within<T>(ms: number, what: string, work: Promise<T>, options: { code?: string } = {}): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   const expired = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} took longer than ${ms / 1000} s`)), ms);
+    timer = setTimeout(() => {
+      const error = new Error(`${what} took longer than ${ms / 1000} s`);
+      reject(options.code === undefined ? error : Object.assign(error, { code: options.code }));
+    }, ms);
   });
   return Promise.race([work, expired]).finally(() => clearTimeout(timer));
 }

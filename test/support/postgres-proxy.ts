@@ -1,5 +1,7 @@
 // A TCP proxy in front of PostgreSQL that a test can cut and restore: closing it refuses every
-// connection and drops the open ones, as a database that went away does.
+// connection and drops the open ones, as a database that went away does. Or hang: connections
+// stay open (new ones are accepted) and nothing passes either way, as a frozen database or a
+// partition leaves them, until it resumes.
 import { createServer, type Server, type Socket, connect } from "node:net";
 import { freePort } from "./ports.ts";
 
@@ -9,12 +11,21 @@ export interface PostgresProxy {
   via(url: string): string;
   open(): Promise<void>;
   cut(): Promise<void>;
+  hang(): void;
+  resume(): void;
 }
 
 export async function postgresProxy(target: URL): Promise<PostgresProxy> {
   const port = await freePort();
   const sockets = new Set<Socket>();
+  const pairs = new Set<[client: Socket, upstream: Socket]>();
+  let hung = false;
   let server: Server | undefined;
+  const join = ([client, upstream]: [Socket, Socket]) => {
+    client.pipe(upstream).pipe(client);
+    client.resume();
+    upstream.resume();
+  };
   const open = () =>
     new Promise<void>((resolve) => {
       if (server?.listening) return resolve();
@@ -22,10 +33,17 @@ export async function postgresProxy(target: URL): Promise<PostgresProxy> {
         const upstream = connect(Number(target.port || 5432), target.hostname);
         for (const s of [client, upstream]) {
           sockets.add(s);
-          s.on("close", () => sockets.delete(s));
           s.on("error", () => s.destroy());
         }
-        client.pipe(upstream).pipe(client);
+        const pair: [Socket, Socket] = [client, upstream];
+        pairs.add(pair);
+        for (const s of pair) {
+          s.on("close", () => {
+            sockets.delete(s);
+            pairs.delete(pair);
+          });
+        }
+        if (!hung) join(pair);
       }).listen(port, "127.0.0.1", () => resolve());
     });
   await open();
@@ -37,6 +55,19 @@ export async function postgresProxy(target: URL): Promise<PostgresProxy> {
       return proxied.toString();
     },
     open,
+    hang() {
+      hung = true;
+      for (const [client, upstream] of pairs) {
+        client.unpipe(upstream);
+        upstream.unpipe(client);
+        client.pause();
+        upstream.pause();
+      }
+    },
+    resume() {
+      hung = false;
+      for (const pair of pairs) join(pair);
+    },
     cut: () =>
       new Promise<void>((resolve) => {
         for (const s of sockets) s.destroy();

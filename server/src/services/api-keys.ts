@@ -17,7 +17,7 @@ import {
   type KeyType,
 } from "../auth/secrets.ts";
 import { NotFoundError, UnauthenticatedError } from "../domain/errors.ts";
-import { isStoreUnreachable } from "../store/errors.ts";
+import { isStoreUnreachable, storeWithin } from "../store/errors.ts";
 import type { Logger } from "../log.ts";
 import { type NodeNotices, noNotices } from "../ports/node-notices.ts";
 import { type Lookup, primaryOnly } from "../store/lookup.ts";
@@ -241,7 +241,12 @@ export class ApiKeyService implements ApiKeyAuthenticator {
     if ((this.lastUsedWritten.get(keyId) ?? 0) > now - LAST_USED_EVERY_MS) return;
     this.lastUsedWritten.set(keyId, now);
     try {
-      await this.db.update(apiKeys).set({ lastUsedAt: now }).where(eq(apiKeys.id, keyId));
+      // Bounded: a store that hangs must not hold the request it is part of (D-350).
+      await storeWithin(
+        2_000,
+        "recording a key's use",
+        this.db.update(apiKeys).set({ lastUsedAt: now }).where(eq(apiKeys.id, keyId)),
+      );
     } catch (error) {
       this.log.warn("could not record key use", { keyId, error: (error as Error).message });
     }

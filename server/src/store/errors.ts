@@ -1,5 +1,6 @@
 // Store failures the services turn into answers of their own.
 import type { Logger } from "../log.ts";
+import { within } from "../within.ts";
 
 /** True when `error`, or any error it was wrapped around (the drivers wrap), carries one of `codes`. */
 function hasCode(error: unknown, codes: ReadonlySet<string>): boolean {
@@ -38,9 +39,18 @@ const UNREACHABLE = new Set([
   "CONNECTION_CLOSED",
   "CONNECTION_ENDED",
   "CONNECTION_DESTROYED",
+  "STORE_TIMEOUT", // a bounded wait ran out: the store does not answer (storeWithin)
   "57P01", // admin_shutdown
   "57P03", // cannot_connect_now
 ]);
+
+/**
+ * `work`, or an error the services take for an unreachable store once it has taken `ms`: a
+ * database that hangs (a frozen host, a partition) leaves its connections open and silent, and
+ * its queries neither answer nor fail (D-350). The query itself goes on.
+ */
+export const storeWithin = <T>(ms: number, what: string, work: Promise<T>): Promise<T> =>
+  within(ms, what, work, { code: "STORE_TIMEOUT" });
 
 /** True when the store could not be reached at all: the answer is 503, try again, not a bug. */
 export function isStoreUnreachable(error: unknown): boolean {

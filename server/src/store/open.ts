@@ -129,9 +129,10 @@ async function openPostgres(url: string, readUrl: string | undefined, log: Logge
   const replicaDb = replica ? (drizzle({ client: preparingStatements(replica), schema }) as unknown as Db) : undefined;
   return {
     db: primaryDb,
-    lookup: replicaDb ? replicaFirst(primaryDb, replicaDb, log) : primaryOnly(primaryDb),
+    lookup: replicaDb ? replicaFirst(primaryDb, replicaDb, log) : primaryOnly(primaryDb, { bounded: true }),
     kind: "postgres",
-    ping: () => pingDb(primaryDb),
+    // Bounded too: a primary that hangs would hold /readyz for good (D-350).
+    ping: () => within(2_000, "pinging the store", pingDb(primaryDb)).catch(() => false),
     // Bounded: a replica whose host does not answer would hold /readyz for its connect timeout.
     ...(replicaDb
       ? {
