@@ -5,9 +5,15 @@
 // once the store is back, every region's version list has it: the rows the writer could not
 // record are written by the nodes' backup batches, which keep them until the store takes them.
 import { describe, expect, it } from "vitest";
-import { logRegionsOnFailure, regionsAvailable, useRegions } from "../support/regions.ts";
+import { logRegionsOnFailure, type Regions, regionsAvailable, useRegions } from "../support/regions.ts";
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** The versions a region lists of the test's index (none while it cannot say). */
+const listedOn = (r: Regions) => async (node: number) => {
+  const reply = await r.http(node).get(`/v1/indexes/${r.index}/versions`);
+  return reply.status === 200 ? (reply.body.versions as { version: string }[]).map((v) => v.version) : [];
+};
 
 describe.skipIf(!regionsAvailable)("the shared store goes away under replicated writes", () => {
   const regions = useRegions(["frankfurt", "london"], {}, {}, { storeProxy: true });
@@ -16,10 +22,7 @@ describe.skipIf(!regionsAvailable)("the shared store goes away under replicated 
     const r = regions();
     logRegionsOnFailure(regions);
     const store = r.store!;
-    const listed = async (node: number) => {
-      const reply = await r.http(node).get(`/v1/indexes/${r.index}/versions`);
-      return reply.status === 200 ? (reply.body.versions as { version: string }[]).map((v) => v.version) : [];
-    };
+    const listed = listedOn(r);
     const before = await r.http(0).put(`/v1/indexes/${r.index}/records/lamp`, { title: "Desk lamp" });
     expect(before.status, before.text).toBe(200);
     // Both regions look the key and the index up now: the writes below need no more of the store.
@@ -44,5 +47,33 @@ describe.skipIf(!regionsAvailable)("the shared store goes away under replicated 
     for (const node of [0, 1]) {
       await expect.poll(() => listed(node), { timeout: 20_000 }).toEqual(expect.arrayContaining(written));
     }
+  }, 90_000);
+
+  it("one that hangs: writes past their lookups' 5 s are answered within seconds too (D-350)", async () => {
+    const r = regions();
+    logRegionsOnFailure(regions);
+    const store = r.store!;
+    const before = await r.http(0).put(`/v1/indexes/${r.index}/records/pen`, { title: "Fountain pen" });
+    expect(before.status, before.text).toBe(200);
+    const seen = await r.http(1).get(`/v1/indexes/${r.index}/records/pen?minVersion=${before.body.indexVersion}`);
+    expect(seen.status, seen.text).toBe(200);
+
+    // Connections open and silent; past the 5 s a lookup is used without asking the store.
+    store.hang();
+    let written = "";
+    try {
+      await sleep(6_000);
+      const asked = Date.now();
+      const reply = await r.http(0).put(`/v1/indexes/${r.index}/records/nib`, { title: "Steel nib" });
+      expect(reply.status, reply.text).toBe(200);
+      expect(Date.now() - asked).toBeLessThan(8_000);
+      written = reply.body.indexVersion as string;
+      const elsewhere = await r.http(1).get(`/v1/indexes/${r.index}/records/nib?minVersion=${written}`);
+      expect(elsewhere.status, elsewhere.text).toBe(200);
+      expect(elsewhere.body.title).toBe("Steel nib");
+    } finally {
+      store.resume();
+    }
+    for (const node of [0, 1]) await expect.poll(() => listedOn(r)(node), { timeout: 20_000 }).toContain(written);
   }, 90_000);
 });
