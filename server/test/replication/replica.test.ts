@@ -402,23 +402,30 @@ describe("a record write or an activation on a node that cannot follow the log",
     expect((await nodes.b.records.get(admin, "shop", "ninth")).title).toBe("Ninth");
   });
 
-  test("a write queued behind one nobody waits on: 503 once its wait is over, never written (D-346)", async () => {
+  /**
+   * An upload's activation of b's active version, which no client waits on, made while b does not
+   * follow the log: its entry is in the log, and it waits until b applies it. `viaLock`: under the
+   * index's lock, as versions/bulk.ts takes it.
+   */
+  const activationNobodyWaitsOn = async (viaLock: boolean) => {
     const ref = (await nodes.b.catalog.byName("ten_r", "shop"))!;
     await nodes.b.replica.catchUp();
     const target = nodes.b.replica.active(ref.id)!;
-    // The index's lock held as an upload's activation holds it (versions/bulk.ts): its entry is
-    // in the log, and it waits until b applies it, past a client's bound.
     nodes.b.log.hold();
-    let held = true;
-    const holder = nodes.b.locks
-      .run(ref.id, () => nodes.b.replica.commit({ op: "activate", index: ref.id, version: target }))
-      .finally(() => {
-        held = false;
-      });
+    const activate = () => nodes.b.replica.commit({ op: "activate", index: ref.id, version: target });
+    let settled = false;
+    const done = (viaLock ? nodes.b.locks.run(ref.id, activate) : activate()).finally(() => {
+      settled = true;
+    });
+    return { ref, target, done, settled: () => settled };
+  };
+
+  test("a write queued behind one nobody waits on: 503 once its wait is over, never written (D-346)", async () => {
+    const { ref, done: holder, settled } = await activationNobodyWaitsOn(true);
     const started = Date.now();
     await refusedWith503(nodes.b.records.put(admin, "shop", "queued", { title: "Queued" }));
     expect(Date.now() - started).toBeLessThan(5_000);
-    expect(held).toBe(true);
+    expect(settled()).toBe(false);
     nodes.b.log.release();
     await holder;
     // Refused before it started: in no node's log or engine, and the next write goes through.
@@ -432,16 +439,9 @@ describe("a record write or an activation on a node that cannot follow the log",
   });
 
   test("an activation nobody waits on (an upload's) waits past that bound until the node applies it", async () => {
-    const ref = (await nodes.b.catalog.byName("ten_r", "shop"))!;
-    await nodes.b.replica.catchUp();
-    const target = nodes.b.replica.active(ref.id)!;
-    nodes.b.log.hold();
-    let settled = false;
-    const activation = nodes.b.replica.commit({ op: "activate", index: ref.id, version: target }).finally(() => {
-      settled = true;
-    });
+    const { ref, target, done: activation, settled } = await activationNobodyWaitsOn(false);
     await new Promise((resolve) => setTimeout(resolve, 900));
-    expect(settled).toBe(false);
+    expect(settled()).toBe(false);
     nodes.b.log.release();
     await activation;
     expect(nodes.b.replica.active(ref.id)).toBe(target);

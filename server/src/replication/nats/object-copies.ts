@@ -191,20 +191,11 @@ export interface Copy {
 const patchSubject = (copy: Copy, nuid: string) => `${copy.patchRoot}${copy.bucket}.${nuid}`;
 
 /**
- * The chunks of a described object, in order, from the copy; the last step checks them against
- * the description. Throws when the copy lacks one (still behind, or swept).
+ * The chunks of a described object, in order, from `stream` (`subject` holds them); the last step
+ * checks them against the description. Throws when the stream lacks one (a copy still behind,
+ * swept, or that skipped it; no patch).
  */
-async function* chunks(jsm: JetStreamManager, copy: Copy, d: Description) {
-  // Where the copy lacks some of them and the patches hold them all, from there (D-348).
-  let stream = copy.chunks;
-  let subject = `${chunkPrefix(copy.bucket)}${d.nuid}`;
-  if ((await countOf(jsm, stream, subject)) < d.chunks) {
-    const patched = patchSubject(copy, d.nuid);
-    if ((await countOf(jsm, copy.patches, patched).catch(() => 0)) >= d.chunks) {
-      stream = copy.patches;
-      subject = patched;
-    }
-  }
+async function* chunks(jsm: JetStreamManager, stream: string, subject: string, d: Description) {
   const hash = createHash("sha256");
   let size = 0;
   let seq = 0;
@@ -225,33 +216,45 @@ async function* chunks(jsm: JetStreamManager, copy: Copy, d: Description) {
   checkDigest(`${d.name} in ${stream}`, size, hash.digest(), d);
 }
 
-/** How many messages `stream` holds on `subject`. */
-async function countOf(jsm: JetStreamManager, stream: string, subject: string): Promise<number> {
-  return (await jsm.streams.info(stream, { subjects_filter: subject })).state.subjects?.[subject] ?? 0;
-}
-
 /**
  * `name`'s bytes as the copy holds them, as chunks to read in order (the last read fails if they
- * do not match their description); null when the copy has no description of it.
+ * do not match their description); null when the copy has no description of it. `patched`: from
+ * the region's patches instead, for a read that failed on the copy (D-348).
  */
 export async function openCopy(
   jsm: JetStreamManager,
   copy: Copy,
   name: string,
+  { patched = false }: { patched?: boolean } = {},
 ): Promise<AsyncGenerator<Uint8Array> | null> {
   const message = await jsm.streams.getMessage(copy.descriptions, {
     last_by_subj: descriptionSubject(copy.bucket, name),
   });
-  return message === null ? null : chunks(jsm, copy, message.json<Description>());
+  if (message === null) return null;
+  const d = message.json<Description>();
+  return patched
+    ? chunks(jsm, copy.patches, patchSubject(copy, d.nuid), d)
+    : chunks(jsm, copy.chunks, `${chunkPrefix(copy.bucket)}${d.nuid}`, d);
 }
 
-/** `name`'s bytes from the copy, whole; null when the copy has no description of it. */
+/**
+ * `name`'s bytes from the copy, whole, or from the region's patches when the copy skipped some of
+ * them and the sweep patched it (D-348); null when the copy has no description of it. Throws the
+ * copy's failure when the patches do not hold it either.
+ */
 export async function readCopy(jsm: JetStreamManager, copy: Copy, name: string): Promise<Uint8Array | null> {
-  const parts = await openCopy(jsm, copy, name);
-  if (parts === null) return null;
-  const read: Uint8Array[] = [];
-  for await (const part of parts) read.push(part);
-  return read.length === 1 ? read[0]! : Buffer.concat(read);
+  const whole = async (patched: boolean) => {
+    const parts = await openCopy(jsm, copy, name, { patched });
+    if (parts === null) return null;
+    const read: Uint8Array[] = [];
+    for await (const part of parts) read.push(part);
+    return read.length === 1 ? read[0]! : Buffer.concat(read);
+  };
+  try {
+    return await whole(false);
+  } catch (error) {
+    return whole(true).catch(() => Promise.reject(error));
+  }
 }
 
 /** A chunk no description names is kept this long: its object's description may be on its way. */

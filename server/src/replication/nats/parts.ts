@@ -137,17 +137,17 @@ export async function fetchPart(
     );
   }
   let copyFailed: string | undefined;
-  if (copy !== undefined) {
+  // The region's copy, then its patches where the copy skipped some chunks (D-348).
+  for (const patched of copy !== undefined ? [false, true] : []) {
     try {
-      const near = await openCopy(jsm, copy, part.object);
-      if (near !== null) {
-        await writePart(part, { source: Readable.from(near), error: Promise.resolve(null) }, signal);
-        return undefined;
-      }
+      const near = await openCopy(jsm, copy as Copy, part.object, { patched });
+      if (near === null) break;
+      await writePart(part, { source: Readable.from(near), error: Promise.resolve(null) }, signal);
+      return undefined;
     } catch (error) {
       if (signal.aborted) throw error;
-      // Written again below, whole, from the bucket itself.
-      copyFailed = (error as Error).message;
+      // Written again, whole, from the patches or the bucket itself; the copy's failure is told.
+      copyFailed ??= (error as Error).message;
     }
   }
   await writePart(part, await openPart(files, jsm, bucket, part), signal);
