@@ -90,6 +90,7 @@ async function openEngine(config: Config, log: Logger): Promise<SearchEngine> {
   return createEmbeddedEngine({
     dataDir: join(config.dataDir, "engine"),
     syncEachChange: !config.nats,
+    layering: { minBase: config.layeredFrom },
   });
 }
 

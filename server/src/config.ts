@@ -50,6 +50,8 @@ export interface Config {
   demo: boolean;
   /** Checkpoint automatically once a version's chain of changes is this long. */
   coalesceAfter: number;
+  /** Records an index has before its checkpoints are layered (D-351). */
+  layeredFrom: number;
   /** Newest versions kept by retention besides the active one and its ancestors. */
   retainVersions: number;
   /** How often retention runs. */
@@ -105,6 +107,9 @@ export interface Config {
 
 /** Record changes of an index between automatic checkpoints, unless SIFT_COALESCE_AFTER says (D-307). */
 export const DEFAULT_COALESCE_AFTER = 2000;
+
+/** An index's checkpoints are layered from this many records on, unless SIFT_LAYERED_FROM says (D-351). */
+export const DEFAULT_LAYERED_FROM = 50_000;
 
 /** The change log's stream in NATS, unless SIFT_NATS_STREAM names another. */
 export const DEFAULT_NATS_STREAM = "SIFT";
@@ -311,6 +316,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       .filter(Boolean),
     demo: bool("SIFT_DEMO", true),
     coalesceAfter: int("SIFT_COALESCE_AFTER", DEFAULT_COALESCE_AFTER, 2, 1_000_000),
+    layeredFrom: int("SIFT_LAYERED_FROM", DEFAULT_LAYERED_FROM, 1, Number.MAX_SAFE_INTEGER),
     retainVersions: int("SIFT_RETAIN_VERSIONS", 50, 1, 100_000),
     retentionEveryMs: int("SIFT_RETENTION_EVERY_SECONDS", 60, 1, 86_400) * 1000,
     signingSecret: env.SIFT_SIGNING_SECRET || undefined,

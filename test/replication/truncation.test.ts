@@ -54,13 +54,16 @@ describe.skipIf(!regionsAvailable)("a region that returns after the log was trun
     SIFT_REPLICATION_NODE_GONE_MS: "1500",
     // The checkpoint below makes the bulk major droppable at once.
     SIFT_RETAIN_VERSIONS: "1",
+    // And it is layered on the bulk major's segment (D-351): the region restores it from its
+    // snapshot with the base's files.
+    SIFT_LAYERED_FROM: "100",
   });
 
   it("restores the index from the newest snapshot and has every acknowledged write", async () => {
     const r = regions();
     logRegionsOnFailure(regions, 40);
     // A bulk major (published when built), then record changes on top of it.
-    const csv = ["id,title", ...Array.from({ length: 200 }, (_, i) => `bulk-${i},Bulk lamp ${i}`)].join("\n");
+    const csv = ["id,title", ...Array.from({ length: 500 }, (_, i) => `bulk-${i},Bulk lamp ${i}`)].join("\n");
     const indexVersion = await uploadCsv(r.http(0), r.index, csv);
     for (let i = 0; i < 3; i++) {
       expect((await r.http(1).put(`/v1/indexes/${r.index}/records/before-${i}`, { title: `Before ${i}` })).status).toBe(
@@ -88,6 +91,7 @@ describe.skipIf(!regionsAvailable)("a region that returns after the log was trun
     // A checkpoint while it is away: its major is published by the next snapshot.
     const coalesced = await r.http(0).post(`/v1/indexes/${r.index}/coalesce`, {});
     expect(coalesced.status, coalesced.text).toBe(200);
+    const checkpoint: string = coalesced.body.indexVersion;
     for (let i = 0; i < 12; i++) {
       const put = await r.http(0).put(`/v1/indexes/${r.index}/records/after-${i}`, { title: `After checkpoint ${i}` });
       expect(put.status, put.text).toBe(200);
@@ -134,6 +138,8 @@ describe.skipIf(!regionsAvailable)("a region that returns after the log was trun
     expect(bulkFiles(await objectNames(r, "files")).length).toBeGreaterThan(0);
     // The parts of an upload whose node died before it wrote the manifest: no entry names them.
     const indexKey = (await objectNames(r, "docs")).find((n) => /^snapshots\/[^/]+\/latest$/.test(n))!.split("/")[1]!;
+    // The checkpoint the region restored was layered: its base's files were published with it.
+    expect(await objectNames(r, "files")).toContain(`segments/${indexKey}/${checkpoint}/base-hidden.bin.part-0`);
     const orphan = `segments/${indexKey}/9999/records.bin.part-0`;
     await putObject(r, orphan, "half an upload");
     expect(await objectNames(r, "files")).toContain(orphan);

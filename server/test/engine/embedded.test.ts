@@ -696,3 +696,213 @@ describe("embedded engine persistence", () => {
     expect(await engine.search("k", "2", request)).toEqual(expected);
   });
 });
+
+describe("embedded engine layered checkpoints (versions/layers.ts)", () => {
+  // Every checkpoint layered while the records changed since the base stay under half of it.
+  const layering = { minBase: 1, maxShare: 0.5 };
+  const layeredFiles = async (engine: SearchEngine, major: number) =>
+    (await engine.segmentFiles!("k", major)).some((f) => f.name === "base-hidden.bin");
+
+  /** Ids in code point order by how `version` differs from `base`, as the reference sees it. */
+  function expectedDiff(base: Map<string, PreparedRecord>, version: Map<string, PreparedRecord>) {
+    const counts = { added: 0, updated: 0, deleted: 0, unchanged: 0 };
+    const changes: { id: string; change: string }[] = [];
+    for (const id of new Set([...base.keys(), ...version.keys()])) {
+      const before = base.get(id)?.record;
+      const after = version.get(id)?.record;
+      const change =
+        before === undefined
+          ? "added"
+          : after === undefined
+            ? "deleted"
+            : JSON.stringify(before) === JSON.stringify(after)
+              ? "unchanged"
+              : "updated";
+      counts[change]++;
+      if (change !== "unchanged") changes.push({ id, change });
+    }
+    // Code point order: compared as arrays of code points.
+    const codePoints = (s: string) => Array.from(s, (c) => c.codePointAt(0)!);
+    changes.sort((a, b) => {
+      const x = codePoints(a.id);
+      const y = codePoints(b.id);
+      for (let i = 0; i < Math.min(x.length, y.length); i++) if (x[i] !== y[i]) return x[i]! - y[i]!;
+      return x.length - y.length;
+    });
+    return { counts, changes };
+  }
+
+  async function wholeDiff(engine: SearchEngine, base: string, version: string) {
+    const changes: { id: string; change: string }[] = [];
+    let after: string | undefined;
+    let counts: unknown;
+    do {
+      const page = await engine.diff!("k", base, version, { after, limit: 7 });
+      counts = page.counts;
+      changes.push(...page.changes);
+      after = page.next;
+    } while (after !== undefined);
+    return { counts, changes };
+  }
+
+  it.each([
+    ["default strategies", {}],
+    ["indexes read into the heap instead of mapped", { mapSegments: false }],
+    ["totals exact only up to 3 matches", { tuning: { exactTotalUpTo: 3 } }],
+    ["nearest-first and exact intersections everywhere", { tuning: { smallStream: 0, exactIntersection: 0 } }],
+  ] as [string, Partial<EmbeddedEngineOptions>][])(
+    "%s: searches, reads, counts and diffs equal the reference, after a reopen too",
+    async (_name, options) => {
+      const rand = random(23);
+      const records = makeRecords(rand, 400);
+      const fresh = makeRecords(rand, 400, "new-");
+      const dataDir = tempDir();
+      let engine = await openEngine({ dataDir, ...options, layering });
+      await engine.createIndex("k");
+      await bulk(engine, "k", 1, records);
+      const states = new Map<string, Map<string, PreparedRecord>>([
+        ["1", new Map(records.map((r) => [r.id, prepareRecord(r)]))],
+      ]);
+      const upTo = options.tuning?.exactTotalUpTo;
+      let parent = "1";
+      let major = 1;
+      let minor = 0;
+      let written = 0;
+      /** `n` changes on the chain: a new record, an old one changed, one deleted (some twice). */
+      const writeChanges = async (n: number) => {
+        for (let i = 0; i < n; i++, written++) {
+          const state = new Map(states.get(parent)!);
+          const old = records[(written * 7) % records.length]!;
+          const upserts = [fresh[written]!, { ...old, title: `${old.title} santa`, weight: 7000 + written }];
+          const deletes = [records[(written * 13 + 5) % records.length]!.id];
+          if (written > 0 && written % 4 === 0) deletes.push(fresh[written - 1]!.id);
+          for (const id of deletes) state.delete(id);
+          for (const r of upserts) state.set(r.id, prepareRecord(r));
+          const version = `${major}.${++minor}`;
+          await engine.applyChange("k", { version, parent, upserts, deletes });
+          states.set(version, state);
+          parent = version;
+        }
+      };
+      const expectVersion = async (version: string, requests: number) => {
+        const state = states.get(version)!;
+        expect(await engine.count("k", version)).toBe(state.size);
+        await expectSameAsReference(engine, "k", version, state, makeRequests(rand, requests), upTo);
+        for (const id of [...records.slice(0, 60).map((r) => r.id), ...fresh.slice(0, written + 2).map((r) => r.id)]) {
+          expect(await engine.get("k", version, id), `${version} ${id}`).toEqual(state.get(id)?.record ?? null);
+        }
+      };
+
+      // Changes, then a checkpoint of them: layered on major 1's segment. Then again: the same
+      // base, the delta rewritten with the changes since. Then so many that a plain segment is
+      // made again.
+      for (const [changes, layered] of [
+        [15, true],
+        [15, true],
+        [80, false],
+        [5, true],
+      ] as const) {
+        await writeChanges(changes);
+        const from = parent;
+        major++;
+        minor = 0;
+        expect(await engine.checkpoint("k", from, major)).toEqual({ records: states.get(from)!.size });
+        expect(await layeredFiles(engine, major), `major ${major}`).toBe(layered);
+        states.set(String(major), states.get(from)!);
+        parent = String(major);
+        await expectVersion(String(major), 40);
+        // Minors on top of the checkpoint hide its documents across both segments.
+        await writeChanges(3);
+        await expectVersion(parent, 30);
+        expect(await wholeDiff(engine, String(major), parent)).toEqual(
+          expectedDiff(states.get(String(major))!, states.get(parent)!),
+        );
+      }
+      // Diffs across majors: plain against layered, layered against layered, and a minor against
+      // a major it does not descend from.
+      for (const [base, version] of [
+        ["1", "2"],
+        ["2", "3"],
+        ["3", "2"],
+        ["4", "5"],
+        ["2", "5.3"],
+      ] as const) {
+        expect(await wholeDiff(engine, base, version), `${base} -> ${version}`).toEqual(
+          expectedDiff(states.get(base)!, states.get(version)!),
+        );
+      }
+
+      await engine.close();
+      engines.length = 0;
+      engine = await openEngine({ dataDir, ...options, layering });
+      for (const version of ["2", "3.2", "5", "5.3"]) await expectVersion(version, 20);
+    },
+  );
+
+  it("opens a layered major's files on another engine, which serves it alike", async () => {
+    const rand = random(29);
+    const records = makeRecords(rand, 300);
+    const engine = await openEngine({ dataDir: tempDir(), layering });
+    await engine.createIndex("k");
+    await bulk(engine, "k", 1, records);
+    const changed = { ...records[3]!, title: "changed santa" };
+    await engine.applyChange("k", { version: "1.1", parent: "1", upserts: [changed], deletes: [records[4]!.id] });
+    await engine.checkpoint("k", "1.1", 2);
+    const files = await engine.segmentFiles!("k", 2);
+    expect(files.map((f) => f.name).sort()).toEqual([
+      "base-hidden.bin",
+      "base-index.bin",
+      "base-records.bin",
+      "index.bin",
+      "records.bin",
+    ]);
+
+    const other = await openEngine({ dataDir: tempDir(), layering });
+    await other.createIndex("k");
+    await other.importMajor!("k", { major: 2, parent: null, records: 299 }, async (dir) => {
+      fs.mkdirSync(dir, { recursive: true });
+      for (const f of files) fs.copyFileSync(f.path, path.join(dir, f.name));
+    });
+    const content = new Map(records.map((r) => [r.id, prepareRecord(r)]));
+    content.delete(records[4]!.id);
+    content.set(changed.id, prepareRecord(changed));
+    await expectSameAsReference(other, "k", "2", content, makeRequests(rand, 60));
+    expect(await other.count("k", "2")).toBe(299);
+  });
+
+  it("purges a record from a layered major's base and delta, and from the major its base came from", async () => {
+    const rand = random(31);
+    const dataDir = tempDir();
+    const engine = await openEngine({ dataDir, layering });
+    await engine.createIndex("k");
+    const secret = { id: "secret", title: "santa", data: { note: "purgeoldcopyqx" } };
+    await bulk(engine, "k", 1, [...makeRecords(rand, 200), secret]);
+    // The base keeps the old copy (hidden), the delta has the new one.
+    const updated = { ...secret, data: { note: "purgenewcopyqx" } };
+    await engine.applyChange("k", { version: "1.1", parent: "1", upserts: [updated], deletes: [] });
+    await engine.checkpoint("k", "1.1", 2);
+    expect(await layeredFiles(engine, 2)).toBe(true);
+    const holds = (text: string) =>
+      fs
+        .readdirSync(dataDir, { withFileTypes: true, recursive: true })
+        .filter((e) => e.isFile())
+        .some((e) => fs.readFileSync(path.join(e.parentPath, e.name)).includes(text));
+    expect(holds("purgeoldcopyqx")).toBe(true);
+
+    const result = await engine.purge!("k", "secret");
+    expect(result.found).toBe(true);
+    expect(result.changed).toEqual([
+      { version: "1", records: 200 },
+      { version: "1.1", records: 200 },
+      { version: "2", records: 200 },
+    ]);
+    for (const version of ["1", "1.1", "2"]) {
+      expect(await engine.get("k", version, "secret")).toBeNull();
+      const page = await engine.search("k", version, { query: "santa", scope: "all", weighted: true, limit: 300 });
+      expect(page.hits.map((h) => h.record.id)).not.toContain("secret");
+    }
+    await engine.sync!();
+    expect(holds("purgeoldcopyqx")).toBe(false);
+    expect(holds("purgenewcopyqx")).toBe(false);
+  });
+});

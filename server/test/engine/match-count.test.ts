@@ -59,6 +59,11 @@ describe("counting an intersection of unions of runs", () => {
       [200, 12],
       [150_000, 3],
     ],
+    // A rare input probed in many sparse runs.
+    [
+      [200, 1],
+      [60_000, 20],
+    ],
   ];
   for (const shape of shapes) {
     it(`counts ${JSON.stringify(shape)} exactly below the cap and stops at it`, () => {
@@ -72,6 +77,28 @@ describe("counting an intersection of unions of runs", () => {
       expect(countByBitmap(runs, documents, cap)).toEqual({ count: cap, exact: expected < cap });
       // Twice: the reused bitmaps were left cleared.
       expect(countByBitmap(runs, documents, expected + 1)).toEqual({ count: expected, exact: true });
+    });
+
+    it(`counts ${JSON.stringify(shape)} less the documents a version hides`, () => {
+      const inputs = shape.map(([size, runs]) => input(size, runs));
+      const members = [...inputs[0]!.docs].filter((doc) => inputs.every((x) => x.docs.has(doc)));
+      // Hidden: some members, some documents outside the set.
+      const hidden = new Set<number>();
+      for (let i = 0; i < members.length / 2 && i < 1_500; i++)
+        hidden.add(members[Math.floor(rand() * members.length)]!);
+      for (let i = 0; i < 1_500; i++) hidden.add(Math.floor(rand() * documents));
+      const expected = members.filter((doc) => !hidden.has(doc)).length;
+      const runs = inputs.map((x) => x.runs);
+      expect(countByBitmap(runs, documents, expected + 1, hidden)).toEqual({ count: expected, exact: true });
+      // From the cap on, a lower bound no smaller than the cap.
+      for (const cap of [expected, Math.max(1, Math.floor(expected / 3))]) {
+        const counted = countByBitmap(runs, documents, cap, hidden);
+        expect(counted.exact).toBe(false);
+        expect(counted.count).toBeGreaterThanOrEqual(cap);
+        expect(counted.count).toBeLessThanOrEqual(expected);
+      }
+      // Without them, every member (the bitmaps were left cleared).
+      expect(countByBitmap(runs, documents, members.length + 1)).toEqual({ count: members.length, exact: true });
     });
   }
 });

@@ -49,12 +49,17 @@ interface NodeOptions {
   clientWaitMs?: number;
   /** Wraps the node's store, where it records the rows of what it applies (to hold those statements). */
   wrapDb?: (db: Store["db"]) => Store["db"];
+  /** When the node's checkpoints are layered (engine/embedded/versions/layers.ts). */
+  layering?: { minBase: number; maxShare: number };
 }
 
 async function openNode(memory: MemoryLog, store: Store, name: string, options: NodeOptions = {}) {
   const { snapshots, recordsPerIndex, wrap = (engine) => engine } = options;
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), `sift-replica-${name}-`));
-  const real = createEmbeddedEngine({ dataDir: path.join(dir, "engine") });
+  const real = createEmbeddedEngine({
+    dataDir: path.join(dir, "engine"),
+    ...(options.layering ? { layering: options.layering } : {}),
+  });
   await real.open();
   const inner = wrap(real);
   const log = (options.wrapLog ?? ((client) => client))(memory.client());
@@ -978,6 +983,48 @@ describe("a checkpoint built while both nodes write", () => {
     expect(await versionsOf(nodes.a)).toContain(`${checkpoint}<${from}`);
     // A write on either node builds on the carried version.
     expect(await put(nodes.b, "z1")).toBe(`${checkpoint}.2`);
+  });
+});
+
+describe("a layered checkpoint (D-351)", () => {
+  const layering = { minBase: 1, maxShare: 0.5 };
+  const nodes = useTwoNodes({ layering });
+
+  test("is published with its base's files, and served alike by the node that did not build it", async () => {
+    const put = (node: typeof nodes.a, id: string, title = `Record ${id}`) =>
+      node.records.put(admin, "shop", id, { title });
+    for (let i = 0; i < 12; i++) await put(i % 2 ? nodes.a : nodes.b, `r${i}`);
+    const shop = (await nodes.a.catalog.byName("ten_r", "shop"))!;
+    // The first checkpoint is one segment (its source, the empty upload, has nothing to keep).
+    const first = await nodes.a.versions.coalesce(shop);
+    await put(nodes.b, "r3", "Changed record");
+    await nodes.a.records.delete(admin, "shop", "r4");
+    const last = await put(nodes.a, "new", "New record");
+    await nodes.b.replica.waitFor(shop.id, last, 5_000);
+    const second = await nodes.b.versions.coalesce(shop);
+    const layered = (node: typeof nodes.a, major: string) =>
+      node.engine.segmentFiles!(shop.id, Number(major)).then((files) =>
+        files.some((f) => f.name === "base-hidden.bin"),
+      );
+    for (const node of [nodes.a, nodes.b]) {
+      await node.replica.waitFor(shop.id, second, 5_000);
+      expect(await layered(node, first)).toBe(false);
+      expect(await layered(node, second)).toBe(true);
+      expect(await node.engine.count(shop.id, second)).toBe(12);
+      expect(await node.records.get(admin, "shop", "r3")).toMatchObject({ title: "Changed record" });
+      expect(await node.records.get(admin, "shop", "new")).toMatchObject({ title: "New record" });
+      await expect(node.records.get(admin, "shop", "r4")).rejects.toBeInstanceOf(NotFoundError);
+      const page = await node.engine.search(shop.id, second, {
+        query: "record",
+        scope: "all",
+        weighted: true,
+        limit: 20,
+      });
+      expect(page.totalHits).toBe(12);
+      expect(page.hits.map((h) => h.record.id).sort()).toEqual(
+        ["r0", "r1", "r2", "r3", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "new"].sort(),
+      );
+    }
   });
 });
 

@@ -3,9 +3,11 @@
 //   dataDir/catalog.db                       SQLite: indexes, majors, the change log
 //   dataDir/segments/<index>/<major>-<tag>/  one immutable segment per major
 //
-// A major version is a segment; a minor version is a row in the change log, searched as its
-// major's segment minus the documents its chain of changes replaced or deleted, plus the records
-// it upserted (an overlay). Versions therefore share storage; checkpoint() writes a new segment.
+// A major version is a segment (or, for a large index's checkpoint, an earlier major's segment
+// with some documents hidden plus a segment of the records changed since: versions/layers.ts); a
+// minor version is a row in the change log, searched as its major's documents minus those its
+// chain of changes replaced or deleted, plus the records it upserted (an overlay). Versions
+// therefore share storage; checkpoint() writes a new segment.
 //
 // This file is the adapter (SearchEngine). The folders hold the parts, laid out like a search
 // engine's (tantivy's directory, termdict, postings, store, fastfield, indexer, query, collector):
@@ -21,7 +23,7 @@
 //              the off-thread builder and its worker
 //   search/    planning, matching, reading orders (weight, id, nearest first), top-k, hit order,
 //              whole match sets (totals, facets, sort) and the search of a version
-//   versions/  the version tree of an index and the overlays of minor versions
+//   versions/  the version tree of an index, layered majors and the overlays of minor versions
 //   catalog/   the SQLite catalog
 //   util/      typed-array helpers and the pacer that gives the event loop back during builds
 import fs from "node:fs";
@@ -46,11 +48,12 @@ import { compareVersions, isMajorVersion, parseVersion } from "../../domain/vers
 import type { ChangeRow, MajorRow } from "./catalog/catalog.ts";
 import { Catalog } from "./catalog/catalog.ts";
 import { overlayRecord, type Overlay } from "./versions/overlay.ts";
+import { BASE_PREFIX, Layers, type Layer } from "./versions/layers.ts";
 import { Pacer } from "./util/pacer.ts";
 import { Segment } from "./segment/segment.ts";
 import { OffThreadBuilder } from "./build/off-thread-builder.ts";
 import { startBuild } from "./build/segment-build.ts";
-import { DEFAULT_TUNING, type SearchTuning } from "./search/segment-search.ts";
+import { DEFAULT_TUNING, type HiddenDocs, type SearchTuning } from "./search/segment-search.ts";
 import { searchVersion } from "./search/version-search.ts";
 import { ChangeVersion, IndexVersions, MajorVersion } from "./versions/versions.ts";
 import { computeDiff, type VersionDiff } from "./versions/diff.ts";
@@ -68,6 +71,14 @@ export interface EmbeddedEngineOptions {
    * change log holds every change durably: changes reach the disk at `sync()` (D-292).
    */
   syncEachChange?: boolean;
+  /** When checkpoints are layered; tests lower the base's size to reach every path. */
+  layering?: Partial<LayeringOptions>;
+}
+
+/** Where a segment of a major stores a record. */
+interface Stored {
+  layer: Layer;
+  doc: number;
 }
 
 /** Records between asking the pacer whether searches should get the event loop. */
@@ -77,9 +88,22 @@ const CHECK_EVERY = 0x3ff;
 const DIFF_CACHE = 8;
 
 interface View {
-  segment: Segment;
+  major: Layers;
   overlay: Overlay;
 }
+
+/** When a checkpoint is layered (versions/layers.ts, D-351). */
+export interface LayeringOptions {
+  /** A base has at least this many documents (default 50,000): smaller indexes are rebuilt whole. */
+  minBase: number;
+  /**
+   * The records changed since the base (the delta's and the base's hidden documents) stay below
+   * this share of the base (default 0.1); past it the checkpoint is one segment again.
+   */
+  maxShare: number;
+}
+
+export const DEFAULT_LAYERING: LayeringOptions = { minBase: 50_000, maxShare: 0.1 };
 
 export function createEmbeddedEngine(options: EmbeddedEngineOptions): SearchEngine {
   return new EmbeddedEngine(options);
@@ -95,6 +119,7 @@ class EmbeddedEngine implements SearchEngine {
   private readonly tuning: SearchTuning;
   private readonly map: boolean;
   private readonly syncEachChange: boolean;
+  private readonly layering: LayeringOptions;
   private catalog: Catalog | null = null;
   private readonly indexes = new Map<string, IndexVersions>();
   /** Computed diffs by `<index>\n<base>\n<version>`, oldest first; an index's are forgotten when a purge or a drop changes it. */
@@ -112,6 +137,7 @@ class EmbeddedEngine implements SearchEngine {
     this.tuning = { ...DEFAULT_TUNING, ...options.tuning };
     this.map = options.mapSegments ?? true;
     this.syncEachChange = options.syncEachChange ?? true;
+    this.layering = { ...DEFAULT_LAYERING, ...options.layering };
   }
 
   async open(): Promise<void> {
@@ -213,7 +239,8 @@ class EmbeddedEngine implements SearchEngine {
         state = "committed";
         try {
           const segment = await builder!.finish();
-          this.commitMajor(indexKey, versions, { major, parent: null, records: segment.docCount, dir: name }, segment);
+          const layers = Layers.single(segment);
+          this.commitMajor(indexKey, versions, { major, parent: null, records: segment.docCount, dir: name }, layers);
           return { records: segment.docCount };
         } catch (error) {
           await builder!.abort();
@@ -237,14 +264,14 @@ class EmbeddedEngine implements SearchEngine {
     indexKey: string,
     versions: IndexVersions,
     row: { major: number; parent: string | null; records: number; dir: string },
-    segment: Segment,
+    layers: Layers,
   ): void {
     if (this.indexes.get(indexKey) !== versions) {
-      segment.close();
+      layers.close();
       throw new Error(`index ${indexKey} was dropped during the build`);
     }
     this.db().addMajor(indexKey, row);
-    versions.majors.set(row.major, new MajorVersion(row, segment.dir, this.map, segment));
+    versions.majors.set(row.major, new MajorVersion(row, layers.base.dir, this.map, layers));
   }
 
   async applyChange(indexKey: string, change: RecordChange): Promise<void> {
@@ -260,7 +287,7 @@ class EmbeddedEngine implements SearchEngine {
   async applyChanges(indexKey: string, changes: RecordChange[]): Promise<void> {
     const versions = this.index(indexKey);
     // `next`: the version's overlay, each the child of the one before in the batch.
-    const prepared: { node: ChangeVersion; next: Overlay; segment: Segment; major: number }[] = [];
+    const prepared: { node: ChangeVersion; next: Overlay; docs: Layers; major: number }[] = [];
     for (const change of changes) {
       const target = parseVersion(change.version);
       const parent = parseVersion(change.parent);
@@ -273,15 +300,15 @@ class EmbeddedEngine implements SearchEngine {
       const previous = prepared.at(-1);
       const parentView =
         previous !== undefined && previous.node.row.version === change.parent
-          ? { segment: previous.segment, overlay: previous.next }
+          ? { major: previous.docs, overlay: previous.next }
           : await this.view(indexKey, change.parent);
-      const segment = parentView.segment;
+      const docs = parentView.major;
       // The engine keeps its own copy (as it will read it back after a restart), not the caller's objects.
       const own: RecordChange = JSON.parse(JSON.stringify(change)) as RecordChange;
       const upserted = own.upserts.map(overlayRecord);
-      const next = parentView.overlay.child(own, upserted, segment);
-      const node = ChangeVersion.fromChange(own, upserted, next.count(segment), target.major);
-      prepared.push({ node, next, segment, major: target.major });
+      const next = parentView.overlay.child(own, upserted, docs);
+      const node = ChangeVersion.fromChange(own, upserted, next.count(docs), target.major);
+      prepared.push({ node, next, docs, major: target.major });
     }
     // The index may be dropped while this awaits: checked before the rows are written (without a
     // flush per change nothing is awaited after this, D-292), and again after the wait.
@@ -329,23 +356,53 @@ class EmbeddedEngine implements SearchEngine {
     if (versions.majors.has(major) || versions.building.has(major)) {
       throw new Error(`index ${indexKey}: major version ${major} already exists`);
     }
-    const { segment, overlay } = await this.view(indexKey, from);
+    const { major: source, overlay } = await this.view(indexKey, from);
     versions.building.add(major);
     const name = `${major}-${randomUUID().slice(0, 8)}`;
-    const builder = await OffThreadBuilder.create(path.join(this.indexDir(indexKey), name), this.maxPrefix, this.map);
+    const dir = path.join(this.indexDir(indexKey), name);
+    const hidden = source.hidden(overlay.shadowed);
+    const layered = this.layeredCheckpoint(source, hidden, overlay.upsertedCount);
+    const builder = await OffThreadBuilder.create(dir, this.maxPrefix, this.map);
+    let base: Segment | null = null;
     try {
-      // The build thread reads the old segment itself; only the changed records cross over.
-      await builder.copyFrom(segment.dir, segment.docCount, overlay.shadowed);
+      // The build thread reads the old segments itself; only the changed records cross over. A
+      // layered checkpoint writes the records changed since its base (the old delta's and the
+      // version's), and links the base's files.
+      for (const [i, layer] of source.layers.entries()) {
+        if (layered && i === 0) continue;
+        await builder.copyFrom(layer.segment.dir, layer.segment.docCount, hidden[i]!, layer.segment.prefix);
+      }
       for (const item of overlay.records()) await builder.add(item.record);
       const built = await builder.finish();
-      this.commitMajor(indexKey, versions, { major, parent: from, records: built.docCount, dir: name }, built);
-      return { records: built.docCount };
+      let layers: Layers;
+      if (layered) {
+        const baseHidden = Uint32Array.from(hidden[0]!).sort();
+        await Layers.addBase(dir, source.base, baseHidden);
+        base = await Segment.load(dir, this.map, BASE_PREFIX);
+        layers = Layers.layered(base, baseHidden, built);
+      } else layers = Layers.single(built);
+      this.commitMajor(indexKey, versions, { major, parent: from, records: layers.docCount, dir: name }, layers);
+      return { records: layers.docCount };
     } catch (error) {
+      base?.close();
       await builder.abort();
       throw error;
     } finally {
       versions.building.delete(major);
     }
+  }
+
+  /**
+   * Whether a checkpoint keeps its source's base (versions/layers.ts): when the base is large and
+   * the records changed since it (the new delta's, and the base's documents it hides) are few
+   * beside it. Otherwise it is one segment again, which also drops the stale records a base holds.
+   */
+  private layeredCheckpoint(source: Layers, hidden: HiddenDocs[], upserted: number): boolean {
+    const base = source.base;
+    if (base.docCount < this.layering.minBase) return false;
+    let delta = upserted;
+    for (let i = 1; i < source.layers.length; i++) delta += source.layers[i]!.segment.docCount - hidden[i]!.size;
+    return delta + hidden[0]!.size <= this.layering.maxShare * base.docCount;
   }
 
   /** Registered here at once: the service makes it live (adoptCheckpoint) under its lock. */
@@ -434,8 +491,8 @@ class EmbeddedEngine implements SearchEngine {
     try {
       await fill(dir);
       // Opened before the catalog names it: files that do not open are never recorded.
-      const segment = await Segment.load(dir, this.map);
-      this.commitMajor(indexKey, versions, { ...major, dir: name }, segment);
+      const layers = await Layers.open(dir, this.map);
+      this.commitMajor(indexKey, versions, { ...major, dir: name }, layers);
     } catch (error) {
       await fs.promises.rm(dir, { recursive: true, force: true });
       throw error;
@@ -506,10 +563,17 @@ class EmbeddedEngine implements SearchEngine {
    */
   async purge(indexKey: string, id: string): Promise<PurgeResult> {
     const versions = this.index(indexKey);
-    const docs = new Map<number, { node: MajorVersion; segment: Segment; doc: number }>();
+    // Per major: where its segments store the record (a layered major's base may hold an older
+    // copy it hides), and whether the major holds it.
+    const docs = new Map<number, { node: MajorVersion; layers: Layers; stored: Stored[]; holds: boolean }>();
     for (const [major, node] of versions.majors) {
-      const segment = await node.load();
-      docs.set(major, { node, segment, doc: segment.findDoc(id) });
+      const layers = await node.load();
+      const stored: Stored[] = [];
+      for (const layer of layers.layers) {
+        const doc = layer.segment.findDoc(id);
+        if (doc >= 0) stored.push({ layer, doc });
+      }
+      docs.set(major, { node, layers, stored, holds: layers.findDoc(id) >= 0 });
     }
     // Whether each version holds the record: a change decides for itself when it touches the id
     // (a delete wins over an upsert, as in Overlay.child), otherwise its parent does.
@@ -520,7 +584,7 @@ class EmbeddedEngine implements SearchEngine {
       for (let v = version; answer === undefined; ) {
         const known = holds.get(v);
         if (known !== undefined) answer = known;
-        else if (isMajorVersion(v)) answer = (docs.get(parseVersion(v).major)?.doc ?? -1) >= 0;
+        else if (isMajorVersion(v)) answer = docs.get(parseVersion(v).major)?.holds ?? false;
         else {
           const { change } = versions.changes.get(v)!.content;
           if (change.deletes.includes(id)) answer = false;
@@ -538,14 +602,14 @@ class EmbeddedEngine implements SearchEngine {
     };
 
     const changed: PurgeResult["changed"] = [];
-    const majors: { row: MajorRow; old: MajorVersion; doc: number; built: Segment }[] = [];
+    const majors: { row: MajorRow; old: MajorVersion; stored: Stored[]; built: Segment }[] = [];
     const changes: ChangeRow[] = [];
     try {
-      for (const [major, { node, segment, doc }] of docs) {
-        if (doc < 0) continue;
+      for (const [major, { node, layers, stored }] of docs) {
+        if (stored.length === 0) continue;
         const name = `${major}-${randomUUID().slice(0, 8)}`;
-        const built = await this.rebuildWithout(path.join(this.indexDir(indexKey), name), segment, doc);
-        majors.push({ row: { ...node.row, dir: name, records: built.docCount }, old: node, doc, built });
+        const built = await this.rebuildWithout(path.join(this.indexDir(indexKey), name), layers, stored);
+        majors.push({ row: { ...node.row, dir: name, records: built.docCount }, old: node, stored, built });
         changed.push({ version: String(major), records: built.docCount });
       }
       for (const node of versions.changes.values()) {
@@ -572,7 +636,7 @@ class EmbeddedEngine implements SearchEngine {
       changes,
     );
     for (const m of majors) {
-      versions.majors.set(m.row.major, new MajorVersion(m.row, m.built.dir, this.map, m.built));
+      versions.majors.set(m.row.major, new MajorVersion(m.row, m.built.dir, this.map, Layers.single(m.built)));
     }
     for (const row of changes) {
       versions.changes.set(row.version, new ChangeVersion(row, parseVersion(row.version).major));
@@ -580,8 +644,9 @@ class EmbeddedEngine implements SearchEngine {
     versions.clearOverlays();
     this.forgetDiffs(indexKey);
     for (const m of majors) {
-      const { segment } = docs.get(m.row.major)!;
-      await segment.records.erase(m.doc);
+      // A base's files are links shared with the majors it came from: those held the record too,
+      // so they were rebuilt as well, and these bytes are theirs.
+      for (const { layer, doc } of m.stored) await layer.segment.records.erase(doc);
       m.old.close();
       await fs.promises.rm(m.old.dir, { recursive: true, force: true });
     }
@@ -589,14 +654,18 @@ class EmbeddedEngine implements SearchEngine {
     return { found: true, changed };
   }
 
-  /** Writes `segment` again into `dir`, without document `skip` (purge). */
-  private async rebuildWithout(dir: string, segment: Segment, skip: number): Promise<Segment> {
-    const builder = await startBuild(dir, this.maxPrefix, this.map, segment.docCount - 1);
+  /** Writes a major's documents again into `dir` as one segment, without the `stored` ones (purge). */
+  private async rebuildWithout(dir: string, layers: Layers, stored: Stored[]): Promise<Segment> {
+    const builder = await startBuild(dir, this.maxPrefix, this.map, layers.docCount);
     const pacer = new Pacer();
     try {
-      for (let doc = 0; doc < segment.docCount; doc++) {
-        if ((doc & CHECK_EVERY) === 0 && pacer.due()) await pacer.pause();
-        if (doc !== skip) await builder.add(segment.records.read(doc));
+      for (const layer of layers.layers) {
+        const skip = stored.find((s) => s.layer === layer)?.doc ?? -1;
+        const { segment, hidden } = layer;
+        for (let doc = 0; doc < segment.docCount; doc++) {
+          if ((doc & CHECK_EVERY) === 0 && pacer.due()) await pacer.pause();
+          if (doc !== skip && !hidden?.has(doc)) await builder.add(segment.records.read(doc));
+        }
       }
       return await builder.finish();
     } catch (error) {
@@ -616,8 +685,8 @@ class EmbeddedEngine implements SearchEngine {
   }
 
   async search(indexKey: string, version: VersionId, request: SearchRequest): Promise<SearchPage> {
-    const { segment, overlay } = await this.view(indexKey, version);
-    return searchVersion(segment, overlay, request, this.tuning);
+    const { major, overlay } = await this.view(indexKey, version);
+    return searchVersion(major, overlay, request, this.tuning);
   }
 
   async diff(
@@ -665,7 +734,7 @@ class EmbeddedEngine implements SearchEngine {
 
   private async compare(indexKey: string, base: VersionId | null, version: VersionId): Promise<VersionDiff> {
     const target = await this.view(indexKey, version);
-    const from = base === null ? { segment: null, overlay: null } : await this.view(indexKey, base);
+    const from = base === null ? { major: null, overlay: null } : await this.view(indexKey, base);
     // A record change against its parent: the ids it wrote are listed even when their content stayed.
     const node = this.index(indexKey).changes.get(version);
     const own =
@@ -682,12 +751,14 @@ class EmbeddedEngine implements SearchEngine {
   }
 
   async get(indexKey: string, version: VersionId, id: string): Promise<SearchRecord | null> {
-    const { segment, overlay } = await this.view(indexKey, version);
+    const { major, overlay } = await this.view(indexKey, version);
     const upserted = overlay.upserted(id);
     if (upserted !== undefined) return structuredClone(upserted.record);
     if (overlay.deleted(id)) return null;
-    const doc = segment.findDoc(id);
-    return doc < 0 ? null : segment.records.readHot(doc);
+    const doc = major.findDoc(id);
+    if (doc < 0) return null;
+    const found = major.locate(doc);
+    return found.layer.segment.records.readHot(found.doc);
   }
 
   async count(indexKey: string, version: VersionId): Promise<number> {
@@ -696,22 +767,22 @@ class EmbeddedEngine implements SearchEngine {
     // major, per version (bench/RESULTS.md, Replication).
     const change = this.index(indexKey).changes.get(version);
     if (change !== undefined) return change.row.records;
-    const { segment, overlay } = await this.view(indexKey, version);
-    return overlay.count(segment);
+    const { major, overlay } = await this.view(indexKey, version);
+    return overlay.count(major);
   }
 
-  /** The segment and overlay of a version; both immutable, so a search sees one consistent version. */
+  /** The major and overlay of a version; both immutable, so a search sees one consistent version. */
   private async view(indexKey: string, version: VersionId): Promise<View> {
     const versions = this.index(indexKey);
     const { major } = parseVersion(version);
     const node = versions.majors.get(major);
     if (node === undefined || !versions.has(version)) throw new Error(`index ${indexKey}: unknown version ${version}`);
-    const segment = await node.load();
+    const layers = await node.load();
     // The version may have been dropped while the segment loaded.
     if (versions.majors.get(major) !== node || !versions.has(version)) {
       throw new Error(`index ${indexKey}: unknown version ${version}`);
     }
-    return { segment, overlay: versions.overlay(version, segment) };
+    return { major: layers, overlay: versions.overlay(version, layers) };
   }
 
   private index(indexKey: string): IndexVersions {

@@ -54,7 +54,8 @@ export const zstdAvailable = typeof (zlib as { createZstdCompress?: unknown }).c
  */
 export function encodingOf(file: string): FileEncoding {
   if (!zstdAvailable) return "identity";
-  return file === INDEX_FILE ? "lanes-zstd" : "zstd";
+  // A layered major's base index is "base-index.bin" (engine/embedded/versions/layers.ts).
+  return file.endsWith(INDEX_FILE) ? "lanes-zstd" : "zstd";
 }
 
 /**

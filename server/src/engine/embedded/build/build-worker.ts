@@ -14,8 +14,8 @@ module.flushCompileCache?.();
 export type BuildRequest =
   | { id: number; type: "create"; dir: string; maxPrefix: number }
   | { id: number; type: "add"; json: string }
-  /** Every record of the segment in `dir` but the documents in `skip` (a checkpoint's copy). */
-  | { id: number; type: "copy"; dir: string; skip: Uint32Array }
+  /** Every record of the segment in `dir` (files named `prefix`...) but the documents in `skip` (a checkpoint's copy). */
+  | { id: number; type: "copy"; dir: string; prefix: string; skip: Uint32Array }
   | { id: number; type: "finish" }
   | { id: number; type: "abort" };
 
@@ -45,7 +45,7 @@ parentPort!.on("message", async (request: BuildRequest) => {
         // of that thread while a checkpoint of a large index was built, and writes queued. Only
         // the records are opened, not the mapped index: a thread kept or ended afterwards then
         // holds no mapping (D-287).
-        const { docCount, records } = await Segment.openRecords(request.dir);
+        const { docCount, records } = await Segment.openRecords(request.dir, request.prefix);
         try {
           const skip = new Set(request.skip);
           for (let doc = 0; doc < docCount; doc++) if (!skip.has(doc)) builder!.add(records.read(doc));

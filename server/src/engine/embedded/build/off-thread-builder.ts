@@ -103,10 +103,10 @@ export class OffThreadBuilder {
    * Every record of the segment in `dir` but the documents in `skip`, read by the build thread;
    * `docCount` is the segment's.
    */
-  async copyFrom(dir: string, docCount: number, skip: Iterable<number>): Promise<void> {
+  async copyFrom(dir: string, docCount: number, skip: Iterable<number>, prefix = ""): Promise<void> {
     await this.flush();
     const docs = Uint32Array.from(skip);
-    await this.call({ type: "copy", dir, skip: docs });
+    await this.call({ type: "copy", dir, prefix, skip: docs });
     this.added += docCount - docs.length;
   }
 

@@ -12,7 +12,7 @@ const IN_THREAD_AT_MOST = 20_000;
 
 export interface SegmentBuild {
   /** Every record of the segment in `dir` but the documents in `skip`, read by the build thread. */
-  copyFrom?(dir: string, docCount: number, skip: Iterable<number>): Promise<void>;
+  copyFrom?(dir: string, docCount: number, skip: Iterable<number>, prefix?: string): Promise<void>;
   add(record: SearchRecord): Promise<void>;
   addAll(records: SearchRecord[]): Promise<void>;
   /** Writes the segment (fsynced) and opens it. */

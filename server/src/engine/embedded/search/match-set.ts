@@ -13,6 +13,7 @@ import type { FilterCandidates } from "../columns/filter-columns.ts";
 import type { Matcher } from "./matching.ts";
 import type { Stream } from "./planning.ts";
 import type { QueryTerms } from "./query-terms.ts";
+import type { HiddenDocs } from "./segment-search.ts";
 import { typosOf } from "./lexical.ts";
 
 export type Level = "exact" | "typos";
@@ -26,7 +27,8 @@ export interface MatchCount {
 export class MatchSet {
   private readonly streams: Stream[];
   private readonly matcher: Matcher;
-  private readonly shadowed: number;
+  /** The documents the version hides. */
+  private readonly shadowed: HiddenDocs;
   private readonly candidates: FilterCandidates | null;
   private readonly filterFirst: number;
   private readonly documents: number;
@@ -38,7 +40,7 @@ export class MatchSet {
   constructor(
     streams: Stream[],
     matcher: Matcher,
-    shadowed: number,
+    shadowed: HiddenDocs,
     candidates: FilterCandidates | null,
     filterFirst: number,
     documents: number,
@@ -92,11 +94,13 @@ export class MatchSet {
     const { terms } = found;
     if (!this.matcher.hasFilter) {
       // Every member matches: with one token, its largest run, less the documents the version
-      // replaced, is a lower bound; past the cap the set need not be read.
+      // replaced, is a lower bound; past the cap the set need not be read. Otherwise the set is
+      // counted in bitmaps, less the documents the version hides.
       const inputs = found.inputs();
+      const hidden = this.shadowed.size;
       const bound = inputs.length === 1 ? inputs[0]!.reduce((most, r) => Math.max(most, r.size), 0) : 0;
-      if (bound - this.shadowed >= cap) return { count: bound - this.shadowed, exact: false };
-      if (this.shadowed === 0) return countByBitmap(inputs, this.documents, cap);
+      if (bound - hidden >= cap) return { count: bound - hidden, exact: false };
+      return countByBitmap(inputs, this.documents, cap, hidden > 0 ? this.shadowed : null);
     }
     const source = found.source();
     const matcher = this.matcher;
@@ -228,7 +232,12 @@ const marks = [new Int32Array(BLOCK_WORDS), new Int32Array(BLOCK_WORDS)];
  * ANDed in by words, or, when every input but the smallest is dense, only the smallest is read
  * and its documents tested a bit each (countAgainstBitmaps).
  */
-export function countByBitmap(inputs: RunSource[][], documents: number, cap: number): MatchCount {
+export function countByBitmap(
+  inputs: RunSource[][],
+  documents: number,
+  cap: number,
+  hidden: HiddenDocs | null = null,
+): MatchCount {
   const size = (runs: RunSource[]) => runs.reduce((sum, r) => sum + r.size, 0);
   const order = inputs.map((runs) => ({ runs, size: size(runs) })).sort((a, b) => a.size - b.size);
   const rest = order.slice(1);
@@ -248,6 +257,7 @@ export function countByBitmap(inputs: RunSource[][], documents: number, cap: num
         rest.map((input) => input.runs.map((r) => runBitmap(r, documents, true))),
         documents,
         cap,
+        hidden,
       );
     }
     // Probing from a rare input costs a gallop per other run for each of its documents; marking
@@ -267,6 +277,7 @@ export function countByBitmap(inputs: RunSource[][], documents: number, cap: num
         rest.map((input) => input.runs),
         documents,
         cap,
+        hidden,
       );
     }
   }
@@ -278,6 +289,12 @@ export function countByBitmap(inputs: RunSource[][], documents: number, cap: num
   );
   const sparse = order.map((input) => input.runs.filter((r) => !isDense(r, documents)));
   const cursors = sparse.map((runs) => Uint32Array.from(runs, (r) => r.start));
+  // The version's hidden documents in order: each block's count less those among its members.
+  // Until then the count may hold them, so it stops at the cap plus their number.
+  const unseen = hidden === null ? null : sortedDocs(hidden);
+  let nextHidden = 0;
+  const stop = cap + (unseen?.length ?? 0);
+  const stopped = (count: number): MatchCount => ({ count: count - (unseen?.length ?? 0), exact: false });
   let count = 0;
   for (let lo = 0; lo < documents; lo += BLOCK) {
     const hi = lo + BLOCK;
@@ -285,7 +302,8 @@ export function countByBitmap(inputs: RunSource[][], documents: number, cap: num
     const words = Math.min(BLOCK_WORDS, (documents - lo + 31) >>> 5);
     let current: Int32Array | null = null;
     let any = true;
-    for (let k = 0; k < order.length && any; k++) {
+    let k = 0;
+    for (; k < order.length && any; k++) {
       const last = k === order.length - 1;
       const next: Int32Array = marks[current === marks[0] ? 1 : 0]!;
       any = false;
@@ -300,10 +318,10 @@ export function countByBitmap(inputs: RunSource[][], documents: number, cap: num
         }
         if (seen !== 0) any = true;
       }
-      if (last && count >= cap) {
+      if (last && count >= stop) {
         current?.fill(0);
         next.fill(0);
-        return { count: cap, exact: false };
+        return unseen === null ? { count: cap, exact: false } : stopped(count);
       }
       const runs = sparse[k]!;
       const at = cursors[k]!;
@@ -320,10 +338,10 @@ export function countByBitmap(inputs: RunSource[][], documents: number, cap: num
           if ((current === null || (current[word]! & bit) !== 0) && (next[word]! & bit) === 0) {
             next[word]! |= bit;
             any = true;
-            if (last && ++count >= cap) {
+            if (last && ++count >= stop) {
               current?.fill(0);
               next.fill(0);
-              return { count, exact: false };
+              return unseen === null ? { count, exact: false } : stopped(count);
             }
           }
         }
@@ -332,9 +350,31 @@ export function countByBitmap(inputs: RunSource[][], documents: number, cap: num
       current?.fill(0);
       current = next;
     }
+    if (unseen !== null) {
+      // `current` holds the block's members when every input was read (else it counted none).
+      for (; nextHidden < unseen.length && unseen[nextHidden]! < hi; nextHidden++) {
+        const doc = unseen[nextHidden]!;
+        if (k === order.length && any && (current![(doc - lo) >>> 5]! & (1 << (doc & 31))) !== 0) count--;
+      }
+    }
     current?.fill(0);
+    // Checked at each block's end, where the count is exact so far: within a block it stops only
+    // at the cap plus every hidden document, which many queries never reach.
+    if (unseen !== null && count >= cap) return { count, exact: false };
   }
+  if (unseen !== null && count >= cap) return { count, exact: false };
   return { count, exact: true };
+}
+
+/** A version's hidden documents in ascending order, sorted once per version. */
+const sortedHidden = new WeakMap<HiddenDocs, Uint32Array>();
+function sortedDocs(hidden: HiddenDocs): Uint32Array {
+  let sorted = sortedHidden.get(hidden);
+  if (sorted === undefined || sorted.length !== hidden.size) {
+    sorted = Uint32Array.from(hidden).sort();
+    sortedHidden.set(hidden, sorted);
+  }
+  return sorted;
 }
 
 /**
@@ -347,6 +387,7 @@ function countAgainstBitmaps(
   others: Int32Array[][],
   documents: number,
   cap: number,
+  hidden: HiddenDocs | null,
 ): MatchCount {
   const seen = marks[0]!;
   const single = smallest.length === 1;
@@ -376,6 +417,7 @@ function countAgainstBitmaps(
           for (let m = 0; m < maps.length && !found; m++) found = (maps[m]![word]! & bit) !== 0;
           all = found;
         }
+        if (all && hidden?.has(doc)) continue;
         if (all && ++count >= cap) {
           if (!single) seen.fill(0);
           return { count, exact: false };
@@ -394,7 +436,13 @@ function countAgainstBitmaps(
  * bitmap when one input is rare (a rare word next to a common prefix), and in ascending order it
  * stops at the cap without reading the rest of either side.
  */
-function countByProbing(smallest: RunSource[], others: RunSource[][], documents: number, cap: number): MatchCount {
+function countByProbing(
+  smallest: RunSource[],
+  others: RunSource[][],
+  documents: number,
+  cap: number,
+  hidden: HiddenDocs | null,
+): MatchCount {
   // Dense runs are tested by a bit of their bitmap (run-bitmaps.ts), the others by galloping. A
   // bitmap not yet built is built only if galloping would read much of the run anyway.
   const probes = smallest.reduce((sum, r) => sum + r.size, 0);
@@ -413,6 +461,7 @@ function countByProbing(smallest: RunSource[], others: RunSource[][], documents:
   }
   const cursors = sparse.map((runs) => Uint32Array.from(runs, (r) => r.start));
   const holds = (doc: number): boolean => {
+    if (hidden?.has(doc)) return false;
     for (let k = 0; k < others.length; k++) {
       const maps = dense[k]!;
       let found = false;

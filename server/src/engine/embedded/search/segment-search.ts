@@ -21,6 +21,9 @@ export interface DocSet {
   has(doc: number): boolean;
 }
 
+/** The documents a version hides in a segment, listed too (a count and a checkpoint go through them). */
+export type HiddenDocs = DocSet & Iterable<number>;
+
 export interface SearchTuning {
   /** A prefix longer than the prefix index spanning more terms than this is merged into one run. */
   maxUnionTerms: number;
@@ -75,8 +78,8 @@ export interface SegmentQuery {
   tokens: string[];
   prefixLast: boolean;
   request: SearchRequest;
-  /** Documents replaced or deleted by the version's changes. */
-  shadowed: DocSet;
+  /** Documents replaced or deleted by the version's changes (and hidden by a layered major). */
+  shadowed: HiddenDocs;
 }
 
 export interface SegmentSearch {
@@ -92,7 +95,7 @@ export function searchSegment(segment: Segment, query: SegmentQuery, tuning: Sea
   const matcher = new Matcher(segment, query);
   const filter = query.request.filter;
   const candidates = filter ? filterCandidates(filter, segment) : null;
-  const matches = new MatchSet(streams, matcher, query.shadowed.size, candidates, tuning.filterFirst, segment.docCount);
+  const matches = new MatchSet(streams, matcher, query.shadowed, candidates, tuning.filterFirst, segment.docCount);
   if (streams.length === 0 || !topK) return { hits: [], matches, matcher };
   return { hits: new StreamReader(segment, query.request, matcher, tuning).run(streams), matches, matcher };
 }

@@ -1,6 +1,6 @@
-// A search of one version: its major's segment and its overlay of changed records, ranked as one
-// list (ranked.ts), with what the whole set of matches decides: the total, the facet counts and,
-// with an explicit sort, the order.
+// A search of one version: its major's segments (one, or a base and a delta: versions/layers.ts)
+// and its overlay of changed records, ranked as one list (ranked.ts), with what the whole set of
+// matches decides: the total, the facet counts and, with an explicit sort, the order.
 //
 // Without facets or sort only the top offset + limit are read from the segment (reading-orders.ts)
 // and the total is counted apart (match-set.ts), exactly up to tuning.exactTotalUpTo. Facets read
@@ -14,6 +14,7 @@ import { tokenize } from "../../tokenize.ts";
 import { countSegmentFacets } from "../columns/facet-counts.ts";
 import { titleLengthKey } from "../columns/title-length.ts";
 import type { Segment } from "../segment/segment.ts";
+import type { Layers } from "../versions/layers.ts";
 import type { Overlay } from "../versions/overlay.ts";
 import { MAX_QUERY_TOKENS, typosOf } from "./lexical.ts";
 import type { Level } from "./match-set.ts";
@@ -23,7 +24,7 @@ import { TopK } from "./top-k.ts";
 import { NO_VALUE, type ValueColumn } from "../columns/value-columns.ts";
 
 export function searchVersion(
-  segment: Segment,
+  major: Layers,
   overlay: Overlay,
   request: SearchRequest,
   tuning: SearchTuning,
@@ -38,17 +39,25 @@ export function searchVersion(
   }
   const prefixLast = request.scope === "title";
   const sort = request.sort;
-  const search = searchSegment(
-    segment,
-    { tokens, prefixLast, request: { ...request, limit: need }, shadowed: overlay.shadowed },
-    tuning,
-    sort === undefined,
-  );
-  const { matches, matcher } = search;
+  // Each segment of the major (one, or a base and a delta: versions/layers.ts) without the
+  // documents the version hides in it.
+  const hidden = major.hidden(overlay.shadowed);
+  const searches = major.layers.map((layer, i) => ({
+    segment: layer.segment,
+    ...searchSegment(
+      layer.segment,
+      { tokens, prefixLast, request: { ...request, limit: need }, shadowed: hidden[i]! },
+      tuning,
+      sort === undefined,
+    ),
+  }));
 
   // Matches with typos count only where the version has no exact match (docs/ranking.md, Typos).
-  const segmentExact =
-    search.hits.some((h) => typosOf(h.bucket) === 0) || (sort !== undefined && matches.count("exact", 1).count > 0);
+  const segmentExact = searches.some(
+    (search) =>
+      search.hits.some((h) => typosOf(h.bucket) === 0) ||
+      (sort !== undefined && search.matches.count("exact", 1).count > 0),
+  );
   // The version's changed records that match: all of them (they are few), ranked like the
   // segment's; exactly only when the segment has an exact match (much cheaper than with typos).
   const changed =
@@ -59,56 +68,69 @@ export function searchVersion(
   const level: Level = segmentExact || changedExact.length > 0 ? "exact" : "typos";
   const changedHits = level === "exact" ? changedExact : changed;
 
-  // The segment's candidates for the page.
-  let fromSegment: RankedHit[];
-  let docs: Uint32Array | null = null;
-  if (sort !== undefined) {
-    const found = segment.valueColumn(sort.path);
-    const distanceOf = (doc: number) => matcher.distanceOf(doc);
-    let sorted: (SegmentHit & { sortValue: SortValue })[];
-    if (found.kind === "column") {
-      // Members in the column's order, ranked only until the best bucket has the page.
-      docs = matches.collect(level, false).docs;
-      sorted = sortedByColumn(found.column, docs, sort.direction, need, {
-        best: matches.bestBound(level),
-        rank: matches.ranker(level),
-        distanceOf,
-        lengthRank: segment.lengthOrder.rankOf,
-      });
+  // Each segment's candidates for the page.
+  const fromSegments: RankedHit[] = [];
+  const docsOf: (Uint32Array | null)[] = [];
+  for (const { segment, matches, matcher, hits } of searches) {
+    let docs: Uint32Array | null = null;
+    if (sort !== undefined) {
+      const found = segment.valueColumn(sort.path);
+      const distanceOf = (doc: number) => matcher.distanceOf(doc);
+      let sorted: (SegmentHit & { sortValue: SortValue })[];
+      if (found.kind === "column") {
+        // Members in the column's order, ranked only until the best bucket has the page.
+        docs = matches.collect(level, false).docs;
+        sorted = sortedByColumn(found.column, docs, sort.direction, need, {
+          best: matches.bestBound(level),
+          rank: matches.ranker(level),
+          distanceOf,
+          lengthRank: segment.lengthOrder.rankOf,
+        });
+      } else {
+        const collected = matches.collect(level, true);
+        docs = collected.docs;
+        sorted = sortedSegmentHits(segment, docs, collected.ranks!, sort, need, distanceOf);
+      }
+      for (const h of sorted) fromSegments.push(rankedOf(segment, h, h.sortValue));
     } else {
-      const collected = matches.collect(level, true);
-      docs = collected.docs;
-      sorted = sortedSegmentHits(segment, docs, collected.ranks!, sort, need, distanceOf);
+      for (const h of hits) if (level !== "exact" || typosOf(h.bucket) === 0) fromSegments.push(rankedOf(segment, h));
     }
-    fromSegment = sorted.map((h) => rankedOf(segment, h, h.sortValue));
-  } else {
-    fromSegment = search.hits
-      .filter((h) => level !== "exact" || typosOf(h.bucket) === 0)
-      .map((h) => rankedOf(segment, h));
+    // collect() fills buffers the next segment's collect reuses: a layered major keeps copies.
+    docsOf.push(docs !== null && searches.length > 1 ? docs.slice() : docs);
   }
   if (sort !== undefined) for (const h of changedHits) h.sortValue = sortValueOf(resolvePath(h.record.data, sort.path));
-  const hits = changedHits.length > 0 ? [...fromSegment, ...changedHits] : fromSegment;
-  if (hits !== fromSegment || sort !== undefined) hits.sort(compareRanked(request.weighted, sort?.direction));
+  const hits = changedHits.length > 0 ? [...fromSegments, ...changedHits] : fromSegments;
+  // One segment's hits come in rank order already.
+  if (hits !== fromSegments || sort !== undefined || searches.length > 1) {
+    hits.sort(compareRanked(request.weighted, sort?.direction));
+  }
 
   // The total, and the facets over the whole set.
-  let totalHits: number;
+  let totalHits = changedHits.length;
   let totalHitsExact = true;
   let facetResults: FacetResult[] | undefined;
   if (facets.length > 0) {
-    docs ??= matches.collect(level, false).docs;
-    totalHits = docs.length + changedHits.length;
     const tallies = facets.map(() => new FacetTally());
-    countSegmentFacets(segment, docs, facets, tallies);
+    for (const [i, { segment, matches }] of searches.entries()) {
+      const docs = docsOf[i] ?? matches.collect(level, false).docs;
+      totalHits += docs.length;
+      countSegmentFacets(segment, docs, facets, tallies);
+    }
     for (const h of changedHits) {
       for (let i = 0; i < facets.length; i++) tallies[i]!.addRecord(resolvePath(h.record.data, facets[i]!.path));
     }
     facetResults = facets.map((f, i) => tallies[i]!.result(f.path, f.maxValues));
-  } else if (docs !== null) {
-    totalHits = docs.length + changedHits.length;
   } else {
-    const counted = matches.count(level, tuning.exactTotalUpTo + 1);
-    totalHits = counted.count + changedHits.length;
-    totalHitsExact = counted.exact;
+    for (const [i, { matches }] of searches.entries()) {
+      const docs = docsOf[i];
+      if (docs !== null && docs !== undefined) {
+        totalHits += docs.length;
+        continue;
+      }
+      const counted = matches.count(level, tuning.exactTotalUpTo + 1);
+      totalHits += counted.count;
+      if (!counted.exact) totalHitsExact = false;
+    }
   }
 
   // Overlay records are shared by every version that holds them: callers get copies.

@@ -91,6 +91,8 @@ class SectionViews {
 
 export class Segment {
   readonly dir: string;
+  /** What the names of its files in `dir` start with: "" but for a layered major's base. */
+  readonly prefix: string;
   readonly meta: SegmentMeta;
   /** The term dictionary: term ids are positions in it. */
   readonly terms: SortedStrings;
@@ -130,8 +132,9 @@ export class Segment {
   /** Whether the index is a view of the mapped file rather than a copy in the heap. */
   readonly mapped: boolean;
 
-  private constructor(dir: string, meta: SegmentMeta, sections: SectionViews, mapped: boolean) {
+  private constructor(dir: string, prefix: string, meta: SegmentMeta, sections: SectionViews, mapped: boolean) {
     this.dir = dir;
+    this.prefix = prefix;
     this.meta = meta;
     this.mapped = mapped;
     this.terms = sections.strings(SECTIONS.termDictBytes, SECTIONS.termDictOffsets);
@@ -157,7 +160,12 @@ export class Segment {
     const filters = meta.filterPaths.map((_, i) => filterColumnSections(i));
     this.filterKinds = filters.map((column) => sections.get(column.kinds));
     this.filterNums = filters.map((column) => sections.get(column.values));
-    this.records = new RecordStore(dir, sections.get(SECTIONS.recordOffsets), sections.get(SECTIONS.recordLengths));
+    this.records = new RecordStore(
+      dir,
+      sections.get(SECTIONS.recordOffsets),
+      sections.get(SECTIONS.recordLengths),
+      prefix,
+    );
     this.valueColumns = meta.valuePaths === undefined ? null : new Map();
     this.overflowPaths = new Set((meta.valueOverflow ?? []).map((i) => JSON.stringify(meta.valuePaths![i])));
     meta.valuePaths?.forEach((p, i) => {
@@ -191,23 +199,27 @@ export class Segment {
     return { kind: "column", column };
   }
 
-  /** Opens the segment in `dir`; `map: false` reads the index into memory even where maps work. */
-  static async load(dir: string, map = true): Promise<Segment> {
-    const { meta, sections, mapped } = await openSegmentFile(path.join(dir, INDEX_FILE), map);
-    return new Segment(dir, meta as SegmentMeta, new SectionViews(sections), mapped);
+  /**
+   * Opens the segment in `dir`; `map: false` reads the index into memory even where maps work.
+   * `prefix`: what its files' names start with (a layered major's base, versions/layers.ts).
+   */
+  static async load(dir: string, map = true, prefix = ""): Promise<Segment> {
+    const { meta, sections, mapped } = await openSegmentFile(path.join(dir, prefix + INDEX_FILE), map);
+    return new Segment(dir, prefix, meta as SegmentMeta, new SectionViews(sections), mapped);
   }
 
   /**
    * Only the records of the segment in `dir`, for a scan of all of them (a checkpoint's copy): the
    * two sections that locate them are read into the heap and the index is not opened at all.
    */
-  static async openRecords(dir: string): Promise<{ docCount: number; records: RecordStore }> {
+  static async openRecords(dir: string, prefix = ""): Promise<{ docCount: number; records: RecordStore }> {
     const wanted = [SECTIONS.recordOffsets.stored, SECTIONS.recordLengths.stored];
-    const { meta, sections } = await openSegmentFile(path.join(dir, INDEX_FILE), false, wanted);
+    const { meta, sections } = await openSegmentFile(path.join(dir, prefix + INDEX_FILE), false, wanted);
     const records = new RecordStore(
       dir,
       sectionOf(sections, SECTIONS.recordOffsets),
       sectionOf(sections, SECTIONS.recordLengths),
+      prefix,
     );
     return { docCount: (meta as SegmentMeta).docCount, records };
   }

@@ -18,8 +18,8 @@ export function deepFreeze<T>(value: T): T {
 }
 
 export class RecordStore {
-  /** The segment's directory. */
-  private readonly dir: string;
+  /** The records file. */
+  private readonly file: string;
   private readonly offsets: Float64Array;
   private readonly lengths: Uint32Array;
   private fd: number;
@@ -27,12 +27,15 @@ export class RecordStore {
   private readonly hot = new Map<number, { record: SearchRecord; units: number }>();
   private hotUnits = 0;
 
-  /** Opens the records.bin of the segment in `dir`; `offsets`, `lengths`: its recordOffsets and recordLengths. */
-  constructor(dir: string, offsets: Float64Array, lengths: Uint32Array) {
-    this.dir = dir;
+  /**
+   * Opens the records.bin of the segment in `dir` (its files' names start with `prefix`: a
+   * layered major's base, versions/layers.ts); `offsets`, `lengths`: its recordOffsets and recordLengths.
+   */
+  constructor(dir: string, offsets: Float64Array, lengths: Uint32Array, prefix = "") {
+    this.file = path.join(dir, prefix + RECORDS_FILE);
     this.offsets = offsets;
     this.lengths = lengths;
-    this.fd = fs.openSync(path.join(dir, RECORDS_FILE), "r");
+    this.fd = fs.openSync(this.file, "r");
   }
 
   /** Reads a record from disk, as the caller's own object; for scans (checkpoints), which must not churn the cache. */
@@ -71,7 +74,7 @@ export class RecordStore {
     const length = this.lengths[doc]!;
     if (length > this.readBuffer.length) this.readBuffer = Buffer.alloc(length * 2);
     const read = fs.readSync(this.fd, this.readBuffer, 0, length, this.offsets[doc]!);
-    if (read !== length) throw new Error(`${this.dir}: short read of record ${doc}`);
+    if (read !== length) throw new Error(`${this.file}: short read of record ${doc}`);
     return this.readBuffer.toString("utf8", 0, length);
   }
 
@@ -85,7 +88,7 @@ export class RecordStore {
       this.hot.delete(doc);
       this.hotUnits -= entry.units;
     }
-    const file = await fs.promises.open(path.join(this.dir, RECORDS_FILE), "r+");
+    const file = await fs.promises.open(this.file, "r+");
     try {
       await file.write(Buffer.alloc(this.lengths[doc]!), 0, this.lengths[doc]!, this.offsets[doc]!);
       await file.sync();

@@ -1,23 +1,25 @@
 // What one version changed relative to another (SearchEngine.diff), computed on demand from what
 // the versions already store; nothing is written at ingest or record-write time (D-237).
 //
-// Each side is a segment (a major) and an overlay (the net effect of its chain of changes). Two
-// versions of one major share the segment, so only the ids either overlay touched can differ: a
-// handful, looked up one by one. Versions of different majors are compared by walking both
-// segments' id tables (sorted in code point order) side by side, one merge pass: an id in one
-// table only was added or deleted, an id in both is compared by its stored JSON, byte for byte
-// first and parsed only when the bytes differ (an upload may order a record's keys differently).
+// Each side is a major (its segment, or a base and a delta: layers.ts) and an overlay (the net
+// effect of its chain of changes). Two versions of one major share its documents, so only the ids
+// either overlay touched can differ: a handful, looked up one by one. Versions of different majors
+// are compared by walking both majors' id tables (sorted in code point order; a layered major's
+// two in step, without its hidden documents) side by side, one merge pass: an id on one side only
+// was added or deleted, an id on both is compared by its stored JSON, byte for byte first and
+// parsed only when the bytes differ (an upload may order a record's keys differently).
 // The pass reads every record of both segments once, pausing for searches as a checkpoint does;
 // the result (a few bytes per changed id) is kept, so later pages cost a binary search.
 import type { DiffCounts, RecordDiff, SearchRecord, VersionDiffPage } from "../../../ports/engine.ts";
 import type { Segment } from "../segment/segment.ts";
 import { compareCodePoints, type SortedStrings } from "../termdict/sorted-strings.ts";
 import { Pacer } from "../util/pacer.ts";
+import type { Layers } from "./layers.ts";
 import type { Overlay } from "./overlay.ts";
 
-/** A version as the engine reads it; a null segment is the empty index (no base). */
+/** A version as the engine reads it; a null major is the empty index (no base). */
 export interface DiffSide {
-  segment: Segment | null;
+  major: Layers | null;
   overlay: Overlay | null;
 }
 
@@ -63,13 +65,15 @@ export function sameJson(a: unknown, b: unknown): boolean {
   return ak.every((k) => Object.hasOwn(bo, k) && sameJson((a as Record<string, unknown>)[k], bo[k]));
 }
 
-/** The record a side holds for an id: its overlay decides when it touched the id, else its segment. */
+/** The record a side holds for an id: its overlay decides when it touched the id, else its major. */
 function recordOf(side: DiffSide, id: string): SearchRecord | null {
   const upserted = side.overlay?.upserted(id);
   if (upserted !== undefined) return upserted.record;
-  if (side.segment === null || side.overlay?.deleted(id)) return null;
-  const doc = side.segment.findDoc(id);
-  return doc < 0 ? null : side.segment.records.read(doc);
+  if (side.major === null || side.overlay?.deleted(id)) return null;
+  const doc = side.major.findDoc(id);
+  if (doc < 0) return null;
+  const found = side.major.locate(doc);
+  return found.layer.segment.records.read(found.doc);
 }
 
 /** The ids an overlay upserted or deleted. */
@@ -78,17 +82,18 @@ const touchedBy = (overlay: Overlay | null): string[] => (overlay === null ? [] 
 /** A computed diff: counts, and the changed ids in code point order, a page at a time. */
 export class VersionDiff {
   readonly counts: DiffCounts;
-  /** Changed ids found by the segment merge: the side's id table (0: version, 1: base) and the position in it. */
+  /** Changed ids found by the merge: the id table they are in (`tables`) and the position in it. */
   private readonly merged: { kinds: Uint8Array; sides: Uint8Array; ranks: Uint32Array };
   /** Changed ids among those the overlays touched, sorted. */
   private readonly touched: { id: string; kind: number }[];
-  private readonly tables: [SortedStrings | null, SortedStrings | null];
+  /** The id tables of the version's segments, then the base's. */
+  private readonly tables: SortedStrings[];
 
   constructor(
     counts: DiffCounts,
     merged: { kinds: Uint8Array; sides: Uint8Array; ranks: Uint32Array },
     touched: { id: string; kind: number }[],
-    tables: [SortedStrings | null, SortedStrings | null],
+    tables: SortedStrings[],
   ) {
     this.counts = counts;
     this.merged = merged;
@@ -165,16 +170,16 @@ export async function computeDiff(base: DiffSide, version: DiffSide, own?: Reado
   }
   touched.sort((a, b) => compareCodePoints(a.id, b.id));
 
-  const target = version.segment;
-  if (target !== null && base.segment !== target) {
-    await mergeSegments(base, version, ids, counts, merged, pacer);
+  const target = version.major;
+  const tables = [...(target?.layers ?? []), ...(base.major?.layers ?? [])].map((l) => l.segment.ids);
+  if (target !== null && base.major !== target) {
+    await mergeMajors(base.major, target, ids, counts, merged, pacer);
   } else if (target !== null) {
-    // One segment under both: a record no overlay touched is the same record on both sides.
-    let touchedInSegment = 0;
-    for (const id of ids) if (target.findDoc(id) >= 0) touchedInSegment++;
-    counts.unchanged += target.docCount - touchedInSegment;
+    // One major under both: a record no overlay touched is the same record on both sides.
+    let touchedInMajor = 0;
+    for (const id of ids) if (target.findDoc(id) >= 0) touchedInMajor++;
+    counts.unchanged += target.docCount - touchedInMajor;
   }
-  const tables: [SortedStrings | null, SortedStrings | null] = [target?.ids ?? null, base.segment?.ids ?? null];
   return new VersionDiff(
     counts,
     {
@@ -187,29 +192,93 @@ export async function computeDiff(base: DiffSide, version: DiffSide, own?: Reado
   );
 }
 
-/** Walks both segments' id tables in step, skipping ids an overlay touched (compared already). */
-async function mergeSegments(
-  base: DiffSide,
-  version: DiffSide,
+/**
+ * A major's ids in code point order: each segment's id table walked in step, without the
+ * documents the major hides and the ids an overlay touched (compared already). A live id is in one
+ * of its segments only (a delta's ids hide the base's documents).
+ */
+class IdWalk {
+  private readonly layers: Layers;
+  /** The index of its first segment's table among the diff's tables. */
+  private readonly first: number;
+  private readonly skip: Set<number>[];
+  private readonly positions: number[];
+  /** The segment whose id comes next; -1 once done. */
+  at = -1;
+
+  constructor(layers: Layers, first: number, touched: Buffer[]) {
+    this.layers = layers;
+    this.first = first;
+    this.skip = layers.layers.map((layer) => {
+      const ranks = new Set<number>();
+      for (const key of touched) {
+        const rank = layer.segment.ids.find(key);
+        if (rank >= 0) ranks.add(rank);
+      }
+      return ranks;
+    });
+    this.positions = layers.layers.map(() => 0);
+    for (let l = 0; l < this.positions.length; l++) this.settle(l);
+    this.choose();
+  }
+
+  get table(): number {
+    return this.first + this.at;
+  }
+
+  get rank(): number {
+    return this.positions[this.at]!;
+  }
+
+  get segment(): Segment {
+    return this.layers.layers[this.at]!.segment;
+  }
+
+  get doc(): number {
+    return this.segment.rankToDoc[this.rank]!;
+  }
+
+  get ids(): SortedStrings {
+    return this.segment.ids;
+  }
+
+  advance(): void {
+    this.positions[this.at]!++;
+    this.settle(this.at);
+    this.choose();
+  }
+
+  /** Moves a segment's position past what the walk leaves out. */
+  private settle(l: number): void {
+    const { segment, hidden } = this.layers.layers[l]!;
+    const skip = this.skip[l]!;
+    let i = this.positions[l]!;
+    while (i < segment.ids.count && (skip.has(i) || hidden?.has(segment.rankToDoc[i]!))) i++;
+    this.positions[l] = i;
+  }
+
+  private choose(): void {
+    this.at = -1;
+    for (let l = 0; l < this.positions.length; l++) {
+      const ids = this.layers.layers[l]!.segment.ids;
+      if (this.positions[l]! >= ids.count) continue;
+      if (this.at < 0 || compareAt(ids, this.positions[l]!, this.ids, this.rank) < 0) this.at = l;
+    }
+  }
+}
+
+/** Walks both majors' ids in step, without the ids an overlay touched (compared already). */
+async function mergeMajors(
+  base: Layers | null,
+  version: Layers,
   touched: Set<string>,
   counts: DiffCounts,
   merged: { kinds: number[]; sides: number[]; ranks: number[] },
   pacer: Pacer,
 ): Promise<void> {
-  const a = base.segment;
-  const b = version.segment!;
-  // The touched ids' positions in each table, so the merge skips them without making strings.
-  const skipA = new Set<number>();
-  const skipB = new Set<number>();
-  for (const id of touched) {
-    const key = Buffer.from(id, "utf8");
-    if (a !== null) {
-      const rank = a.ids.find(key);
-      if (rank >= 0) skipA.add(rank);
-    }
-    const rank = b.ids.find(key);
-    if (rank >= 0) skipB.add(rank);
-  }
+  const keys = [...touched].map((id) => Buffer.from(id, "utf8"));
+  const b = new IdWalk(version, 0, keys);
+  const a = base === null ? null : new IdWalk(base, version.layers.length, keys);
   const push = (kind: number, side: number, rank: number) => {
     counts[KINDS[kind]!]++;
     if (kind === UNCHANGED) return;
@@ -217,25 +286,20 @@ async function mergeSegments(
     merged.sides.push(side);
     merged.ranks.push(rank);
   };
-  const na = a?.ids.count ?? 0;
-  const nb = b.ids.count;
-  let i = 0;
-  let j = 0;
   let steps = 0;
-  while (i < na || j < nb) {
+  while ((a !== null && a.at >= 0) || b.at >= 0) {
     if ((++steps & CHECK_EVERY) === 0 && pacer.due()) await pacer.pause();
-    const order = i >= na ? 1 : j >= nb ? -1 : compareAt(a!.ids, i, b.ids, j);
+    const order = a === null || a.at < 0 ? 1 : b.at < 0 ? -1 : compareAt(a.ids, a.rank, b.ids, b.rank);
     if (order < 0) {
-      if (!skipA.has(i)) push(DELETED, 1, i);
-      i++;
+      push(DELETED, a!.table, a!.rank);
+      a!.advance();
     } else if (order > 0) {
-      if (!skipB.has(j)) push(ADDED, 0, j);
-      j++;
+      push(ADDED, b.table, b.rank);
+      b.advance();
     } else {
-      if (!skipA.has(i) && !skipB.has(j))
-        push(sameDocs(a!, a!.rankToDoc[i]!, b, b.rankToDoc[j]!) ? UNCHANGED : UPDATED, 0, j);
-      i++;
-      j++;
+      push(sameDocs(a!.segment, a!.doc, b.segment, b.doc) ? UNCHANGED : UPDATED, b.table, b.rank);
+      a!.advance();
+      b.advance();
     }
   }
 }

@@ -19,7 +19,12 @@ import { titleLengthKey } from "../columns/title-length.ts";
 import { StringMatcher } from "../search/string-matching.ts";
 import type { RankedHit } from "../search/ranked.ts";
 import type { DocSet } from "../search/segment-search.ts";
-import type { Segment } from "../segment/segment.ts";
+
+/** A major's documents as an overlay hides them: numbered across its layers (layers.ts), found only when not hidden. */
+export interface MajorDocs {
+  readonly docCount: number;
+  findDoc(id: string): number;
+}
 
 /** An upserted record with what matching needs, computed once per change. */
 export interface OverlayRecord {
@@ -212,7 +217,7 @@ class Line {
   }
 }
 
-/** The segment documents a version hides. */
+/** The major's documents a version hides. */
 class HiddenDocs implements DocSet, Iterable<number> {
   private readonly line: Line;
   private readonly stamp: number;
@@ -239,7 +244,7 @@ class HiddenDocs implements DocSet, Iterable<number> {
 export class Overlay {
   private readonly line: Line;
   private readonly stamp: number;
-  /** Segment documents whose id was upserted or deleted. */
+  /** The major's documents whose id was upserted or deleted. */
   readonly shadowed: DocSet & Iterable<number>;
 
   private constructor(line: Line, stamp: number) {
@@ -291,7 +296,7 @@ export class Overlay {
    * The overlay of a child version: this one plus the change. Added to this line when this is its
    * newest version; otherwise a line of its own starts from a copy of this version.
    */
-  child(change: RecordChange, upserted: readonly OverlayRecord[], segment: Segment): Overlay {
+  child(change: RecordChange, upserted: readonly OverlayRecord[], major: MajorDocs): Overlay {
     const line = this.stamp === this.line.tip ? this.line : this.copyLine();
     const stamp = line.tip + 1;
     let upserts = line.upserted[stamp - 1]!;
@@ -311,7 +316,7 @@ export class Overlay {
         history.stamps.push(stamp);
         history.states.push(state);
       }
-      const doc = segment.findDoc(id);
+      const doc = major.findDoc(id);
       if (doc >= 0 && !line.hiddenFrom.has(doc)) {
         line.hiddenFrom.set(doc, stamp);
         hidden++;
@@ -342,8 +347,8 @@ export class Overlay {
     return line;
   }
 
-  count(segment: Segment): number {
-    return segment.docCount - this.shadowed.size + this.upsertedCount;
+  count(major: MajorDocs): number {
+    return major.docCount - this.shadowed.size + this.upsertedCount;
   }
 
   /** The overlay's hits ranked like the segment's (all of them; callers merge and cut). */

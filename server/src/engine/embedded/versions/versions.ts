@@ -1,10 +1,11 @@
-// The version tree of one index in memory: major segments (loaded on first use) and the minor
-// changes on top of them, with a small cache of overlays (the net effect of a chain of changes).
+// The version tree of one index in memory: majors (a segment, or layers of two: layers.ts; loaded
+// on first use) and the minor changes on top of them, with a small cache of overlays (the net
+// effect of a chain of changes).
 import { isMajorVersion, parseVersion, type VersionId } from "../../../domain/version-id.ts";
 import type { RecordChange } from "../../../ports/engine.ts";
 import type { ChangeRow, MajorRow } from "../catalog/catalog.ts";
-import { Overlay, overlayRecord, type OverlayRecord } from "./overlay.ts";
-import { Segment } from "../segment/segment.ts";
+import { Layers } from "./layers.ts";
+import { Overlay, overlayRecord, type MajorDocs, type OverlayRecord } from "./overlay.ts";
 
 const OVERLAY_CACHE = 32;
 
@@ -12,24 +13,24 @@ export class MajorVersion {
   readonly row: MajorRow;
   readonly dir: string;
   private readonly map: boolean;
-  private segment: Segment | null = null;
-  private loading: Promise<Segment> | null = null;
+  private layers: Layers | null = null;
+  private loading: Promise<Layers> | null = null;
 
-  constructor(row: MajorRow, dir: string, map: boolean, segment: Segment | null = null) {
+  constructor(row: MajorRow, dir: string, map: boolean, layers: Layers | null = null) {
     this.row = row;
     this.dir = dir;
     this.map = map;
-    this.segment = segment;
+    this.layers = layers;
   }
 
-  async load(): Promise<Segment> {
-    if (this.segment !== null) return this.segment;
-    this.loading ??= Segment.load(this.dir, this.map).then((s) => (this.segment = s));
+  async load(): Promise<Layers> {
+    if (this.layers !== null) return this.layers;
+    this.loading ??= Layers.open(this.dir, this.map).then((l) => (this.layers = l));
     return this.loading;
   }
 
   close(): void {
-    this.segment?.close();
+    this.layers?.close();
     // A load still in flight closes what it opens; one that failed opened nothing, and its error
     // went to whoever asked for the segment.
     void this.loading?.then(
@@ -80,7 +81,7 @@ export class IndexVersions {
   }
 
   /** The overlay of a version of a loaded major (empty for the major itself). */
-  overlay(version: VersionId, segment: Segment): Overlay {
+  overlay(version: VersionId, major: MajorDocs): Overlay {
     const cached = this.overlays.get(version);
     if (cached !== undefined) {
       // Re-insert: the cache evicts in insertion order, so this keeps hot versions.
@@ -104,7 +105,7 @@ export class IndexVersions {
     }
     for (let i = chain.length - 1; i >= 0; i--) {
       const { change, upserted } = chain[i]!.content;
-      overlay = overlay.child(change, upserted, segment);
+      overlay = overlay.child(change, upserted, major);
     }
     this.remember(version, overlay);
     return overlay;
