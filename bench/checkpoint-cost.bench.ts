@@ -75,7 +75,7 @@ for (let round = 1; round <= CHECKPOINTS; round++) {
   for (let i = 1; i <= CHANGES; i++) {
     const version = `${round}.${i}`;
     const changed = all[Math.floor(Math.random() * RECORDS)]!;
-    const upserts = [{ ...changed, weight: (changed.weight ?? 0) + 1 }];
+    const upserts: SearchRecord[] = [{ ...changed, weight: (changed.weight ?? 0) + 1 }];
     if (i % 10 === 0) upserts.push(all[next++]!);
     const deletes = i % 20 === 0 ? [all[Math.floor(Math.random() * RECORDS)]!.id] : [];
     for (const s of sides) await s.engine.applyChange("k", { version, parent, upserts, deletes });
