@@ -14,7 +14,7 @@ import path from "node:path";
 import type { SearchRecord } from "../server/src/ports/engine.ts";
 import { createEmbeddedEngine } from "../server/src/engine/embedded/index.ts";
 import { syntheticRecords } from "./datasets.ts";
-import { percentile } from "./measure.ts";
+import { percentile, timeSearches } from "./measure.ts";
 import { isTypoClass, makeQueries } from "./queries.ts";
 import { allowedTypos } from "../server/src/engine/typos.ts";
 import { tokenize } from "../server/src/engine/tokenize.ts";
@@ -64,15 +64,18 @@ async function measure(version: string): Promise<{ exact: string; typos: string;
   const exact: number[] = [];
   const two: number[] = [];
   const one: number[] = [];
-  for (let round = 0; round <= ROUNDS; round++) {
-    for (const q of queries) {
-      const start = performance.now();
-      await engine.search("k", version, q.request);
-      const took = performance.now() - start;
-      if (round === 0) continue;
-      if (!typoQueries.has(q)) exact.push(took);
-      else (twoTypoQueries.has(q) ? two : one).push(took);
-    }
+  const rounds = await timeSearches(
+    engine,
+    "k",
+    version,
+    queries.map((q) => q.request),
+    ROUNDS,
+  );
+  for (const times of rounds) {
+    queries.forEach((q, i) => {
+      if (!typoQueries.has(q)) exact.push(times[i]!);
+      else (twoTypoQueries.has(q) ? two : one).push(times[i]!);
+    });
   }
   const of = (times: number[]) => `${ms(percentile(times, 0.5))} / ${ms(percentile(times, 0.99))}`;
   return { exact: of(exact), typos: of([...one, ...two]), two: of(two), one: of(one) };

@@ -14,7 +14,7 @@ import path from "node:path";
 import type { SearchEngine, SearchRecord } from "../server/src/ports/engine.ts";
 import { createEmbeddedEngine } from "../server/src/engine/embedded/index.ts";
 import { syntheticRecords } from "./datasets.ts";
-import { percentile } from "./measure.ts";
+import { ms as msFigure, percentile, timeSearches } from "./measure.ts";
 import { isTypoClass, makeQueries } from "./queries.ts";
 
 const args = new Map(process.argv.slice(2).map((a) => a.replace(/^--/, "").split("=") as [string, string]));
@@ -101,18 +101,20 @@ const queries = makeQueries(samples, 8, 7);
 async function measure(engine: SearchEngine): Promise<{ exact: number[]; typos: number[] }> {
   const exact: number[] = [];
   const typos: number[] = [];
-  for (let round = 0; round <= ROUNDS; round++) {
-    for (const q of queries) {
-      const start = performance.now();
-      await engine.search("k", parent, q.request);
-      const took = performance.now() - start;
-      if (round > 0) (isTypoClass(q.cls) ? typos : exact).push(took);
-    }
+  const rounds = await timeSearches(
+    engine,
+    "k",
+    parent,
+    queries.map((q) => q.request),
+    ROUNDS,
+  );
+  for (const times of rounds) {
+    for (const [i, q] of queries.entries()) (isTypoClass(q.cls) ? typos : exact).push(times[i]!);
   }
   return { exact, typos };
 }
 
-const ms = (x: number) => `${x.toFixed(x < 10 ? 2 : 0)} ms`;
+const ms = (x: number) => `${msFigure(x)} ms`;
 const mb = (x: number) => `${(x / 1e6).toFixed(1)} MB`;
 const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
 console.log(

@@ -1,6 +1,7 @@
 // Small measuring helpers shared by the benchmark processes.
 import fs from "node:fs";
 import path from "node:path";
+import type { SearchEngine, SearchRequest } from "../server/src/ports/engine.ts";
 
 export function percentile(values: number[], p: number): number {
   if (values.length === 0) return NaN;
@@ -49,6 +50,30 @@ export function filesNamed(dir: string, name: string): number {
     else if (entry.name === name) total += fs.statSync(full).size;
   }
   return total;
+}
+
+/**
+ * Each request's search time on `version` of `index`, `rounds` times after one round not counted
+ * (a warm-up): times[round][request], in milliseconds.
+ */
+export async function timeSearches(
+  engine: SearchEngine,
+  index: string,
+  version: string,
+  requests: SearchRequest[],
+  rounds: number,
+): Promise<number[][]> {
+  const times: number[][] = [];
+  for (let round = 0; round <= rounds; round++) {
+    const took: number[] = [];
+    for (const request of requests) {
+      const start = performance.now();
+      await engine.search(index, version, request);
+      took.push(performance.now() - start);
+    }
+    if (round > 0) times.push(took);
+  }
+  return times;
 }
 
 export const mb = (bytes: number) => `${(bytes / 1e6).toFixed(0)} MB`;

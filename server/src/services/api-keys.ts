@@ -20,7 +20,7 @@ import { NotFoundError, UnauthenticatedError } from "../domain/errors.ts";
 import { isStoreUnreachable, storeWithin } from "../store/errors.ts";
 import type { Logger } from "../log.ts";
 import { type NodeNotices, noNotices } from "../ports/node-notices.ts";
-import { type Lookup, primaryOnly } from "../store/lookup.ts";
+import { LOOKUP_WAIT_MS, type Lookup, primaryOnly } from "../store/lookup.ts";
 import type { Db } from "../store/open.ts";
 import { apiKeys, users } from "../store/schema.ts";
 
@@ -243,7 +243,7 @@ export class ApiKeyService implements ApiKeyAuthenticator {
     try {
       // Bounded: a store that hangs must not hold the request it is part of (D-350).
       await storeWithin(
-        2_000,
+        LOOKUP_WAIT_MS,
         "recording a key's use",
         this.db.update(apiKeys).set({ lastUsedAt: now }).where(eq(apiKeys.id, keyId)),
       );

@@ -12,6 +12,7 @@
 // the major's minor versions hide them by that number, as they hide a plain segment's.
 import fs from "node:fs";
 import path from "node:path";
+import { syncDirectory, syncFile } from "../../../durable.ts";
 import { INDEX_FILE, RECORDS_FILE } from "../segment/meta.ts";
 import { Segment } from "../segment/segment.ts";
 import type { DocSet, HiddenDocs } from "../search/segment-search.ts";
@@ -105,19 +106,10 @@ export class Layers {
     for (const name of [INDEX_FILE, RECORDS_FILE]) {
       await fs.promises.link(path.join(base.dir, base.prefix + name), path.join(dir, BASE_PREFIX + name));
     }
-    const file = await fs.promises.open(path.join(dir, HIDDEN_FILE), "w");
-    try {
-      await file.write(Buffer.from(hidden.buffer, hidden.byteOffset, hidden.byteLength));
-      await file.sync();
-    } finally {
-      await file.close();
-    }
-    const folder = await fs.promises.open(dir, "r");
-    try {
-      await folder.sync();
-    } finally {
-      await folder.close();
-    }
+    const file = path.join(dir, HIDDEN_FILE);
+    await fs.promises.writeFile(file, Buffer.from(hidden.buffer, hidden.byteOffset, hidden.byteLength));
+    await syncFile(file);
+    await syncDirectory(dir);
   }
 
   get layered(): boolean {
@@ -139,11 +131,11 @@ export class Layers {
     return -1;
   }
 
-  /** The layer and its document of a number across the layers. */
-  locate(doc: number): { layer: Layer; doc: number } {
+  /** The layer (and its position) and its document of a number across the layers. */
+  locate(doc: number): { layer: Layer; index: number; doc: number } {
     for (let i = this.layers.length - 1; i >= 0; i--) {
       const layer = this.layers[i]!;
-      if (doc >= layer.offset) return { layer, doc: doc - layer.offset };
+      if (doc >= layer.offset) return { layer, index: i, doc: doc - layer.offset };
     }
     throw new Error(`document ${doc} is in no layer`);
   }
@@ -158,8 +150,8 @@ export class Layers {
     if (cached !== undefined) return cached;
     const own = this.layers.map(() => [] as number[]);
     for (const doc of shadowed) {
-      const { layer, doc: local } = this.locate(doc);
-      own[this.layers.indexOf(layer)]!.push(local);
+      const { index, doc: local } = this.locate(doc);
+      own[index]!.push(local);
     }
     const sets = this.layers.map((layer, i) => union(layer.hidden, new Set(own[i])));
     this.hiddenPerOverlay.set(shadowed, sets);
