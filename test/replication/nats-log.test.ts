@@ -474,6 +474,55 @@ describe.skipIf(!natsAvailable)("the NATS change log", () => {
     expect(Date.now() - started).toBeLessThan(15_000);
   }, 60_000);
 
+  it("a publisher a client waits on waits 2 s for a node still fetching, not 30 (D-352)", async () => {
+    const writer = await open("writer-3", false);
+    const path = join(dir, "small.bin");
+    writeFileSync(path, randomBytes(64 * 1024));
+    // A node that keeps saying it is fetching each segment announced, and never holds it.
+    const client = await connect({ servers: nats.urls.split(",") });
+    const fetching = new Set<string>();
+    const say = (name: string) =>
+      client.publish("sift.prefetch.state", JSON.stringify({ name, from: "slow", state: "fetching" }));
+    client.subscribe("sift.prefetch", {
+      callback: (_error, message) => {
+        const { name } = message.json() as { name: string };
+        fetching.add(name);
+        say(name);
+      },
+    });
+    const saying = setInterval(() => {
+      for (const name of fetching) say(name);
+    }, 200);
+    try {
+      await client.flush();
+      let started = Date.now();
+      await writer.putFiles("segments/idx_wait/5", [{ name: "index.bin", path }], {
+        background: true,
+        clientWaits: true,
+      });
+      const waited = Date.now() - started;
+      expect(fetching.has("segments/idx_wait/5")).toBe(true);
+      expect(waited).toBeGreaterThanOrEqual(1_500);
+      expect(waited).toBeLessThan(6_000);
+      // Nobody waiting: the publisher waits for that node (here until it goes silent).
+      started = Date.now();
+      let done = false;
+      const put = writer
+        .putFiles("segments/idx_wait/6", [{ name: "index.bin", path }], { background: true })
+        .then(() => {
+          done = true;
+        });
+      await new Promise((resolve) => setTimeout(resolve, 5_000));
+      expect(done).toBe(false);
+      clearInterval(saying);
+      await put;
+      expect(Date.now() - started).toBeLessThan(20_000);
+    } finally {
+      clearInterval(saying);
+      await client.close();
+    }
+  }, 60_000);
+
   it("after a purge, a large entry's body goes once no entry left in the log names it (D-277)", async () => {
     const log = await open("large", false);
     // Over the server's 1 MB message limit: the body goes to the object store, the log names it.

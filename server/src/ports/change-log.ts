@@ -86,6 +86,11 @@ export interface AppliedEntry {
   entry: LogEntry;
 }
 
+export interface PutFilesOptions {
+  background?: boolean;
+  clientWaits?: boolean;
+}
+
 export interface ChangeLog {
   /**
    * Appends `entry` if the last entry of its index is still `expectedLast` (0: none yet; undefined:
@@ -128,9 +133,10 @@ export interface ChangeLog {
    * Publishes the files of a segment under `name` (replicated like the log). A new major's files
    * are fetched by the other nodes while they are published; this resolves once those nodes hold
    * them (or after a while), so that the entry naming them is applied without a download.
-   * `background`: nobody waits for them (a checkpoint), publish gently.
+   * `background`: nobody waits for them (a checkpoint), publish gently. `clientWaits`: a client
+   * waits for what follows (a coalesce asked over HTTP), so the wait for those nodes is short.
    */
-  putFiles(name: string, files: { name: string; path: string }[], options?: { background?: boolean }): Promise<void>;
+  putFiles(name: string, files: { name: string; path: string }[], options?: PutFilesOptions): Promise<void>;
   /** Writes the files published under `name` into `dir`. */
   getFiles(name: string, dir: string): Promise<string[]>;
   deleteFiles(name: string): Promise<void>;

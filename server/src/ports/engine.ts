@@ -216,9 +216,15 @@ export interface SearchEngine {
    * (with replication: built here once and published, not yet in the log); `adoptCheckpoint`
    * then makes it live, with `carry` on top as its first minor when writes were made meanwhile
    * (`changesSince` computes it), as one step and only while `expectActive` is live. An engine
-   * without them checkpoints in one step under the index's write lock.
+   * without them checkpoints in one step under the index's write lock. `clientWaits`: asked over
+   * HTTP, so what it waits for besides the build is short (the publishing's wait for other nodes).
    */
-  buildCheckpoint?(indexKey: string, from: VersionId, major: number): Promise<{ records: number }>;
+  buildCheckpoint?(
+    indexKey: string,
+    from: VersionId,
+    major: number,
+    options?: { clientWaits?: boolean },
+  ): Promise<{ records: number }>;
   /** The net change from `from` to its descendant `to`; null when `to` does not descend from it. */
   changesSince?(indexKey: string, from: VersionId, to: VersionId): Promise<NetChange | null>;
   adoptCheckpoint?(indexKey: string, checkpoint: AdoptedCheckpoint): Promise<void>;

@@ -4,7 +4,7 @@
 // like a log that does not answer: a write is a 503, readiness says not caught up, and the
 // replica's start tries again.
 import type { Logger } from "../log.ts";
-import type { AppliedEntry, ChangeLog, EntryTail, LogEntry } from "../ports/change-log.ts";
+import type { AppliedEntry, ChangeLog, EntryTail, LogEntry, PutFilesOptions } from "../ports/change-log.ts";
 import type { NodeNotice } from "../ports/node-notices.ts";
 import { within } from "../within.ts";
 
@@ -84,7 +84,7 @@ export class OpeningLog implements ChangeLog {
     if (!this.log) throw new Error("the change log is not open yet");
     return this.log.follow(fromSeq, deliver);
   }
-  async putFiles(name: string, files: { name: string; path: string }[], options?: { background?: boolean }) {
+  async putFiles(name: string, files: { name: string; path: string }[], options?: PutFilesOptions) {
     return (await this.use()).putFiles(name, files, options);
   }
   async getFiles(name: string, dir: string): Promise<string[]> {

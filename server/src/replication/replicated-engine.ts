@@ -101,10 +101,16 @@ class ReplicatedEngine implements SearchEngine {
    * Built once, here, while writes go on, and published; other nodes download the files when
    * the checkpoint is adopted (D-231), instead of each building it inside the index's chain.
    */
-  async buildCheckpoint(indexKey: string, from: VersionId, major: number): Promise<{ records: number }> {
+  async buildCheckpoint(
+    indexKey: string,
+    from: VersionId,
+    major: number,
+    options: { clientWaits?: boolean } = {},
+  ): Promise<{ records: number }> {
     const built = await this.inner.checkpoint(indexKey, from, major);
     await this.log.putFiles(filesName(indexKey, major), await this.inner.segmentFiles!(indexKey, major), {
       background: true,
+      clientWaits: options.clientWaits === true,
     });
     return built;
   }

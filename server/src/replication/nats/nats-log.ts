@@ -50,6 +50,7 @@ import {
   type ChangeLog,
   type EntryTail,
   type LogEntry,
+  type PutFilesOptions,
   StaleAppendError,
   newestVersionOf,
 } from "../../ports/change-log.ts";
@@ -120,6 +121,12 @@ const NOTICE_SUBJECT = "sift.notice";
  * fetch it ahead to hold it (see putFiles).
  */
 const FETCHED_WAIT_MS = 30_000;
+/**
+ * As long when a client waits for what follows the publishing (a coalesce asked over HTTP): its
+ * answer has the index lock's and the adoption's waits still ahead, and a node that lacks the
+ * files when it applies the entry fetches them then (D-352).
+ */
+const CLIENT_FETCHED_WAIT_MS = 2_000;
 /** A fetching node says so this often; one silent for FETCHER_GONE_MS is not waited for. */
 const FETCHING_EVERY_MS = 500;
 const FETCHER_GONE_MS = 5_000;
@@ -873,11 +880,7 @@ class NatsLog implements ChangeLog {
     return JSON.parse(Buffer.from(data).toString("utf8")) as LogEntry;
   }
 
-  async putFiles(
-    name: string,
-    list: { name: string; path: string }[],
-    options: { background?: boolean } = {},
-  ): Promise<void> {
+  async putFiles(name: string, list: { name: string; path: string }[], options: PutFilesOptions = {}): Promise<void> {
     // Each file in parts, compressed, several parts at a time, in chunks as large as a message
     // may be: the object store publishes one chunk at a time and waits for its quorum, so 128 kB
     // chunks of raw segment files took 2,000 round trips in a row for a 1M-record version
@@ -923,7 +926,7 @@ class NatsLog implements ChangeLog {
           .then((info) => this.describe(info)),
       );
       const storedMs = Math.round(performance.now() - started);
-      await fetchers?.fetched(FETCHED_WAIT_MS);
+      await fetchers?.fetched(options.clientWaits ? CLIENT_FETCHED_WAIT_MS : FETCHED_WAIT_MS);
       // How long publishing took, by step: for a new major, until every fetching node held it too
       // (bench:replication -- --bulk-only shows a bulk version's).
       this.options.log.info("segment files published", {

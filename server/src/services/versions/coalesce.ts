@@ -37,7 +37,7 @@ export async function coalesce(
   const { major, version } = await addPending(ctx, ref, from, startedAt);
   let records: number;
   try {
-    ({ records } = await engine.buildCheckpoint(ref.id, from, major));
+    ({ records } = await engine.buildCheckpoint(ref.id, from, major, { clientWaits }));
   } catch (error) {
     await updateVersion(ctx.db, ref.id, version, { state: "failed" });
     return rethrowUnlessDeleted(ctx.db, ref.id, error);
