@@ -33,6 +33,7 @@ interface Side {
   times: number[];
   cpu: number[];
   bytes: number[];
+  published: number[];
   layered: number;
 }
 
@@ -49,11 +50,18 @@ async function side(name: string, layered: boolean): Promise<Side> {
   const writer = await engine.bulkWriter("k", 1);
   for (let i = 0; i < RECORDS; i += 10_000) await writer.add(all.slice(i, Math.min(RECORDS, i + 10_000)));
   await writer.commit();
-  return { name, dir, engine, times: [], cpu: [], bytes: [], layered: 0 };
+  return { name, dir, engine, times: [], cpu: [], bytes: [], published: [], layered: 0 };
 }
 
-/** Bytes of the major's files not shared with another (a layered major's base files are links). */
-async function writtenBytes(engine: SearchEngine, major: number): Promise<{ bytes: number; layered: boolean }> {
+/**
+ * Bytes of the major's files not shared with another (a layered major's base files are links),
+ * and those a replicating node publishes for the other nodes (a layered major's without its base,
+ * D-353).
+ */
+async function writtenBytes(
+  engine: SearchEngine,
+  major: number,
+): Promise<{ bytes: number; published: number; layered: boolean }> {
   let bytes = 0;
   let layered = false;
   for (const f of await engine.segmentFiles!("k", major)) {
@@ -61,7 +69,9 @@ async function writtenBytes(engine: SearchEngine, major: number): Promise<{ byte
     if (f.name === "base-hidden.bin") layered = true;
     if (stat.nlink === 1) bytes += stat.size;
   }
-  return { bytes, layered };
+  let published = 0;
+  for (const f of await engine.segmentFiles!("k", major, { withoutBase: true })) published += fs.statSync(f.path).size;
+  return { bytes, published, layered };
 }
 
 const sides = [await side("layered (default)", true), await side("one segment each time", false)];
@@ -90,6 +100,7 @@ for (let round = 1; round <= CHECKPOINTS; round++) {
     s.cpu.push((spent.user + spent.system) / 1000);
     const written = await writtenBytes(s.engine, major);
     s.bytes.push(written.bytes);
+    s.published.push(written.published);
     if (written.layered) s.layered++;
   }
   parent = String(major);
@@ -121,14 +132,14 @@ console.log(
   `\nRun ${new Date().toISOString().slice(0, 16)}Z, ${os.cpus().length} cores ${os.cpus()[0]?.model ?? ""}, Node ${process.versions.node}: ${RECORDS.toLocaleString("en")} synthetic records, a checkpoint every ${CHANGES.toLocaleString("en")} changes, ${CHECKPOINTS} checkpoints; ${queries.length} queries ${ROUNDS} times each on the last.\n`,
 );
 console.log(
-  "| checkpoints | layered | time p50 / max | CPU, mean | written, mean | exact queries p50 / p99 | typo queries p50 / p99 |",
+  "| checkpoints | layered | time p50 / max | CPU, mean | written, mean | published, mean | exact queries p50 / p99 | typo queries p50 / p99 |",
 );
-console.log("| --- | --- | --- | --- | --- | --- | --- |");
+console.log("| --- | --- | --- | --- | --- | --- | --- | --- |");
 for (const s of sides) {
   const searched = await measure(s.engine);
   const of = (xs: number[]) => `${ms(percentile(xs, 0.5))} / ${ms(percentile(xs, 0.99))}`;
   console.log(
-    `| ${s.name} | ${s.layered} of ${CHECKPOINTS} | ${ms(percentile(s.times, 0.5))} / ${ms(Math.max(...s.times))} | ${ms(sum(s.cpu) / s.cpu.length)} | ${mb(sum(s.bytes) / s.bytes.length)} | ${of(searched.exact)} | ${of(searched.typos)} |`,
+    `| ${s.name} | ${s.layered} of ${CHECKPOINTS} | ${ms(percentile(s.times, 0.5))} / ${ms(Math.max(...s.times))} | ${ms(sum(s.cpu) / s.cpu.length)} | ${mb(sum(s.bytes) / s.bytes.length)} | ${mb(sum(s.published) / s.published.length)} | ${of(searched.exact)} | ${of(searched.typos)} |`,
   );
 }
 for (const s of sides) {

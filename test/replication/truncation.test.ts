@@ -55,7 +55,7 @@ describe.skipIf(!regionsAvailable)("a region that returns after the log was trun
     // The checkpoint below makes the bulk major droppable at once.
     SIFT_RETAIN_VERSIONS: "1",
     // And it is layered on the bulk major's segment (D-351): the region restores it from its
-    // snapshot with the base's files.
+    // snapshot, which holds the base's files (D-353).
     SIFT_LAYERED_FROM: "100",
   });
 
@@ -138,8 +138,17 @@ describe.skipIf(!regionsAvailable)("a region that returns after the log was trun
     expect(bulkFiles(await objectNames(r, "files")).length).toBeGreaterThan(0);
     // The parts of an upload whose node died before it wrote the manifest: no entry names them.
     const indexKey = (await objectNames(r, "docs")).find((n) => /^snapshots\/[^/]+\/latest$/.test(n))!.split("/")[1]!;
-    // The checkpoint the region restored was layered: its base's files were published with it.
-    expect(await objectNames(r, "files")).toContain(`segments/${indexKey}/${checkpoint}/base-hidden.bin.part-0`);
+    // The checkpoint the region restored was layered. Its own files went without its base's,
+    // which the nodes following the log link from their copy; its snapshot's went whole, base
+    // included, for a node that restores (D-353).
+    const files = await objectNames(r, "files");
+    expect(files).toContain(`segments/${indexKey}/${checkpoint}/base-hidden.bin.part-0`);
+    expect(files).not.toContain(`segments/${indexKey}/${checkpoint}/base-index.bin.part-0`);
+    expect(
+      files.filter(
+        (n) => n.startsWith(`snapshots/${indexKey}/`) && n.includes(`/majors/${checkpoint}/base-index.bin.part-`),
+      ),
+    ).not.toEqual([]);
     const orphan = `segments/${indexKey}/9999/records.bin.part-0`;
     await putObject(r, orphan, "half an upload");
     expect(await objectNames(r, "files")).toContain(orphan);

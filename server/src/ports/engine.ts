@@ -178,9 +178,19 @@ export interface VersionDiffPage {
   next?: string;
 }
 
+/**
+ * importMajor was given a major published without the earlier segment it is layered on, and this
+ * node holds no copy of that segment: the major is to be built here instead.
+ */
+export class MissingBaseError extends Error {
+  override name = "MissingBaseError";
+}
+
 /** Files held for a while (SearchEngine.holdSegmentFiles); `release` lets them go. */
 export interface HeldFiles {
   files: { name: string; path: string }[];
+  /** The major's own published set lacks some of these (segmentFiles `withoutBase`). */
+  publishedWithoutBase?: boolean;
   release(): Promise<void>;
 }
 
@@ -264,9 +274,15 @@ export interface SearchEngine {
   has?(indexKey: string, version: VersionId): Promise<boolean>;
   /**
    * Replication (docs/replication.md), engines whose majors are files: the files of a committed
-   * major, for the node that built it to publish.
+   * major, for the node that built it to publish. `withoutBase`: those of a major layered on an
+   * earlier segment without that segment's, which the nodes importing it link from their own
+   * copy (importMajor; MissingBaseError when they hold none).
    */
-  segmentFiles?(indexKey: string, major: number): Promise<{ name: string; path: string }[]>;
+  segmentFiles?(
+    indexKey: string,
+    major: number,
+    options?: { withoutBase?: boolean },
+  ): Promise<{ name: string; path: string }[]>;
   /**
    * Replication snapshots: the files of a committed major as they are now, kept until `release`
    * whatever lands meanwhile (a drop, a purge, a checkpoint replacing the major), so that they can

@@ -8,7 +8,7 @@ import { indexDeletedMidway, UnavailableError } from "../domain/errors.ts";
 import { formatVersion, majorOf, minorOf, type VersionId } from "../domain/version-id.ts";
 import type { Logger } from "../log.ts";
 import { type AppliedEntry, type ChangeLog, type LogEntry, type LogOp, StaleAppendError } from "../ports/change-log.ts";
-import type { RecordChange, SearchEngine } from "../ports/engine.ts";
+import { MissingBaseError, type RecordChange, type SearchEngine } from "../ports/engine.ts";
 import { IndexLocks } from "../services/versions/lock.ts";
 import type { Db } from "../store/open.ts";
 import { ReplicaState } from "./replica-state.ts";
@@ -870,11 +870,22 @@ export class Replica {
         }
         // Its writer holds it already; the others open the files it published (prefetched).
         if (!(await this.engineHas(entry.index, major))) {
-          await engine.importMajor!(
-            entry.index,
-            { major: entry.major, parent: entry.from, records: entry.records ?? 0 },
-            (dir) => this.log.getFiles(files, dir).then(() => undefined),
-          );
+          try {
+            await engine.importMajor!(
+              entry.index,
+              { major: entry.major, parent: entry.from, records: entry.records ?? 0 },
+              (dir) => this.log.getFiles(files, dir).then(() => undefined),
+            );
+          } catch (error) {
+            // Published without the segment it is layered on, which this node no longer holds (a
+            // purge rebuilt it): built here from its source, as an entry without files is (D-353).
+            if (!(error instanceof MissingBaseError) || !(await this.engineHas(entry.index, entry.from))) throw error;
+            this.logger.info("building a checkpoint here: its base segment is not held", {
+              index: entry.index,
+              major: entry.major,
+            });
+            await engine.checkpoint(entry.index, entry.from, entry.major);
+          }
         }
         if (entry.carry !== undefined) {
           if (!(await this.engineHas(entry.index, entry.carry.version)))

@@ -108,7 +108,9 @@ class ReplicatedEngine implements SearchEngine {
     options: { clientWaits?: boolean } = {},
   ): Promise<{ records: number }> {
     const built = await this.inner.checkpoint(indexKey, from, major);
-    await this.log.putFiles(filesName(indexKey, major), await this.inner.segmentFiles!(indexKey, major), {
+    // A layered checkpoint travels without its base: every node following the log holds it (D-353).
+    const files = await this.inner.segmentFiles!(indexKey, major, { withoutBase: true });
+    await this.log.putFiles(filesName(indexKey, major), files, {
       background: true,
       clientWaits: options.clientWaits === true,
     });

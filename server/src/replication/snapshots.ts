@@ -151,7 +151,9 @@ export class Snapshots {
         if (before && (before.publishedAt ?? 0) >= purgedAt) {
           files = before.files;
           publishedAt = before.publishedAt ?? 0;
-        } else if (!before && purgedAt === 0) {
+        } else if (!before && purgedAt === 0 && !held.publishedWithoutBase) {
+          // A layered checkpoint's own set lacks its base (D-353): a node restoring from the
+          // snapshot holds no segment to link, so the snapshot publishes it whole.
           files = `segments/${index}/${major}`;
         }
         if (files === "" || !(await this.log.hasFiles(files))) {

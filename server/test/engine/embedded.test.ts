@@ -8,7 +8,14 @@ import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { createEmbeddedEngine, type EmbeddedEngineOptions } from "../../src/engine/embedded/index.ts";
-import type { FilterExpr, RecordChange, SearchEngine, SearchRecord, SearchRequest } from "../../src/ports/engine.ts";
+import {
+  type FilterExpr,
+  MissingBaseError,
+  type RecordChange,
+  type SearchEngine,
+  type SearchRecord,
+  type SearchRequest,
+} from "../../src/ports/engine.ts";
 import { parseFilter } from "../../src/search/filter.ts";
 import { INDEX_FILE, type SegmentMeta } from "../../src/engine/embedded/segment/meta.ts";
 import { openSegmentFile, writeSegmentFile } from "../../src/engine/embedded/segment/segment-file.ts";
@@ -853,6 +860,7 @@ describe("embedded engine layered checkpoints (versions/layers.ts)", () => {
       "base-hidden.bin",
       "base-index.bin",
       "base-records.bin",
+      "base-ref.json",
       "index.bin",
       "records.bin",
     ]);
@@ -868,6 +876,68 @@ describe("embedded engine layered checkpoints (versions/layers.ts)", () => {
     content.set(changed.id, prepareRecord(changed));
     await expectSameAsReference(other, "k", "2", content, makeRequests(rand, 60));
     expect(await other.count("k", "2")).toBe(299);
+  });
+
+  it("imports a layered major without its base, linked from the engine's own copy of that segment (D-353)", async () => {
+    const rand = random(37);
+    const records = makeRecords(rand, 300);
+    const copy = (files: { name: string; path: string }[]) => async (dir: string) => {
+      fs.mkdirSync(dir, { recursive: true });
+      for (const f of files) fs.copyFileSync(f.path, path.join(dir, f.name));
+    };
+    const engine = await openEngine({ dataDir: tempDir(), layering });
+    await engine.createIndex("k");
+    await bulk(engine, "k", 1, records);
+    const changed = { ...records[5]!, title: "changed santa" };
+    await engine.applyChange("k", { version: "1.1", parent: "1", upserts: [changed], deletes: [records[6]!.id] });
+    await engine.checkpoint("k", "1.1", 2);
+    const published = await engine.segmentFiles!("k", 2, { withoutBase: true });
+    expect(published.map((f) => f.name).sort()).toEqual([
+      "base-hidden.bin",
+      "base-ref.json",
+      "index.bin",
+      "records.bin",
+    ]);
+    // A plain major is published whole either way.
+    expect(await engine.segmentFiles!("k", 1, { withoutBase: true })).toEqual(await engine.segmentFiles!("k", 1));
+
+    // Another node that holds major 1 (imported, as replication does) links it as the base.
+    const other = await openEngine({ dataDir: tempDir(), layering });
+    await other.createIndex("k");
+    await other.importMajor!("k", { major: 1, parent: null, records: 300 }, copy(await engine.segmentFiles!("k", 1)));
+    await other.importMajor!("k", { major: 2, parent: "1.1", records: 299 }, copy(published));
+    const content = new Map(records.map((r) => [r.id, prepareRecord(r)]));
+    content.delete(records[6]!.id);
+    content.set(changed.id, prepareRecord(changed));
+    await expectSameAsReference(other, "k", "2", content, makeRequests(rand, 60));
+    const linked = await other.segmentFiles!("k", 2);
+    expect(linked.map((f) => f.name)).toContain("base-index.bin");
+    expect(fs.statSync(linked.find((f) => f.name === "base-index.bin")!.path).nlink).toBeGreaterThan(1);
+
+    // The next checkpoint keeps that base, and names it so that the other node finds it again,
+    // now as the base of its own layered major 2.
+    await engine.applyChange("k", { version: "2.1", parent: "2", upserts: [], deletes: [records[7]!.id] });
+    await engine.checkpoint("k", "2.1", 3);
+    await engine.dropVersion("k", "1");
+    await other.dropVersion("k", "1");
+    const third = await engine.segmentFiles!("k", 3, { withoutBase: true });
+    await other.importMajor!("k", { major: 3, parent: "2.1", records: 298 }, copy(third));
+    content.delete(records[7]!.id);
+    await expectSameAsReference(other, "k", "3", content, makeRequests(rand, 30));
+
+    // A node without that segment refuses the major, and keeps nothing of it.
+    const bare = await openEngine({ dataDir: tempDir(), layering });
+    await bare.createIndex("k");
+    await expect(bare.importMajor!("k", { major: 3, parent: null, records: 298 }, copy(third))).rejects.toBeInstanceOf(
+      MissingBaseError,
+    );
+    expect(await bare.has!("k", "3")).toBe(false);
+    // Nor does a node whose segment of that number is another one (rebuilt by a purge elsewhere).
+    await bare.importMajor!("k", { major: 2, parent: null, records: 299 }, copy(await engine.segmentFiles!("k", 3)));
+    await bare.purge!("k", records[8]!.id);
+    await expect(bare.importMajor!("k", { major: 4, parent: null, records: 297 }, copy(third))).rejects.toBeInstanceOf(
+      MissingBaseError,
+    );
   });
 
   it("purges a record from a layered major's base and delta, and from the major its base came from", async () => {

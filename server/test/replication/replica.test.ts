@@ -990,7 +990,7 @@ describe("a layered checkpoint (D-351)", () => {
   const layering = { minBase: 1, maxShare: 0.5 };
   const nodes = useTwoNodes({ layering });
 
-  test("is published with its base's files, and served alike by the node that did not build it", async () => {
+  test("is published without its base's files, and served alike by the node that did not build it", async () => {
     const put = (node: typeof nodes.a, id: string, title = `Record ${id}`) =>
       node.records.put(admin, "shop", id, { title });
     for (let i = 0; i < 12; i++) await put(i % 2 ? nodes.a : nodes.b, `r${i}`);
@@ -1006,6 +1006,9 @@ describe("a layered checkpoint (D-351)", () => {
       node.engine.segmentFiles!(shop.id, Number(major)).then((files) =>
         files.some((f) => f.name === "base-hidden.bin"),
       );
+    // The base is the first checkpoint's segment, which node a holds: it links its own (D-353).
+    const published = nodes.memory.files.get(`segments/${shop.id}/${second}`)!.map((f) => f.name);
+    expect(published.sort()).toEqual(["base-hidden.bin", "base-ref.json", "index.bin", "records.bin"]);
     for (const node of [nodes.a, nodes.b]) {
       await node.replica.waitFor(shop.id, second, 5_000);
       expect(await layered(node, first)).toBe(false);
@@ -1024,6 +1027,55 @@ describe("a layered checkpoint (D-351)", () => {
       expect(page.hits.map((h) => h.record.id).sort()).toEqual(
         ["r0", "r1", "r2", "r3", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "new"].sort(),
       );
+    }
+  });
+});
+
+describe("a layered checkpoint whose base a node does not hold (D-353)", () => {
+  const layering = { minBase: 1, maxShare: 0.5 };
+  const built: number[] = [];
+  // Node a finds no copy of any base it is sent (as after a purge rebuilt it), and builds instead.
+  const withoutBases = (real: SearchEngine) =>
+    Object.assign(Object.create(real) as SearchEngine, {
+      importMajor: (
+        indexKey: string,
+        major: { major: number; parent: string | null; records: number },
+        fill: (dir: string) => Promise<void>,
+      ) =>
+        real.importMajor!(indexKey, major, async (dir) => {
+          await fill(dir);
+          const ref = path.join(dir, "base-ref.json");
+          if (fs.existsSync(ref)) fs.writeFileSync(ref, JSON.stringify({ indexBytes: 1, indexSha256: "none" }));
+        }),
+      checkpoint: (...args: Parameters<SearchEngine["checkpoint"]>) => {
+        built.push(args[2]);
+        return real.checkpoint(...args);
+      },
+    });
+  const nodes = useTwoNodes({ layering, wrap: withoutBases }, { layering });
+
+  test("is built by that node from its source, and served alike", async () => {
+    for (let i = 0; i < 10; i++) await nodes.b.records.put(admin, "shop", `r${i}`, { title: `Record r${i}` });
+    const shop = (await nodes.b.catalog.byName("ten_r", "shop"))!;
+    const first = await nodes.b.versions.coalesce(shop);
+    await nodes.b.records.put(admin, "shop", "r2", { title: "Changed record" });
+    await nodes.b.records.delete(admin, "shop", "r3");
+    const second = await nodes.b.versions.coalesce(shop);
+    await nodes.a.replica.waitFor(shop.id, second, 5_000);
+    // The first checkpoint (one segment, published whole) was imported; the second was built here.
+    expect(built).toEqual([Number(second)]);
+    expect((await nodes.a.engine.segmentFiles!(shop.id, Number(first))).length).toBeGreaterThan(0);
+    for (const node of [nodes.a, nodes.b]) {
+      expect(await node.engine.count(shop.id, second)).toBe(9);
+      expect(await node.records.get(admin, "shop", "r2")).toMatchObject({ title: "Changed record" });
+      await expect(node.records.get(admin, "shop", "r3")).rejects.toBeInstanceOf(NotFoundError);
+      const page = await node.engine.search(shop.id, second, {
+        query: "record",
+        scope: "all",
+        weighted: true,
+        limit: 20,
+      });
+      expect(page.hits.map((h) => h.record.id).sort()).toEqual(["r0", "r1", "r2", "r4", "r5", "r6", "r7", "r8", "r9"]);
     }
   });
 });

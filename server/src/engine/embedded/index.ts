@@ -48,7 +48,7 @@ import { compareVersions, isMajorVersion, parseVersion } from "../../domain/vers
 import type { ChangeRow, MajorRow } from "./catalog/catalog.ts";
 import { Catalog } from "./catalog/catalog.ts";
 import { overlayRecord, type Overlay } from "./versions/overlay.ts";
-import { BASE_PREFIX, Layers, type Layer } from "./versions/layers.ts";
+import { BASE_FILES, BASE_PREFIX, BASE_REF_FILE, firstSegmentIn, Layers, type Layer } from "./versions/layers.ts";
 import { Pacer } from "./util/pacer.ts";
 import { Segment } from "./segment/segment.ts";
 import { OffThreadBuilder } from "./build/off-thread-builder.ts";
@@ -446,10 +446,16 @@ class EmbeddedEngine implements SearchEngine {
     return this.indexes.get(indexKey)?.has(version) ?? false;
   }
 
-  async segmentFiles(indexKey: string, major: number): Promise<{ name: string; path: string }[]> {
+  async segmentFiles(
+    indexKey: string,
+    major: number,
+    options: { withoutBase?: boolean } = {},
+  ): Promise<{ name: string; path: string }[]> {
     const node = this.index(indexKey).majors.get(major);
     if (node === undefined) throw new Error(`index ${indexKey}: unknown major version ${major}`);
-    const names = (await fs.promises.readdir(node.dir)).sort();
+    let names = (await fs.promises.readdir(node.dir)).sort();
+    // Only a base named by its reference can be found again by the node that imports it.
+    if (options.withoutBase && names.includes(BASE_REF_FILE)) names = names.filter((n) => !BASE_FILES.includes(n));
     return names.map((name) => ({ name, path: path.join(node.dir, name) }));
   }
 
@@ -469,7 +475,7 @@ class EmbeddedEngine implements SearchEngine {
         await fs.promises.link(f.path, link);
         held.push({ name: f.name, path: link });
       }
-      return { files: held, release };
+      return { files: held, publishedWithoutBase: files.some((f) => f.name === BASE_REF_FILE), release };
     } catch (error) {
       await release();
       throw error;
@@ -490,6 +496,13 @@ class EmbeddedEngine implements SearchEngine {
     const dir = path.join(this.indexDir(indexKey), name);
     try {
       await fill(dir);
+      // A layered major published without its base: linked from this node's copy of it.
+      if (!(await Layers.hasBase(dir))) {
+        await Layers.linkBase(
+          dir,
+          [...versions.majors.values()].map((m) => firstSegmentIn(m.dir)),
+        );
+      }
       // Opened before the catalog names it: files that do not open are never recorded.
       const layers = await Layers.open(dir, this.map);
       this.commitMajor(indexKey, versions, { ...major, dir: name }, layers);

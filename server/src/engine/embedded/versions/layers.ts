@@ -7,18 +7,84 @@
 //   <major dir>/index.bin, records.bin            the delta (a segment like any other)
 //   <major dir>/base-index.bin, base-records.bin  the base's files, linked
 //   <major dir>/base-hidden.bin                   the base's hidden documents, sorted (uint32 LE)
+//   <major dir>/base-ref.json                     which segment the base is (its index's size, digest)
 //
+// With replication a layered major is published without its base's files: the other nodes hold
+// that segment already and link it from their own copy, found by base-ref.json (D-353).
 // Documents are numbered across the layers (the base's first, then the delta's): the overlays of
 // the major's minor versions hide them by that number, as they hide a plain segment's.
+import { createHash } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import { syncDirectory, syncFile } from "../../../durable.ts";
+import { MissingBaseError } from "../../../ports/engine.ts";
 import { INDEX_FILE, RECORDS_FILE } from "../segment/meta.ts";
 import { Segment } from "../segment/segment.ts";
 import type { DocSet, HiddenDocs } from "../search/segment-search.ts";
 
 export const BASE_PREFIX = "base-";
 export const HIDDEN_FILE = "base-hidden.bin";
+export const BASE_REF_FILE = "base-ref.json";
+/** The base's own files, which a node links from its copy of that segment (see linkBase). */
+export const BASE_FILES = [BASE_PREFIX + INDEX_FILE, BASE_PREFIX + RECORDS_FILE];
+
+/**
+ * Which segment a base is: its index file's size and SHA-256. The index numbers the documents, so
+ * a segment with the same index file numbers them as the base's hidden list does; a purge's
+ * erasure rewrites records in place, never the index, and a rebuild makes another segment.
+ */
+export interface BaseRef {
+  indexBytes: number;
+  indexSha256: string;
+}
+
+/**
+ * A segment's reference, by the path of its index file: computed once per file (about 0.3 s for a
+ * million records), kept while its size and modification time hold.
+ */
+const refs = new Map<string, { size: number; mtimeMs: number; ref: BaseRef }>();
+
+async function refOfIndex(file: string): Promise<BaseRef> {
+  const stat = await fs.promises.stat(file);
+  const known = refs.get(file);
+  if (known && known.size === stat.size && known.mtimeMs === stat.mtimeMs) return known.ref;
+  const hash = createHash("sha256");
+  for await (const chunk of fs.createReadStream(file, { highWaterMark: 1 << 20 })) hash.update(chunk as Buffer);
+  const ref = { indexBytes: stat.size, indexSha256: hash.digest("hex") };
+  // Bounded: one entry per major folder a node has held since it started, at most.
+  if (refs.size >= 1_000) refs.clear();
+  refs.set(file, { size: stat.size, mtimeMs: stat.mtimeMs, ref });
+  return ref;
+}
+
+async function readRef(dir: string): Promise<BaseRef | null> {
+  try {
+    return JSON.parse(await fs.promises.readFile(path.join(dir, BASE_REF_FILE), "utf8")) as BaseRef;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return null;
+    throw error;
+  }
+}
+
+/** Where a segment's files are: a folder, and the prefix of their names there. */
+export interface SegmentFiles {
+  dir: string;
+  prefix: string;
+}
+
+/** The segment a major's folder holds first: a layered major's base, or a plain major's only one. */
+export function firstSegmentIn(dir: string): SegmentFiles {
+  return { dir, prefix: fs.existsSync(path.join(dir, BASE_PREFIX + INDEX_FILE)) ? BASE_PREFIX : "" };
+}
+
+/** The reference of a segment, a plain major's or a layered one's base (its recorded one, if any). */
+async function refOf(segment: SegmentFiles): Promise<BaseRef> {
+  if (segment.prefix === BASE_PREFIX) {
+    const recorded = await readRef(segment.dir);
+    if (recorded !== null) return recorded;
+  }
+  return refOfIndex(path.join(segment.dir, segment.prefix + INDEX_FILE));
+}
 
 /** A layer's documents hidden by the major itself (a base's changed or deleted ones). */
 export class FixedDocs implements DocSet, Iterable<number> {
@@ -99,17 +165,50 @@ export class Layers {
   }
 
   /**
-   * Adds a base to the delta segment built in `dir`: links to `base`'s files and the list of its
-   * hidden documents, flushed before the caller records the major.
+   * Adds a base to the delta segment built in `dir`: links to `base`'s files, the list of its
+   * hidden documents and its reference, flushed before the caller records the major.
    */
   static async addBase(dir: string, base: Segment, hidden: Uint32Array): Promise<void> {
-    for (const name of [INDEX_FILE, RECORDS_FILE]) {
-      await fs.promises.link(path.join(base.dir, base.prefix + name), path.join(dir, BASE_PREFIX + name));
-    }
-    const file = path.join(dir, HIDDEN_FILE);
-    await fs.promises.writeFile(file, Buffer.from(hidden.buffer, hidden.byteOffset, hidden.byteLength));
-    await syncFile(file);
+    await linkSegment(base, dir);
+    await writeDurably(path.join(dir, HIDDEN_FILE), Buffer.from(hidden.buffer, hidden.byteOffset, hidden.byteLength));
+    await writeDurably(path.join(dir, BASE_REF_FILE), Buffer.from(JSON.stringify(await refOf(base))));
     await syncDirectory(dir);
+  }
+
+  /**
+   * Whether `dir` holds a layered major whose base's files are not there (published without
+   * them): true when none are missing.
+   */
+  static async hasBase(dir: string): Promise<boolean> {
+    if (!fs.existsSync(path.join(dir, HIDDEN_FILE))) return true;
+    return BASE_FILES.every((name) => fs.existsSync(path.join(dir, name)));
+  }
+
+  /**
+   * Completes a layered major published without its base: links the files of the first of
+   * `candidates` (segments this node holds) that is the base its reference names.
+   */
+  static async linkBase(dir: string, candidates: Iterable<SegmentFiles>): Promise<void> {
+    const wanted = await readRef(dir);
+    if (wanted === null) throw new MissingBaseError(`${dir} names no base segment`);
+    for (const segment of candidates) {
+      const size = fs.statSync(path.join(segment.dir, segment.prefix + INDEX_FILE), { throwIfNoEntry: false })?.size;
+      // Only a file of the same size is read through.
+      if (size !== wanted.indexBytes) continue;
+      try {
+        const ref = await refOf(segment);
+        if (ref.indexSha256 !== wanted.indexSha256) continue;
+        await linkSegment(segment, dir);
+      } catch (error) {
+        // A major dropped meanwhile (its folder removed) is not a candidate.
+        if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+        for (const name of BASE_FILES) await fs.promises.rm(path.join(dir, name), { force: true });
+        continue;
+      }
+      await syncDirectory(dir);
+      return;
+    }
+    throw new MissingBaseError(`no segment held here is the base of ${dir} (${wanted.indexSha256})`);
   }
 
   get layered(): boolean {
@@ -161,6 +260,18 @@ export class Layers {
   close(): void {
     for (const layer of this.layers) layer.segment.close();
   }
+}
+
+/** Links a segment's files into `dir` as a base's. */
+async function linkSegment(segment: SegmentFiles, dir: string): Promise<void> {
+  for (const name of [INDEX_FILE, RECORDS_FILE]) {
+    await fs.promises.link(path.join(segment.dir, segment.prefix + name), path.join(dir, BASE_PREFIX + name));
+  }
+}
+
+async function writeDurably(file: string, bytes: Buffer): Promise<void> {
+  await fs.promises.writeFile(file, bytes);
+  await syncFile(file);
 }
 
 /** A layer's own hidden documents and a version's: disjoint (a hidden document is never found again). */
