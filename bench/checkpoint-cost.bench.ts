@@ -3,8 +3,9 @@
 // run: two embedded engines take the same upload and the same record changes, and every
 // CHANGES changes each checkpoints its newest version. Per checkpoint: the time it takes, the CPU
 // the process spends meanwhile (the build thread's included) and the bytes it writes (a layered
-// major's base files are links, not written). Then the search bench's query mix on each engine's
-// last checkpoint, so that what layering costs searches shows beside what it saves.
+// major's base files are links, not written) and publishes with replication (D-353: a layered
+// major without its base). Then the search bench's query mix on each engine's last checkpoint,
+// the two taking turns, so that what layering costs searches shows beside what it saves.
 //
 //   npm run bench:checkpoint-cost                                  300,000 records, 2,000 changes, 8 checkpoints
 //   npm run bench:checkpoint-cost -- --records=1000000 --checkpoints=12
@@ -21,7 +22,7 @@ const args = new Map(process.argv.slice(2).map((a) => a.replace(/^--/, "").split
 const RECORDS = Number(args.get("records") ?? 300_000);
 const CHANGES = Number(args.get("changes") ?? 2_000);
 const CHECKPOINTS = Number(args.get("checkpoints") ?? 8);
-const ROUNDS = Number(args.get("rounds") ?? 3);
+const ROUNDS = Number(args.get("rounds") ?? 6);
 
 const all: SearchRecord[] = [];
 for (const batch of syntheticRecords(RECORDS + CHANGES * CHECKPOINTS)) all.push(...batch);
@@ -109,20 +110,24 @@ for (let round = 1; round <= CHECKPOINTS; round++) {
 
 const samples = all.slice(0, RECORDS).filter((_, i) => i % 97 === 0);
 const queries = makeQueries(samples, 8, 7);
-async function measure(engine: SearchEngine): Promise<{ exact: number[]; typos: number[] }> {
-  const exact: number[] = [];
-  const typos: number[] = [];
-  const rounds = await timeSearches(
-    engine,
-    "k",
-    parent,
-    queries.map((q) => q.request),
-    ROUNDS,
-  );
-  for (const times of rounds) {
-    for (const [i, q] of queries.entries()) (isTypoClass(q.cls) ? typos : exact).push(times[i]!);
+/**
+ * Each side's query times, the sides taking turns by round (first one, then the other): right
+ * after the checkpoints the machine is still writing the last ones out, and whichever side was
+ * measured first took those stalls alone (its p99 four to seven times the other's, the same
+ * queries' medians 1.4 times).
+ */
+async function measureBoth(): Promise<{ exact: number[]; typos: number[] }[]> {
+  const requests = queries.map((q) => q.request);
+  const found = sides.map(() => ({ exact: [] as number[], typos: [] as number[] }));
+  for (const s of sides) await timeSearches(s.engine, "k", parent, requests, 0);
+  for (let round = 0; round < ROUNDS; round++) {
+    const order = round % 2 === 0 ? [0, 1] : [1, 0];
+    for (const k of order) {
+      const [times] = await timeSearches(sides[k]!.engine, "k", parent, requests, 1);
+      for (const [i, q] of queries.entries()) (isTypoClass(q.cls) ? found[k]!.typos : found[k]!.exact).push(times![i]!);
+    }
   }
-  return { exact, typos };
+  return found;
 }
 
 const ms = (x: number) => `${msFigure(x)} ms`;
@@ -135,8 +140,9 @@ console.log(
   "| checkpoints | layered | time p50 / max | CPU, mean | written, mean | published, mean | exact queries p50 / p99 | typo queries p50 / p99 |",
 );
 console.log("| --- | --- | --- | --- | --- | --- | --- | --- |");
-for (const s of sides) {
-  const searched = await measure(s.engine);
+const measured = await measureBoth();
+for (const [k, s] of sides.entries()) {
+  const searched = measured[k]!;
   const of = (xs: number[]) => `${ms(percentile(xs, 0.5))} / ${ms(percentile(xs, 0.99))}`;
   console.log(
     `| ${s.name} | ${s.layered} of ${CHECKPOINTS} | ${ms(percentile(s.times, 0.5))} / ${ms(Math.max(...s.times))} | ${ms(sum(s.cpu) / s.cpu.length)} | ${mb(sum(s.bytes) / s.bytes.length)} | ${mb(sum(s.published) / s.published.length)} | ${of(searched.exact)} | ${of(searched.typos)} |`,

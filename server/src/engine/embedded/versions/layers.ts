@@ -49,7 +49,21 @@ async function refOfIndex(file: string): Promise<BaseRef> {
   const known = refs.get(file);
   if (known && known.size === stat.size && known.mtimeMs === stat.mtimeMs) return known.ref;
   const hash = createHash("sha256");
-  for await (const chunk of fs.createReadStream(file, { highWaterMark: 1 << 20 })) hash.update(chunk as Buffer);
+  // Read into one buffer: a new buffer per chunk (a read stream's) is hundreds of MB of external
+  // memory for a large index, which made V8 collect a heap holding a million records again and
+  // again (a first layered checkpoint at 1M records: 2.4 s instead of 0.9).
+  const buffer = Buffer.allocUnsafe(4 << 20);
+  const handle = await fs.promises.open(file, "r");
+  try {
+    for (let at = 0; at < stat.size; ) {
+      const { bytesRead } = await handle.read(buffer, 0, buffer.length, at);
+      if (bytesRead === 0) break;
+      hash.update(buffer.subarray(0, bytesRead));
+      at += bytesRead;
+    }
+  } finally {
+    await handle.close();
+  }
   const ref = { indexBytes: stat.size, indexSha256: hash.digest("hex") };
   // Bounded: one entry per major folder a node has held since it started, at most.
   if (refs.size >= 1_000) refs.clear();
