@@ -497,7 +497,7 @@ class EmbeddedEngine implements SearchEngine {
     try {
       await fill(dir);
       // A layered major published without its base: linked from this node's copy of it.
-      if (!(await Layers.hasBase(dir))) {
+      if (!Layers.hasBase(dir)) {
         await Layers.linkBase(
           dir,
           [...versions.majors.values()].map((m) => firstSegmentIn(m.dir)),

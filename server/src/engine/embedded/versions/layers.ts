@@ -11,6 +11,7 @@
 //
 // With replication a layered major is published without its base's files: the other nodes hold
 // that segment already and link it from their own copy, found by base-ref.json (D-353).
+//
 // Documents are numbered across the layers (the base's first, then the delta's): the overlays of
 // the major's minor versions hide them by that number, as they hide a plain segment's.
 import { createHash } from "node:crypto";
@@ -189,11 +190,8 @@ export class Layers {
     await syncDirectory(dir);
   }
 
-  /**
-   * Whether `dir` holds a layered major whose base's files are not there (published without
-   * them): true when none are missing.
-   */
-  static async hasBase(dir: string): Promise<boolean> {
+  /** False when `dir` holds a layered major without its base's files (published so: linkBase). */
+  static hasBase(dir: string): boolean {
     if (!fs.existsSync(path.join(dir, HIDDEN_FILE))) return true;
     return BASE_FILES.every((name) => fs.existsSync(path.join(dir, name)));
   }
