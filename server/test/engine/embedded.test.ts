@@ -709,6 +709,11 @@ describe("embedded engine layered checkpoints (versions/layers.ts)", () => {
   const layering = { minBase: 1, maxShare: 0.5 };
   const layeredFiles = async (engine: SearchEngine, major: number) =>
     (await engine.segmentFiles!("k", major)).some((f) => f.name === "base-hidden.bin");
+  /** An importMajor fill that copies another engine's files, as replication's download does. */
+  const copy = (files: { name: string; path: string }[]) => async (dir: string) => {
+    fs.mkdirSync(dir, { recursive: true });
+    for (const f of files) fs.copyFileSync(f.path, path.join(dir, f.name));
+  };
 
   /** Ids in code point order by how `version` differs from `base`, as the reference sees it. */
   function expectedDiff(base: Map<string, PreparedRecord>, version: Map<string, PreparedRecord>) {
@@ -867,10 +872,7 @@ describe("embedded engine layered checkpoints (versions/layers.ts)", () => {
 
     const other = await openEngine({ dataDir: tempDir(), layering });
     await other.createIndex("k");
-    await other.importMajor!("k", { major: 2, parent: null, records: 299 }, async (dir) => {
-      fs.mkdirSync(dir, { recursive: true });
-      for (const f of files) fs.copyFileSync(f.path, path.join(dir, f.name));
-    });
+    await other.importMajor!("k", { major: 2, parent: null, records: 299 }, copy(files));
     const content = new Map(records.map((r) => [r.id, prepareRecord(r)]));
     content.delete(records[4]!.id);
     content.set(changed.id, prepareRecord(changed));
@@ -881,10 +883,6 @@ describe("embedded engine layered checkpoints (versions/layers.ts)", () => {
   it("imports a layered major without its base, linked from the engine's own copy of that segment (D-353)", async () => {
     const rand = random(37);
     const records = makeRecords(rand, 300);
-    const copy = (files: { name: string; path: string }[]) => async (dir: string) => {
-      fs.mkdirSync(dir, { recursive: true });
-      for (const f of files) fs.copyFileSync(f.path, path.join(dir, f.name));
-    };
     const engine = await openEngine({ dataDir: tempDir(), layering });
     await engine.createIndex("k");
     await bulk(engine, "k", 1, records);

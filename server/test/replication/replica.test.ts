@@ -986,6 +986,10 @@ describe("a checkpoint built while both nodes write", () => {
   });
 });
 
+/** A node's engine's search for "record" in `version`, up to 20 hits (what the layered checkpoint tests compare). */
+const searchRecords = (node: { engine: SearchEngine }, index: string, version: string) =>
+  node.engine.search(index, version, { query: "record", scope: "all", weighted: true, limit: 20 });
+
 describe("a layered checkpoint (D-351)", () => {
   const layering = { minBase: 1, maxShare: 0.5 };
   const nodes = useTwoNodes({ layering });
@@ -1017,12 +1021,7 @@ describe("a layered checkpoint (D-351)", () => {
       expect(await node.records.get(admin, "shop", "r3")).toMatchObject({ title: "Changed record" });
       expect(await node.records.get(admin, "shop", "new")).toMatchObject({ title: "New record" });
       await expect(node.records.get(admin, "shop", "r4")).rejects.toBeInstanceOf(NotFoundError);
-      const page = await node.engine.search(shop.id, second, {
-        query: "record",
-        scope: "all",
-        weighted: true,
-        limit: 20,
-      });
+      const page = await searchRecords(node, shop.id, second);
       expect(page.totalHits).toBe(12);
       expect(page.hits.map((h) => h.record.id).sort()).toEqual(
         ["r0", "r1", "r2", "r3", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "new"].sort(),
@@ -1069,12 +1068,7 @@ describe("a layered checkpoint whose base a node does not hold (D-353)", () => {
       expect(await node.engine.count(shop.id, second)).toBe(9);
       expect(await node.records.get(admin, "shop", "r2")).toMatchObject({ title: "Changed record" });
       await expect(node.records.get(admin, "shop", "r3")).rejects.toBeInstanceOf(NotFoundError);
-      const page = await node.engine.search(shop.id, second, {
-        query: "record",
-        scope: "all",
-        weighted: true,
-        limit: 20,
-      });
+      const page = await searchRecords(node, shop.id, second);
       expect(page.hits.map((h) => h.record.id).sort()).toEqual(["r0", "r1", "r2", "r4", "r5", "r6", "r7", "r8", "r9"]);
     }
   });

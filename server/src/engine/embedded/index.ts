@@ -48,7 +48,7 @@ import { compareVersions, isMajorVersion, parseVersion } from "../../domain/vers
 import type { ChangeRow, MajorRow } from "./catalog/catalog.ts";
 import { Catalog } from "./catalog/catalog.ts";
 import { overlayRecord, type Overlay } from "./versions/overlay.ts";
-import { BASE_FILES, BASE_PREFIX, BASE_REF_FILE, firstSegmentIn, Layers, type Layer } from "./versions/layers.ts";
+import { BASE_PREFIX, firstSegmentIn, Layers, publishedNames, type Layer } from "./versions/layers.ts";
 import { Pacer } from "./util/pacer.ts";
 import { Segment } from "./segment/segment.ts";
 import { OffThreadBuilder } from "./build/off-thread-builder.ts";
@@ -453,9 +453,8 @@ class EmbeddedEngine implements SearchEngine {
   ): Promise<{ name: string; path: string }[]> {
     const node = this.index(indexKey).majors.get(major);
     if (node === undefined) throw new Error(`index ${indexKey}: unknown major version ${major}`);
-    let names = (await fs.promises.readdir(node.dir)).sort();
-    // Only a base named by its reference can be found again by the node that imports it.
-    if (options.withoutBase && names.includes(BASE_REF_FILE)) names = names.filter((n) => !BASE_FILES.includes(n));
+    const all = (await fs.promises.readdir(node.dir)).sort();
+    const names = options.withoutBase ? publishedNames(all) : all;
     return names.map((name) => ({ name, path: path.join(node.dir, name) }));
   }
 
@@ -475,7 +474,8 @@ class EmbeddedEngine implements SearchEngine {
         await fs.promises.link(f.path, link);
         held.push({ name: f.name, path: link });
       }
-      return { files: held, publishedWithoutBase: files.some((f) => f.name === BASE_REF_FILE), release };
+      const names = files.map((f) => f.name);
+      return { files: held, publishedWithoutBase: publishedNames(names).length < names.length, release };
     } catch (error) {
       await release();
       throw error;

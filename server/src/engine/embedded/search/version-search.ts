@@ -19,7 +19,7 @@ import type { Overlay } from "../versions/overlay.ts";
 import { MAX_QUERY_TOKENS, typosOf } from "./lexical.ts";
 import type { Level } from "./match-set.ts";
 import { compareRanked, compareSortValues, sortValueOf, type RankedHit, type SortValue } from "./ranked.ts";
-import { searchSegment, type SearchTuning, type SegmentHit } from "./segment-search.ts";
+import { searchSegment, type SearchTuning, type SegmentHit, type SegmentSearch } from "./segment-search.ts";
 import { TopK } from "./top-k.ts";
 import { NO_VALUE, type ValueColumn } from "../columns/value-columns.ts";
 
@@ -43,10 +43,10 @@ export function searchVersion(
   // documents the version hides in it.
   const hidden = major.hidden(overlay.shadowed);
   // Matches with typos count only where the version has no exact match (docs/ranking.md, Typos).
-  const hasExact = (search: ReturnType<typeof searchSegment>) =>
+  const hasExact = (search: SegmentSearch) =>
     search.hits.some((h) => typosOf(h.bucket) === 0) ||
     (sort !== undefined && search.matches.count("exact", 1).count > 0);
-  const searches: (ReturnType<typeof searchSegment> & { segment: Segment })[] = [];
+  const searches: (SegmentSearch & { segment: Segment })[] = [];
   let segmentExact = false;
   for (const [i, layer] of major.layers.entries()) {
     // Once a segment (the base first) matches exactly, the next is searched without typos: a
@@ -129,6 +129,7 @@ export function searchVersion(
     }
     facetResults = facets.map((f, i) => tallies[i]!.result(f.path, f.maxValues));
   } else {
+    const cap = tuning.exactTotalUpTo + 1;
     for (const [i, { matches }] of searches.entries()) {
       const docs = docsOf[i];
       if (docs !== null && docs !== undefined) {
@@ -136,7 +137,6 @@ export function searchVersion(
         continue;
       }
       // Past the cap the total is a lower bound: the segments left are not counted.
-      const cap = tuning.exactTotalUpTo + 1;
       if (totalHits >= cap) {
         totalHitsExact = false;
         continue;

@@ -30,6 +30,14 @@ export const BASE_REF_FILE = "base-ref.json";
 export const BASE_FILES = [BASE_PREFIX + INDEX_FILE, BASE_PREFIX + RECORDS_FILE];
 
 /**
+ * The names of a major's files that replication publishes: a layered major's without its base's
+ * when its reference names that base, for the importing node to link (D-353).
+ */
+export function publishedNames(names: string[]): string[] {
+  return names.includes(BASE_REF_FILE) ? names.filter((n) => !BASE_FILES.includes(n)) : names;
+}
+
+/**
  * Which segment a base is: its index file's size and SHA-256. The index numbers the documents, so
  * a segment with the same index file numbers them as the base's hidden list does; a purge's
  * erasure rewrites records in place, never the index, and a rebuild makes another segment.
