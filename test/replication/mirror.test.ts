@@ -3,8 +3,9 @@
 // same entries in the same order. Its own writes still go to the stream and come back through the
 // mirror; truncation purges the mirror as it purges the stream; and a restart replays from it.
 // A mirror that is gone (or stops following) is read around: the region reads the stream itself
-// until its mirror, made again, has caught up; so is an entry the mirror lost (D-341).
-import { jetstreamManager } from "@nats-io/jetstream";
+// until its mirror, made again, has caught up; so is an entry the mirror lost (D-341), and a
+// mirror that stalled and came back under other sequence numbers (D-355).
+import { DiscardPolicy, jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RATE_LIMITS_OFF } from "../support/limits.ts";
@@ -140,4 +141,102 @@ describe.skipIf(!regionsAvailable)("a region that reads the log from its own mir
     expect(after.status, after.text).toBe(200);
     expect(await readBack(r, 1, "lost-after", after.body.indexVersion, 30_000)).toBe("After the gap");
   }, 120_000);
+
+  it("reads around a mirror that stalls, and makes again one that comes back renumbered", async () => {
+    logRegionsOnFailure(() => r);
+    const london = r.nodes[1]!;
+    let before = london.output().length;
+    const since = () => london.output().slice(before);
+    const nc = await connect({ servers: r.nats.urls.split(",") });
+    try {
+      const jsm = await jetstreamManager(nc, { checkAPI: false });
+      // The mirror's store refuses what it is sent, as when a limit or its disk is reached: it
+      // stops following the stream while it still exists. Lifted, NATS 2.9's mirror goes on from
+      // the stream's end without the entries it refused, under its own next numbers.
+      const stall = async () => {
+        const info = await jsm.streams.info("SIFT_london");
+        await jsm.streams.update("SIFT_london", {
+          ...info.config,
+          max_msgs: info.state.messages,
+          discard: DiscardPolicy.New,
+        });
+        return info.state.last_seq;
+      };
+      const lift = async () => {
+        const info = await jsm.streams.info("SIFT_london");
+        await jsm.streams.update("SIFT_london", { ...info.config, max_msgs: -1, discard: DiscardPolicy.Old });
+      };
+      const write = async (id: string, from: number) => {
+        const put = await r.http(from).put(`/v1/indexes/${r.index}/records/${id}`, { title: `Title ${id}` });
+        expect(put.status, put.text).toBe(200);
+        return put.body.indexVersion as string;
+      };
+      const servedInLondon = async (ids: string[], version: string) => {
+        for (const id of ids) expect(await readBack(r, 1, id, version, 30_000)).toBe(`Title ${id}`);
+      };
+      const mirroredAgain = async () => {
+        await expect
+          .poll(() => since().includes("the region's mirror follows the stream again; reading it"), { timeout: 60_000 })
+          .toBe(true);
+        // It holds the stream's entries at the stream's positions.
+        const end = (await jsm.streams.info("SIFT")).state.last_seq;
+        await expect.poll(async () => (await jsm.streams.info("SIFT_london")).state.last_seq).toBe(end);
+        const [mine, home] = await Promise.all([
+          jsm.streams.getMessage("SIFT_london", { seq: end }),
+          jsm.streams.getMessage("SIFT", { seq: end }),
+        ]);
+        expect(mine!.string()).toBe(home!.string());
+        // Writes through London still fit the log (its positions are the stream's).
+        const version = await write(`through-london-${end}`, 1);
+        expect(await readBack(r, 0, `through-london-${end}`, version, 30_000)).toBe(`Title through-london-${end}`);
+      };
+
+      // While London follows it: read around, then made again.
+      const stalledAt = await stall();
+      const first = ["stalled-0", "stalled-1", "stalled-2", "stalled-3"];
+      let version = "";
+      for (const [i, id] of first.entries()) version = await write(id, i % 2);
+      await servedInLondon(first, version);
+      expect(since()).toContain("the region's mirror does not follow the stream; reading the stream");
+      expect((await jsm.streams.info("SIFT_london")).state.last_seq).toBe(stalledAt);
+      await lift();
+      const resumed = ["resumed-0", "resumed-1", "resumed-2", "resumed-3"];
+      for (const [i, id] of resumed.entries()) version = await write(id, i % 2);
+      await servedInLondon([...first, ...resumed], version);
+      await expect
+        .poll(
+          () =>
+            since().includes(
+              "the region's mirror holds other entries than the stream at its positions; making it again",
+            ),
+          {
+            timeout: 30_000,
+          },
+        )
+        .toBe(true);
+      await mirroredAgain();
+
+      // While London is down: restarted, it must not take the renumbered mirror's entries for the
+      // ones at its position (it would skip those the mirror refused).
+      await london.kill("SIGKILL");
+      before = london.output().length;
+      const refusedAfter = await stall();
+      const away = ["away-0", "away-1", "away-2", "away-3", "away-4", "away-5"];
+      for (const id of away.slice(0, 3)) version = await write(id, 0);
+      await lift();
+      for (const id of away.slice(3)) version = await write(id, 0);
+      // The mirror went on, renumbered, before London starts.
+      await expect
+        .poll(async () => (await jsm.streams.info("SIFT_london")).state.last_seq, { timeout: 10_000 })
+        .toBe(refusedAfter + 3);
+      await london.start();
+      await servedInLondon(away, version);
+      expect(since()).toContain(
+        "the region's mirror holds other entries than the stream at its positions; making it again",
+      );
+      await mirroredAgain();
+    } finally {
+      await nc.close();
+    }
+  }, 240_000);
 });

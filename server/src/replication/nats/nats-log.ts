@@ -134,6 +134,8 @@ const FETCHER_GONE_MS = 5_000;
 const STALL_MS = 3_000;
 /** While the stream is read instead of the region's mirror, the mirror is looked at this often. */
 const MIRROR_RETRY_MS = 5_000;
+/** While the region's mirror is read, its entries are compared with the stream's this often (D-355). */
+const MIRROR_CHECK_MS = 10_000;
 /** A prefetch waits this long for a part to appear, and its files are kept this long unclaimed. */
 const PREFETCH_WAIT_MS = 5 * 60_000;
 const PREFETCH_KEEP_MS = 15 * 60_000;
@@ -442,6 +444,8 @@ class NatsLog implements ChangeLog {
   private brief: JetStreamManager | undefined;
   /** The home did not answer about a gap: not asked again before this (streamHoldsFrom). */
   private gapsUnaskedUntil = 0;
+  /** The region's mirror being made again (remakeMirror), once at a time. */
+  private remaking: Promise<void> | undefined;
   /** When the documents' bucket last failed to answer a read (getDoc). */
   private docsUnansweredAt = Number.NEGATIVE_INFINITY;
   /** Tells this node's own announcements from others'. */
@@ -702,6 +706,7 @@ class NatsLog implements ChangeLog {
     let sourceSince = Date.now();
     /** The next entry the mirror lacked at the last stall check, while the stream held it. */
     let lackedAt = 0;
+    let comparedAt = Date.now();
     const readFrom = (stream: string, why: string) => {
       this.options.log.warn(why, { from: next, stream });
       source = stream;
@@ -709,11 +714,32 @@ class NatsLog implements ChangeLog {
       progressAt = Date.now();
       return close?.();
     };
+    // A mirror under other sequence numbers than the stream's: applied by them, entries would be
+    // skipped or taken for others (D-355). The stream is read from `next` on (entries applied
+    // twice are skipped by their versions) and the mirror made again.
+    const renumbered = (seq: number) => {
+      // Not awaited: a consumer closes once its loop has left it; the remake logs its own failure.
+      void readFrom(
+        this.options.stream,
+        "the region's mirror holds other entries than the stream at its positions; reading the stream",
+      );
+      void this.remakeMirror(seq);
+    };
     // A consumer that went quiet while the log holds entries it has not delivered is started
     // again from the next one: after a NATS server was killed one stayed silent for minutes
     // (test/replication/ingest-kill.test.ts), holding up every write waiting for its own entry.
     const watchdog = setInterval(() => {
       if (stopped || delivering) return;
+      if (source !== this.options.stream && next > 1 && Date.now() - comparedAt >= MIRROR_CHECK_MS) {
+        comparedAt = Date.now();
+        const at = next - 1;
+        // biome-ignore lint/plugin: a mirror or stream that does not answer is compared at the next check.
+        void this.mirrorMatches(at)
+          .then((same) => {
+            if (same === false && !stopped && source !== this.options.stream) return renumbered(at);
+          })
+          .catch(() => undefined);
+      }
       if (source !== this.followed && Date.now() - sourceSince >= MIRROR_RETRY_MS) {
         // biome-ignore lint/plugin: a mirror still behind or out of reach is asked again later.
         void this.mirrorHas(next - 1)
@@ -766,6 +792,7 @@ class NatsLog implements ChangeLog {
           };
           if (stopped) await messages.close();
           progressAt = Date.now();
+          let first = true;
           for await (const m of messages) {
             // The mirror keeps the stream's sequence numbers, and is truncated as the stream is:
             // a gap the stream does not have is an entry the mirror lost (D-341).
@@ -777,10 +804,28 @@ class NatsLog implements ChangeLog {
               );
               break;
             }
+            // A consumer of the mirror starts where the stream's numbers say: its first entry must
+            // be the stream's there (a node restarted after the mirror was renumbered, D-355).
+            if (first && source !== this.options.stream && (await this.mirrorMatches(m.seq, m.data)) === false) {
+              renumbered(m.seq);
+              break;
+            }
+            first = false;
             delivering = true;
             try {
               const raw = JSON.parse(m.string()) as LogEntry | EntryRef;
               const entry = "ref" in raw ? await this.readRef(raw.ref) : raw;
+              // No entry builds on one at or after its own position: the mirror's numbers are
+              // behind, if the stream holds another entry there.
+              if (
+                source !== this.options.stream &&
+                entry.after !== undefined &&
+                entry.after >= m.seq &&
+                (await this.mirrorMatches(m.seq, m.data)) === false
+              ) {
+                renumbered(m.seq);
+                break;
+              }
               await deliver({ seq: m.seq, entry });
               next = m.seq + 1;
             } finally {
@@ -855,17 +900,90 @@ class NatsLog implements ChangeLog {
     return message !== null && message.seq < to;
   }
 
-  /** Whether the region's mirror holds every entry through `seq`; a mirror that is gone is made again. */
+  /**
+   * Whether the region's mirror holds every entry through `seq` at the stream's positions; a
+   * mirror that is gone, or holds other entries there (D-355), is made again.
+   */
   private async mirrorHas(seq: number): Promise<boolean> {
     const mirror = this.options.mirror!;
     try {
-      return (await this.jsm.streams.info(mirror)).state.last_seq >= seq;
+      const last = (await this.jsm.streams.info(mirror)).state.last_seq;
+      // Compared where both hold an entry: a renumbered mirror stays behind the stream for good.
+      const at = Math.min(last, seq);
+      if (at > 0 && (await this.mirrorMatches(at)) === false) {
+        await this.remakeMirror(at);
+        return false;
+      }
+      return last >= seq;
     } catch (error) {
       if (!isStreamNotFound(error)) throw error;
       this.options.log.warn("making the region's mirror again", { mirror });
       await tryEnsureStream(this.jsm, this.options, this.nc.info?.cluster);
       return false;
     }
+  }
+
+  /**
+   * Whether the region's mirror holds the stream's entry at `seq` (`held`: the mirror's, already
+   * read). Undefined when either lacks it (truncated, or not there yet) or the stream is out of
+   * reach: the mirror is what the region has then.
+   *
+   * NATS 2.9's mirror goes on under other numbers after its store refused entries (a limit, a
+   * full disk): lifted, it takes the stream's next entry at its own next position, without the
+   * ones it refused (seen on 2.9.10, test/replication/mirror.test.ts).
+   */
+  private async mirrorMatches(seq: number, held?: Uint8Array): Promise<boolean | undefined> {
+    if (this.away !== undefined || Date.now() < this.gapsUnaskedUntil) return undefined;
+    this.brief ??= await jetstreamManager(this.nc, { timeout: 2_000, checkAPI: false });
+    const brief = this.brief;
+    const read = (stream: string) =>
+      brief.streams.getMessage(stream, { seq }).then(
+        (m) => m?.data,
+        (error: Error) => {
+          if (noMessage(error)) return undefined;
+          throw error;
+        },
+      );
+    try {
+      const [mine, home] = await Promise.all([held ?? read(this.options.mirror!), read(this.options.stream)]);
+      if (mine === undefined || home === undefined) return undefined;
+      return Buffer.compare(mine, home) === 0;
+    } catch (error) {
+      this.gapsUnaskedUntil = Date.now() + 30_000;
+      this.options.log.warn("could not compare the region's mirror with the log's home; reading on", {
+        seq,
+        error: (error as Error).message,
+      });
+      return undefined;
+    }
+  }
+
+  /** Makes the region's mirror again once it is seen to hold other entries than the stream. */
+  private async remakeMirror(seq: number): Promise<void> {
+    if (this.remaking !== undefined) return this.remaking;
+    const mirror = this.options.mirror!;
+    this.remaking = (async () => {
+      // Asked again just before: another node of the region may have made it again already.
+      if ((await this.mirrorMatches(seq)) !== false) return;
+      this.options.log.warn(
+        "the region's mirror holds other entries than the stream at its positions; making it again",
+        {
+          mirror,
+          seq,
+        },
+      );
+      await this.jsm.streams.delete(mirror).catch((error: Error) => {
+        if (!isStreamNotFound(error)) throw error;
+      });
+      await tryEnsureStream(this.jsm, this.options, this.nc.info?.cluster);
+    })()
+      .catch((error: Error) =>
+        this.options.log.warn("could not make the region's mirror again", { mirror, error: error.message }),
+      )
+      .finally(() => {
+        this.remaking = undefined;
+      });
+    return this.remaking;
   }
 
   private async readRef(ref: string): Promise<LogEntry> {
