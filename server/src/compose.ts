@@ -45,6 +45,7 @@ import { OpeningLog } from "./replication/opening-log.ts";
 import { Replica } from "./replication/replica.ts";
 import { replicatedEngine } from "./replication/replicated-engine.ts";
 import { IndexLocks } from "./services/versions/lock.ts";
+import { STORE_WRITE_WAIT_MS } from "./services/versions/write-deadline.ts";
 import { McpConnections } from "./mcp-auth/connections.ts";
 import { DrizzleOAuthEntries } from "./mcp-auth/entries.ts";
 import { McpProviders } from "./mcp-auth/provider.ts";
@@ -212,6 +213,7 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
     log,
     locks,
     ...(replica ? { replica } : {}),
+    ...(store.kind === "postgres" && !replica ? { writeWaitMs: STORE_WRITE_WAIT_MS } : {}),
     policy: {
       coalesceAfter: config.coalesceAfter,
       retainVersions: config.retainVersions,

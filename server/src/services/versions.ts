@@ -27,6 +27,7 @@ import { purgeRecord } from "./versions/purge.ts";
 import { reconcile } from "./versions/reconcile.ts";
 import { applyRetention, applyRetentionEverywhere, retainAfterNewMajor } from "./versions/retention.ts";
 import { activeVersionOf, liveVersion, takeMajor, versionRow } from "./versions/rows.ts";
+import { boundedWrite, type WriteDeadline } from "./versions/write-deadline.ts";
 import { WriteGate } from "./versions/write-gate.ts";
 
 export type { VersionPolicy } from "./versions/context.ts";
@@ -40,6 +41,7 @@ const MIN_VERSION_WAIT_MS = 2_000;
 export class VersionService {
   private readonly ctx: VersionContext;
   private readonly gate: WriteGate | undefined;
+  private readonly writeWaitMs: number | undefined;
   /**
    * Indexes whose versions changed since the periodic retention pass last visited them; undefined
    * until the first pass has visited every index. An idle pass then reads nothing: with 10,000
@@ -58,7 +60,14 @@ export class VersionService {
     /** Shared with the replica, which applies other nodes' entries under the same locks. */
     locks?: IndexLocks;
     replica?: ReplicaView;
+    /**
+     * How long a record write's client waits for the store: set on one process over PostgreSQL,
+     * which may hang (D-356). With replication a write needs the store only for its lookups
+     * (D-295), which are bounded already (D-350); PGlite is in process.
+     */
+    writeWaitMs?: number;
   }) {
+    this.writeWaitMs = deps.writeWaitMs;
     this.ctx = {
       ...deps,
       now: deps.now ?? Date.now,
@@ -175,8 +184,16 @@ export class VersionService {
   /** A record change on top of the active version, made active (versions/changes.ts). */
   applyRecordChange(ref: IndexRef, change: { upserts?: SearchRecord[]; deletes?: string[] }): Promise<VersionId> {
     this.retentionDue?.add(ref.id);
-    const write = () => applyRecordChange(this.ctx, ref, change);
-    return this.gate ? this.gate.run(ref.tenantId, write) : write();
+    const write = (deadline?: WriteDeadline) => {
+      const run = () => {
+        // Its turn came after its client was answered (D-356).
+        deadline?.check();
+        return applyRecordChange(this.ctx, ref, change, deadline);
+      };
+      return this.gate ? this.gate.run(ref.tenantId, run) : run();
+    };
+    const ms = this.writeWaitMs;
+    return ms === undefined ? write() : boundedWrite(ms, write);
   }
 
   /** Erases a record from every retained version, audited as a `purge` version (versions/purge.ts). */

@@ -18,13 +18,14 @@ describe.each(storeTargets())("group commit in one process, on $name", (target) 
   });
 
   /** An engine whose first batch waits for `release`, recording the size of every batch. */
-  async function open() {
+  async function open(options: { writeWaitMs?: number } = {}) {
     const batches: number[] = [];
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
     let entered!: () => void;
     const inside = new Promise<void>((r) => (entered = r));
     services = await openServices(target, {
+      ...options,
       tenantId: "ten_g",
       engine: (real: SearchEngine) =>
         Object.assign(Object.create(real) as SearchEngine, {
@@ -55,6 +56,37 @@ describe.each(storeTargets())("group commit in one process, on $name", (target) 
     const listed = await services.versions.list(ref);
     expect(listed.map((v) => v.version)).toEqual(expect.arrayContaining(["0.1", "0.2", "0.3", "0.4", "0.5", "0.6"]));
     for (let i = 0; i <= 5; i++) expect((await services.records.get(admin, "shop", `r${i}`)).title).toBe(`Record ${i}`);
+  });
+
+  test("a write held past its bound answers 503; the ones queued behind it are never made (D-356)", async () => {
+    const { services, release, inside } = await open({ writeWaitMs: 300 });
+    const { records } = services;
+    const first = records.put(admin, "shop", "r0", { title: "Record 0" });
+    await inside;
+    const queued = [1, 2, 3].map((i) => records.put(admin, "shop", `r${i}`, { title: `Record ${i}` }));
+    const answers = await Promise.allSettled([first, ...queued]);
+    expect(answers[0]).toMatchObject({
+      status: "rejected",
+      reason: {
+        name: "UnavailableError",
+        retryAfterSeconds: 5,
+        message: expect.stringContaining("this write is applied if the store records it when it answers"),
+      },
+    });
+    for (const answer of answers.slice(1)) {
+      expect(answer).toMatchObject({
+        status: "rejected",
+        reason: { name: "UnavailableError", message: expect.stringContaining("this write was not applied") },
+      });
+    }
+    // The first, already in the engine, is finished; the others never are, and take no version.
+    release();
+    await expect.poll(async () => (await services.catalog.byName("ten_g", "shop"))!.activeVersion).toBe("0.1");
+    expect((await records.get(admin, "shop", "r0")).title).toBe("Record 0");
+    for (const i of [1, 2, 3]) await expect(records.get(admin, "shop", `r${i}`)).rejects.toThrow(/does not exist/);
+    expect(await records.put(admin, "shop", "r4", { title: "Record 4" })).toBe("0.2");
+    const ref = (await services.catalog.byName("ten_g", "shop"))!;
+    expect((await services.versions.list(ref)).map((v) => v.version).sort()).toEqual(["0", "0.1", "0.2"]);
   });
 
   test("a group the store refuses is withdrawn whole: every writer in it gets the error, the next write goes on", async () => {

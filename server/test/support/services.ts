@@ -36,6 +36,8 @@ export async function openServices(
     engine?: (engine: SearchEngine) => SearchEngine;
     /** Receives every log line the services write, from debug up (none by default). */
     logTo?: (line: string) => void;
+    /** A record write's client waits this long for the store (D-356; unbounded by default). */
+    writeWaitMs?: number;
   },
 ): Promise<TestServices> {
   const store = await target.open();
@@ -53,6 +55,7 @@ export async function openServices(
     log,
     now,
     policy: { coalesceAfter: 1_000, retainVersions: 10, ...options.policy },
+    ...(options.writeWaitMs === undefined ? {} : { writeWaitMs: options.writeWaitMs }),
   });
   const records = new RecordService({ catalog, versions, engine });
   await store.db.insert(tenants).values({ id: options.tenantId, name: options.tenantId, createdAt: 0 });

@@ -12,6 +12,7 @@ import { groupWrite } from "./group-commit.ts";
 import { storeSettled, type VersionContext } from "./context.ts";
 import { retainAfterNewMajor } from "./retention.ts";
 import { rethrowUnlessDeleted } from "./rows.ts";
+import type { WriteDeadline } from "./write-deadline.ts";
 
 /**
  * The change of a chain that starts its automatic checkpoint: SIFT_COALESCE_AFTER, less up to
@@ -38,12 +39,13 @@ export async function applyRecordChange(
   ctx: VersionContext,
   ref: IndexRef,
   change: { upserts?: SearchRecord[]; deletes?: string[] },
+  deadline?: WriteDeadline,
 ): Promise<VersionId> {
   // The writes queued on the index are committed together (group-commit.ts), where the engine
   // can take a batch.
   const written = ctx.engine.applyChanges
-    ? groupWrite(ctx, ref, change)
-    : ctx.locks.run(ref.id, () => writeChange(ctx, ref, change), { clientWaits: true });
+    ? groupWrite(ctx, ref, change, deadline)
+    : ctx.locks.run(ref.id, () => writeChange(ctx, ref, change, deadline), { clientWaits: true });
   const version = await written
     // An index deleted while the write waited or ran is a 404, not a failure of the server.
     .catch((error: unknown) => rethrowUnlessDeleted(ctx.db, ref.id, error));
@@ -68,10 +70,17 @@ export async function applyRecordChange(
  * audit version of an erasure, versions/purge.ts) is recorded with its kind and audit fields and
  * leaves a tombstone for the purged id, like a delete.
  */
-export async function writeChange(ctx: VersionContext, ref: IndexRef, change: RecordWrite): Promise<VersionId> {
+export async function writeChange(
+  ctx: VersionContext,
+  ref: IndexRef,
+  change: RecordWrite,
+  deadline?: WriteDeadline,
+): Promise<VersionId> {
+  deadline?.check();
   const upserts = change.upserts ?? [];
   const { version, parent, deletes } = await (await Admission.open(ctx, ref)).admit(change);
-
+  // Not made once its client was answered (the store held the admission, D-356).
+  deadline?.commit();
   await ctx.engine.applyChange(ref.id, {
     version,
     parent,

@@ -12,12 +12,15 @@ import { Admission } from "./admission.ts";
 import { type ChangeRow, recordChanges } from "./change-rows.ts";
 import type { VersionContext } from "./context.ts";
 import { undoOnFailure } from "./undo.ts";
+import type { WriteDeadline } from "./write-deadline.ts";
 
 /** Writes one entry carries at most (a bigger entry goes through the object store). */
 const MAX_BATCH = 64;
 
 interface Pending {
   change: { upserts?: SearchRecord[]; deletes?: string[] };
+  /** Its client's bound on a store that hangs (D-356). */
+  deadline: WriteDeadline | undefined;
   resolve: (version: VersionId) => void;
   reject: (error: unknown) => void;
 }
@@ -28,7 +31,12 @@ const queues = new WeakMap<VersionContext, Map<string, Pending[]>>();
  * Queues a record write on the index; resolves with its version once the log has it and this
  * node applied it (with replication), or once the store has it too (one process).
  */
-export function groupWrite(ctx: VersionContext, ref: IndexRef, change: Pending["change"]): Promise<VersionId> {
+export function groupWrite(
+  ctx: VersionContext,
+  ref: IndexRef,
+  change: Pending["change"],
+  deadline?: WriteDeadline,
+): Promise<VersionId> {
   let byIndex = queues.get(ctx);
   if (byIndex === undefined) {
     byIndex = new Map();
@@ -40,7 +48,7 @@ export function groupWrite(ctx: VersionContext, ref: IndexRef, change: Pending["
     queue = [];
     byIndex.set(ref.id, queue);
   }
-  const written = new Promise<VersionId>((resolve, reject) => queue.push({ change, resolve, reject }));
+  const written = new Promise<VersionId>((resolve, reject) => queue.push({ change, deadline, resolve, reject }));
   // One drain per index in the lock's queue; it takes whatever has queued by the time it runs.
   if (first) void drain(ctx, ref, byIndex);
   return written;
@@ -66,6 +74,12 @@ async function drain(ctx: VersionContext, ref: IndexRef, byIndex: Map<string, Pe
 
 /** Computes the batch's changes on top of the active version and commits them as one entry. */
 async function commitBatch(ctx: VersionContext, ref: IndexRef, batch: Pending[]): Promise<void> {
+  // Writes whose clients were answered already (a store that hangs, D-356) are not made.
+  for (const item of batch.filter((p) => p.deadline?.expired())) {
+    item.reject(item.deadline!.answer());
+    batch.splice(batch.indexOf(item), 1);
+  }
+  if (batch.length === 0) return;
   const admission = await Admission.open(ctx, ref);
   const taken: { item: Pending; change: RecordChange; rewritten: string[]; deleted: string[] }[] = [];
   for (const item of batch) {
@@ -84,6 +98,13 @@ async function commitBatch(ctx: VersionContext, ref: IndexRef, batch: Pending[])
     }
   }
   if (taken.length === 0) return;
+  // The store held the admission past a write's bound: the others are admitted again without it,
+  // each version building on the one before.
+  if (taken.some((t) => t.item.deadline?.expired())) {
+    batch.splice(0, batch.length, ...taken.map((t) => t.item));
+    return commitBatch(ctx, ref, batch);
+  }
+  for (const t of taken) t.item.deadline?.commit();
   try {
     await ctx.engine.applyChanges!(
       ref.id,
