@@ -94,6 +94,8 @@ export interface Config {
         stream: string;
         /** A mirror of the stream, in this node's region, that the node reads the log from. */
         mirror?: string;
+        /** The mirror stopped behind the stream this long is nudged (D-357). */
+        mirrorStalledMs: number;
         replicas: number;
         snapshotEvery: number;
         nodeGoneAfterMs: number;
@@ -347,6 +349,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
           servers: natsServers,
           stream: env.SIFT_NATS_STREAM || DEFAULT_NATS_STREAM,
           ...(natsMirror ? { mirror: natsMirror } : {}),
+          // The mirror stopped behind the stream this long is nudged, then made again (D-357).
+          mirrorStalledMs: int("SIFT_NATS_MIRROR_STALLED_MS", 60_000, 1_000, 24 * 3_600_000),
           replicas: natsReplicas,
           // An index's log is snapshotted and truncated after this many entries (docs/replication.md).
           snapshotEvery: int("SIFT_REPLICATION_SNAPSHOT_EVERY", 10_000, 2, 100_000_000),

@@ -4,7 +4,8 @@
 // mirror; truncation purges the mirror as it purges the stream; and a restart replays from it.
 // A mirror that is gone (or stops following) is read around: the region reads the stream itself
 // until its mirror, made again, has caught up; so is an entry the mirror lost (D-341), and a
-// mirror that stalled and came back under other sequence numbers (D-355).
+// mirror that stalled and came back under other sequence numbers (D-355), or that stays stopped
+// (D-357).
 import { DiscardPolicy, jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -19,7 +20,8 @@ describe.skipIf(!regionsAvailable)("a region that reads the log from its own mir
       ["frankfurt", "london"],
       // Positions reported every 2 s: truncation goes as far as every node has applied.
       { ...RATE_LIMITS_OFF, SIFT_REPLICATION_SNAPSHOT_EVERY: "10", SIFT_REPLICATION_NODE_GONE_MS: "6000" },
-      { london: { SIFT_NATS_MIRROR: "SIFT_london" } },
+      // A mirror stopped behind the stream is nudged after 5 s, not 60 (D-357).
+      { london: { SIFT_NATS_MIRROR: "SIFT_london", SIFT_NATS_MIRROR_STALLED_MS: "5000" } },
     );
   }, 120_000);
   afterAll(() => r?.stop());
@@ -142,18 +144,32 @@ describe.skipIf(!regionsAvailable)("a region that reads the log from its own mir
     expect(await readBack(r, 1, "lost-after", after.body.indexVersion, 30_000)).toBe("After the gap");
   }, 120_000);
 
-  it("reads around a mirror that stalls, and makes again one that comes back renumbered", async () => {
-    logRegionsOnFailure(() => r);
+  /** Tools to hold London's mirror and to check what London does about it, from `since()`. */
+  async function mirrorTools() {
     const london = r.nodes[1]!;
     let before = london.output().length;
     const since = () => london.output().slice(before);
     const nc = await connect({ servers: r.nats.urls.split(",") });
-    try {
-      const jsm = await jetstreamManager(nc, { checkAPI: false });
+    const jsm = await jetstreamManager(nc, { checkAPI: false });
+    const write = async (id: string, from: number) => {
+      const put = await r.http(from).put(`/v1/indexes/${r.index}/records/${id}`, { title: `Title ${id}` });
+      expect(put.status, put.text).toBe(200);
+      return put.body.indexVersion as string;
+    };
+    return {
+      london,
+      jsm,
+      since,
+      /** What London logs from now on is what `since` reads. */
+      logFromNow: () => {
+        before = london.output().length;
+      },
+      close: () => nc.close(),
+      write,
       // The mirror's store refuses what it is sent, as when a limit or its disk is reached: it
       // stops following the stream while it still exists. Lifted, NATS 2.9's mirror goes on from
       // the stream's end without the entries it refused, under its own next numbers.
-      const stall = async () => {
+      stall: async () => {
         const info = await jsm.streams.info("SIFT_london");
         await jsm.streams.update("SIFT_london", {
           ...info.config,
@@ -161,24 +177,25 @@ describe.skipIf(!regionsAvailable)("a region that reads the log from its own mir
           discard: DiscardPolicy.New,
         });
         return info.state.last_seq;
-      };
-      const lift = async () => {
+      },
+      lift: async () => {
         const info = await jsm.streams.info("SIFT_london");
         await jsm.streams.update("SIFT_london", { ...info.config, max_msgs: -1, discard: DiscardPolicy.Old });
-      };
-      const write = async (id: string, from: number) => {
-        const put = await r.http(from).put(`/v1/indexes/${r.index}/records/${id}`, { title: `Title ${id}` });
-        expect(put.status, put.text).toBe(200);
-        return put.body.indexVersion as string;
-      };
-      const servedInLondon = async (ids: string[], version: string) => {
+      },
+      servedInLondon: async (ids: string[], version: string) => {
         for (const id of ids) expect(await readBack(r, 1, id, version, 30_000)).toBe(`Title ${id}`);
-      };
-      const mirroredAgain = async () => {
+      },
+      readsAround: () =>
+        expect
+          .poll(() => since().includes("the region's mirror does not follow the stream; reading the stream"), {
+            timeout: 30_000,
+          })
+          .toBe(true),
+      /** London reads its mirror again, which holds the stream's entries at their positions. */
+      mirroredAgain: async () => {
         await expect
           .poll(() => since().includes("the region's mirror follows the stream again; reading it"), { timeout: 60_000 })
           .toBe(true);
-        // It holds the stream's entries at the stream's positions.
         const end = (await jsm.streams.info("SIFT")).state.last_seq;
         await expect.poll(async () => (await jsm.streams.info("SIFT_london")).state.last_seq).toBe(end);
         const [mine, home] = await Promise.all([
@@ -189,54 +206,106 @@ describe.skipIf(!regionsAvailable)("a region that reads the log from its own mir
         // Writes through London still fit the log (its positions are the stream's).
         const version = await write(`through-london-${end}`, 1);
         expect(await readBack(r, 0, `through-london-${end}`, version, 30_000)).toBe(`Title through-london-${end}`);
-      };
+      },
+    };
+  }
 
-      // While London follows it: read around, then made again.
-      const stalledAt = await stall();
+  it("reads around a mirror that stalls, and makes again one that comes back renumbered", async () => {
+    logRegionsOnFailure(() => r);
+    const m = await mirrorTools();
+    try {
+      // While London follows it: read around, then made again. Lifted as soon as London reads
+      // around it, before London would nudge a mirror that stays stopped (the next test).
+      const stalledAt = await m.stall();
       const first = ["stalled-0", "stalled-1", "stalled-2", "stalled-3"];
       let version = "";
-      for (const [i, id] of first.entries()) version = await write(id, i % 2);
-      await servedInLondon(first, version);
-      expect(since()).toContain("the region's mirror does not follow the stream; reading the stream");
-      expect((await jsm.streams.info("SIFT_london")).state.last_seq).toBe(stalledAt);
-      await lift();
+      for (const [i, id] of first.entries()) version = await m.write(id, i % 2);
+      await m.readsAround();
+      expect((await m.jsm.streams.info("SIFT_london")).state.last_seq).toBe(stalledAt);
+      await m.lift();
       const resumed = ["resumed-0", "resumed-1", "resumed-2", "resumed-3"];
-      for (const [i, id] of resumed.entries()) version = await write(id, i % 2);
-      await servedInLondon([...first, ...resumed], version);
+      for (const [i, id] of resumed.entries()) version = await m.write(id, i % 2);
+      await m.servedInLondon([...first, ...resumed], version);
       await expect
         .poll(
           () =>
-            since().includes(
-              "the region's mirror holds other entries than the stream at its positions; making it again",
-            ),
-          {
-            timeout: 30_000,
-          },
+            m
+              .since()
+              .includes("the region's mirror holds other entries than the stream at its positions; making it again"),
+          { timeout: 30_000 },
         )
         .toBe(true);
-      await mirroredAgain();
+      await m.mirroredAgain();
 
       // While London is down: restarted, it must not take the renumbered mirror's entries for the
       // ones at its position (it would skip those the mirror refused).
-      await london.kill("SIGKILL");
-      before = london.output().length;
-      const refusedAfter = await stall();
+      await m.london.kill("SIGKILL");
+      m.logFromNow();
+      const refusedAfter = await m.stall();
       const away = ["away-0", "away-1", "away-2", "away-3", "away-4", "away-5"];
-      for (const id of away.slice(0, 3)) version = await write(id, 0);
-      await lift();
-      for (const id of away.slice(3)) version = await write(id, 0);
+      for (const id of away.slice(0, 3)) version = await m.write(id, 0);
+      await m.lift();
+      for (const id of away.slice(3)) version = await m.write(id, 0);
       // The mirror went on, renumbered, before London starts.
       await expect
-        .poll(async () => (await jsm.streams.info("SIFT_london")).state.last_seq, { timeout: 10_000 })
+        .poll(async () => (await m.jsm.streams.info("SIFT_london")).state.last_seq, { timeout: 10_000 })
         .toBe(refusedAfter + 3);
-      await london.start();
-      await servedInLondon(away, version);
-      expect(since()).toContain(
+      await m.london.start();
+      await m.servedInLondon(away, version);
+      expect(m.since()).toContain(
         "the region's mirror holds other entries than the stream at its positions; making it again",
       );
-      await mirroredAgain();
+      await m.mirroredAgain();
     } finally {
-      await nc.close();
+      await m.close();
     }
   }, 240_000);
+
+  it("nudges a mirror that stays stopped behind the stream, then makes it again (D-357)", async () => {
+    logRegionsOnFailure(() => r);
+    const m = await mirrorTools();
+    try {
+      // An index of its own with fewer entries than a snapshot's 10: no truncation frees room in
+      // the held mirror, which would let it go on renumbered (D-355's case) instead of stopping.
+      const { serviceName } = (await r.http(0).get(`/v1/indexes/${r.index}`)).body as { serviceName: string };
+      expect((await r.http(0).post("/v1/indexes", { name: "stopped", serviceName })).status).toBe(201);
+      await expect.poll(async () => (await r.http(1).get("/v1/indexes/stopped")).status, { timeout: 30_000 }).toBe(200);
+      const stalledAt = await m.stall();
+      const written: [string, string][] = [];
+      for (let i = 0; i < 4; i++) {
+        const put = await r.http(i % 2).put(`/v1/indexes/stopped/records/s-${i}`, { title: `Stopped ${i}` });
+        expect(put.status, put.text).toBe(200);
+        written.push([`s-${i}`, put.body.indexVersion as string]);
+      }
+      // Served in London from the stream.
+      for (const [id, version] of written) {
+        await expect
+          .poll(async () => (await r.http(1).get(`/v1/indexes/stopped/records/${id}?minVersion=${version}`)).status, {
+            timeout: 30_000,
+          })
+          .toBe(200);
+      }
+      await m.readsAround();
+      // SIFT_NATS_MIRROR_STALLED_MS is 5 s for London here (60 s by default): its leader first,
+      // which does not lift the limit, then the mirror made again as Sift makes it.
+      await expect
+        .poll(
+          () => m.since().includes("the region's mirror has stopped behind the stream; asking its leader to step down"),
+          { timeout: 30_000 },
+        )
+        .toBe(true);
+      expect((await m.jsm.streams.info("SIFT_london")).state.last_seq).toBe(stalledAt);
+      await expect
+        .poll(() => m.since().includes("the region's mirror has stopped behind the stream; making it again"), {
+          timeout: 40_000,
+        })
+        .toBe(true);
+      expect(m.since()).not.toContain("holds other entries than the stream");
+      await m.mirroredAgain();
+      expect((await m.jsm.streams.info("SIFT_london")).config.max_msgs).toBe(-1);
+      for (const [id] of written) expect((await r.http(1).get(`/v1/indexes/stopped/records/${id}`)).status).toBe(200);
+    } finally {
+      await m.close();
+    }
+  }, 180_000);
 });

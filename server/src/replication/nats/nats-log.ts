@@ -68,6 +68,12 @@ export interface NatsLogOptions {
   mirror?: string;
   /** Replicas of the stream and the object store (3 in a cluster: a quorum of 2 acknowledges). */
   replicas: number;
+  /**
+   * The region's mirror not moving for this long while it lacks entries the stream holds is
+   * nudged: its leader asked to step down, then (twice as long later) the mirror made again, each
+   * next time twice as long later (D-357). 60 s by default.
+   */
+  mirrorStalledMs?: number;
   log: Logger;
   /** Names the connection in the server's monitoring. */
   name: string;
@@ -136,6 +142,8 @@ const STALL_MS = 3_000;
 const MIRROR_RETRY_MS = 5_000;
 /** While the region's mirror is read, its entries are compared with the stream's this often (D-355). */
 const MIRROR_CHECK_MS = 10_000;
+/** The default of `mirrorStalledMs` (D-357). */
+const MIRROR_STALLED_MS = 60_000;
 /** A prefetch waits this long for a part to appear, and its files are kept this long unclaimed. */
 const PREFETCH_WAIT_MS = 5 * 60_000;
 const PREFETCH_KEEP_MS = 15 * 60_000;
@@ -707,8 +715,19 @@ class NatsLog implements ChangeLog {
     /** The next entry the mirror lacked at the last stall check, while the stream held it. */
     let lackedAt = 0;
     let comparedAt = Date.now();
+    /**
+     * The mirror's end while the stream is read around it (undefined: not looked at yet, or made
+     * again), since when it has not moved, and how often it was nudged (D-357).
+     */
+    let mirrorEnd: { last: number | undefined; since: number; nudges: number } = {
+      last: undefined,
+      since: Date.now(),
+      nudges: 0,
+    };
     const readFrom = (stream: string, why: string) => {
       this.options.log.warn(why, { from: next, stream });
+      if (stream === this.options.stream && source !== stream)
+        mirrorEnd = { last: undefined, since: Date.now(), nudges: mirrorEnd.nudges };
       source = stream;
       sourceSince = Date.now();
       progressAt = Date.now();
@@ -723,7 +742,10 @@ class NatsLog implements ChangeLog {
         this.options.stream,
         "the region's mirror holds other entries than the stream at its positions; reading the stream",
       );
-      void this.remakeMirror(seq);
+      void this.remakeMirror("the region's mirror holds other entries than the stream at its positions", {
+        unless: async () => (await this.mirrorMatches(seq)) !== false,
+        seq,
+      });
     };
     // A consumer that went quiet while the log holds entries it has not delivered is started
     // again from the next one: after a NATS server was killed one stayed silent for minutes
@@ -743,10 +765,21 @@ class NatsLog implements ChangeLog {
       if (source !== this.followed && Date.now() - sourceSince >= MIRROR_RETRY_MS) {
         // biome-ignore lint/plugin: a mirror still behind or out of reach is asked again later.
         void this.mirrorHas(next - 1)
-          .then((caughtUp) => {
+          .then(({ caughtUp, last }) => {
             sourceSince = Date.now();
-            if (caughtUp && !stopped && source !== this.followed)
+            if (caughtUp && !stopped && source !== this.followed) {
+              mirrorEnd = { last: undefined, since: Date.now(), nudges: 0 };
               return readFrom(this.followed, "the region's mirror follows the stream again; reading it");
+            }
+            // Behind, and not moving: stalled (NATS's mirrors have stopped for hours, D-357).
+            if (last === undefined || last !== mirrorEnd.last) {
+              mirrorEnd = { last, since: Date.now(), nudges: last === undefined ? mirrorEnd.nudges : 0 };
+              return;
+            }
+            const stalledMs = this.options.mirrorStalledMs ?? MIRROR_STALLED_MS;
+            if (Date.now() - mirrorEnd.since < stalledMs * 2 ** mirrorEnd.nudges || stopped) return;
+            mirrorEnd = { ...mirrorEnd, since: Date.now(), nudges: mirrorEnd.nudges + 1 };
+            return this.nudgeMirror(mirrorEnd.nudges, last, next - 1);
           })
           .catch(() => undefined);
         return;
@@ -901,26 +934,57 @@ class NatsLog implements ChangeLog {
   }
 
   /**
-   * Whether the region's mirror holds every entry through `seq` at the stream's positions; a
-   * mirror that is gone, or holds other entries there (D-355), is made again.
+   * Whether the region's mirror holds every entry through `seq` at the stream's positions, and
+   * its end; a mirror that is gone, or holds other entries there (D-355), is made again.
    */
-  private async mirrorHas(seq: number): Promise<boolean> {
+  private async mirrorHas(seq: number): Promise<{ caughtUp: boolean; last: number | undefined }> {
     const mirror = this.options.mirror!;
     try {
       const last = (await this.jsm.streams.info(mirror)).state.last_seq;
       // Compared where both hold an entry: a renumbered mirror stays behind the stream for good.
       const at = Math.min(last, seq);
       if (at > 0 && (await this.mirrorMatches(at)) === false) {
-        await this.remakeMirror(at);
-        return false;
+        await this.remakeMirror("the region's mirror holds other entries than the stream at its positions", {
+          unless: async () => (await this.mirrorMatches(at)) !== false,
+          seq: at,
+        });
+        return { caughtUp: false, last: undefined };
       }
-      return last >= seq;
+      return { caughtUp: last >= seq, last };
     } catch (error) {
       if (!isStreamNotFound(error)) throw error;
       this.options.log.warn("making the region's mirror again", { mirror });
       await tryEnsureStream(this.jsm, this.options, this.nc.info?.cluster);
-      return false;
+      return { caughtUp: false, last: undefined };
     }
+  }
+
+  /**
+   * A mirror that stopped while behind the stream (D-357): the first time its leader is asked to
+   * step down (a new leader starts its copying afresh), after that it is made again.
+   */
+  private async nudgeMirror(nudge: number, last: number, seq: number): Promise<void> {
+    const mirror = this.options.mirror!;
+    if (nudge === 1 && this.options.replicas > 1) {
+      this.options.log.warn("the region's mirror has stopped behind the stream; asking its leader to step down", {
+        mirror,
+        last,
+        seq,
+      });
+      const reply = await this.nc.request(`$JS.API.STREAM.LEADER.STEPDOWN.${mirror}`, "", { timeout: 5_000 });
+      const answer = reply.json<{ success?: boolean; error?: { description?: string } }>();
+      if (!answer.success)
+        this.options.log.warn("the region's mirror's leader did not step down", {
+          mirror,
+          error: answer.error?.description,
+        });
+      return;
+    }
+    await this.remakeMirror("the region's mirror has stopped behind the stream", {
+      // Another node of the region may have made it again meanwhile: it moves then.
+      unless: async () => (await this.jsm.streams.info(mirror)).state.last_seq !== last,
+      seq,
+    });
   }
 
   /**
@@ -958,20 +1022,16 @@ class NatsLog implements ChangeLog {
     }
   }
 
-  /** Makes the region's mirror again once it is seen to hold other entries than the stream. */
-  private async remakeMirror(seq: number): Promise<void> {
+  /**
+   * Makes the region's mirror again, `why`, unless `unless` finds (just before) that another node
+   * of the region did so already.
+   */
+  private async remakeMirror(why: string, options: { unless: () => Promise<boolean>; seq: number }): Promise<void> {
     if (this.remaking !== undefined) return this.remaking;
     const mirror = this.options.mirror!;
     this.remaking = (async () => {
-      // Asked again just before: another node of the region may have made it again already.
-      if ((await this.mirrorMatches(seq)) !== false) return;
-      this.options.log.warn(
-        "the region's mirror holds other entries than the stream at its positions; making it again",
-        {
-          mirror,
-          seq,
-        },
-      );
+      if (await options.unless()) return;
+      this.options.log.warn(`${why}; making it again`, { mirror, seq: options.seq });
       await this.jsm.streams.delete(mirror).catch((error: Error) => {
         if (!isStreamNotFound(error)) throw error;
       });
