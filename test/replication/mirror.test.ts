@@ -20,8 +20,8 @@ describe.skipIf(!regionsAvailable)("a region that reads the log from its own mir
       ["frankfurt", "london"],
       // Positions reported every 2 s: truncation goes as far as every node has applied.
       { ...RATE_LIMITS_OFF, SIFT_REPLICATION_SNAPSHOT_EVERY: "10", SIFT_REPLICATION_NODE_GONE_MS: "6000" },
-      // A mirror stopped behind the stream is nudged after 5 s, not 60 (D-357).
-      { london: { SIFT_NATS_MIRROR: "SIFT_london", SIFT_NATS_MIRROR_STALLED_MS: "5000" } },
+      // A mirror stopped behind the stream is nudged after 2 s, not 60 (D-357).
+      { london: { SIFT_NATS_MIRROR: "SIFT_london", SIFT_NATS_MIRROR_STALLED_MS: "2000" } },
     );
   }, 120_000);
   afterAll(() => r?.stop());
@@ -286,7 +286,7 @@ describe.skipIf(!regionsAvailable)("a region that reads the log from its own mir
           .toBe(200);
       }
       await m.readsAround();
-      // SIFT_NATS_MIRROR_STALLED_MS is 5 s for London here (60 s by default): its leader first,
+      // SIFT_NATS_MIRROR_STALLED_MS is 2 s for London here (60 s by default): its leader first,
       // which does not lift the limit, then the mirror made again as Sift makes it.
       await expect
         .poll(

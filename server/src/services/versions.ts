@@ -199,8 +199,12 @@ export class VersionService {
   /** Erases a record from every retained version, audited as a `purge` version (versions/purge.ts). */
   purge(ref: IndexRef, recordId: string, by: string): Promise<VersionId> {
     this.retentionDue?.add(ref.id);
-    const purge = () => purgeRecord(this.ctx, ref, recordId, by);
-    return this.gate ? this.gate.run(ref.tenantId, purge) : purge();
+    const purge = (deadline?: WriteDeadline) => {
+      const run = () => purgeRecord(this.ctx, ref, recordId, by, deadline);
+      return this.gate ? this.gate.run(ref.tenantId, run) : run();
+    };
+    const ms = this.writeWaitMs;
+    return ms === undefined ? purge() : boundedWrite(ms, purge);
   }
 
   /** Checkpoints the active version into the next major (versions/coalesce.ts), asked over HTTP. */

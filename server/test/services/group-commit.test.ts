@@ -89,6 +89,27 @@ describe.each(storeTargets())("group commit in one process, on $name", (target) 
     expect((await services.versions.list(ref)).map((v) => v.version).sort()).toEqual(["0", "0.1", "0.2"]);
   });
 
+  test("a purge queued past its bound answers 503 and erases nothing (D-356)", async () => {
+    const { services, release, inside } = await open({ writeWaitMs: 300 });
+    const { records } = services;
+    // The engine holds the first write (and the index's lock) until released.
+    const first = Promise.allSettled([records.put(admin, "shop", "r0", { title: "Record 0" })]);
+    await inside;
+    await expect(records.purge(admin, "shop", "r0")).rejects.toMatchObject({
+      name: "UnavailableError",
+      message: expect.stringContaining("this write was not applied"),
+    });
+    release();
+    expect((await first)[0]).toMatchObject({
+      status: "rejected",
+      reason: { message: expect.stringContaining("applied if the store records it") },
+    });
+    await expect.poll(async () => (await services.catalog.byName("ten_g", "shop"))!.activeVersion).toBe("0.1");
+    expect((await records.get(admin, "shop", "r0")).title).toBe("Record 0");
+    expect(await records.purge(admin, "shop", "r0")).toBe("0.2");
+    await expect(records.get(admin, "shop", "r0")).rejects.toThrow(/does not exist/);
+  });
+
   test("a group the store refuses is withdrawn whole: every writer in it gets the error, the next write goes on", async () => {
     const { services, release, inside } = await open();
     const { store, records } = services;

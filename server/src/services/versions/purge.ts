@@ -8,10 +8,19 @@ import { writeChange } from "./changes.ts";
 import type { VersionContext } from "./context.ts";
 import { erase } from "./erase.ts";
 import { rethrowUnlessDeleted } from "./rows.ts";
+import type { WriteDeadline } from "./write-deadline.ts";
 
 /** Purges a record from every retained version; returns the audit version, now active. */
-export function purgeRecord(ctx: VersionContext, ref: IndexRef, recordId: string, by: string): Promise<VersionId> {
+export function purgeRecord(
+  ctx: VersionContext,
+  ref: IndexRef,
+  recordId: string,
+  by: string,
+  deadline?: WriteDeadline,
+): Promise<VersionId> {
   const purge = async () => {
+    // The engine's erasure cannot be taken back: not started once its client was answered (D-356).
+    deadline?.commit();
     if (!(await erase(ctx, ref.id, recordId))) {
       throw new NotFoundError(`record "${recordId}" does not exist in any retained version of index "${ref.name}"`);
     }
