@@ -12,7 +12,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type JetStreamManager, jetstreamManager } from "@nats-io/jetstream";
+import { DiscardPolicy, type JetStreamManager, jetstreamManager } from "@nats-io/jetstream";
 import { Objm } from "@nats-io/obj";
 import { connect } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -279,6 +279,81 @@ describe.skipIf(!natsAvailable)("the NATS change log", () => {
         expect(Object.keys(patched)).toEqual([
           first.replace("$O.", "sift.patches.LEADERS_TEST_london.").replace(".C.", "."),
         ]);
+      } finally {
+        await london.close();
+      }
+    } finally {
+      await client.close();
+      await cluster.stop();
+    }
+  }, 120_000);
+
+  it("a copy that stopped behind its origin is stepped down, then made again (D-358)", async () => {
+    const cluster = await startNatsCluster(3);
+    const options = { servers: cluster.urls.split(","), stream: "STOPPED_TEST", replicas: 3 };
+    const copy = "STOPPED_TEST_london_docs";
+    const client = await connect({ servers: cluster.urls.split(",") });
+    const lines: string[] = [];
+    try {
+      const quick = await jetstreamManager(client, { checkAPI: false, timeout: 1_000 });
+      await expect
+        .poll(
+          () =>
+            quick.getAccountInfo().then(
+              () => true,
+              () => false,
+            ),
+          { timeout: 30_000 },
+        )
+        .toBe(true);
+      const jsm = await jetstreamManager(client, { checkAPI: false });
+      const chunksIn = async () =>
+        Object.keys(
+          (await jsm.streams.info(copy, { subjects_filter: "$O.STOPPED_TEST_docs.C.>" })).state.subjects ?? {},
+        );
+      const london = await openNatsLog({
+        ...options,
+        log: createLogger("info", {}, (line) => lines.push(line)),
+        name: "london",
+        mirror: "STOPPED_TEST_london",
+      });
+      try {
+        await london.putDoc("snapshots/shop/latest", { seq: 10 });
+        // The document and the bucket's anchor.
+        await expect.poll(chunksIn, { timeout: 10_000 }).toHaveLength(2);
+        // The copy refuses what it is sent from now on (a limit; a full disk alike), before the
+        // first sweep 5 s after the opening: that sweep and the next (15 s later) find it behind
+        // and not moving.
+        const info = await jsm.streams.info(copy);
+        await jsm.streams.update(copy, { ...info.config, max_msgs: info.state.messages, discard: DiscardPolicy.New });
+        await london.putDoc("snapshots/desk/latest", { seq: 20 });
+        await expect
+          .poll(
+            () =>
+              lines.some((line) =>
+                line.includes(
+                  "the region's copy of an object store has stopped behind its origin; asking its leader to step down",
+                ),
+              ),
+            { timeout: 40_000 },
+          )
+          .toBe(true);
+        expect(await chunksIn()).toHaveLength(2);
+        // The leader's change brings a sweep within 20 s (D-342): still stopped, it is made again,
+        // without the limit, and takes both documents.
+        await expect
+          .poll(
+            () =>
+              lines.some((line) =>
+                line.includes("the region's copy of an object store has stopped behind its origin; making it again"),
+              ),
+            { timeout: 40_000 },
+          )
+          .toBe(true);
+        await expect.poll(chunksIn, { timeout: 10_000 }).toHaveLength(3);
+        expect((await jsm.streams.info(copy)).config.max_msgs).toBe(-1);
+        const names = lines.map((line) => JSON.parse(line).msg as string);
+        expect(names.filter((msg) => msg.includes("stopped behind its origin"))).toHaveLength(2);
       } finally {
         await london.close();
       }

@@ -30,6 +30,7 @@ import {
   bucketStream,
   type Copy,
   copyConfigs,
+  copyProgress,
   describeObject,
   descriptionsConfig,
   descriptionsStream,
@@ -452,6 +453,8 @@ class NatsLog implements ChangeLog {
   private brief: JetStreamManager | undefined;
   /** The home did not answer about a gap: not asked again before this (streamHoldsFrom). */
   private gapsUnaskedUntil = 0;
+  /** Per stream of the region's copies: how far it had taken its origin at the last sweep (D-358). */
+  private readonly copyLooks = new Map<string, { taken: number; behind: boolean; nudges: number }>();
   /** The region's mirror being made again (remakeMirror), once at a time. */
   private remaking: Promise<void> | undefined;
   /** When the documents' bucket last failed to answer a read (getDoc). */
@@ -1358,6 +1361,11 @@ class NatsLog implements ChangeLog {
     try {
       // One that could not be made again last time, or was deleted.
       await ensureObjectCopies(this.jsm, this.options, cluster);
+      await this.nudgeStoppedCopies().catch((error: Error) =>
+        this.options.log.warn("could not look whether the region's copies of the object stores stopped", {
+          error: error.message,
+        }),
+      );
       const skipped: Skip[] = [];
       for (const copy of Object.values(this.copies ?? {})) {
         const swept = await sweepCopy(this.jsm, copy);
@@ -1389,6 +1397,47 @@ class NatsLog implements ChangeLog {
         error: (error as Error).message,
       });
       return { remade: false, failed: true };
+    }
+  }
+
+  /**
+   * A stream of the region's copies that took nothing from one sweep to the next while its origin
+   * held a message past what it took has stopped (D-358), as the log's mirror can (D-357): the
+   * first time its leader is asked to step down, the next time it is made again (its origin's
+   * objects cross the gateway again).
+   */
+  private async nudgeStoppedCopies(): Promise<void> {
+    const progress = await copyProgress(this.jsm, this.copies!);
+    for (const { stream, taken, originLast } of progress) {
+      const before = this.copyLooks.get(stream);
+      const behind = originLast > taken;
+      const stopped = before?.behind === true && behind && before.taken === taken;
+      const nudges = stopped ? (before?.nudges ?? 0) + 1 : 0;
+      this.copyLooks.set(stream, { taken, behind, nudges });
+      if (!stopped) continue;
+      if (nudges === 1 && this.options.replicas > 1) {
+        this.options.log.warn(
+          "the region's copy of an object store has stopped behind its origin; asking its leader to step down",
+          { copy: stream, taken, originLast },
+        );
+        const reply = await this.nc.request(`$JS.API.STREAM.LEADER.STEPDOWN.${stream}`, "", { timeout: 5_000 });
+        const answer = reply.json<{ success?: boolean; error?: { description?: string } }>();
+        if (!answer.success)
+          this.options.log.warn("the copy's leader did not step down", {
+            copy: stream,
+            error: answer.error?.description,
+          });
+        continue;
+      }
+      this.options.log.warn("the region's copy of an object store has stopped behind its origin; making it again", {
+        copy: stream,
+        taken,
+        originLast,
+      });
+      this.copyLooks.delete(stream);
+      await this.jsm.streams.delete(stream);
+      // Made again as at start-up: its sources take everything again; until then reads go to the bucket.
+      await ensureObjectCopies(this.jsm, this.options, this.nc.info?.cluster);
     }
   }
 

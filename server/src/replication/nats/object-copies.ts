@@ -283,6 +283,32 @@ async function takenUpTo(jsm: JetStreamManager, stream: string): Promise<number>
 }
 
 /**
+ * How far each stream of a region's copies has taken its origin, and the origin's newest message
+ * it should take (D-358): a stream whose `taken` stays below `originLast` from one sweep to the
+ * next has stopped.
+ */
+export async function copyProgress(
+  jsm: JetStreamManager,
+  copies: { files: Copy; docs: Copy },
+): Promise<{ stream: string; taken: number; originLast: number }[]> {
+  const { descriptions, origin } = copies.files;
+  const streams = [
+    ...[copies.files, copies.docs].map((copy) => ({
+      stream: copy.chunks,
+      origin: bucketStream(copy.bucket),
+      subject: `${chunkPrefix(copy.bucket)}>`,
+    })),
+    { stream: descriptions, origin, subject: ">" },
+  ];
+  return Promise.all(
+    streams.map(async ({ stream, origin, subject }) => {
+      const [taken, last] = await Promise.all([takenUpTo(jsm, stream), lastOf(jsm, origin, subject)]);
+      return { stream, taken, originLast: last?.seq ?? 0 };
+    }),
+  );
+}
+
+/**
  * A source takes its origin's messages in order, so a message the origin still holds, older than
  * the newest the copy took, should be in the copy. Seen missing (NATS 2.9: the oldest chunk of a
  * bucket whose early messages were being purged as the copy was made; messages in flight when a
