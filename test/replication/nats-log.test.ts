@@ -27,6 +27,52 @@ import { type NatsCluster, natsAvailable, startNatsCluster } from "../support/na
 const silent = createLogger("silent", {}, () => {});
 
 /** Removes from `copy` its first chunk past the anchor (object-copies.ts), as a source that lost it; its subject. */
+/**
+ * A cluster of three of its own (its streams change leaders when asked), a client once its
+ * JetStream answers, and London's log on it with a mirror, logging into `lines`.
+ */
+async function londonOnOwnCluster(stream: string) {
+  const cluster = await startNatsCluster(3);
+  const client = await connect({ servers: cluster.urls.split(",") });
+  const stop = async () => {
+    await client.close();
+    await cluster.stop();
+  };
+  try {
+    // Once its JetStream answers: a first request before then waits out 10 s.
+    const quick = await jetstreamManager(client, { checkAPI: false, timeout: 1_000 });
+    await expect
+      .poll(
+        () =>
+          quick.getAccountInfo().then(
+            () => true,
+            () => false,
+          ),
+        { timeout: 30_000 },
+      )
+      .toBe(true);
+    const jsm = await jetstreamManager(client, { checkAPI: false });
+    const lines: string[] = [];
+    const copy = `${stream}_london_docs`;
+    const open = () =>
+      openNatsLog({
+        servers: cluster.urls.split(","),
+        stream,
+        replicas: 3,
+        log: createLogger("info", {}, (line) => lines.push(line)),
+        name: "london",
+        mirror: `${stream}_london`,
+      });
+    /** The chunks the documents' copy holds, by subject. */
+    const chunksIn = async () =>
+      Object.keys((await jsm.streams.info(copy, { subjects_filter: `$O.${stream}_docs.C.>` })).state.subjects ?? {});
+    return { client, jsm, lines, copy, open, chunksIn, stop };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}
+
 async function loseFirstChunk(jsm: JetStreamManager, copy: string, chunks: string): Promise<string> {
   const next = async (seq: number) =>
     (await jsm.streams.getMessage(copy, { seq, next_by_subj: chunks } as unknown as { seq: number }))!;
@@ -221,35 +267,9 @@ describe.skipIf(!natsAvailable)("the NATS change log", () => {
 
   it("a copy that lost a message when its leader changed is patched within 20 s of the change (D-342, D-348)", async () => {
     // A cluster of its own: a stream of three replicas changes leader when asked.
-    const cluster = await startNatsCluster(3);
-    const options = { servers: cluster.urls.split(","), stream: "LEADERS_TEST", replicas: 3 };
-    const copy = "LEADERS_TEST_london_docs";
-    const client = await connect({ servers: cluster.urls.split(",") });
-    const lines: string[] = [];
+    const { client, jsm, lines, copy, open, chunksIn, stop } = await londonOnOwnCluster("LEADERS_TEST");
     try {
-      const jsm = await jetstreamManager(client, { checkAPI: false });
-      // Once its JetStream answers: a first request before then waits out 10 s.
-      const quick = await jetstreamManager(client, { checkAPI: false, timeout: 1_000 });
-      await expect
-        .poll(
-          () =>
-            quick.getAccountInfo().then(
-              () => true,
-              () => false,
-            ),
-          { timeout: 30_000 },
-        )
-        .toBe(true);
-      const chunksIn = async () =>
-        Object.keys(
-          (await jsm.streams.info(copy, { subjects_filter: "$O.LEADERS_TEST_docs.C.>" })).state.subjects ?? {},
-        );
-      const london = await openNatsLog({
-        ...options,
-        log: createLogger("info", {}, (line) => lines.push(line)),
-        name: "london",
-        mirror: "LEADERS_TEST_london",
-      });
+      const london = await open();
       // Its sweeps are timed from here.
       const opened = Date.now();
       try {
@@ -283,40 +303,14 @@ describe.skipIf(!natsAvailable)("the NATS change log", () => {
         await london.close();
       }
     } finally {
-      await client.close();
-      await cluster.stop();
+      await stop();
     }
   }, 120_000);
 
   it("a copy that stopped behind its origin is stepped down, then made again (D-358)", async () => {
-    const cluster = await startNatsCluster(3);
-    const options = { servers: cluster.urls.split(","), stream: "STOPPED_TEST", replicas: 3 };
-    const copy = "STOPPED_TEST_london_docs";
-    const client = await connect({ servers: cluster.urls.split(",") });
-    const lines: string[] = [];
+    const { jsm, lines, copy, open, chunksIn, stop } = await londonOnOwnCluster("STOPPED_TEST");
     try {
-      const quick = await jetstreamManager(client, { checkAPI: false, timeout: 1_000 });
-      await expect
-        .poll(
-          () =>
-            quick.getAccountInfo().then(
-              () => true,
-              () => false,
-            ),
-          { timeout: 30_000 },
-        )
-        .toBe(true);
-      const jsm = await jetstreamManager(client, { checkAPI: false });
-      const chunksIn = async () =>
-        Object.keys(
-          (await jsm.streams.info(copy, { subjects_filter: "$O.STOPPED_TEST_docs.C.>" })).state.subjects ?? {},
-        );
-      const london = await openNatsLog({
-        ...options,
-        log: createLogger("info", {}, (line) => lines.push(line)),
-        name: "london",
-        mirror: "STOPPED_TEST_london",
-      });
+      const london = await open();
       try {
         await london.putDoc("snapshots/shop/latest", { seq: 10 });
         // The document and the bucket's anchor.
@@ -358,8 +352,7 @@ describe.skipIf(!natsAvailable)("the NATS change log", () => {
         await london.close();
       }
     } finally {
-      await client.close();
-      await cluster.stop();
+      await stop();
     }
   }, 120_000);
 
