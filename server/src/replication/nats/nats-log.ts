@@ -974,13 +974,7 @@ class NatsLog implements ChangeLog {
         last,
         seq,
       });
-      const reply = await this.nc.request(`$JS.API.STREAM.LEADER.STEPDOWN.${mirror}`, "", { timeout: 5_000 });
-      const answer = reply.json<{ success?: boolean; error?: { description?: string } }>();
-      if (!answer.success)
-        this.options.log.warn("the region's mirror's leader did not step down", {
-          mirror,
-          error: answer.error?.description,
-        });
+      await this.stepDown(mirror);
       return;
     }
     await this.remakeMirror("the region's mirror has stopped behind the stream", {
@@ -988,6 +982,14 @@ class NatsLog implements ChangeLog {
       unless: async () => (await this.jsm.streams.info(mirror)).state.last_seq !== last,
       seq,
     });
+  }
+
+  /** Asks the leader of `stream` to step down: a new leader starts a mirror's or source's copying afresh. */
+  private async stepDown(stream: string): Promise<void> {
+    const reply = await this.nc.request(`$JS.API.STREAM.LEADER.STEPDOWN.${stream}`, "", { timeout: 5_000 });
+    const answer = reply.json<{ success?: boolean; error?: { description?: string } }>();
+    if (!answer.success)
+      this.options.log.warn("a stream's leader did not step down", { stream, error: answer.error?.description });
   }
 
   /**
@@ -1420,13 +1422,7 @@ class NatsLog implements ChangeLog {
           "the region's copy of an object store has stopped behind its origin; asking its leader to step down",
           { copy: stream, taken, originLast },
         );
-        const reply = await this.nc.request(`$JS.API.STREAM.LEADER.STEPDOWN.${stream}`, "", { timeout: 5_000 });
-        const answer = reply.json<{ success?: boolean; error?: { description?: string } }>();
-        if (!answer.success)
-          this.options.log.warn("the copy's leader did not step down", {
-            copy: stream,
-            error: answer.error?.description,
-          });
+        await this.stepDown(stream);
         continue;
       }
       this.options.log.warn("the region's copy of an object store has stopped behind its origin; making it again", {
