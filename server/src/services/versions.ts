@@ -184,27 +184,28 @@ export class VersionService {
   /** A record change on top of the active version, made active (versions/changes.ts). */
   applyRecordChange(ref: IndexRef, change: { upserts?: SearchRecord[]; deletes?: string[] }): Promise<VersionId> {
     this.retentionDue?.add(ref.id);
-    const write = (deadline?: WriteDeadline) => {
-      const run = () => {
-        // Its turn came after its client was answered (D-356).
-        deadline?.check();
-        return applyRecordChange(this.ctx, ref, change, deadline);
-      };
-      return this.gate ? this.gate.run(ref.tenantId, run) : run();
-    };
-    const ms = this.writeWaitMs;
-    return ms === undefined ? write() : boundedWrite(ms, write);
+    return this.clientWrite(ref, (deadline) => {
+      // Its turn came after its client was answered (D-356).
+      deadline?.check();
+      return applyRecordChange(this.ctx, ref, change, deadline);
+    });
   }
 
   /** Erases a record from every retained version, audited as a `purge` version (versions/purge.ts). */
   purge(ref: IndexRef, recordId: string, by: string): Promise<VersionId> {
     this.retentionDue?.add(ref.id);
-    const purge = (deadline?: WriteDeadline) => {
-      const run = () => purgeRecord(this.ctx, ref, recordId, by, deadline);
-      return this.gate ? this.gate.run(ref.tenantId, run) : run();
-    };
+    return this.clientWrite(ref, (deadline) => purgeRecord(this.ctx, ref, recordId, by, deadline));
+  }
+
+  /**
+   * A write a client sent: in the tenant's write slots (WriteGate), and bounded on a store that
+   * may hang (`writeWaitMs`, D-356), `run` getting the deadline it must respect.
+   */
+  private clientWrite<T>(ref: IndexRef, run: (deadline?: WriteDeadline) => Promise<T>): Promise<T> {
+    const write = (deadline?: WriteDeadline) =>
+      this.gate ? this.gate.run(ref.tenantId, () => run(deadline)) : run(deadline);
     const ms = this.writeWaitMs;
-    return ms === undefined ? purge() : boundedWrite(ms, purge);
+    return ms === undefined ? write() : boundedWrite(ms, write);
   }
 
   /** Checkpoints the active version into the next major (versions/coalesce.ts), asked over HTTP. */

@@ -745,10 +745,7 @@ class NatsLog implements ChangeLog {
         this.options.stream,
         "the region's mirror holds other entries than the stream at its positions; reading the stream",
       );
-      void this.remakeMirror("the region's mirror holds other entries than the stream at its positions", {
-        unless: async () => (await this.mirrorMatches(seq)) !== false,
-        seq,
-      });
+      void this.remakeRenumberedMirror(seq);
     };
     // A consumer that went quiet while the log holds entries it has not delivered is started
     // again from the next one: after a NATS server was killed one stayed silent for minutes
@@ -947,10 +944,7 @@ class NatsLog implements ChangeLog {
       // Compared where both hold an entry: a renumbered mirror stays behind the stream for good.
       const at = Math.min(last, seq);
       if (at > 0 && (await this.mirrorMatches(at)) === false) {
-        await this.remakeMirror("the region's mirror holds other entries than the stream at its positions", {
-          unless: async () => (await this.mirrorMatches(at)) !== false,
-          seq: at,
-        });
+        await this.remakeRenumberedMirror(at);
         return { caughtUp: false, last: undefined };
       }
       return { caughtUp: last >= seq, last };
@@ -980,6 +974,15 @@ class NatsLog implements ChangeLog {
     await this.remakeMirror("the region's mirror has stopped behind the stream", {
       // Another node of the region may have made it again meanwhile: it moves then.
       unless: async () => (await this.jsm.streams.info(mirror)).state.last_seq !== last,
+      seq,
+    });
+  }
+
+  /** Makes the mirror again once it holds another entry than the stream's at `seq` (D-355). */
+  private remakeRenumberedMirror(seq: number): Promise<void> {
+    return this.remakeMirror("the region's mirror holds other entries than the stream at its positions", {
+      // Asked again just before: another node of the region may have made it again already.
+      unless: async () => (await this.mirrorMatches(seq)) !== false,
       seq,
     });
   }
@@ -1363,11 +1366,12 @@ class NatsLog implements ChangeLog {
     try {
       // One that could not be made again last time, or was deleted.
       await ensureObjectCopies(this.jsm, this.options, cluster);
-      await this.nudgeStoppedCopies().catch((error: Error) =>
+      const stopped = await this.nudgeStoppedCopies().catch((error: Error) => {
         this.options.log.warn("could not look whether the region's copies of the object stores stopped", {
           error: error.message,
-        }),
-      );
+        });
+        return [];
+      });
       const skipped: Skip[] = [];
       for (const copy of Object.values(this.copies ?? {})) {
         const swept = await sweepCopy(this.jsm, copy);
@@ -1380,8 +1384,9 @@ class NatsLog implements ChangeLog {
             chunks: swept.chunks,
           });
       }
-      if (skipped.length === 0) return { remade: false, failed: false };
-      for (const stream of new Set(skipped.map((skip) => skip.stream))) await this.jsm.streams.delete(stream);
+      if (skipped.length === 0 && stopped.length === 0) return { remade: false, failed: false };
+      for (const stream of new Set([...skipped.map((skip) => skip.stream), ...stopped]))
+        await this.jsm.streams.delete(stream);
       // Their sources take everything again from the origin; until then, reads go to the bucket.
       await ensureObjectCopies(this.jsm, this.options, cluster);
       // Repeated at once, the skip is NATS's doing, not a moment's: an operator should know.
@@ -1406,9 +1411,10 @@ class NatsLog implements ChangeLog {
    * A stream of the region's copies that took nothing from one sweep to the next while its origin
    * held a message past what it took has stopped (D-358), as the log's mirror can (D-357): the
    * first time its leader is asked to step down, the next time it is made again (its origin's
-   * objects cross the gateway again).
+   * objects cross the gateway again): returns the streams to make again.
    */
-  private async nudgeStoppedCopies(): Promise<void> {
+  private async nudgeStoppedCopies(): Promise<string[]> {
+    const remake: string[] = [];
     const progress = await copyProgress(this.jsm, this.copies!);
     for (const { stream, taken, originLast } of progress) {
       const before = this.copyLooks.get(stream);
@@ -1431,10 +1437,9 @@ class NatsLog implements ChangeLog {
         originLast,
       });
       this.copyLooks.delete(stream);
-      await this.jsm.streams.delete(stream);
-      // Made again as at start-up: its sources take everything again; until then reads go to the bucket.
-      await ensureObjectCopies(this.jsm, this.options, this.nc.info?.cluster);
+      remake.push(stream);
     }
+    return remake;
   }
 
   /**

@@ -75,10 +75,12 @@ async function drain(ctx: VersionContext, ref: IndexRef, byIndex: Map<string, Pe
 /** Computes the batch's changes on top of the active version and commits them as one entry. */
 async function commitBatch(ctx: VersionContext, ref: IndexRef, batch: Pending[]): Promise<void> {
   // Writes whose clients were answered already (a store that hangs, D-356) are not made.
-  for (const item of batch.filter((p) => p.deadline?.expired())) {
-    item.reject(item.deadline!.answer());
-    batch.splice(batch.indexOf(item), 1);
-  }
+  const live = batch.filter((p) => {
+    if (!p.deadline?.expired()) return true;
+    p.reject(p.deadline.answer());
+    return false;
+  });
+  batch.splice(0, batch.length, ...live);
   if (batch.length === 0) return;
   const admission = await Admission.open(ctx, ref);
   const taken: { item: Pending; change: RecordChange; rewritten: string[]; deleted: string[] }[] = [];

@@ -5,6 +5,7 @@
 // (it would surprise a client told so), and one that had reached the store is finished by the
 // store's answer, whichever it is.
 import { UnavailableError } from "../../domain/errors.ts";
+import { within } from "../../within.ts";
 
 /** The bound the composition root sets (one process over PostgreSQL). */
 export const STORE_WRITE_WAIT_MS = 10_000;
@@ -14,8 +15,8 @@ export class WriteDeadline {
   private readonly at: number;
   private readonly ms: number;
 
-  constructor(at: number, ms: number) {
-    this.at = at;
+  constructor(ms: number) {
+    this.at = Date.now() + ms;
     this.ms = ms;
   }
 
@@ -48,10 +49,6 @@ export class WriteDeadline {
 
 /** Runs `write` with a deadline, answering when it ends or when the deadline does (its `answer`). */
 export function boundedWrite<T>(ms: number, write: (deadline: WriteDeadline) => Promise<T>): Promise<T> {
-  const deadline = new WriteDeadline(Date.now() + ms, ms);
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const expired = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(deadline.answer()), ms);
-  });
-  return Promise.race([write(deadline), expired]).finally(() => clearTimeout(timer));
+  const deadline = new WriteDeadline(ms);
+  return within(ms, "a write", write(deadline), { error: () => deadline.answer() });
 }
