@@ -72,9 +72,15 @@ export interface NatsLogOptions {
   /**
    * The region's mirror not moving for this long while it lacks entries the stream holds is
    * nudged: its leader asked to step down, then (twice as long later) the mirror made again, each
-   * next time twice as long later (D-357). 60 s by default.
+   * next time twice as long later (D-357). The region's copies of the object stores are looked at
+   * this often, and nudged alike when they did not move between two looks (D-359). 60 s by default.
    */
   mirrorStalledMs?: number;
+  /**
+   * False: none of the sweeps soon after the opening (FIRST_SWEEPS_MS), only the usual ones and
+   * those a leader's change brings; for a test that times the latter. True by default.
+   */
+  sweepsAfterOpening?: boolean;
   log: Logger;
   /** Names the connection in the server's monitoring. */
   name: string;
@@ -178,6 +184,13 @@ export function sweepWait(sweeps: number, remadeInARow: number, random = Math.ra
   const again = Math.max(remadeInARow, failedInARow);
   if (again > 0) return Math.min(REMADE_CHECK_MS * 2 ** (again - 1), usual);
   return FIRST_SWEEPS_MS[sweeps] ?? usual;
+}
+/** How a stream of the region's copies looked (NatsLog.copyLooks). */
+interface CopyLook {
+  taken: number;
+  behind: boolean;
+  still: number;
+  remakes: number;
 }
 /** What one sweep of copies did: made one again, or could not look (NATS did not answer). */
 interface SweepOutcome {
@@ -437,12 +450,18 @@ class NatsLog implements ChangeLog {
   /** Every region's copies, by what they copy, as last listed: deletions reach them too. */
   private allCopies: { at: number; byOrigin: Map<string, string[]> } | undefined;
   private sweeper: NodeJS.Timeout | undefined;
+  /** Looks whether the region's copies stopped (watchCopies). */
+  private copyWatch: NodeJS.Timeout | undefined;
+  /** Copies found stopped for good between sweeps: the next sweep makes them again (D-359). */
+  private readonly stoppedCopies = new Set<string>();
+  /** Looks at the copies in a row that NATS did not answer (watchCopies). */
+  private copyLooksFailed = 0;
   /** When the next sweep starts; infinite while one runs. */
   private sweepAt = Number.POSITIVE_INFINITY;
   /** A leader changed while a sweep ran: the next one comes soon (sweepSoon). */
   private sweepSoonAfter = false;
   /** Sweeps since the log was opened, and sweeps in a row that made a copy again (sweepWait). */
-  private sweeps = 0;
+  private sweeps: number;
   private remadeInARow = 0;
   /** Sweeps in a row that NATS did not answer (sweepWait). */
   private failedInARow = 0;
@@ -453,8 +472,12 @@ class NatsLog implements ChangeLog {
   private brief: JetStreamManager | undefined;
   /** The home did not answer about a gap: not asked again before this (streamHoldsFrom). */
   private gapsUnaskedUntil = 0;
-  /** Per stream of the region's copies: how far it had taken its origin at the last sweep (D-358). */
-  private readonly copyLooks = new Map<string, { taken: number; behind: boolean; nudges: number }>();
+  /**
+   * Per stream of the region's copies (D-358, D-359): how far it had taken its origin at the last
+   * look, whether that was behind its origin, how many looks in a row it has not moved while
+   * behind, and how often it was made again since it was last caught up.
+   */
+  private readonly copyLooks = new Map<string, CopyLook>();
   /** The region's mirror being made again (remakeMirror), once at a time. */
   private remaking: Promise<void> | undefined;
   /** When the documents' bucket last failed to answer a read (getDoc). */
@@ -503,7 +526,10 @@ class NatsLog implements ChangeLog {
     );
     // Every node sweeps: its region's copies, if it has them, and every other region's for skips;
     // soon after a leader change of a copy or of what it copies, as well.
+    // Counted as done when they are not wanted (sweepWait).
+    this.sweeps = options.sweepsAfterOpening === false ? FIRST_SWEEPS_MS.length : 0;
     this.nextSweep();
+    if (this.copies !== undefined) this.watchCopies();
     nc.subscribe(`${LEADER_ELECTED}.*`, {
       callback: (error, message) => {
         if (error === null && copiesOrOrigin(message.subject.slice(LEADER_ELECTED.length + 1))) this.sweepSoon();
@@ -1345,7 +1371,9 @@ class NatsLog implements ChangeLog {
       this.failedInARow = here.failed || others.failed ? this.failedInARow + 1 : 0;
       if (this.closed) return;
       const usual = sweepWait(this.sweeps, this.remadeInARow, Math.random(), this.failedInARow);
-      this.nextSweep(this.sweepSoonAfter ? Math.min(usual, LEADER_CHANGE_SWEEP_MS) : usual);
+      // A copy found stopped while this sweep ran is made again now (watchCopies).
+      if (this.stoppedCopies.size > 0) this.nextSweep(0);
+      else this.nextSweep(this.sweepSoonAfter ? Math.min(usual, LEADER_CHANGE_SWEEP_MS) : usual);
     }, wait);
     this.sweeper.unref();
   }
@@ -1366,12 +1394,8 @@ class NatsLog implements ChangeLog {
     try {
       // One that could not be made again last time, or was deleted.
       await ensureObjectCopies(this.jsm, this.options, cluster);
-      const stopped = await this.nudgeStoppedCopies().catch((error: Error) => {
-        this.options.log.warn("could not look whether the region's copies of the object stores stopped", {
-          error: error.message,
-        });
-        return [];
-      });
+      const stopped = [...this.stoppedCopies];
+      this.stoppedCopies.clear();
       const skipped: Skip[] = [];
       for (const copy of Object.values(this.copies ?? {})) {
         const swept = await sweepCopy(this.jsm, copy);
@@ -1385,8 +1409,12 @@ class NatsLog implements ChangeLog {
           });
       }
       if (skipped.length === 0 && stopped.length === 0) return { remade: false, failed: false };
-      for (const stream of new Set([...skipped.map((skip) => skip.stream), ...stopped]))
+      for (const stream of new Set([...skipped.map((skip) => skip.stream), ...stopped])) {
         await this.jsm.streams.delete(stream);
+        const look = this.copyLooks.get(stream);
+        // The new copy's progress is not compared with the old one's.
+        if (look !== undefined) this.copyLooks.set(stream, { ...look, taken: -1, behind: false, still: 0 });
+      }
       // Their sources take everything again from the origin; until then, reads go to the bucket.
       await ensureObjectCopies(this.jsm, this.options, cluster);
       // Repeated at once, the skip is NATS's doing, not a moment's: an operator should know.
@@ -1408,36 +1436,75 @@ class NatsLog implements ChangeLog {
   }
 
   /**
-   * A stream of the region's copies that took nothing from one sweep to the next while its origin
-   * held a message past what it took has stopped (D-358), as the log's mirror can (D-357): the
-   * first time its leader is asked to step down, the next time it is made again (its origin's
-   * objects cross the gateway again): returns the streams to make again.
+   * Every `mirrorStalledMs` (60 s), whether a stream of the region's copies stopped (D-359): the
+   * sweeps, 10 to 20 minutes apart, found one only within 20 to 40 minutes (D-358).
+   */
+  private watchCopies(): void {
+    this.copyWatch = setTimeout(
+      async () => {
+        // A sweep that runs may be making a copy again: its progress is not looked at meanwhile.
+        if (this.sweepAt !== Number.POSITIVE_INFINITY) {
+          const remake = await this.nudgeStoppedCopies().then(
+            (streams) => {
+              this.copyLooksFailed = 0;
+              return streams;
+            },
+            (error: Error) => {
+              // Once per spell: an outage of the log's home fails every look until it is back.
+              if (this.copyLooksFailed++ === 0)
+                this.options.log.warn("could not look whether the region's copies of the object stores stopped", {
+                  error: error.message,
+                });
+              return [];
+            },
+          );
+          for (const stream of remake) this.stoppedCopies.add(stream);
+          // Made again by a sweep now, or at the end of the one that started meanwhile.
+          if (remake.length > 0 && !this.closed && this.sweepAt !== Number.POSITIVE_INFINITY) this.nextSweep(0);
+        }
+        if (!this.closed) this.watchCopies();
+        // At each node's own moments: two nodes of a region would otherwise make a copy again together.
+      },
+      (this.options.mirrorStalledMs ?? MIRROR_STALLED_MS) * (0.75 + Math.random() / 2),
+    );
+    this.copyWatch.unref();
+  }
+
+  /**
+   * A stream of the region's copies that took nothing between two looks while its origin held a
+   * message past what it took has stopped (D-358), as the log's mirror can (D-357): its leader is
+   * asked to step down; still so at the next look, it is made again (its origin's objects cross
+   * the gateway again). A copy made again that stops again before it caught up waits twice as
+   * many looks each time. Returns the streams to make again.
    */
   private async nudgeStoppedCopies(): Promise<string[]> {
     const remake: string[] = [];
     const progress = await copyProgress(this.jsm, this.copies!);
     for (const { stream, taken, originLast } of progress) {
-      const before = this.copyLooks.get(stream);
+      const before = this.copyLooks.get(stream) ?? { taken: -1, behind: false, still: 0, remakes: 0 };
       const behind = originLast > taken;
-      const stopped = before?.behind === true && behind && before.taken === taken;
-      const nudges = stopped ? (before?.nudges ?? 0) + 1 : 0;
-      this.copyLooks.set(stream, { taken, behind, nudges });
-      if (!stopped) continue;
-      if (nudges === 1 && this.options.replicas > 1) {
+      const still = behind && before.behind && before.taken === taken ? before.still + 1 : 0;
+      const remakes = behind ? before.remakes : 0;
+      this.copyLooks.set(stream, { taken, behind, still, remakes });
+      const scale = 2 ** remakes;
+      const stepDownAt = this.options.replicas > 1 ? scale : Number.NaN;
+      const remakeAt = this.options.replicas > 1 ? 2 * scale : scale;
+      if (still === stepDownAt) {
         this.options.log.warn(
           "the region's copy of an object store has stopped behind its origin; asking its leader to step down",
           { copy: stream, taken, originLast },
         );
         await this.stepDown(stream);
-        continue;
+      } else if (still === remakeAt) {
+        this.options.log.warn("the region's copy of an object store has stopped behind its origin; making it again", {
+          copy: stream,
+          taken,
+          originLast,
+          ...(remakes > 0 ? { remadeBefore: remakes } : {}),
+        });
+        this.copyLooks.set(stream, { taken: -1, behind: false, still: 0, remakes: remakes + 1 });
+        remake.push(stream);
       }
-      this.options.log.warn("the region's copy of an object store has stopped behind its origin; making it again", {
-        copy: stream,
-        taken,
-        originLast,
-      });
-      this.copyLooks.delete(stream);
-      remake.push(stream);
     }
     return remake;
   }
@@ -1667,6 +1734,7 @@ class NatsLog implements ChangeLog {
   async close(): Promise<void> {
     this.closed = true;
     clearTimeout(this.sweeper);
+    clearTimeout(this.copyWatch);
     await this.transfers.close();
     await this.nc.drain();
   }
