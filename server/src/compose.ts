@@ -51,6 +51,7 @@ import { DrizzleOAuthEntries } from "./mcp-auth/entries.ts";
 import { McpProviders } from "./mcp-auth/provider.ts";
 import { mountMcpAuth } from "./mcp-auth/routes.ts";
 import { mcpConnectionHandlers } from "./routes/mcp-connections.ts";
+import { STORE_CALL_WAIT_MS, withStoreDeadline } from "./services/store-deadline.ts";
 
 export interface Sift {
   app: Hono<AppEnv>;
@@ -179,9 +180,25 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
   const rateStore = await openRateStore(config, log);
   const rateLimits = new RateLimits(config.rateLimits, rateStore);
 
-  const accounts = new AccountService(store.db, config.sessionTtlMs);
-  const apiKeys = new ApiKeyService(store.db, log, Date.now, store.lookup);
-  const catalog = new CatalogService(store.db, engine, log, Date.now, { indexes: config.quotaIndexes }, store.lookup);
+  // On PostgreSQL that hangs, sign-ins and control-plane calls answer 503 after 10 s (D-360); with
+  // replication the catalog's calls wait on the log too, bounded there (D-320).
+  const bound = store.kind === "postgres" ? STORE_CALL_WAIT_MS : undefined;
+  const accounts = withStoreDeadline(new AccountService(store.db, config.sessionTtlMs), bound, {
+    reads: ["session", "me", "userExists"],
+    changes: ["signup", "login", "oauthSignIn", "logout"],
+  });
+  const apiKeys = withStoreDeadline(new ApiKeyService(store.db, log, Date.now, store.lookup), bound, {
+    reads: ["list"],
+    changes: ["create", "revoke"],
+  });
+  const catalog = withStoreDeadline(
+    new CatalogService(store.db, engine, log, Date.now, { indexes: config.quotaIndexes }, store.lookup),
+    replica ? undefined : bound,
+    {
+      reads: ["listServices", "getService", "listIndexes", "getIndex"],
+      changes: ["createService", "deleteService", "createIndex", "updateIndex", "deleteIndex"],
+    },
+  );
   if (changeLog) {
     // A revocation or an index change made on one node reaches every other node's caches (D-343).
     const between = changeLog;

@@ -7,7 +7,7 @@ import { Http } from "../support/http.ts";
 import { type PostgresProxy, postgresProxy } from "../support/postgres-proxy.ts";
 import { type SiftProcess, siftProcess } from "../support/process.ts";
 import { keyed } from "../support/regions.ts";
-import { createKey, signUp } from "../support/world.ts";
+import { PASSWORD, createKey, signUp } from "../support/world.ts";
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -29,14 +29,15 @@ describe.skipIf(!process.env.DATABASE_URL)("the metadata store goes away", () =>
 
   /** A new tenant's PUBLIC index holding one record, made while the store answers. */
   const publicIndex = async (label: string, index: string, record: { id: string; title: string }) => {
-    const session = await signUp(new Http(node.url), `${label}-${Date.now()}@example.com`);
+    const email = `${label}-${Date.now()}@example.com`;
+    const session = await signUp(new Http(node.url), email);
     const admin = keyed(node.url, await createKey(session, "adm"));
     const service = `${label}-${process.pid}-${Date.now()}`;
     expect((await admin.post("/v1/services", { name: service })).status).toBe(201);
     const made = await admin.post("/v1/indexes", { name: index, serviceName: service, visibility: "PUBLIC" });
     expect(made.status).toBe(201);
     expect((await admin.put(`/v1/indexes/${index}/records/${record.id}`, { title: record.title })).status).toBe(200);
-    return { session, admin, service };
+    return { email, session, admin, service };
   };
 
   it("searches go on from the cache, /readyz says the store is down, writes are 503", async () => {
@@ -68,7 +69,12 @@ describe.skipIf(!process.env.DATABASE_URL)("the metadata store goes away", () =>
   }, 60_000);
 
   it("one that hangs: searches go on from the cache within seconds, and /readyz says so (D-350)", async () => {
-    const { session, admin, service } = await publicIndex("hang", "desk", { id: "pen", title: "Fountain pen" });
+    const { email, session, admin, service } = await publicIndex("hang", "desk", {
+      id: "pen",
+      title: "Fountain pen",
+    });
+    const signIn = () => new Http(node.url).fresh().post("/v1/auth/login", { email, password: PASSWORD });
+    const createDrawer = () => admin.post("/v1/indexes", { name: "drawer", serviceName: service });
     const search = (key?: string) =>
       fetch(`${node.url}/v1/search?query=fountain&indexName=desk&serviceName=${service}`, {
         headers: key ? { authorization: `Bearer ${key}` } : {},
@@ -101,6 +107,9 @@ describe.skipIf(!process.env.DATABASE_URL)("the metadata store goes away", () =>
 
       // Record writes wait 10 s for the store, then answer 503 (D-356), the one queued behind
       // the first too: each says whether it may still be applied.
+      // So do a sign-in, an index's creation and a dashboard's read through its session (D-360),
+      // asked meanwhile.
+      const control = Promise.all([signIn, createDrawer, () => session.get("/v1/api-keys")].map(timed));
       hungWrites = await Promise.all(
         ["ink", "cap"].map(async (id) => {
           const { answer, ms } = await timed(() => admin.put(`/v1/indexes/desk/records/${id}`, { title: id }));
@@ -113,6 +122,20 @@ describe.skipIf(!process.env.DATABASE_URL)("the metadata store goes away", () =>
         expect(write.ms).toBeLessThan(15_000);
         expect(write.detail).toMatch(/^the metadata store did not answer within 10 s; this write /);
       }
+      const [signedIn, created, listed] = await control;
+      for (const { answer, ms } of [signedIn!, created!, listed!]) {
+        expect(answer.status, answer.text).toBe(503);
+        expect(answer.headers.get("retry-after")).toBe("5");
+        expect(ms).toBeGreaterThanOrEqual(9_000);
+        expect(ms).toBeLessThan(15_000);
+      }
+      const changes =
+        /^the metadata store did not answer within 10 s; this change is applied if the store records it when it answers/;
+      expect((signedIn!.answer.body as { detail: string }).detail).toMatch(changes);
+      expect((created!.answer.body as { detail: string }).detail).toMatch(changes);
+      expect((listed!.answer.body as { detail: string }).detail).toBe(
+        "the metadata store did not answer within 10 s; try again shortly",
+      );
     } finally {
       proxy.resume();
     }
@@ -133,5 +156,12 @@ describe.skipIf(!process.env.DATABASE_URL)("the metadata store goes away", () =>
     expect((listed.body as { versions: unknown[] }).versions).toHaveLength(3 + served);
     expect((await admin.put("/v1/indexes/desk/records/ink", { title: "Ink" })).status).toBe(200);
     expect((await admin.get("/v1/indexes/desk/records/ink")).body.title).toBe("Ink");
+    // The sign-in and the session work again; the index the store recorded late is there or not,
+    // and a second create says which.
+    expect((await signIn()).status).toBe(200);
+    expect((await session.get("/v1/api-keys")).status).toBe(200);
+    const drawer = (await admin.get("/v1/indexes/drawer")).status;
+    expect([200, 404]).toContain(drawer);
+    expect((await createDrawer()).status).toBe(drawer === 200 ? 409 : 201);
   }, 120_000);
 });

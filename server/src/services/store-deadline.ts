@@ -1,0 +1,51 @@
+// How long a client waits for a sign-in or a control-plane call on PostgreSQL that hangs (D-360).
+// A frozen host or a partition that drops packets leaves the driver's connections open and silent:
+// a query on one neither answers nor fails, and the request waited until the store did. The client
+// is answered 503 once the bound runs out; the call itself goes on, and a change it was making is
+// applied if the store records it when it answers, as a change whose answer was lost would be.
+import { UnavailableError } from "../domain/errors.ts";
+import { within } from "../within.ts";
+
+/** The bound the composition root sets (PostgreSQL; PGlite runs in process, D-350). */
+export const STORE_CALL_WAIT_MS = 10_000;
+
+/** What the client is told when the bound of a call runs out. */
+export function storeCallTimedOut(ms: number, changes: boolean): UnavailableError {
+  const seconds = ms / 1000;
+  return new UnavailableError(
+    changes
+      ? `the metadata store did not answer within ${seconds} s; this change is applied if the store records it when it answers: look before sending it again`
+      : `the metadata store did not answer within ${seconds} s; try again shortly`,
+    { retryAfterSeconds: 5 },
+  );
+}
+
+type Method<T> = { [K in keyof T]: T[K] extends (...args: never[]) => Promise<unknown> ? K : never }[keyof T];
+
+/**
+ * `service` with each of `reads` and `changes` answering within `ms`, else with
+ * storeCallTimedOut; `service` itself without `ms`. Its other methods, and its calls to itself,
+ * are not bounded.
+ */
+export function withStoreDeadline<T extends object>(
+  service: T,
+  ms: number | undefined,
+  calls: { reads: Method<T>[]; changes: Method<T>[] },
+): T {
+  if (ms === undefined) return service;
+  const bounded = new Map<PropertyKey, boolean>([
+    ...calls.reads.map((name) => [name, false] as const),
+    ...calls.changes.map((name) => [name, true] as const),
+  ]);
+  return new Proxy(service, {
+    get(target, property, receiver) {
+      const value = Reflect.get(target, property, receiver);
+      const changes = bounded.get(property);
+      if (changes === undefined || typeof value !== "function") return value;
+      return (...args: unknown[]) =>
+        within(ms, String(property), value.apply(target, args) as Promise<unknown>, {
+          error: () => storeCallTimedOut(ms, changes),
+        });
+    },
+  });
+}
