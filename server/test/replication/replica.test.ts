@@ -138,7 +138,11 @@ function useTwoNodes(
     nodes.a = await openNode(memory, store, "a", options);
     nodes.b = await openNode(memory, store, "b", optionsB);
     await nodes.a.catalog.createService("ten_r", { name: "ten_r-shop", regions: ["frankfurt"] });
-    await nodes.a.catalog.createIndex("ten_r", { name: "shop", serviceName: "ten_r-shop" });
+    const shop = await nodes.a.catalog.createIndex("ten_r", { name: "shop", serviceName: "ten_r-shop" });
+    // Node b applies the index's creation from the log: a write to it there before then is 503
+    // ("not received yet"), as a loaded CI machine once showed.
+    const { id } = (await nodes.a.catalog.byName("ten_r", shop.name))!;
+    await nodes.b.replica.waitFor(id, "0", 10_000);
   });
   afterAll(async () => {
     await nodes.a?.close();
