@@ -180,8 +180,9 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
   const rateStore = await openRateStore(config, log);
   const rateLimits = new RateLimits(config.rateLimits, rateStore);
 
-  // On PostgreSQL that hangs, sign-ins and control-plane calls answer 503 after 10 s (D-360); with
-  // replication the catalog's calls wait on the log too, bounded there (D-320).
+  // On PostgreSQL that hangs, sign-ins and control-plane calls answer 503 after 10 s (D-360), and
+  // so do an upload's start, completion and status and the version listings; with replication the
+  // catalog's calls wait on the log too, bounded there (D-320).
   const bound = store.kind === "postgres" ? STORE_CALL_WAIT_MS : undefined;
   const accounts = withStoreDeadline(new AccountService(store.db, config.sessionTtlMs), bound, {
     reads: ["session", "me", "userExists"],
@@ -223,21 +224,25 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
       (indexId) => replica.isDropped(indexId),
     );
   }
-  const versions = new VersionService({
-    db: store.db,
-    engine,
-    catalog,
-    log,
-    locks,
-    ...(replica ? { replica } : {}),
-    ...(store.kind === "postgres" && !replica ? { writeWaitMs: STORE_WRITE_WAIT_MS } : {}),
-    policy: {
-      coalesceAfter: config.coalesceAfter,
-      retainVersions: config.retainVersions,
-      recordsPerIndex: config.quotaRecordsPerIndex,
-      writesPerTenant: config.writesPerTenant,
-    },
-  });
+  const versions = withStoreDeadline(
+    new VersionService({
+      db: store.db,
+      engine,
+      catalog,
+      log,
+      locks,
+      ...(replica ? { replica } : {}),
+      ...(store.kind === "postgres" && !replica ? { writeWaitMs: STORE_WRITE_WAIT_MS } : {}),
+      policy: {
+        coalesceAfter: config.coalesceAfter,
+        retainVersions: config.retainVersions,
+        recordsPerIndex: config.quotaRecordsPerIndex,
+        writesPerTenant: config.writesPerTenant,
+      },
+    }),
+    bound,
+    { reads: ["list", "changes"], changes: [] },
+  );
   const records = new RecordService({ catalog, versions, engine });
   const search = new SearchService({ catalog, versions, engine, region: config.region });
   const blobs = createFsBlobStore(join(config.dataDir, "blobs"));
@@ -256,17 +261,21 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
     },
     ...(replica ? { node: config.nodeId } : {}),
   });
-  const uploads = new UploadService({
-    db: store.db,
-    catalog,
-    versions,
-    blobs,
-    secret,
-    maxUploadBytes: config.maxUploadBytes,
-    quotas: { uploadBytes: config.quotaUploadBytes, concurrentUploads: config.quotaConcurrentUploads },
-    onQueued: () => ingest.notify(),
-    ...(replica ? { node: config.nodeId, liveNodes: () => replica.liveNodes() } : {}),
-  });
+  const uploads = withStoreDeadline(
+    new UploadService({
+      db: store.db,
+      catalog,
+      versions,
+      blobs,
+      secret,
+      maxUploadBytes: config.maxUploadBytes,
+      quotas: { uploadBytes: config.quotaUploadBytes, concurrentUploads: config.quotaConcurrentUploads },
+      onQueued: () => ingest.notify(),
+      ...(replica ? { node: config.nodeId, liveNodes: () => replica.liveNodes() } : {}),
+    }),
+    bound,
+    { reads: ["status"], changes: ["start", "complete"] },
+  );
   if (replica) {
     // Not awaited: the node answers (and /readyz says it is catching up) while it replays.
     void replica.start().catch((error: Error) => log.error("replication could not start", { error: error.message }));
