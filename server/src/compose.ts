@@ -181,8 +181,7 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
   const rateLimits = new RateLimits(config.rateLimits, rateStore);
 
   // On PostgreSQL that hangs, sign-ins and control-plane calls answer 503 after 10 s (D-360), and
-  // so do an upload's start, completion and status and the version listings; with replication the
-  // catalog's calls wait on the log too, bounded there (D-320).
+  // so do an upload's start, completion and status and the version listings.
   const bound = store.kind === "postgres" ? STORE_CALL_WAIT_MS : undefined;
   const accounts = withStoreDeadline(new AccountService(store.db, config.sessionTtlMs), bound, {
     reads: ["session", "me", "userExists"],
@@ -194,10 +193,16 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
   });
   const catalog = withStoreDeadline(
     new CatalogService(store.db, engine, log, Date.now, { indexes: config.quotaIndexes }, store.lookup),
-    replica ? undefined : bound,
+    bound,
     {
       reads: ["listServices", "getService", "listIndexes", "getIndex"],
-      changes: ["createService", "deleteService", "createIndex", "updateIndex", "deleteIndex"],
+      changes: [
+        "createService",
+        "deleteService",
+        "updateIndex",
+        // With replication they wait on the change log too, bounded there (D-320).
+        ...(replica ? [] : (["createIndex", "deleteIndex"] as const)),
+      ],
     },
   );
   if (changeLog) {

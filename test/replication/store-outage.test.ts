@@ -61,8 +61,18 @@ describe.skipIf(!regionsAvailable)("the shared store goes away under replicated 
     // Connections open and silent; past the 5 s a lookup is used without asking the store.
     store.hang();
     let written = "";
+    const service = `hung-${Date.now()}`;
     try {
       await sleep(6_000);
+      // Control-plane calls need the store: 503 after 10 s (D-360), a change saying it may still
+      // be applied.
+      const control = [() => r.http(1).post("/v1/services", { name: service }), () => r.http(0).get("/v1/indexes")].map(
+        async (call) => {
+          const at = Date.now();
+          const answer = await call();
+          return { answer, ms: Date.now() - at };
+        },
+      );
       const asked = Date.now();
       const reply = await r.http(0).put(`/v1/indexes/${r.index}/records/nib`, { title: "Steel nib" });
       expect(reply.status, reply.text).toBe(200);
@@ -71,9 +81,21 @@ describe.skipIf(!regionsAvailable)("the shared store goes away under replicated 
       const elsewhere = await r.http(1).get(`/v1/indexes/${r.index}/records/nib?minVersion=${written}`);
       expect(elsewhere.status, elsewhere.text).toBe(200);
       expect(elsewhere.body.title).toBe("Steel nib");
+      const [created, listed] = await Promise.all(control);
+      for (const { answer, ms } of [created!, listed!]) {
+        expect(answer.status, answer.text).toBe(503);
+        expect(ms).toBeGreaterThanOrEqual(9_000);
+        expect(ms).toBeLessThan(15_000);
+      }
+      expect(created!.answer.body.detail).toMatch(/did not answer within 10 s; this change is applied if the store/);
+      expect(listed!.answer.body.detail).toMatch(/did not answer within 10 s; try again shortly$/);
     } finally {
       store.resume();
     }
     for (const node of [0, 1]) await expect.poll(() => listedOn(r)(node), { timeout: 20_000 }).toContain(written);
+    // The service the store recorded late is there or not, and a second create says which.
+    const there = (await r.http(1).get(`/v1/services/${service}`)).status;
+    expect([200, 404]).toContain(there);
+    expect((await r.http(1).post("/v1/services", { name: service })).status).toBe(there === 200 ? 409 : 201);
   }, 90_000);
 });
