@@ -200,7 +200,7 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
         "createService",
         "deleteService",
         "updateIndex",
-        // With replication they wait on the change log too, bounded there (D-320).
+        // With replication they wait on the change log too: "the store did not answer" would misname it.
         ...(replica ? [] : (["createIndex", "deleteIndex"] as const)),
       ],
     },

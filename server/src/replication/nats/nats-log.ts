@@ -1440,6 +1440,7 @@ class NatsLog implements ChangeLog {
    * sweeps, 10 to 20 minutes apart, found one only within 20 to 40 minutes (D-358).
    */
   private watchCopies(): void {
+    // At each node's own moments: two nodes of a region would otherwise make a copy again together.
     this.copyWatch = setTimeout(
       async () => {
         // A sweep that runs may be making a copy again: its progress is not looked at meanwhile.
@@ -1463,7 +1464,6 @@ class NatsLog implements ChangeLog {
           if (remake.length > 0 && !this.closed && this.sweepAt !== Number.POSITIVE_INFINITY) this.nextSweep(0);
         }
         if (!this.closed) this.watchCopies();
-        // At each node's own moments: two nodes of a region would otherwise make a copy again together.
       },
       (this.options.mirrorStalledMs ?? MIRROR_STALLED_MS) * (0.75 + Math.random() / 2),
     );
