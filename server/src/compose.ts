@@ -191,18 +191,14 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
     reads: ["list"],
     changes: ["create", "revoke"],
   });
+  // An index's creation and deletion bound each of their store steps themselves: with replication
+  // they wait on the change log too, which "the store did not answer" would misname.
   const catalog = withStoreDeadline(
-    new CatalogService(store.db, engine, log, Date.now, { indexes: config.quotaIndexes }, store.lookup),
+    new CatalogService(store.db, engine, log, Date.now, { indexes: config.quotaIndexes }, store.lookup, bound),
     bound,
     {
       reads: ["listServices", "getService", "listIndexes", "getIndex"],
-      changes: [
-        "createService",
-        "deleteService",
-        "updateIndex",
-        // With replication they wait on the change log too: "the store did not answer" would misname it.
-        ...(replica ? [] : (["createIndex", "deleteIndex"] as const)),
-      ],
+      changes: ["createService", "deleteService", "updateIndex"],
     },
   );
   if (changeLog) {

@@ -20,6 +20,7 @@ import { isForeignKeyViolation, isStoreUnreachable, isUniqueViolation } from "..
 import { type Lookup, primaryOnly } from "../store/lookup.ts";
 import type { Db } from "../store/open.ts";
 import { indexes, services, versions } from "../store/schema.ts";
+import { StoreCallTimedOut, storeStep } from "./store-deadline.ts";
 import { rethrowUnlessDeleted } from "./versions/rows.ts";
 
 type SiftService = components["schemas"]["SiftService"];
@@ -75,6 +76,12 @@ export class CatalogService {
   /** Visibilities set lately (VISIBILITY_HELD_MS), here or on another node, with when (the setter's clock). */
   private readonly visibilitySet = new Map<string, { visibility: Visibility; at: number }>();
   private notices: NodeNotices = noNotices;
+  /**
+   * How long an index's creation or deletion waits for each of its store steps (D-360): those
+   * calls also wait on the engine, which with replication is the change log, so they are bounded
+   * step by step rather than whole. Unbounded without.
+   */
+  private readonly storeWaitMs: number | undefined;
 
   constructor(
     db: Db,
@@ -83,7 +90,9 @@ export class CatalogService {
     now: () => number = Date.now,
     quotas: CatalogQuotas = DEFAULT_CATALOG_QUOTAS,
     lookup: Lookup = primaryOnly(db),
+    storeWaitMs?: number,
   ) {
+    this.storeWaitMs = storeWaitMs;
     this.db = db;
     this.lookup = lookup;
     this.engine = engine;
@@ -211,10 +220,14 @@ export class CatalogService {
     tenantId: string,
     input: { name: string; serviceName: string; visibility?: Visibility },
   ): Promise<SiftIndex> {
-    const service = await this.serviceRow(tenantId, input.serviceName);
+    const service = await storeStep(this.storeWaitMs, false, this.serviceRow(tenantId, input.serviceName));
     // Checked before the write, so two creates at once may both pass at the limit: the quota
     // bounds what one tenant can pile up (every index costs the retention pass), not to the unit.
-    const [owned] = await this.db.select({ n: count() }).from(indexes).where(eq(indexes.tenantId, tenantId));
+    const [owned] = await storeStep(
+      this.storeWaitMs,
+      false,
+      this.db.select({ n: count() }).from(indexes).where(eq(indexes.tenantId, tenantId)),
+    );
     if ((owned?.n ?? 0) >= this.quotas.indexes) {
       throw new QuotaExceededError(
         "indexes",
@@ -235,10 +248,11 @@ export class CatalogService {
       createdAt: now,
     };
     await this.engine.createIndex(id);
+    let recorded: Promise<void> | undefined;
     try {
       const writer = await this.engine.bulkWriter(id, 0);
       await writer.commit();
-      await this.db.transaction(async (tx) => {
+      recorded = this.db.transaction(async (tx) => {
         await tx.insert(indexes).values({
           id,
           tenantId,
@@ -261,14 +275,17 @@ export class CatalogService {
           createdAt: now,
         });
       });
+      await storeStep(this.storeWaitMs, true, recorded);
     } catch (error) {
-      // The caller gets the error that matters; a leftover engine index is unreachable (no row names it).
-      await this.engine.dropIndex(id).catch((dropError: Error) =>
-        this.log.warn("could not drop the engine index of an index that was not created", {
-          index: id,
-          error: dropError.message,
-        }),
-      );
+      if (error instanceof StoreCallTimedOut && recorded !== undefined) {
+        // The store's answer, when it comes, decides: the index is there, or its engine side goes.
+        void recorded.then(
+          () => this.changed({ indexId: id }),
+          () => this.dropUncreated(id),
+        );
+        throw error;
+      }
+      await this.dropUncreated(id);
       if (isUniqueViolation(error)) {
         // The name exists (maybe created by another process): drop a cached miss that says otherwise.
         this.invalidate();
@@ -323,10 +340,46 @@ export class CatalogService {
   async deleteIndex(tenantId: string, name: string): Promise<IndexRef> {
     const ref = await this.byName(tenantId, name);
     if (!ref) throw new NotFoundError(`index "${name}" does not exist`);
-    await this.db.delete(indexes).where(eq(indexes.id, ref.id));
-    this.changed({ indexId: ref.id });
-    await this.engine.dropIndex(ref.id);
+    const deleted = Promise.resolve(this.db.delete(indexes).where(eq(indexes.id, ref.id)));
+    try {
+      await storeStep(this.storeWaitMs, true, deleted);
+    } catch (error) {
+      // The row goes when the store answers: then its engine side too, as below.
+      if (error instanceof StoreCallTimedOut)
+        void deleted.then(
+          () =>
+            this.forgetDeleted(ref.id).catch((dropError: Error) =>
+              this.log.warn("could not drop the engine index of a deleted index", {
+                index: ref.id,
+                error: dropError.message,
+              }),
+            ),
+          (refused: Error) =>
+            this.log.warn("the store refused an index's deletion after its client was answered; the index stays", {
+              index: ref.id,
+              error: refused.message,
+            }),
+        );
+      throw error;
+    }
+    await this.forgetDeleted(ref.id);
     return ref;
+  }
+
+  /** An index whose row the store deleted: every node's caches, and its engine side. */
+  private async forgetDeleted(indexId: string): Promise<void> {
+    this.changed({ indexId });
+    await this.engine.dropIndex(indexId);
+  }
+
+  /** The caller gets the error that matters; a leftover engine index is unreachable (no row names it). */
+  private async dropUncreated(indexId: string): Promise<void> {
+    await this.engine.dropIndex(indexId).catch((dropError: Error) =>
+      this.log.warn("could not drop the engine index of an index that was not created", {
+        index: indexId,
+        error: dropError.message,
+      }),
+    );
   }
 
   /** The index a record path or an upload names: names are unique per tenant. */

@@ -9,22 +9,32 @@ import { within } from "../within.ts";
 /** The bound the composition root sets (PostgreSQL; PGlite runs in process, D-350). */
 export const STORE_CALL_WAIT_MS = 10_000;
 
-/** What the client is told when the bound of a call runs out. */
-export function storeCallTimedOut(ms: number, changes: boolean): UnavailableError {
-  const seconds = ms / 1000;
-  return new UnavailableError(
-    changes
-      ? `the metadata store did not answer within ${seconds} s; this change is applied if the store records it when it answers: look before sending it again`
-      : `the metadata store did not answer within ${seconds} s; try again shortly`,
-    { retryAfterSeconds: 5 },
-  );
+/** What the client is told when the bound of a call runs out: the call itself goes on. */
+export class StoreCallTimedOut extends UnavailableError {
+  override name = "StoreCallTimedOut";
+  constructor(ms: number, changes: boolean) {
+    const seconds = ms / 1000;
+    super(
+      changes
+        ? `the metadata store did not answer within ${seconds} s; this change is applied if the store records it when it answers: look before sending it again`
+        : `the metadata store did not answer within ${seconds} s; try again shortly`,
+      { retryAfterSeconds: 5 },
+    );
+  }
+}
+
+/** `work`, or StoreCallTimedOut once it has taken `ms`; `work` itself without `ms`. */
+export function storeStep<T>(ms: number | undefined, changes: boolean, work: PromiseLike<T>): Promise<T> {
+  const started = Promise.resolve(work);
+  if (ms === undefined) return started;
+  return within(ms, "a store step", started, { error: () => new StoreCallTimedOut(ms, changes) });
 }
 
 type Method<T> = { [K in keyof T]: T[K] extends (...args: never[]) => Promise<unknown> ? K : never }[keyof T];
 
 /**
  * `service` with each of `reads` and `changes` answering within `ms`, else with
- * storeCallTimedOut; `service` itself without `ms`. Its other methods, and its calls to itself,
+ * StoreCallTimedOut; `service` itself without `ms`. Its other methods, and its calls to itself,
  * are not bounded.
  */
 export function withStoreDeadline<T extends object>(
@@ -42,10 +52,7 @@ export function withStoreDeadline<T extends object>(
       const value = Reflect.get(target, property, receiver);
       const changes = bounded.get(property);
       if (changes === undefined || typeof value !== "function") return value;
-      return (...args: unknown[]) =>
-        within(ms, String(property), value.apply(target, args) as Promise<unknown>, {
-          error: () => storeCallTimedOut(ms, changes),
-        });
+      return (...args: unknown[]) => storeStep(ms, changes, value.apply(target, args) as Promise<unknown>);
     },
   });
 }
