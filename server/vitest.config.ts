@@ -13,5 +13,9 @@ export default defineConfig({
     // A fresh process per file (vitest's default), although sharing the workers' modules took
     // 122 s against 160 s: one of six such runs died of a V8 check on freeing WebAssembly code
     // (PGlite's), which a process that lives through every file's databases meets (D-316).
+    // That check failed again in a process of its own (auto-coalesce.test.ts, 2026-12-03): V8's
+    // collection of WebAssembly code no longer used (tiered-up functions, threads' ends) is off in
+    // test processes, so PGlite's code is never freed there (D-361).
+    execArgv: ["--no-wasm-code-gc"],
   },
 });
