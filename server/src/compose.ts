@@ -45,13 +45,12 @@ import { OpeningLog } from "./replication/opening-log.ts";
 import { Replica } from "./replication/replica.ts";
 import { replicatedEngine } from "./replication/replicated-engine.ts";
 import { IndexLocks } from "./services/versions/lock.ts";
-import { STORE_WRITE_WAIT_MS } from "./services/versions/write-deadline.ts";
 import { McpConnections } from "./mcp-auth/connections.ts";
 import { DrizzleOAuthEntries } from "./mcp-auth/entries.ts";
 import { McpProviders } from "./mcp-auth/provider.ts";
 import { mountMcpAuth } from "./mcp-auth/routes.ts";
 import { mcpConnectionHandlers } from "./routes/mcp-connections.ts";
-import { STORE_CALL_WAIT_MS, withStoreDeadline } from "./services/store-deadline.ts";
+import { STORE_WAIT_MS, withStoreDeadline } from "./services/store-deadline.ts";
 
 export interface Sift {
   app: Hono<AppEnv>;
@@ -180,26 +179,20 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
   const rateStore = await openRateStore(config, log);
   const rateLimits = new RateLimits(config.rateLimits, rateStore);
 
-  // On PostgreSQL that hangs, sign-ins and control-plane calls answer 503 after 10 s (D-360), and
-  // so do an upload's start, completion and status and the version listings.
-  const bound = store.kind === "postgres" ? STORE_CALL_WAIT_MS : undefined;
-  const accounts = withStoreDeadline(new AccountService(store.db, config.sessionTtlMs), bound, {
-    reads: ["session", "me", "userExists"],
-    changes: ["signup", "login", "oauthSignIn", "logout"],
-  });
-  const apiKeys = withStoreDeadline(new ApiKeyService(store.db, log, Date.now, store.lookup), bound, {
-    reads: ["list"],
-    changes: ["create", "revoke"],
-  });
+  // On PostgreSQL that hangs, a client waits this long (D-356, D-360; unbounded on PGlite).
+  const bound = store.kind === "postgres" ? STORE_WAIT_MS : undefined;
+  const accounts = new AccountService(store.db, config.sessionTtlMs);
+  const apiKeys = new ApiKeyService(store.db, log, Date.now, store.lookup);
   // An index's creation and deletion bound each of their store steps themselves: with replication
   // they wait on the change log too, which "the store did not answer" would misname.
-  const catalog = withStoreDeadline(
-    new CatalogService(store.db, engine, log, Date.now, { indexes: config.quotaIndexes }, store.lookup, bound),
+  const catalog = new CatalogService(
+    store.db,
+    engine,
+    log,
+    Date.now,
+    { indexes: config.quotaIndexes },
+    store.lookup,
     bound,
-    {
-      reads: ["listServices", "getService", "listIndexes", "getIndex"],
-      changes: ["createService", "deleteService", "updateIndex"],
-    },
   );
   if (changeLog) {
     // A revocation or an index change made on one node reaches every other node's caches (D-343).
@@ -225,25 +218,22 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
       (indexId) => replica.isDropped(indexId),
     );
   }
-  const versions = withStoreDeadline(
-    new VersionService({
-      db: store.db,
-      engine,
-      catalog,
-      log,
-      locks,
-      ...(replica ? { replica } : {}),
-      ...(store.kind === "postgres" && !replica ? { writeWaitMs: STORE_WRITE_WAIT_MS } : {}),
-      policy: {
-        coalesceAfter: config.coalesceAfter,
-        retainVersions: config.retainVersions,
-        recordsPerIndex: config.quotaRecordsPerIndex,
-        writesPerTenant: config.writesPerTenant,
-      },
-    }),
-    bound,
-    { reads: ["list", "changes"], changes: [] },
-  );
+  const versions = new VersionService({
+    db: store.db,
+    engine,
+    catalog,
+    log,
+    locks,
+    ...(replica ? { replica } : {}),
+    // With replication a record write needs the store only for its lookups (D-295).
+    ...(bound !== undefined && !replica ? { writeWaitMs: bound } : {}),
+    policy: {
+      coalesceAfter: config.coalesceAfter,
+      retainVersions: config.retainVersions,
+      recordsPerIndex: config.quotaRecordsPerIndex,
+      writesPerTenant: config.writesPerTenant,
+    },
+  });
   const records = new RecordService({ catalog, versions, engine });
   const search = new SearchService({ catalog, versions, engine, region: config.region });
   const blobs = createFsBlobStore(join(config.dataDir, "blobs"));
@@ -262,21 +252,33 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
     },
     ...(replica ? { node: config.nodeId } : {}),
   });
-  const uploads = withStoreDeadline(
-    new UploadService({
-      db: store.db,
-      catalog,
-      versions,
-      blobs,
-      secret,
-      maxUploadBytes: config.maxUploadBytes,
-      quotas: { uploadBytes: config.quotaUploadBytes, concurrentUploads: config.quotaConcurrentUploads },
-      onQueued: () => ingest.notify(),
-      ...(replica ? { node: config.nodeId, liveNodes: () => replica.liveNodes() } : {}),
+  const uploads = new UploadService({
+    db: store.db,
+    catalog,
+    versions,
+    blobs,
+    secret,
+    maxUploadBytes: config.maxUploadBytes,
+    quotas: { uploadBytes: config.quotaUploadBytes, concurrentUploads: config.quotaConcurrentUploads },
+    onQueued: () => ingest.notify(),
+    ...(replica ? { node: config.nodeId, liveNodes: () => replica.liveNodes() } : {}),
+  });
+  // What the HTTP layer calls for sign-ins, the control plane, uploads' steps and version listings
+  // answers 503 once the store has not answered for `bound` (D-360). The services themselves stay
+  // unwrapped: searches and writes, and the key checks of every request, do not pass through it.
+  const bounded = {
+    accounts: withStoreDeadline(accounts, bound, {
+      reads: ["session", "me", "userExists"],
+      changes: ["signup", "login", "oauthSignIn", "logout"],
     }),
-    bound,
-    { reads: ["status"], changes: ["start", "complete"] },
-  );
+    apiKeys: withStoreDeadline(apiKeys, bound, { reads: ["list"], changes: ["create", "revoke"] }),
+    catalog: withStoreDeadline(catalog, bound, {
+      reads: ["listServices", "getService", "listIndexes", "getIndex"],
+      changes: ["createService", "deleteService", "updateIndex"],
+    }),
+    versions: withStoreDeadline(versions, bound, { reads: ["list", "changes"], changes: [] }),
+    uploads: withStoreDeadline(uploads, bound, { reads: ["status"], changes: ["start", "complete"] }),
+  };
   if (replica) {
     // Not awaited: the node answers (and /readyz says it is catching up) while it replays.
     void replica.start().catch((error: Error) => log.error("replication could not start", { error: error.message }));
@@ -295,7 +297,7 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
   const mcpProviders = new McpProviders({
     entries: oauthEntries,
     secret,
-    userExists: (id) => accounts.userExists(id),
+    userExists: (id) => bounded.accounts.userExists(id),
     log,
   });
   const mcpConnections = new McpConnections(oauthEntries, mcpProviders);
@@ -348,7 +350,7 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
     log,
     contract,
     apiKeys,
-    sessions: accounts,
+    sessions: bounded.accounts,
     mcpTokens: mcpConnections,
     rateLimits,
     handlers: {
@@ -359,20 +361,20 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
         replication: replica,
         lag: new RegionLagService(store.db, replica),
       }),
-      ...authHandlers(accounts, config),
-      ...oauthHandlers({ config, accounts, secret }),
-      ...apiKeyHandlers(apiKeys),
+      ...authHandlers(bounded.accounts, config),
+      ...oauthHandlers({ config, accounts: bounded.accounts, secret }),
+      ...apiKeyHandlers(bounded.apiKeys),
       ...mcpConnectionHandlers(mcpConnections),
-      ...catalogHandlers(catalog),
+      ...catalogHandlers(bounded.catalog),
       ...searchHandlers(search),
       ...recordHandlers(records),
-      ...versionHandlers(records, versions),
-      ...uploadHandlers(uploads, config),
-      ...mcpHandlers({ catalog, search, engine, maxBodyBytes: config.maxBodyBytes }),
+      ...versionHandlers(records, bounded.versions),
+      ...uploadHandlers(bounded.uploads, config),
+      ...mcpHandlers({ catalog: bounded.catalog, search, engine, maxBodyBytes: config.maxBodyBytes }),
     },
     extraRoutes: (app) => {
       mcpMethodNotAllowed(app);
-      mountMcpAuth(app, { providers: mcpProviders, config, accounts });
+      mountMcpAuth(app, { providers: mcpProviders, config, accounts: bounded.accounts });
       mountDemo(app, { demo: demo ? { serviceName: demo.serviceName, indexName: demo.indexName } : undefined });
       mountDashboard(app);
     },

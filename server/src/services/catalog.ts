@@ -346,20 +346,14 @@ export class CatalogService {
     } catch (error) {
       // The row goes when the store answers: then its engine side too, as below.
       if (error instanceof StoreCallTimedOut)
-        void deleted.then(
-          () =>
-            this.forgetDeleted(ref.id).catch((dropError: Error) =>
-              this.log.warn("could not drop the engine index of a deleted index", {
-                index: ref.id,
-                error: dropError.message,
-              }),
-            ),
-          (refused: Error) =>
-            this.log.warn("the store refused an index's deletion after its client was answered; the index stays", {
+        void deleted
+          .then(() => this.forgetDeleted(ref.id))
+          .catch((late: Error) =>
+            this.log.warn("an index's deletion answered late did not finish; the store or the engine refused it", {
               index: ref.id,
-              error: refused.message,
+              error: late.message,
             }),
-        );
+          );
       throw error;
     }
     await this.forgetDeleted(ref.id);

@@ -6,8 +6,12 @@
 import { UnavailableError } from "../domain/errors.ts";
 import { within } from "../within.ts";
 
-/** The bound the composition root sets (PostgreSQL; PGlite runs in process, D-350). */
-export const STORE_CALL_WAIT_MS = 10_000;
+/**
+ * How long a client waits for PostgreSQL, set by the composition root: for these calls, and for
+ * a record write or a purge in one process (versions/write-deadline.ts, D-356). PGlite runs in
+ * process and is not bounded (D-350).
+ */
+export const STORE_WAIT_MS = 10_000;
 
 /** What the client is told when the bound of a call runs out: the call itself goes on. */
 export class StoreCallTimedOut extends UnavailableError {

@@ -1378,10 +1378,15 @@ class NatsLog implements ChangeLog {
     this.sweeper.unref();
   }
 
+  /** Whether a sweep runs now (its next start is not set until it ends). */
+  private get sweeping(): boolean {
+    return this.sweepAt === Number.POSITIVE_INFINITY;
+  }
+
   /** A sweep within LEADER_CHANGE_SWEEP_MS (a leader changed), unless one comes sooner. */
   private sweepSoon(): void {
     if (this.closed) return;
-    if (this.sweepAt === Number.POSITIVE_INFINITY) this.sweepSoonAfter = true;
+    if (this.sweeping) this.sweepSoonAfter = true;
     else if (this.sweepAt > Date.now() + LEADER_CHANGE_SWEEP_MS) this.nextSweep(LEADER_CHANGE_SWEEP_MS);
   }
 
@@ -1444,7 +1449,7 @@ class NatsLog implements ChangeLog {
     this.copyWatch = setTimeout(
       async () => {
         // A sweep that runs may be making a copy again: its progress is not looked at meanwhile.
-        if (this.sweepAt !== Number.POSITIVE_INFINITY) {
+        if (!this.sweeping) {
           const remake = await this.nudgeStoppedCopies().then(
             (streams) => {
               this.copyLooksFailed = 0;
@@ -1461,7 +1466,7 @@ class NatsLog implements ChangeLog {
           );
           for (const stream of remake) this.stoppedCopies.add(stream);
           // Made again by a sweep now, or at the end of the one that started meanwhile.
-          if (remake.length > 0 && !this.closed && this.sweepAt !== Number.POSITIVE_INFINITY) this.nextSweep(0);
+          if (remake.length > 0 && !this.closed && !this.sweeping) this.nextSweep(0);
         }
         if (!this.closed) this.watchCopies();
       },

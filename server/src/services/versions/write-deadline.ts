@@ -7,9 +7,6 @@
 import { UnavailableError } from "../../domain/errors.ts";
 import { within } from "../../within.ts";
 
-/** The bound the composition root sets (one process over PostgreSQL). */
-export const STORE_WRITE_WAIT_MS = 10_000;
-
 export class WriteDeadline {
   private reachedStore = false;
   private readonly at: number;
