@@ -262,6 +262,7 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
     quotas: { uploadBytes: config.quotaUploadBytes, concurrentUploads: config.quotaConcurrentUploads },
     onQueued: () => ingest.notify(),
     ...(replica ? { node: config.nodeId, liveNodes: () => replica.liveNodes() } : {}),
+    ...(bound === undefined ? {} : { storeWaitMs: bound }),
   });
   // What the HTTP layer calls for sign-ins, the control plane, uploads' steps and version listings
   // answers 503 once the store has not answered for `bound` (D-360). The services themselves stay

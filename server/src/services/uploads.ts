@@ -21,6 +21,7 @@ import { indexes, uploads } from "../store/schema.ts";
 import type { CatalogService, IndexRef } from "./catalog.ts";
 import type { VersionService } from "./versions.ts";
 import { insertVersion, versionRow } from "./versions/rows.ts";
+import { storeStep } from "./store-deadline.ts";
 
 type IngestStatus = components["schemas"]["IngestStatus"];
 type UploadRow = typeof uploads.$inferSelect;
@@ -57,6 +58,12 @@ export class UploadService {
   private readonly node: string | undefined;
   /** With replication: the nodes that reported lately; the others are gone (sweepOrphaned). */
   private readonly liveNodes: (() => Promise<string[]>) | undefined;
+  /**
+   * On PostgreSQL: how long a PUT of bytes waits for each of its store steps (D-362). Its whole
+   * call cannot be bounded as the other steps' are (D-360): the bytes take as long as the client
+   * takes to send them.
+   */
+  private readonly storeWaitMs: number | undefined;
   /** Nodes of pending uploads that the last sweep found gone: a second sweep must find them gone too. */
   private goneAtLastSweep = new Set<string>();
   /**
@@ -77,6 +84,7 @@ export class UploadService {
     now?: () => number;
     node?: string;
     liveNodes?: () => Promise<string[]>;
+    storeWaitMs?: number;
   }) {
     this.db = deps.db;
     this.catalog = deps.catalog;
@@ -89,6 +97,7 @@ export class UploadService {
     this.now = deps.now ?? Date.now;
     this.node = deps.node;
     this.liveNodes = deps.liveNodes;
+    this.storeWaitMs = deps.storeWaitMs;
   }
 
   private async index(p: Principal, indexName: string, missing: "400" | "404"): Promise<IndexRef> {
@@ -165,7 +174,11 @@ export class UploadService {
     declaredLength: number | undefined,
     body: AsyncIterable<Uint8Array> | null,
   ): Promise<{ bytes: number }> {
-    const [row] = await this.db.select().from(uploads).where(eq(uploads.id, uploadId)).limit(1);
+    const [row] = await storeStep(
+      this.storeWaitMs,
+      false,
+      this.db.select().from(uploads).where(eq(uploads.id, uploadId)).limit(1),
+    );
     const valid =
       row &&
       row.expiresAt === expires &&
@@ -183,8 +196,8 @@ export class UploadService {
       throw new InvalidArgumentError("the upload has no body: PUT the file's bytes", [
         { field: "body", message: "is required" },
       ]);
-    const tenantId = (await this.catalog.byId(row.indexId))?.tenantId ?? "";
-    const held = await this.heldBytes(tenantId);
+    const tenantId = (await storeStep(this.storeWaitMs, false, this.catalog.byId(row.indexId)))?.tenantId ?? "";
+    const held = await storeStep(this.storeWaitMs, false, this.heldBytes(tenantId));
     if (held + (declaredLength ?? 0) > this.quotas.uploadBytes || held >= this.quotas.uploadBytes) {
       throw this.bytesQuotaError(held);
     }
@@ -196,10 +209,15 @@ export class UploadService {
     try {
       const counted = this.countArriving(body, arriving, held - this.arrivingBytes(tenantId));
       const { bytes } = await this.blobs.write(uploadBlobKey(row), counted, { maxBytes: this.maxUploadBytes });
-      await this.db
-        .update(uploads)
-        .set({ state: "uploaded", bytesReceived: bytes, node: this.node ?? null })
-        .where(eq(uploads.id, row.id));
+      // Timed out, the file stays stored: the store's late answer records it as any other's would.
+      await storeStep(
+        this.storeWaitMs,
+        true,
+        this.db
+          .update(uploads)
+          .set({ state: "uploaded", bytesReceived: bytes, node: this.node ?? null })
+          .where(eq(uploads.id, row.id)),
+      );
       return { bytes };
     } catch (error) {
       if (error instanceof BlobTooLargeError) throw new PayloadTooLargeError(error.message);
