@@ -411,6 +411,32 @@ describe("a record write or an activation on a node that cannot follow the log",
     expect((await nodes.b.records.get(admin, "shop", "ninth")).title).toBe("Ninth");
   });
 
+  test("a purge asked over HTTP: 503 once its wait is over; erased everywhere later, with its audit (D-363)", async () => {
+    const ref = (await nodes.b.catalog.byName("ten_r", "shop"))!;
+    const written = await nodes.a.records.put(admin, "shop", "tenth", { title: "Tenth" });
+    await nodes.b.replica.waitFor(ref.id, written, 5_000);
+    // Its erasure entry is in the log, but b does not apply it: the client is answered all the same.
+    nodes.b.log.hold();
+    const started = Date.now();
+    await refusedWith503(nodes.b.records.purge(admin, "shop", "tenth"));
+    expect(Date.now() - started).toBeLessThan(5_000);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    nodes.b.log.release();
+    // The purge goes on: erased on both nodes, and its audit version written, active everywhere.
+    const audits = () =>
+      nodes.store.db
+        .select({ version: versions.version, recordId: versions.purgedRecordId })
+        .from(versions)
+        .where(and(eq(versions.indexId, ref.id), eq(versions.kind, "purge")));
+    await expect.poll(async () => (await audits()).length, { timeout: 5_000 }).toBe(1);
+    const [audit] = await audits();
+    expect(audit!.recordId).toBe("tenth");
+    for (const node of [nodes.a, nodes.b]) {
+      await expect.poll(() => node.replica.active(ref.id), { timeout: 5_000 }).toBe(audit!.version);
+      await expect(node.records.get(admin, "shop", "tenth")).rejects.toBeInstanceOf(NotFoundError);
+    }
+  });
+
   /**
    * An upload's activation of b's active version, which no client waits on, made while b does not
    * follow the log: its entry is in the log, and it waits until b applies it. `viaLock`: under the

@@ -30,6 +30,8 @@ export interface ReplicaView {
   storeSettled(indexId: string): Promise<void>;
   /** Resolves once this node has applied what the log holds now (`clientWaits`: within a bound, or 503). */
   catchUp(options: { clientWaits?: boolean }): Promise<void>;
+  /** How long a client waits for this node to apply its own entry (a purge's, D-363). */
+  readonly clientWaitMs: number;
 }
 
 /** An index's active version as of a log position: the store keeps the one with the highest. */
