@@ -57,7 +57,13 @@ async function shutdown(signal: string): Promise<void> {
     server.close(() => resolve());
     (server as unknown as { closeIdleConnections?: () => void }).closeIdleConnections?.();
   });
-  await sift.close();
+  try {
+    await sift.close();
+  } catch (error) {
+    // Said once, plainly, instead of an unhandled rejection's trace.
+    log.error("shutdown did not finish cleanly", { error: (error as Error).message });
+    process.exit(1);
+  }
   clearTimeout(force);
   process.exit(0);
 }
