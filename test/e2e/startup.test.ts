@@ -5,7 +5,9 @@ import { mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
+import postgres from "postgres";
 import { afterAll, beforeAll, expect, test } from "vitest";
+import { createTempDatabase } from "../../server/test/support/store.ts";
 import { siftProcess, type SiftProcess } from "../support/process.ts";
 
 let proc: SiftProcess;
@@ -126,3 +128,33 @@ test("a node killed right after it started has left its compiled modules for the
     rmSync(cache, { recursive: true, force: true });
   }
 });
+
+test.skipIf(!process.env.DATABASE_URL)(
+  "a first start stopped while the demo loads: the next start loads it (D-365)",
+  async () => {
+    // On PostgreSQL, to see from outside the moment the demo's index exists and its cities load.
+    const database = await createTempDatabase(process.env.DATABASE_URL!);
+    const sql = postgres(database.url, { max: 1, onnotice: () => {} });
+    const node = await siftProcess({ SIFT_DEMO: "true" }, { sharedDatabase: database.url });
+    try {
+      const first = node.start().catch((error: Error) => error);
+      await expect
+        .poll(async () => (await sql`select 1 from indexes where tenant_id = 'ten_demo'`.catch(() => [])).length, {
+          timeout: 60_000,
+          interval: 50,
+        })
+        .toBe(1);
+      // Ctrl-C during a first start ends it at once: the load is left half done.
+      await node.kill("SIGKILL");
+      await expect(fetch(`${node.url}/healthz`)).rejects.toThrow();
+      await node.start();
+      await first;
+      const reply = await fetch(`${node.url}/v1/search?query=new%20yo&indexName=cities&serviceName=demo`);
+      expect((await reply.json()).suggestions[0]).toMatchObject({ title: "New York City" });
+    } finally {
+      await node.destroy();
+      await sql.end();
+      await database.drop();
+    }
+  },
+);

