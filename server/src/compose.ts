@@ -7,6 +7,7 @@ import type { Hono } from "hono";
 import { createApp } from "./app.ts";
 import { createFsBlobStore } from "./blobs/fs-blobs.ts";
 import { DEMO, demoHint, seedDemo } from "./demo/seed.ts";
+import { UnavailableError } from "./domain/errors.ts";
 import { IngestRunner } from "./ingest/runner.ts";
 import type { Config } from "./config.ts";
 import { loadContract, type Contract } from "./http/contract.ts";
@@ -302,10 +303,19 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
     log,
   });
   const mcpConnections = new McpConnections(oauthEntries, mcpProviders);
+  // The demo is not worth a node that does not start: a change log out of reach (its index's
+  // creation is refused after 20 s) leaves it to the next start (D-365).
   const demo = config.demo
-    ? ((await unlessStoreUnreachable(log, "seed the demo (the next start does)", () =>
+    ? await unlessStoreUnreachable(log, "seed the demo (the next start does)", () =>
         seedDemo({ db: store.db, engine, catalog, versions, log }),
-      )) ?? DEMO)
+      ).then(
+        (seeded) => seeded ?? DEMO,
+        (error: Error) => {
+          if (!(error instanceof UnavailableError)) throw error;
+          log.error("could not load the demo; the next start tries again", { error: error.message });
+          return undefined;
+        },
+      )
     : undefined;
   await ingest.start();
   const timers = [
