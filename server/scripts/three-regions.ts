@@ -5,6 +5,7 @@
 // the local server's database `test`). Ctrl-C stops everything; the data stays for the next run.
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdirSync } from "node:fs";
+import { createServer } from "node:net";
 import { resolve } from "node:path";
 
 const NATS_SERVER = process.env.NATS_SERVER ?? "nats-server";
@@ -25,10 +26,18 @@ function run(name: string, command: string, args: string[], env: Record<string, 
         ? `${name}: ${command} is not installed or not on the PATH (set NATS_SERVER=/path/to/nats-server)\n`
         : `${name}: ${error.message}\n`,
     );
+    process.exitCode = 1;
     stop();
   });
   child.on("exit", (code, signal) => {
-    if (!stopping) process.stderr.write(`${name} exited (${code ?? signal})\n`);
+    if (stopping) return;
+    process.stderr.write(`${name} exited (${code ?? signal})\n`);
+    // While starting, one gone is a start that failed; once all run, one may be killed on purpose
+    // (a region's failover, tried by hand) and the others go on.
+    if (!started) {
+      stop();
+      process.exitCode = 1;
+    }
   });
   children.push(child);
   return child;
@@ -47,13 +56,32 @@ async function waitFor(url: string): Promise<void> {
 }
 
 let stopping = false;
+let started = false;
 function stop(): void {
   stopping = true;
   for (const child of children.reverse()) child.kill("SIGTERM");
-  setTimeout(() => process.exit(0), 2_000).unref();
+  setTimeout(() => process.exit(), 2_000);
 }
 process.on("SIGINT", stop);
 process.on("SIGTERM", stop);
+
+/** Whether something listens on the port already (another run of this script, most likely). */
+function taken(port: number): Promise<boolean> {
+  return new Promise((done) => {
+    const probe = createServer()
+      .once("error", () => done(true))
+      .once("listening", () => probe.close(() => done(false)))
+      .listen(port, "127.0.0.1");
+  });
+}
+const ports = regions.flatMap((r) => [r.port, r.nats, r.cluster]);
+const inUse = (await Promise.all(ports.map(async (port) => ((await taken(port)) ? [port] : [])))).flat();
+if (inUse.length > 0) {
+  process.stderr.write(
+    `ports ${inUse.join(", ")} are in use: is \`npm run regions\` running already? Stop it (Ctrl-C) first.\n`,
+  );
+  process.exit(1);
+}
 
 for (const r of regions) {
   const routes = regions.filter((o) => o !== r).map((o) => `nats://127.0.0.1:${o.cluster}`);
@@ -84,14 +112,18 @@ for (const [i, r] of regions.entries()) {
   });
   // One at a time: the first one migrates the shared database and loads the demo.
   await waitFor(`http://127.0.0.1:${r.port}/healthz`);
+  if (stopping) break;
 }
-process.stderr.write(
-  [
-    "",
-    "Three regions share one change log:",
-    ...regions.map((r) => `  ${r.id.padEnd(10)} http://127.0.0.1:${r.port}`),
-    "  regions    curl http://127.0.0.1:7701/v1/regions",
-    "Write in one, search in another: the README's Try it works against any of them. Ctrl-C stops all.",
-    "",
-  ].join("\n"),
-);
+if (!stopping) {
+  started = true;
+  process.stderr.write(
+    [
+      "",
+      "Three regions share one change log:",
+      ...regions.map((r) => `  ${r.id.padEnd(10)} http://127.0.0.1:${r.port}`),
+      "  regions    curl http://127.0.0.1:7701/v1/regions",
+      "Write in one, search in another: the README's Try it works against any of them. Ctrl-C stops all.",
+      "",
+    ].join("\n"),
+  );
+}
