@@ -12,9 +12,9 @@ const NATS_SERVER = process.env.NATS_SERVER ?? "nats-server";
 const root = resolve(process.env.SIFT_REGIONS_DIR ?? ".sift-regions");
 const databaseUrl = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
 const regions = [
-  { id: "frankfurt", port: 7701, nats: 4301, cluster: 6301 },
-  { id: "london", port: 7702, nats: 4302, cluster: 6302 },
-  { id: "newark", port: 7703, nats: 4303, cluster: 6303 },
+  { id: "frankfurt", port: 7701, nats: 4301, cluster: 6301, monitor: 8301 },
+  { id: "london", port: 7702, nats: 4302, cluster: 6302, monitor: 8302 },
+  { id: "newark", port: 7703, nats: 4303, cluster: 6303, monitor: 8303 },
 ];
 const children: ChildProcess[] = [];
 
@@ -45,12 +45,13 @@ function run(name: string, command: string, args: string[], env: Record<string, 
 
 async function waitFor(url: string): Promise<void> {
   for (let i = 0; i < 600; i++) {
-    try {
-      if ((await fetch(url)).status < 500) return;
-    } catch {
-      // Not listening yet.
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    // Not listening yet, or not ready (503).
+    const ready = await fetch(url).then(
+      (reply) => reply.ok,
+      () => false,
+    );
+    if (ready) return;
+    await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error(`${url} did not answer`);
 }
@@ -74,7 +75,7 @@ function taken(port: number): Promise<boolean> {
       .listen(port, "127.0.0.1");
   });
 }
-const ports = regions.flatMap((r) => [r.port, r.nats, r.cluster]);
+const ports = regions.flatMap((r) => [r.port, r.nats, r.cluster, r.monitor]);
 const inUse = (await Promise.all(ports.map(async (port) => ((await taken(port)) ? [port] : [])))).flat();
 if (inUse.length > 0) {
   process.stderr.write(
@@ -87,16 +88,20 @@ for (const r of regions) {
   const routes = regions.filter((o) => o !== r).map((o) => `nats://127.0.0.1:${o.cluster}`);
   mkdirSync(`${root}/nats-${r.id}`, { recursive: true });
   run(`nats ${r.id}`, NATS_SERVER, [
-    ...["-a", "127.0.0.1", "-p", String(r.nats), "-js", "-sd", `${root}/nats-${r.id}`, "-n", r.id],
+    ...["-a", "127.0.0.1", "-p", String(r.nats), "-m", String(r.monitor), "-js", "-sd", `${root}/nats-${r.id}`],
+    ...["-n", r.id],
     ...["-l", `${root}/nats-${r.id}.log`],
     ...["--cluster", `nats://127.0.0.1:${r.cluster}`, "--routes", routes.join(","), "--cluster_name", "sift"],
   ]);
 }
+// Sift once the cluster's JetStream has its leaders (a restart on old data takes seconds): a node
+// started before would open the log only after its 10-s timeouts, and warn that NATS is out of reach.
+for (const r of regions) await waitFor(`http://127.0.0.1:${r.monitor}/healthz`);
 const natsUrls = regions.map((r) => `nats://127.0.0.1:${r.nats}`).join(",");
 const regionUrls = Object.fromEntries(
   regions.map((r) => [`SIFT_REGION_URL_${r.id.toUpperCase()}`, `http://127.0.0.1:${r.port}`]),
 );
-for (const [i, r] of regions.entries()) {
+for (const r of regions) {
   run(`sift ${r.id}`, process.execPath, [resolve(import.meta.dirname, "../src/main.ts")], {
     PORT: String(r.port),
     SIFT_REGION: r.id,
@@ -106,8 +111,9 @@ for (const [i, r] of regions.entries()) {
     SIFT_NATS_REPLICAS: "3",
     DATABASE_URL: databaseUrl,
     SIFT_LOG_LEVEL: process.env.SIFT_LOG_LEVEL ?? "warn",
-    // The demo index is loaded once, by the first region; the others receive it through the log.
-    SIFT_DEMO: i === 0 ? "true" : "false",
+    // The first region loads the demo index; the others, started after it, find it loaded in the
+    // shared store (so their demo page and hint show it) and receive it through the log.
+    SIFT_DEMO: "true",
     ...regionUrls,
   });
   // One at a time: the first one migrates the shared database and loads the demo.
