@@ -18,7 +18,9 @@ const regions = [
 ];
 const children: ChildProcess[] = [];
 
-function run(name: string, command: string, args: string[], env: Record<string, string> = {}): ChildProcess {
+function run(name: string, command: string, args: string[], env: Record<string, string> = {}): void {
+  // Stopping (another failed to start): nothing new is started, to be left running once this exits.
+  if (stopping) return;
   const child = spawn(command, args, { env: { ...process.env, ...env }, stdio: ["ignore", "inherit", "inherit"] });
   child.on("error", (error: NodeJS.ErrnoException) => {
     process.stderr.write(
@@ -40,7 +42,6 @@ function run(name: string, command: string, args: string[], env: Record<string, 
     }
   });
   children.push(child);
-  return child;
 }
 
 async function waitFor(url: string): Promise<void> {
