@@ -386,7 +386,10 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
     extraRoutes: (app) => {
       mcpMethodNotAllowed(app);
       mountMcpAuth(app, { providers: mcpProviders, config, accounts: bounded.accounts });
-      mountDemo(app, { demo: demo ? { serviceName: demo.serviceName, indexName: demo.indexName } : undefined });
+      mountDemo(app, {
+        demo: demo ? { serviceName: demo.serviceName, indexName: demo.indexName } : undefined,
+        regions: Object.keys(config.regionUrls).length > 0,
+      });
       mountDashboard(app);
     },
   });

@@ -548,6 +548,19 @@ describe("demo route", () => {
     expect(html).not.toContain("<sift-autocomplete id=");
   });
 
+  test("with other regions' URLs the demo's widget, and the snippet it shows, fail over between them (D-366)", async () => {
+    const demo = { serviceName: "demo", indexName: "cities" };
+    const html = async (regions: boolean) => {
+      const app = new Hono<AppEnv>();
+      mountDemo(app, { demo, regions });
+      return (await app.request("http://sift.test/demo")).text();
+    };
+    const replicated = await html(true);
+    expect(replicated).toMatch(/<sift-autocomplete id="demo-search"[^>]* regions="discover"/);
+    expect(replicated).toContain("api-key=&quot;pk-sift-srh-…&quot; regions=&quot;discover&quot;");
+    expect(await html(false)).not.toContain("regions=");
+  });
+
   test("the demo page searches the demo index and passes axe-core", async () => {
     const { page, input } = await open({}, { path: "/demo" });
     await typeAndSee(page, "par", PAR);

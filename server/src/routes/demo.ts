@@ -8,6 +8,8 @@ import type { AppEnv } from "../http/env.ts";
 
 export interface DemoOptions {
   demo?: { serviceName: string; indexName: string } | undefined;
+  /** Other regions have URLs (SIFT_REGION_URL_*): the widget fails over between them (D-366). */
+  regions?: boolean;
 }
 
 // The widget's one-file builds, as the @sift/widgets package ships them.
@@ -17,11 +19,14 @@ const ASSETS = new Set(["sift-autocomplete.js", "sift-autocomplete.iife.js"]);
 const escapeHtml = (s: string) =>
   s.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]!);
 
-function page(origin: string, demo: DemoOptions["demo"]): string {
-  const attrs = demo ? `service="${escapeHtml(demo.serviceName)}" index="${escapeHtml(demo.indexName)}"` : "";
+function page(origin: string, demo: DemoOptions["demo"], regions: boolean): string {
+  const failover = regions ? ` regions="discover"` : "";
+  const attrs = demo
+    ? `service="${escapeHtml(demo.serviceName)}" index="${escapeHtml(demo.indexName)}"${failover}`
+    : "";
   const snippet = `<script src="${origin}/widget/sift-autocomplete.iife.js" defer></script>
 <sift-autocomplete base-url="${origin}" service="${demo?.serviceName ?? "SERVICE"}" index="${demo?.indexName ?? "INDEX"}"
-  api-key="pk-sift-srh-…" weighted placeholder="Search…"></sift-autocomplete>`;
+  api-key="pk-sift-srh-…"${failover} weighted placeholder="Search…"></sift-autocomplete>`;
   const body = demo
     ? `<label for="demo-search">Search the demo index “${escapeHtml(demo.indexName)}”</label>
 <sift-autocomplete id="demo-search" name="q" ${attrs} weighted detail-field="country" placeholder="Try a few letters…"></sift-autocomplete>
@@ -59,7 +64,7 @@ ${body}
 export function mountDemo(app: Hono<AppEnv>, options: DemoOptions): void {
   const builds = new Map<string, Promise<{ code: string; etag: string }>>();
 
-  app.get("/demo", (c) => c.html(page(new URL(c.req.url).origin, options.demo)));
+  app.get("/demo", (c) => c.html(page(new URL(c.req.url).origin, options.demo, options.regions === true)));
 
   app.get("/widget/:file", async (c) => {
     const file = c.req.param("file");
