@@ -43,6 +43,18 @@ const server = listen(sift.app, config, (info) => {
   // stopped, would otherwise never write it.
   setImmediate(() => module.flushCompileCache?.());
 });
+// A port taken is said plainly, instead of an unhandled 'error' event's trace (D-368).
+server.once("error", (error: NodeJS.ErrnoException) => {
+  if (server.listening) throw error;
+  const where = `${config.host}:${config.port}`;
+  process.stderr.write(
+    error.code === "EADDRINUSE"
+      ? `sift: cannot start: ${where} is in use by another process; stop it, or set PORT (or HOST)\n`
+      : `sift: cannot start: cannot listen on ${where}: ${error.message}\n`,
+  );
+  // The data directory's lock and the store's lease go with the process.
+  process.exit(1);
+});
 
 let stopping = false;
 async function shutdown(signal: string): Promise<void> {

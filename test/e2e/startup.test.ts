@@ -1,6 +1,7 @@
 // `npm start` as a newcomer meets it: a fresh data dir, the embedded defaults, the demo index,
 // the README's example query, the docs; then a graceful stop and a clear refusal of bad settings.
 import { execFile } from "node:child_process";
+import { type AddressInfo, createServer } from "node:net";
 import { mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -95,6 +96,37 @@ test("a bad setting stops the start with a message naming it", async () => {
   expect(failed).toMatchObject({ code: 2 });
   expect((failed as { stderr: string }).stderr).toMatch(/PORT must be an integer from 0 to 65535 \(got "http"\)/);
   expect((failed as { stderr: string }).stderr).toMatch(/SIFT_REGION must be one of fremont, .*atlantis/);
+});
+
+test("a taken port, or a database that does not exist, stops the start with a message naming it (D-368)", async () => {
+  const main = resolve(import.meta.dirname, "../../server/src/main.ts");
+  const dataDir = mkdtempSync(join(tmpdir(), "sift-start-"));
+  const holder = createServer();
+  await new Promise<void>((listening) => holder.listen(0, "127.0.0.1", listening));
+  const port = (holder.address() as AddressInfo).port;
+  try {
+    const start = (env: Record<string, string>) =>
+      promisify(execFile)(process.execPath, [main], {
+        env: { ...process.env, SIFT_DATA_DIR: dataDir, SIFT_DEMO: "false", DATABASE_URL: "", ...env },
+      }).catch((e: { code: number; stderr: string }) => e);
+    const taken = await start({ PORT: String(port) });
+    expect(taken).toMatchObject({ code: 1 });
+    const stderr = (taken as { stderr: string }).stderr;
+    expect(stderr).toContain(`sift: cannot start: 127.0.0.1:${port} is in use by another process`);
+    expect(stderr).not.toContain("Unhandled 'error' event");
+    if (process.env.DATABASE_URL) {
+      const missing = new URL(process.env.DATABASE_URL);
+      missing.pathname = "/sift_no_such_database";
+      const failed = await start({ PORT: "0", DATABASE_URL: missing.toString() });
+      expect(failed).toMatchObject({ code: 1 });
+      expect((failed as { stderr: string }).stderr).toContain(
+        'cannot prepare the PostgreSQL store at DATABASE_URL: database "sift_no_such_database" does not exist',
+      );
+    }
+  } finally {
+    holder.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
 });
 
 test("a second process on the same data directory refuses to start, naming it and the holder", async () => {

@@ -120,7 +120,7 @@ async function openPostgres(url: string, readUrl: string | undefined, log: Logge
       retry();
     } else {
       await Promise.all([client.end({ timeout: 1 }), replica?.end({ timeout: 1 })]);
-      throw new Error(`cannot prepare the PostgreSQL store at DATABASE_URL: ${(error as Error).message}`, {
+      throw new Error(`cannot prepare the PostgreSQL store at DATABASE_URL: ${rootMessage(error)}`, {
         cause: error,
       });
     }
@@ -185,4 +185,14 @@ async function pingDb(db: Db): Promise<boolean> {
   } catch {
     return false;
   }
+}
+
+/**
+ * What went wrong at the bottom: Drizzle wraps the driver's error in "Failed query: <sql>", which
+ * hid the reason a start failed (database "x" does not exist, connection refused) (D-368).
+ */
+function rootMessage(error: unknown): string {
+  let root = error as Error;
+  while (root.cause instanceof Error) root = root.cause;
+  return root.message || String(root);
 }
