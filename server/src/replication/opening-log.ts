@@ -37,9 +37,15 @@ export class OpeningLog implements ChangeLog {
           return log;
         } catch (error) {
           if (this.closed) continue;
+          const message = (error as Error).message;
           logger.error("cannot open the change log; serving what this node holds, trying again", {
             attempt,
-            error: (error as Error).message,
+            error: message,
+            // Also said for a few seconds while a cluster elects its leaders; for a minute, it is
+            // a server started without JetStream.
+            ...(/jetstream is not enabled/i.test(message)
+              ? { hint: "the NATS servers of SIFT_NATS_URL must run JetStream (nats-server -js)" }
+              : {}),
           });
           await new Promise((resolve) => setTimeout(resolve, RETRY_MS));
         }

@@ -347,13 +347,18 @@ export async function openNatsLog(options: NatsLogOptions): Promise<ChangeLog> {
  */
 function untilReady(options: NatsLogOptions): <T>(step: () => Promise<T>) => Promise<T> {
   const deadline = Date.now() + 60_000;
+  // Said once every 10 s, not by every step twice a second (480 lines a minute before).
+  let saidAt = 0;
   return async (step) => {
     for (;;) {
       try {
         return await step();
       } catch (error) {
         if (Date.now() > deadline) throw error;
-        options.log.info("waiting for the NATS JetStream cluster", { error: (error as Error).message });
+        if (Date.now() - saidAt >= 10_000) {
+          saidAt = Date.now();
+          options.log.info("waiting for the NATS JetStream cluster", { error: (error as Error).message });
+        }
         await new Promise((resolve) => setTimeout(resolve, 500));
       }
     }
