@@ -388,7 +388,8 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
       mountMcpAuth(app, { providers: mcpProviders, config, accounts: bounded.accounts });
       mountDemo(app, {
         demo: demo ? { serviceName: demo.serviceName, indexName: demo.indexName } : undefined,
-        regions: Object.keys(config.regionUrls).length > 0,
+        // Other regions hold this node's indexes only with replication.
+        regions: config.nats !== undefined && Object.keys(config.regionUrls).length > 0,
       });
       mountDashboard(app);
     },

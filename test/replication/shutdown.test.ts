@@ -21,7 +21,8 @@ describe.skipIf(!available)("a node started or shut down while NATS is out of re
     await dropDatabase?.();
   });
 
-  const start = async (env: Record<string, string> = {}) => {
+  /** A one-server NATS and a fresh database, and a node (not started) on both. */
+  const prepare = async (env: Record<string, string>) => {
     nats = await startNatsCluster(1);
     const database = await createTempDatabase(process.env.DATABASE_URL!);
     dropDatabase = database.drop;
@@ -29,18 +30,18 @@ describe.skipIf(!available)("a node started or shut down while NATS is out of re
       { ...RATE_LIMITS_OFF, SIFT_NATS_URL: nats.urls, SIFT_NATS_REPLICAS: "1", SIFT_REGION: "frankfurt", ...env },
       { sharedDatabase: database.url },
     );
-    await node.start();
-    await expect.poll(async () => (await fetch(`${node!.url}/readyz`)).status, { timeout: 30_000 }).toBe(200);
-    return node;
+    return { node, server: nats.servers[0]! };
   };
 
   for (const when of ["at the same moment", "after they are gone"] as const) {
     it(`exits 0 when its NATS server stops ${when}`, async () => {
-      const sift = await start();
-      if (when === "after they are gone") await nats!.servers[0]!.kill("SIGKILL");
+      const { node: sift, server } = await prepare({});
+      await sift.start();
+      await expect.poll(async () => (await fetch(`${sift.url}/readyz`)).status, { timeout: 30_000 }).toBe(200);
+      if (when === "after they are gone") await server.kill("SIGKILL");
       const exited = sift.exited();
       const stopping = Date.now();
-      await Promise.all([sift.kill("SIGTERM"), when === "at the same moment" ? nats!.servers[0]!.kill("SIGTERM") : 0]);
+      await Promise.all([sift.kill("SIGTERM"), when === "at the same moment" ? server.kill("SIGTERM") : 0]);
       expect(await exited, sift.output()).toBe(0);
       expect(Date.now() - stopping).toBeLessThan(10_000);
       expect(sift.output()).not.toMatch(/RequestError|unhandled|grace period over/i);
@@ -48,24 +49,17 @@ describe.skipIf(!available)("a node started or shut down while NATS is out of re
   }
 
   it("starts without the demo while NATS is out of reach; the next start loads it", async () => {
-    nats = await startNatsCluster(1);
-    const server = nats.servers[0]!;
+    const { node: sift, server } = await prepare({ SIFT_DEMO: "true" });
     await server.kill("SIGKILL");
-    const database = await createTempDatabase(process.env.DATABASE_URL!);
-    dropDatabase = database.drop;
-    node = await siftProcess(
-      { SIFT_NATS_URL: nats.urls, SIFT_NATS_REPLICAS: "1", SIFT_REGION: "frankfurt", SIFT_DEMO: "true" },
-      { sharedDatabase: database.url },
-    );
-    await node.start();
-    const demoQuery = `${node.url}/v1/search?query=new%20yo&indexName=cities&serviceName=demo`;
-    expect(node.output()).toContain("could not load the demo; the next start tries again");
-    expect(node.output()).not.toContain("Try a search");
+    await sift.start();
+    const demoQuery = `${sift.url}/v1/search?query=new%20yo&indexName=cities&serviceName=demo`;
+    expect(sift.output()).toContain("could not load the demo; the next start tries again");
+    expect(sift.output()).not.toContain("Try a search");
     // No PUBLIC index of that name: a search without a key is refused.
     expect((await fetch(demoQuery)).status).toBe(401);
-    await node.kill("SIGTERM");
+    await sift.kill("SIGTERM");
     await server.start();
-    await node.start();
+    await sift.start();
     const reply = await fetch(demoQuery);
     expect((await reply.json()).suggestions[0]).toMatchObject({ title: "New York City" });
   });

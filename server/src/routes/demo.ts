@@ -8,7 +8,7 @@ import type { AppEnv } from "../http/env.ts";
 
 export interface DemoOptions {
   demo?: { serviceName: string; indexName: string } | undefined;
-  /** Other regions have URLs (SIFT_REGION_URL_*): the widget fails over between them (D-366). */
+  /** With replication, other regions' URLs are known: the widget fails over between them (D-366). */
   regions?: boolean;
 }
 

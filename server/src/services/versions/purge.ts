@@ -50,7 +50,7 @@ export function purgeRecord(
       error: () => {
         answered = true;
         return new UnavailableError(
-          "this node has not applied the purge yet; it is in the change log and is applied everywhere, its audit version after it: look for that version before repeating it",
+          "this node has not applied the purge yet; it is in the change log and is applied everywhere, its audit version after it: look for a purge version in the index's version list before repeating it",
           { retryAfterSeconds: 1 },
         );
       },
