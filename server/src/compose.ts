@@ -170,6 +170,7 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
         logger: log,
         dataDir: config.dataDir,
         snapshots: config.nats && { every: config.nats.snapshotEvery, goneAfterMs: config.nats.nodeGoneAfterMs },
+        ...(config.nats ? { historyCheckMs: config.nats.historyCheckMs } : {}),
       })
     : undefined;
   if (replica && changeLog) {

@@ -99,6 +99,8 @@ export interface Config {
         replicas: number;
         snapshotEvery: number;
         nodeGoneAfterMs: number;
+        /** How often a node checks that the log still holds each index's history (D-369). */
+        historyCheckMs: number;
       }
     | undefined;
   /** This node's name in the change log and in logs. */
@@ -356,6 +358,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
           snapshotEvery: int("SIFT_REPLICATION_SNAPSHOT_EVERY", 10_000, 2, 100_000_000),
           // A node that has not reported its position for this long no longer holds truncation back.
           nodeGoneAfterMs: int("SIFT_REPLICATION_NODE_GONE_MS", 15 * 60_000, 500, 7 * 24 * 3_600_000),
+          // Each index's history in the log is looked at this often, repaired if lost (D-369).
+          historyCheckMs: int("SIFT_REPLICATION_HISTORY_CHECK_MS", 10 * 60_000, 1_000, 7 * 24 * 3_600_000),
         }
       : undefined,
     nodeId: env.SIFT_NODE_ID || `${region}-${hostname()}-${env.PORT || 7700}`,

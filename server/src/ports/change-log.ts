@@ -41,7 +41,12 @@ export type LogOp =
   /** Several at once: retention after a checkpoint drops hundreds of minors (D-224). */
   | { op: "drop-versions"; versions: VersionId[] }
   /** Erasure of a record from every version (docs/versions.md, Erasure). */
-  | { op: "purge"; id: string };
+  | { op: "purge"; id: string }
+  /**
+   * Changes nothing: appended after the log lost the index's newest entries (D-369), so that its
+   * compare-and-set has an entry to name again, after a snapshot that holds what was lost.
+   */
+  | { op: "anchor" };
 
 export type LogEntry = LogOp & {
   /** The index's stable key (its id). */
@@ -120,6 +125,11 @@ export interface ChangeLog {
    * null when it has none.
    */
   lastEntryOf(indexKey: string): Promise<EntryTail | null>;
+  /**
+   * The oldest entry of one index at or after `fromSeq`, read whole; null when it has none there.
+   * Reads the log's home, as lastSeqOf does.
+   */
+  firstEntryOf(indexKey: string, fromSeq: number): Promise<AppliedEntry | null>;
   /** The oldest position still held (the log may be truncated behind checkpoints). */
   firstSeq(): Promise<number>;
   /** When the log took its first entry at or after `seq` (epoch ms); undefined when none is held. */

@@ -79,6 +79,9 @@ export class OpeningLog implements ChangeLog {
   async lastEntryOf(indexKey: string): Promise<EntryTail | null> {
     return (await this.use()).lastEntryOf(indexKey);
   }
+  async firstEntryOf(indexKey: string, fromSeq: number): Promise<AppliedEntry | null> {
+    return (await this.use()).firstEntryOf(indexKey, fromSeq);
+  }
   async firstSeq(): Promise<number> {
     return (await this.use()).firstSeq();
   }

@@ -42,6 +42,12 @@ const ASK_LOG_AFTER_MS = 250;
  */
 const READY_LAG_MS = 1_000;
 
+/**
+ * How often a node looks at whether the log still holds what a node needs to rebuild each index
+ * it holds (D-369); the first look is made this long after it follows the log, give or take half.
+ */
+const HISTORY_CHECK_MS = 10 * 60_000;
+
 /** A record change or a group of them: appending it twice makes two versions. */
 const isRecordWrite = (op: { op: string }) => op.op === "change" || op.op === "changes";
 
@@ -83,6 +89,10 @@ export class Replica {
   private following = false;
   /** How long an entry a client waits for waits for this node (and for the index's lock, D-346). */
   readonly clientWaitMs: number;
+  private readonly historyCheckMs: number;
+  private historyTimer: ReturnType<typeof setTimeout> | undefined;
+  /** Repairs of an index's history under way here (repairHistory), by index. */
+  private readonly repairing = new Map<string, Promise<void>>();
 
   constructor(deps: {
     node: string;
@@ -97,8 +107,11 @@ export class Replica {
     storeEveryMs?: number;
     /** How long an entry a client waits for waits for this node to apply it (CLIENT_WAIT_MS). */
     clientWaitMs?: number;
+    /** How often the log is checked for lost entries of the indexes held here (HISTORY_CHECK_MS). */
+    historyCheckMs?: number;
   }) {
     this.clientWaitMs = deps.clientWaitMs ?? CLIENT_WAIT_MS;
+    this.historyCheckMs = deps.historyCheckMs ?? HISTORY_CHECK_MS;
     this.node = deps.node;
     this.log = deps.log;
     this.engine = deps.engine;
@@ -173,6 +186,7 @@ export class Replica {
     for (const index of this.state.erasing) this.eraseCopies(index);
     for (const index of this.state.watching.keys()) this.watchErasure(index);
     this.follower = this.log.follow(this.state.position + 1, (applied) => this.deliver(applied));
+    this.scheduleHistoryCheck(this.historyCheckMs * (0.5 + Math.random()));
     if (target > this.state.position) {
       this.logger.info("catching up with the change log", { from: this.state.position, to: target });
       await this.appliedThrough(target);
@@ -199,6 +213,7 @@ export class Replica {
   async stop(): Promise<void> {
     this.stopping = true;
     clearInterval(this.reporter);
+    clearTimeout(this.historyTimer);
     for (const watch of this.erasureWatches.values()) clearTimeout(watch);
     await this.follower?.stop();
     // Entries still being applied end soon (a failing one stops retrying once `stopping` is set).
@@ -255,6 +270,7 @@ export class Replica {
       try {
         return await this.log.append(entry, expectedLast);
       } catch (error) {
+        if (error instanceof StaleAppendError && expectedLast) await this.lostNewest(entry.index, expectedLast);
         if (error instanceof StaleAppendError) throw error;
         this.logger.warn("the change log did not confirm an append", {
           index: entry.index,
@@ -748,6 +764,141 @@ export class Replica {
     await this.state.save();
   }
 
+  // ---- a log that lost entries (D-369) ----
+
+  /** The next look at the indexes' histories in `delayMs`, then about every historyCheckMs. */
+  private scheduleHistoryCheck(delayMs: number): void {
+    if (this.stopping) return;
+    this.historyTimer = setTimeout(() => {
+      void this.checkHistories().finally(() =>
+        this.scheduleHistoryCheck(this.historyCheckMs * (0.75 + Math.random() / 2)),
+      );
+    }, delayMs);
+    this.historyTimer.unref?.();
+  }
+
+  /**
+   * Sift removes an index's entries from the log only behind a snapshot that holds them. A log
+   * that lost some in another way (a second NATS server started on a live one's store directory,
+   * D-367) leaves a node that starts later without the index, and refuses for ever a write whose
+   * compare-and-set names a lost entry. Each index held here whose history a new node could not
+   * rebuild from its snapshot and the log is repaired from this node's copy (repairHistory).
+   */
+  private async checkHistories(): Promise<void> {
+    let failed: { index: string; error: string; count: number } | undefined;
+    let inARow = 0;
+    for (const index of [...this.state.indexes.keys()]) {
+      if (this.stopping) return;
+      if (this.state.dropped.has(index) || this.repairing.has(index)) continue;
+      try {
+        const lost = await this.lostHistory(index);
+        if (lost !== undefined) await this.repairHistory(index, lost);
+        inARow = 0;
+      } catch (error) {
+        failed ??= { index, error: (error as Error).message, count: 0 };
+        failed.count++;
+        // Each question to a log out of reach waits for its timeout: not once per index.
+        if (++inARow >= 3) break;
+      }
+    }
+    // Once per look, not once per index.
+    if (failed) {
+      this.logger.warn("could not check whether the change log holds each index's history; looking again later", {
+        ...failed,
+      });
+    }
+  }
+
+  /**
+   * What the log lost of the index's entries that this node has applied, in words; undefined when
+   * a node that lacks the index could rebuild it from its snapshot and the log. Looks at the ends
+   * only: the index's newest entry processed here must still be there, and the first entry after
+   * the snapshot must build on the snapshot (or be the index's creation). A hole in the middle,
+   * with both ends kept, is not seen.
+   */
+  private async lostHistory(index: string): Promise<string | undefined> {
+    const last = this.state.indexes.get(index)?.last ?? 0;
+    if (last === 0) return undefined;
+    // Truncation keeps a snapshot's own entry: the newest entry of an index is never removed.
+    const tail = await this.log.lastSeqOf(index);
+    if (tail < last) return tail === 0 ? "every entry" : `its entries after ${tail}, up to ${last}`;
+    const covered = (await this.snapshots.pointer(index))?.seq ?? 0;
+    if (covered >= last) return undefined;
+    const first = await this.log.firstEntryOf(index, covered + 1);
+    if (first === null) return undefined;
+    if ((first.entry.after ?? 0) > covered || (covered === 0 && first.entry.op !== "create")) {
+      // A newer snapshot truncated behind itself since the pointer was read: the next look decides.
+      if (((await this.snapshots.pointer(index))?.seq ?? 0) !== covered) return undefined;
+      return covered === 0
+        ? `its entries before ${first.seq}, its creation among them`
+        : `its entries between its snapshot at ${covered} and ${first.seq}`;
+    }
+    return undefined;
+  }
+
+  /**
+   * Makes the index whole again from this node's copy: a snapshot of it, unless one already holds
+   * all this node applied, then, when the log lost the index's newest entries, an `anchor` entry
+   * for the compare-and-set of its next write to name. A node that lacks the index restores it
+   * from the snapshot when it starts or when an entry (the anchor) builds on entries it never
+   * applied. Nodes that held more of it than this one keep what they hold.
+   */
+  private repairHistory(index: string, lost: string): Promise<void> {
+    const running = this.repairing.get(index);
+    if (running !== undefined) return running;
+    const repair = (async () => {
+      this.logger.error(
+        "the change log lost entries of an index (Sift removes them only behind a snapshot): repairing it from this node's copy",
+        { index, lost },
+      );
+      const last = this.state.indexes.get(index)?.last ?? 0;
+      let covered = (await this.snapshots.pointer(index))?.seq ?? 0;
+      if (covered < last) {
+        const snapshot = await this.snapshotNow(index);
+        if (snapshot === undefined) return; // dropped meanwhile, or stopping
+        covered = Math.max(covered, snapshot.seq);
+      }
+      const tail = await this.log.lastSeqOf(index);
+      if (tail < covered) {
+        // Names the log's own newest entry of the index: of two nodes anchoring at once, one wins.
+        const anchor = { op: "anchor", index, node: this.node, at: Date.now(), after: covered } as LogEntry;
+        await this.log.append(anchor, tail).catch((error: Error) => {
+          if (!(error instanceof StaleAppendError)) throw error;
+        });
+      }
+      this.logger.warn("repaired the change log's history of an index: other nodes restore it from its snapshot", {
+        index,
+        snapshot: covered,
+      });
+    })().finally(() => this.repairing.delete(index));
+    this.repairing.set(index, repair);
+    return repair;
+  }
+
+  /**
+   * An append refused as stale: when the log's newest entry of the index is older than the one
+   * this node applied, the log lost it and no catch-up can help. The write is refused with a 503
+   * while the index is repaired (repairHistory); one sent again after it goes through.
+   */
+  private async lostNewest(index: string, expectedLast: number): Promise<void> {
+    // A log that does not answer here leaves the write stale, as it was.
+    const tail = await this.log.lastSeqOf(index).catch(() => expectedLast);
+    if (tail >= expectedLast) return;
+    void this.repairHistory(
+      index,
+      tail === 0 ? "every entry" : `its entries after ${tail}, up to ${expectedLast}`,
+    ).catch((error: Error) =>
+      this.logger.warn("could not repair the change log's history of an index; the next write tries again", {
+        index,
+        error: error.message,
+      }),
+    );
+    throw new UnavailableError(
+      "the change log lost this index's newest entries; they are being restored from this region's copy, try again shortly",
+      { retryAfterSeconds: 2 },
+    );
+  }
+
   /**
    * Whether an entry still fits the index as the entries before it in the log left it: what a
    * serial execution of the writes would have allowed. Decided from the log alone, so every node
@@ -764,6 +915,7 @@ export class Replica {
       case "drop-index":
       case "bulk":
       case "purge":
+      case "anchor":
         return true;
       case "change": {
         const { version, parent, activate } = entry.change;
@@ -909,6 +1061,21 @@ export class Replica {
       }
       case "purge":
         return engine.purge(entry.index, entry.id);
+      case "anchor": {
+        // This node applied entries of the index after the snapshot the anchor builds on, which
+        // the log lost: the other nodes never get them, so it takes the snapshot too (D-369).
+        const held = this.state.indexes.get(entry.index)?.last ?? 0;
+        if (entry.after === undefined || held <= entry.after) return undefined;
+        const pointer = await this.snapshots.pointer(entry.index, { nearby: true });
+        if (pointer === null || pointer.seq < entry.after) return undefined;
+        await this.restoreIndex(entry.index, pointer);
+        this.logger.warn("restored an index from its snapshot: the change log lost entries this node had applied", {
+          index: entry.index,
+          applied: held,
+          snapshot: pointer.seq,
+        });
+        return undefined;
+      }
     }
   }
 

@@ -47,6 +47,10 @@ export class MemoryLog {
         const entry = log.entries[seq - 1]!;
         return { seq, at: entry.at, version: newestVersionOf(entry) };
       },
+      firstEntryOf: async (indexKey: string, fromSeq: number) => {
+        const i = log.entries.findIndex((e, i) => i + 1 >= fromSeq && e?.index === indexKey);
+        return i < 0 ? null : { seq: i + 1, entry: structuredClone(log.entries[i]!) };
+      },
       firstSeq: async () => Math.max(1, log.entries.findIndex((e) => e !== null) + 1),
       entryTimeFrom: async (seq: number) => log.entries.slice(Math.max(0, seq - 1)).find((e) => e !== null)?.at,
       follow(fromSeq: number, deliver: (applied: AppliedEntry) => Promise<void>) {

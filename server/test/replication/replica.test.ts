@@ -51,6 +51,8 @@ interface NodeOptions {
   wrapDb?: (db: Store["db"]) => Store["db"];
   /** When the node's checkpoints are layered (engine/embedded/versions/layers.ts). */
   layering?: { minBase: number; maxShare: number };
+  /** How often the node checks that the log still holds each index's history (10 minutes, D-369). */
+  historyCheckMs?: number;
 }
 
 async function openNode(memory: MemoryLog, store: Store, name: string, options: NodeOptions = {}) {
@@ -74,6 +76,7 @@ async function openNode(memory: MemoryLog, store: Store, name: string, options: 
     ...(snapshots ? { snapshots } : {}),
     ...(options.storeEveryMs ? { storeEveryMs: options.storeEveryMs } : {}),
     ...(options.clientWaitMs ? { clientWaitMs: options.clientWaitMs } : {}),
+    ...(options.historyCheckMs ? { historyCheckMs: options.historyCheckMs } : {}),
   });
   const engine = replicatedEngine(inner, replica, log);
   const locks = new IndexLocks();
@@ -751,6 +754,126 @@ describe("a node that missed entries removed from the log", () => {
     await nodes.b.replica.waitFor(ref.id, last, 5_000);
     for (const [id, title] of written) expect((await nodes.b.records.get(admin, "shop", id))?.title).toBe(title);
     expect((await nodes.b.records.get(admin, "shop", "early"))?.title).toBe("Early record");
+  });
+});
+
+describe("a log that lost every entry of an index (D-369)", () => {
+  // No periodic look during the test: the write itself finds the loss.
+  const nodes = useTwoNodes({ historyCheckMs: 3_600_000 });
+  const { memory } = nodes;
+
+  test("a write is refused with 503 while a node repairs it, then goes through; a node added later holds it all", async () => {
+    const written = new Map<string, string>();
+    let version = "";
+    for (let i = 0; i < 3; i++) {
+      version = await nodes.a.records.put(admin, "shop", `kept-${i}`, { title: `Kept ${i}` });
+      written.set(`kept-${i}`, `Kept ${i}`);
+    }
+    const { id } = (await nodes.a.catalog.byName("ten_r", "shop"))!;
+    await nodes.b.replica.waitFor(id, version, 5_000);
+    // Gone from the log some other way than a truncation: no snapshot holds them.
+    memory.entries.forEach((e, i) => {
+      if (e?.index === id) memory.entries[i] = null;
+    });
+    expect(memory.docs.has(`snapshots/${id}/latest`)).toBe(false);
+
+    // Before the repair, such a write was stale 20 times over: "written from other regions".
+    const refused = await nodes.a.records.put(admin, "shop", "after", { title: "After" }).catch((e: Error) => e);
+    expect(refused).toBeInstanceOf(UnavailableError);
+    expect((refused as Error).message).toMatch(/change log lost this index's newest entries/);
+    let after = "";
+    await expect
+      .poll(
+        async () => (after = await nodes.a.records.put(admin, "shop", "after", { title: "After" }).catch(() => "")),
+        {
+          timeout: 10_000,
+          interval: 200,
+        },
+      )
+      .not.toBe("");
+    written.set("after", "After");
+    expect(memory.docs.has(`snapshots/${id}/latest`)).toBe(true);
+    await nodes.b.replica.waitFor(id, after, 5_000);
+    expect((await nodes.b.records.get(admin, "shop", "after"))?.title).toBe("After");
+
+    const c = await openNode(memory, nodes.store, "c");
+    try {
+      await c.replica.waitFor(id, after, 10_000);
+      for (const [record, title] of written) expect((await c.records.get(admin, "shop", record))?.title).toBe(title);
+    } finally {
+      await c.close();
+    }
+  });
+});
+
+describe("a log that lost the newest entries of an index, applied on one node only (D-369)", () => {
+  const nodes = useTwoNodes({ historyCheckMs: 3_600_000 });
+  const { memory } = nodes;
+
+  test("both nodes end with the copy of the node that repaired it, and write on from there", async () => {
+    const first = await nodes.a.records.put(admin, "shop", "both", { title: "On both" });
+    const { id } = (await nodes.a.catalog.byName("ten_r", "shop"))!;
+    await nodes.b.replica.waitFor(id, first, 5_000);
+    nodes.a.log.hold();
+    const onB = await nodes.b.records.put(admin, "shop", "only-b", { title: "Only on b" });
+    memory.entries.forEach((e, i) => {
+      if (e?.index === id) memory.entries[i] = null;
+    });
+    nodes.a.log.release();
+
+    // a finds the loss at its write and repairs the index from what it holds.
+    const refused = await nodes.a.records.put(admin, "shop", "next", { title: "Next" }).catch((e: Error) => e);
+    expect(refused).toBeInstanceOf(UnavailableError);
+    let next = "";
+    await expect
+      .poll(async () => (next = await nodes.a.records.put(admin, "shop", "next", { title: "Next" }).catch(() => "")), {
+        timeout: 10_000,
+        interval: 200,
+      })
+      .not.toBe("");
+    await nodes.b.replica.waitFor(id, next, 5_000);
+    for (const node of [nodes.a, nodes.b]) {
+      expect((await node.records.get(admin, "shop", "both"))?.title).toBe("On both");
+      expect((await node.records.get(admin, "shop", "next"))?.title).toBe("Next");
+      // The log lost it: no node that starts later could have it, so b gives it up too.
+      expect(await node.records.get(admin, "shop", "only-b").catch(() => null)).toBeNull();
+    }
+    // The same version id, now made by a's write: one order everywhere.
+    expect(onB).toBe(next);
+  });
+});
+
+describe("a log that lost the oldest entries of an index (D-369)", () => {
+  const nodes = useTwoNodes({ historyCheckMs: 300 });
+  const { memory } = nodes;
+
+  test("is repaired by a node that holds the index; a node added later restores it from the snapshot", async () => {
+    const written = new Map<string, string>();
+    let version = "";
+    for (let i = 0; i < 4; i++) {
+      version = await nodes.a.records.put(admin, "shop", `r-${i}`, { title: `Record ${i}` });
+      written.set(`r-${i}`, `Record ${i}`);
+    }
+    const { id } = (await nodes.a.catalog.byName("ten_r", "shop"))!;
+    await nodes.b.replica.waitFor(id, version, 5_000);
+    // The index's creation and first two writes gone; the newest two stay.
+    const own = memory.entries.flatMap((e, i) => (e?.index === id ? [i] : []));
+    for (const i of own.slice(0, 3)) memory.entries[i] = null;
+
+    // Before the repair a node added now stayed without the index ("builds on entries it never applied").
+    const pointer = await waitForPointer(memory, id);
+    expect(pointer.seq).toBeGreaterThanOrEqual(own.at(-1)! + 1);
+    const c = await openNode(memory, nodes.store, "c");
+    try {
+      await c.replica.waitFor(id, version, 10_000);
+      for (const [record, title] of written) expect((await c.records.get(admin, "shop", record))?.title).toBe(title);
+      // And the index goes on being written everywhere.
+      const next = await nodes.a.records.put(admin, "shop", "next", { title: "Next" });
+      await c.replica.waitFor(id, next, 5_000);
+      expect((await c.records.get(admin, "shop", "next"))?.title).toBe("Next");
+    } finally {
+      await c.close();
+    }
   });
 });
 

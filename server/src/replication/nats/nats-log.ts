@@ -717,6 +717,18 @@ class NatsLog implements ChangeLog {
     return { seq: message.seq, at: message.time.getTime(), version: "ref" in raw ? undefined : newestVersionOf(raw) };
   }
 
+  async firstEntryOf(indexKey: string, fromSeq: number): Promise<AppliedEntry | null> {
+    // The subject's next message at or after `fromSeq` (the server's `next_by_subj`, NATS 2.9).
+    const request = { seq: Math.max(1, fromSeq), next_by_subj: subjectOf(indexKey) } as unknown as { seq: number };
+    const message = await this.jsm.streams.getMessage(this.options.stream, request).catch((error: Error) => {
+      if (noMessage(error)) return null;
+      throw error;
+    });
+    if (message === null) return null;
+    const raw = JSON.parse(message.string()) as LogEntry | EntryRef;
+    return { seq: message.seq, entry: "ref" in raw ? await this.readRef(raw.ref) : raw };
+  }
+
   private lastMessageOf(indexKey: string) {
     return this.jsm.streams.getMessage(this.options.stream, { last_by_subj: subjectOf(indexKey) });
   }

@@ -1,0 +1,168 @@
+// A change log that lost an index's entries some other way than Sift's own truncation (D-369): a
+// second NATS server started on a live server's store directory once cost the log its oldest
+// entries (D-367). Before, a node added afterwards never received such an index (503 "not received
+// yet" while ready), and when the index's newest entry was lost too, every write to it was refused
+// for ever. Now a node that holds the index repairs it from its copy: a snapshot, and an entry for
+// the next write's compare-and-set to name. Real processes: a NATS cluster of three, two regions,
+// and a node added later with an empty data directory.
+import { connect } from "@nats-io/transport-node";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { afterEach, describe, expect, it } from "vitest";
+import { RATE_LIMITS_OFF } from "../support/limits.ts";
+import { type SiftProcess, siftProcess } from "../support/process.ts";
+import { keyed, logRegionsOnFailure, type Regions, regionsAvailable, useRegions } from "../support/regions.ts";
+
+/** The log's subjects and how many entries each holds. */
+async function subjects(r: Regions): Promise<Record<string, number>> {
+  const nc = await connect({ servers: r.nats.urls.split(",") });
+  try {
+    const info = await (await jetstreamManager(nc)).streams.info("SIFT", { subjects_filter: "sift.log.>" });
+    return info.state.subjects ?? {};
+  } finally {
+    await nc.close();
+  }
+}
+
+/** Removes an index's entries from the log behind Sift's back: all of them, or those before `keepFrom`. */
+async function lose(r: Regions, subject: string, keepFrom?: number): Promise<void> {
+  const nc = await connect({ servers: r.nats.urls.split(",") });
+  try {
+    await (await jetstreamManager(nc)).streams.purge("SIFT", {
+      filter: subject,
+      ...(keepFrom === undefined ? {} : { seq: keepFrom }),
+    });
+  } finally {
+    await nc.close();
+  }
+}
+
+/** The positions of the entries of `subject` the log holds. */
+async function positionsOf(r: Regions, subject: string): Promise<number[]> {
+  const nc = await connect({ servers: r.nats.urls.split(",") });
+  try {
+    const jsm = await jetstreamManager(nc);
+    const found: number[] = [];
+    for (let seq = 1; ; seq++) {
+      const request = { seq, next_by_subj: subject } as unknown as { seq: number };
+      // biome-ignore lint/plugin: NATS answers "no message found" past the subject's last entry.
+      const message = await jsm.streams.getMessage("SIFT", request).catch(() => null);
+      if (message === null) return found;
+      found.push(message.seq);
+      seq = message.seq;
+    }
+  } finally {
+    await nc.close();
+  }
+}
+
+describe.skipIf(!regionsAvailable)("a change log that lost an index's entries", () => {
+  const regions = useRegions(["frankfurt", "london"], {
+    ...RATE_LIMITS_OFF,
+    SIFT_REPLICATION_HISTORY_CHECK_MS: "1000",
+  });
+  const added: SiftProcess[] = [];
+  afterEach(async () => {
+    for (const node of added.splice(0)) await node.destroy();
+  });
+
+  /** Another node of London, started now with nothing of its own. */
+  async function addNode(r: Regions, name: string): Promise<SiftProcess> {
+    const node = await siftProcess(
+      {
+        ...RATE_LIMITS_OFF,
+        SIFT_NATS_URL: r.nats.urls,
+        SIFT_NATS_REPLICAS: "3",
+        SIFT_REGION: "london",
+        SIFT_NODE_ID: name,
+        SIFT_REPLICATION_HISTORY_CHECK_MS: "1000",
+      },
+      { sharedDatabase: r.databaseUrl },
+    );
+    added.push(node);
+    await node.start();
+    return node;
+  }
+
+  async function writeSome(r: Regions, index: string, prefix: string, n: number) {
+    const written = new Map<string, string>();
+    let newest = "";
+    for (let i = 0; i < n; i++) {
+      const put = await r.http(i % 2).put(`/v1/indexes/${index}/records/${prefix}-${i}`, { title: `${prefix} ${i}` });
+      expect(put.status, put.text).toBe(200);
+      written.set(`${prefix}-${i}`, `${prefix} ${i}`);
+      newest = put.body.indexVersion;
+    }
+    return { written, newest };
+  }
+
+  async function readsAll(node: SiftProcess, r: Regions, index: string, written: Map<string, string>, at: string) {
+    const missing: string[] = [];
+    for (const [id, title] of written) {
+      const read = await keyed(node.url, r.key).get(`/v1/indexes/${index}/records/${id}?minVersion=${at}`);
+      if (read.status !== 200 || read.body.title !== title) missing.push(`${id}: ${read.status} ${read.text}`);
+    }
+    return missing;
+  }
+
+  it("every entry of an index: its next write is refused with 503, then goes through; a node added later holds it all", async () => {
+    const r = regions();
+    logRegionsOnFailure(regions, 30);
+    const before = Object.keys(await subjects(r));
+    const made = await r.http(0).post("/v1/indexes", { name: "lamps", serviceName: r.service, visibility: "PUBLIC" });
+    expect(made.status, made.text).toBe(201);
+    const subject = Object.keys(await subjects(r)).find((s) => !before.includes(s))!;
+    await expect.poll(async () => (await r.http(1).get("/v1/indexes/lamps")).status, { timeout: 10_000 }).toBe(200);
+    const { written, newest } = await writeSome(r, "lamps", "lamp", 4);
+    expect((await r.http(1).get(`/v1/indexes/lamps/records/lamp-3?minVersion=${newest}`)).status).toBe(200);
+
+    await lose(r, subject);
+    expect((await subjects(r))[subject]).toBeUndefined();
+
+    // Found by the write itself, or by a node's look at the histories a moment before it.
+    const writes: number[] = [];
+    let after = "";
+    await expect
+      .poll(
+        async () => {
+          const put = await r.http(1).put("/v1/indexes/lamps/records/after", { title: "After" });
+          writes.push(put.status);
+          if (put.status === 503) expect(put.headers.get("retry-after")).toBeTruthy();
+          if (put.status === 200) after = put.body.indexVersion;
+          return put.status;
+        },
+        { timeout: 20_000, interval: 500 },
+      )
+      .toBe(200);
+    expect(writes.filter((s) => s !== 503 && s !== 200)).toEqual([]);
+    written.set("after", "After");
+    expect(r.nodes.map((n) => n.output()).join("\n")).toMatch(/the change log lost entries of an index/);
+
+    const fresh = await addNode(r, "london-added");
+    await expect.poll(() => readsAll(fresh, r, "lamps", written, after), { timeout: 20_000 }).toEqual([]);
+    expect(fresh.output()).toMatch(/restored an index from its snapshot/);
+  }, 120_000);
+
+  it("its oldest entries, its creation among them: a node added later holds it all", async () => {
+    const r = regions();
+    logRegionsOnFailure(regions, 30);
+    const before = Object.keys(await subjects(r));
+    const made = await r.http(0).post("/v1/indexes", { name: "desks", serviceName: r.service, visibility: "PUBLIC" });
+    expect(made.status, made.text).toBe(201);
+    const subject = Object.keys(await subjects(r)).find((s) => !before.includes(s))!;
+    await expect.poll(async () => (await r.http(1).get("/v1/indexes/desks")).status, { timeout: 10_000 }).toBe(200);
+    const { written, newest } = await writeSome(r, "desks", "desk", 5);
+    expect((await r.http(1).get(`/v1/indexes/desks/records/desk-4?minVersion=${newest}`)).status).toBe(200);
+
+    const held = await positionsOf(r, subject);
+    await lose(r, subject, held.at(-2)); // the newest two stay
+    expect(await positionsOf(r, subject)).toEqual(held.slice(-2));
+
+    const fresh = await addNode(r, "london-later");
+    await expect.poll(() => readsAll(fresh, r, "desks", written, newest), { timeout: 20_000 }).toEqual([]);
+    // And the index goes on being written, and replicated to it.
+    const next = await r.http(0).put("/v1/indexes/desks/records/next", { title: "Next" });
+    expect(next.status, next.text).toBe(200);
+    written.set("next", "Next");
+    expect(await readsAll(fresh, r, "desks", written, next.body.indexVersion)).toEqual([]);
+  }, 120_000);
+});
