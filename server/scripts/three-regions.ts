@@ -3,6 +3,8 @@
 // on loopback ports, and Sift in Frankfurt, London and Newark on ports 7701-7703, each with its
 // own data directory under .sift-regions/, all sharing the PostgreSQL of DATABASE_URL (default:
 // the local server's database `test`). Ctrl-C stops everything; the data stays for the next run.
+// A process killed by hand (a region's failover, tried out) is started again on Enter.
+// SIFT_REGIONS_PORT_OFFSET moves every port by that much (the tests run it beside other clusters).
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdirSync } from "node:fs";
 import { createServer } from "node:net";
@@ -11,16 +13,28 @@ import { resolve } from "node:path";
 const NATS_SERVER = process.env.NATS_SERVER ?? "nats-server";
 const root = resolve(process.env.SIFT_REGIONS_DIR ?? ".sift-regions");
 const databaseUrl = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
+const offset = Number(process.env.SIFT_REGIONS_PORT_OFFSET ?? 0);
 const regions = [
   { id: "frankfurt", port: 7701, nats: 4301, cluster: 6301, monitor: 8301 },
   { id: "london", port: 7702, nats: 4302, cluster: 6302, monitor: 8302 },
   { id: "newark", port: 7703, nats: 4303, cluster: 6303, monitor: 8303 },
-];
+].map((r) => ({
+  ...r,
+  port: r.port + offset,
+  nats: r.nats + offset,
+  cluster: r.cluster + offset,
+  monitor: r.monitor + offset,
+}));
 const children: ChildProcess[] = [];
+/** How each process was started, by name, to start one again that was killed by hand. */
+const specs = new Map<string, { command: string; args: string[]; env: Record<string, string> }>();
+/** Processes that exited once all ran, by name: Enter starts them again. */
+const exited = new Set<string>();
 
 function run(name: string, command: string, args: string[], env: Record<string, string> = {}): void {
   // Stopping (another failed to start): nothing new is started, to be left running once this exits.
   if (stopping) return;
+  specs.set(name, { command, args, env });
   const child = spawn(command, args, { env: { ...process.env, ...env }, stdio: ["ignore", "inherit", "inherit"] });
   child.on("error", (error: NodeJS.ErrnoException) => {
     process.stderr.write(
@@ -32,8 +46,10 @@ function run(name: string, command: string, args: string[], env: Record<string, 
     stop();
   });
   child.on("exit", (code, signal) => {
+    children.splice(children.indexOf(child), 1);
     if (stopping) return;
-    process.stderr.write(`${name} exited (${code ?? signal})\n`);
+    process.stderr.write(`${name} exited (${code ?? signal})${started ? ": press Enter to start it again" : ""}\n`);
+    if (started) exited.add(name);
     // While starting, one gone is a start that failed; once all run, one may be killed on purpose
     // (a region's failover, tried by hand) and the others go on.
     if (!started) {
@@ -43,6 +59,20 @@ function run(name: string, command: string, args: string[], env: Record<string, 
   });
   children.push(child);
 }
+
+// Enter starts again what was killed: a NATS server rejoins its cluster, a Sift node catches up
+// from the log where it stopped.
+process.stdin.on("data", () => {
+  if (!started || stopping) return;
+  for (const name of exited) {
+    const spec = specs.get(name)!;
+    exited.delete(name);
+    process.stderr.write(`starting ${name} again\n`);
+    run(name, spec.command, spec.args, spec.env);
+  }
+});
+// Run without a terminal (stdin closed): nothing to read, and nothing keeps the script waiting.
+process.stdin.on("end", () => process.stdin.pause());
 
 async function waitFor(url: string): Promise<void> {
   for (let i = 0; i < 600; i++) {
@@ -61,7 +91,7 @@ let stopping = false;
 let started = false;
 function stop(): void {
   stopping = true;
-  for (const child of children.reverse()) child.kill("SIGTERM");
+  for (const child of [...children].reverse()) child.kill("SIGTERM");
   setTimeout(() => process.exit(), 2_000);
 }
 process.on("SIGINT", stop);
@@ -128,8 +158,9 @@ if (!stopping) {
       "",
       "Three regions share one change log:",
       ...regions.map((r) => `  ${r.id.padEnd(10)} http://127.0.0.1:${r.port}`),
-      "  regions    curl http://127.0.0.1:7701/v1/regions",
-      "Write in one, search in another: the README's Try it works against any of them. Ctrl-C stops all.",
+      `  regions    curl http://127.0.0.1:${regions[0]!.port}/v1/regions`,
+      "Write in one, search in another: the README's Try it works against any of them. Ctrl-C stops all;",
+      "a region or NATS server killed by hand starts again when you press Enter.",
       "",
     ].join("\n"),
   );

@@ -105,6 +105,36 @@ export async function freePort(): Promise<number> {
   }
 }
 
+/**
+ * An offset that makes every one of `bases` a free port (reserved as freePort's are): for a
+ * program whose ports are fixed but can be moved together (`npm run regions`).
+ */
+export async function freeOffset(bases: number[]): Promise<number> {
+  const low = LOWEST - Math.min(...bases);
+  const high = ABOVE - Math.max(...bases);
+  for (;;) {
+    const offset = low + Math.floor(Math.random() * (high - low));
+    const taken: number[] = [];
+    let free = true;
+    for (const port of bases.map((b) => b + offset)) {
+      if (!reserve(port)) {
+        free = false;
+        break;
+      }
+      taken.push(port);
+      if (!(await bindable(port))) {
+        free = false;
+        break;
+      }
+    }
+    if (free) {
+      for (const port of taken) given.add(port);
+      return offset;
+    }
+    for (const port of taken) release(port);
+  }
+}
+
 /** Whether nothing listens on `port` of the loopback address (nor of every address). */
 function bindable(port: number): Promise<boolean> {
   return new Promise((resolve) => {
