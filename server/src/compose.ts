@@ -42,6 +42,7 @@ import { openStore, type Store } from "./store/open.ts";
 import { announceReplicated, holdSoleProcess, type SoleProcessLease } from "./store/sole-process.ts";
 import type { ChangeLog } from "./ports/change-log.ts";
 import type { NodeNotices } from "./ports/node-notices.ts";
+import { serversShown } from "./replication/nats/servers.ts";
 import { OpeningLog } from "./replication/opening-log.ts";
 import { Replica } from "./replication/replica.ts";
 import { replicatedEngine } from "./replication/replicated-engine.ts";
@@ -148,7 +149,7 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
             name: `sift ${config.nodeId}`,
             stagingDir: join(config.dataDir, "prefetch"),
           }),
-        log.child({ nats: nats.servers.join(",") }),
+        log.child({ nats: serversShown(nats.servers) }),
       );
     }
   } catch (error) {

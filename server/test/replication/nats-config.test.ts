@@ -2,6 +2,7 @@
 // named at start-up, not found out from a failed stream call later; so is a read replica URL.
 import { describe, expect, test } from "vitest";
 import { ConfigError, loadConfig } from "../../src/config.ts";
+import { serversOf, serversShown } from "../../src/replication/nats/servers.ts";
 
 const base = {
   SIFT_DATA_DIR: "/tmp/unused",
@@ -40,5 +41,15 @@ describe("DATABASE_READ_URL", () => {
     const load = () => loadConfig({ ...base, DATABASE_READ_URL: "mysql://sift:secret@replica/sift" });
     expect(load).toThrow(ConfigError);
     expect(load).toThrow(/DATABASE_READ_URL must be a postgres:\/\/ URL \(got "mysql:\/\/sift:\*\*\*@replica\/sift"\)/);
+  });
+});
+
+describe("credentials in SIFT_NATS_URL (D-371)", () => {
+  test("a user and password, or a token, are handed to the client apart from the URLs, and never shown", () => {
+    const urls = loadConfig({ ...base, SIFT_NATS_URL: "nats://sift:s%40cret@n1:4222,nats://n2:4222" }).nats!.servers;
+    expect(serversOf(urls)).toEqual({ servers: ["nats://n1:4222", "nats://n2:4222"], user: "sift", pass: "s@cret" });
+    expect(serversShown(urls)).toBe("nats://n1:4222,nats://n2:4222");
+    expect(serversOf(["tls://T0KEN@n1:4222"])).toEqual({ servers: ["tls://n1:4222"], token: "T0KEN" });
+    expect(serversOf(["nats://n1:4222"])).toEqual({ servers: ["nats://n1:4222"] });
   });
 });

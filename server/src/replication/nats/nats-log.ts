@@ -23,6 +23,7 @@ import type { Logger } from "../../log.ts";
 import { syncDirectory, syncFile } from "../../durable.ts";
 import { within } from "../../within.ts";
 import { CONNECTION, docsBucket, encodingOf, type FileEncoding, filesBucket } from "./parts.ts";
+import { serversOf } from "./servers.ts";
 import { deleteObject, listObjects } from "./listing.ts";
 import {
   anchor,
@@ -145,6 +146,13 @@ const FETCHING_EVERY_MS = 500;
 const FETCHER_GONE_MS = 5_000;
 /** A consumer silent this long while the log holds more is started again (see follow). */
 const STALL_MS = 3_000;
+/**
+ * A stalled consumer's entries are read around it by message gets for at most this long, until it
+ * delivers again: after a NATS server was killed, new consumers could not be made until JetStream's
+ * metadata leader was elected again (9 s seen), nor for 10 s more where the request for one timed
+ * out meanwhile, and every write waited that long for its own entry (D-370).
+ */
+const READ_AROUND_MS = 30_000;
 /** While the stream is read instead of the region's mirror, the mirror is looked at this often. */
 const MIRROR_RETRY_MS = 5_000;
 /** While the region's mirror is read, its entries are compared with the stream's this often (D-355). */
@@ -251,7 +259,7 @@ export async function openNatsLog(options: NatsLogOptions): Promise<ChangeLog> {
   // The object store checks every object's SHA-256 on put and get, by default in JavaScript: that
   // was 43% of a node's CPU while it fetched a 1M-record major (bench/RESULTS.md, Replication).
   setSha256Backend("native");
-  const nc = await connect({ servers: options.servers, name: options.name, ...CONNECTION });
+  const nc = await connect({ ...serversOf(options.servers), name: options.name, ...CONNECTION });
   const ready = untilReady(options);
   // No account-info probe: in a supercluster that asks the meta leader, which has no quorum while
   // a region's cluster is down, and the steps below say what is wrong anyway.
@@ -770,6 +778,47 @@ class NatsLog implements ChangeLog {
       since: Date.now(),
       nudges: 0,
     };
+    /** The read-around below while it runs, and how many messages the consumer has received. */
+    let around: Promise<void> | undefined;
+    let consumed = 0;
+    // While the consumer is made again, the stream's entries are read by message gets, which only
+    // the stream's leader answers (D-370); it stops as soon as the consumer receives a message.
+    const readAround = () => {
+      if (around !== undefined || stopped) return;
+      const seen = consumed;
+      const until = Date.now() + READ_AROUND_MS;
+      around = (async () => {
+        let waitMs = 50;
+        while (!stopped && consumed === seen && Date.now() < until) {
+          const message = await this.entryAt(next);
+          if (stopped || consumed !== seen) return;
+          if (message === null) {
+            await new Promise((resolve) => setTimeout(resolve, waitMs));
+            waitMs = Math.min(500, waitMs * 2);
+            continue;
+          }
+          waitMs = 50;
+          delivering = true;
+          try {
+            const raw = JSON.parse(message.string()) as LogEntry | EntryRef;
+            await deliver({ seq: message.seq, entry: "ref" in raw ? await this.readRef(raw.ref) : raw });
+            next = message.seq + 1;
+          } finally {
+            delivering = false;
+            progressAt = Date.now();
+          }
+        }
+      })()
+        .catch((error: Error) =>
+          this.options.log.warn("could not read the change log around its stalled consumer", {
+            from: next,
+            error: error.message,
+          }),
+        )
+        .finally(() => {
+          around = undefined;
+        });
+    };
     const readFrom = (stream: string, why: string) => {
       this.options.log.warn(why, { from: next, stream });
       if (stream === this.options.stream && source !== stream)
@@ -844,6 +893,7 @@ class NatsLog implements ChangeLog {
           if (verdict === "stalled") {
             this.options.log.warn("the change log's consumer stalled; starting it again", { from: next });
             progressAt = Date.now();
+            readAround();
             return close?.();
           }
         })
@@ -870,6 +920,10 @@ class NatsLog implements ChangeLog {
           progressAt = Date.now();
           let first = true;
           for await (const m of messages) {
+            // The read-around ends at its next step; what it delivered meanwhile is not again.
+            consumed++;
+            if (around !== undefined) await around;
+            if (m.seq < next) continue;
             // The mirror keeps the stream's sequence numbers, and is truncated as the stream is:
             // a gap the stream does not have is an entry the mirror lost (D-341).
             if (m.seq > next && source !== this.options.stream && (await this.streamHoldsFrom(next, m.seq))) {
@@ -932,6 +986,17 @@ class NatsLog implements ChangeLog {
         await done;
       },
     };
+  }
+
+  /** The log's first entry at or after `seq`, read from the stream itself (null: none yet). */
+  private async entryAt(seq: number) {
+    this.brief ??= await jetstreamManager(this.nc, { timeout: 2_000, checkAPI: false });
+    // The first entry at or after `seq` of any index (`next_by_subj`, NATS 2.9).
+    const request = { seq, next_by_subj: `${SUBJECT_ROOT}.>` } as unknown as { seq: number };
+    return this.brief.streams.getMessage(this.options.stream, request).catch((error: Error) => {
+      if (noMessage(error)) return null;
+      throw error;
+    });
   }
 
   /**

@@ -7,6 +7,7 @@ import { type JetStreamClient, type JetStreamManager, jetstream, jetstreamManage
 import { Objm, type ObjectStore, setSha256Backend } from "@nats-io/obj";
 import { type Copy, describeObject } from "./object-copies.ts";
 import { CONNECTION, type FetchPart, type PutPart, fetchPart, putPart } from "./parts.ts";
+import { serversOf } from "./servers.ts";
 
 // This thread's modules, to the compile cache main.ts turned on (none when it is off).
 module.flushCompileCache?.();
@@ -42,7 +43,7 @@ let opened: Promise<Store> | undefined;
 /** Connected on the first request, and again after a failure to connect. */
 function store(): Promise<Store> {
   opened ??= (async () => {
-    const nc = await connect({ servers, name, ...CONNECTION });
+    const nc = await connect({ ...serversOf(servers), name, ...CONNECTION });
     const js = jetstream(nc, { timeout: 10_000, checkAPI: false });
     const files = await new Objm(js).open(bucket, false);
     return { nc, js, files, jsm: await jetstreamManager(nc, { timeout: 10_000, checkAPI: false }) };
