@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLogger } from "../../server/src/log.ts";
 import type { ChangeLog, LogEntry } from "../../server/src/ports/change-log.ts";
 import { openNatsLog } from "../../server/src/replication/nats/nats-log.ts";
+import { OpeningLog } from "../../server/src/replication/opening-log.ts";
 import { NATS_SERVER, natsAvailable } from "../support/nats.ts";
 import { freePort, waitForHttp, waitForTcp } from "../support/ports.ts";
 
@@ -91,4 +92,21 @@ authorization {
       await following.stop();
     }
   }, 60_000);
+
+  it("a node with the wrong password says what to set, without the password (D-371)", async () => {
+    const lines: string[] = [];
+    const logger = createLogger("info", {}, (line) => lines.push(line));
+    const servers = [`nats://writer:not-the-password@127.0.0.1:${port}`];
+    const log = new OpeningLog(
+      () => openNatsLog({ servers, stream: "STALLED", replicas: 1, log: logger, name: "wrong" }),
+      logger,
+    );
+    try {
+      await expect.poll(() => lines.join("\n"), { timeout: 10_000 }).toMatch(/Authorization Violation/i);
+      expect(lines.join("\n")).toMatch(/give them in SIFT_NATS_URL/);
+      expect(lines.join("\n")).not.toContain("not-the-password");
+    } finally {
+      await log.close();
+    }
+  });
 });

@@ -46,6 +46,11 @@ export class OpeningLog implements ChangeLog {
             ...(/jetstream is not enabled/i.test(message)
               ? { hint: "the NATS servers of SIFT_NATS_URL must run JetStream (nats-server -js)" }
               : {}),
+            ...(/authorization violation|authentication/i.test(message)
+              ? {
+                  hint: "the NATS servers refused this node's credentials: give them in SIFT_NATS_URL (nats://user:password@host:port or nats://token@host:port)",
+                }
+              : {}),
           });
           await new Promise((resolve) => setTimeout(resolve, RETRY_MS));
         }
