@@ -191,3 +191,11 @@ export interface ChangeLog {
 export class StaleAppendError extends Error {
   override name = "StaleAppendError";
 }
+
+/**
+ * The log turned the entry away before storing it (no server held the stream's lead at that
+ * moment: NATS answers that no one took the message): sending it again cannot store it twice.
+ */
+export class NotAppendedError extends Error {
+  override name = "NotAppendedError";
+}

@@ -7,7 +7,14 @@ import { join } from "node:path";
 import { indexDeletedMidway, UnavailableError } from "../domain/errors.ts";
 import { formatVersion, majorOf, minorOf, type VersionId } from "../domain/version-id.ts";
 import type { Logger } from "../log.ts";
-import { type AppliedEntry, type ChangeLog, type LogEntry, type LogOp, StaleAppendError } from "../ports/change-log.ts";
+import {
+  type AppliedEntry,
+  type ChangeLog,
+  type LogEntry,
+  type LogOp,
+  NotAppendedError,
+  StaleAppendError,
+} from "../ports/change-log.ts";
 import { MissingBaseError, type RecordChange, type SearchEngine } from "../ports/engine.ts";
 import { IndexLocks } from "../services/versions/lock.ts";
 import type { Db } from "../store/open.ts";
@@ -47,6 +54,12 @@ const READY_LAG_MS = 1_000;
  * it holds (D-369); the first look is made this long after it follows the log, give or take half.
  */
 const HISTORY_CHECK_MS = 10 * 60_000;
+
+/**
+ * How long a record write or a purge is sent again while the log turns it away unstored (its
+ * stream's leader being elected: about 6 s seen after a server was killed, D-372).
+ */
+const NOT_APPENDED_RETRY_MS = 10_000;
 
 /** A record change or a group of them: appending it twice makes two versions. */
 const isRecordWrite = (op: { op: string }) => op.op === "change" || op.op === "changes";
@@ -90,6 +103,7 @@ export class Replica {
   /** How long an entry a client waits for waits for this node (and for the index's lock, D-346). */
   readonly clientWaitMs: number;
   private readonly historyCheckMs: number;
+  private readonly notAppendedRetryMs: number;
   private historyTimer: ReturnType<typeof setTimeout> | undefined;
   /** Repairs of an index's history under way here (repairHistory), by index. */
   private readonly repairing = new Map<string, Promise<void>>();
@@ -109,7 +123,10 @@ export class Replica {
     clientWaitMs?: number;
     /** How often the log is checked for lost entries of the indexes held here (HISTORY_CHECK_MS). */
     historyCheckMs?: number;
+    /** How long a record write the log turns away unstored is sent again (NOT_APPENDED_RETRY_MS). */
+    notAppendedRetryMs?: number;
   }) {
+    this.notAppendedRetryMs = deps.notAppendedRetryMs ?? NOT_APPENDED_RETRY_MS;
     this.clientWaitMs = deps.clientWaitMs ?? CLIENT_WAIT_MS;
     this.historyCheckMs = deps.historyCheckMs ?? HISTORY_CHECK_MS;
     this.node = deps.node;
@@ -263,13 +280,33 @@ export class Replica {
     // Entries that applying twice leaves as applying once (a bulk major, an activation, a
     // checkpoint, a drop) are appended again for up to 20 s while the cluster elects new leaders
     // (NATS answers "jetstream is not enabled" meanwhile, seen for several seconds after a server
-    // was killed); a record change appended twice would be two versions, so its writer is told.
-    const retry = !(isRecordWrite(entry) || entry.op === "purge");
-    const until = Date.now() + 20_000;
+    // was killed); a record change appended twice would be two versions, so its writer is told,
+    // unless the log said it did not store it: then it is sent again for up to 10 s (D-372).
+    const once = isRecordWrite(entry) || entry.op === "purge";
+    const started = Date.now();
+    const until = started + 20_000;
     for (let attempt = 1; ; attempt++) {
       try {
         return await this.log.append(entry, expectedLast);
       } catch (error) {
+        if (once && error instanceof NotAppendedError && Date.now() - started < this.notAppendedRetryMs) {
+          if (attempt === 1) {
+            this.logger.warn("the change log has no leader at this moment; sending the write again", {
+              index: entry.index,
+              op: entry.op,
+            });
+          }
+          await new Promise((resolve) => setTimeout(resolve, Math.min(500, 50 * 2 ** attempt)));
+          continue;
+        }
+        if (once && error instanceof NotAppendedError) {
+          throw new UnavailableError(
+            "the change log has had no leader for a while; this write was not made, try again",
+            {
+              retryAfterSeconds: 1,
+            },
+          );
+        }
         if (error instanceof StaleAppendError && expectedLast) await this.lostNewest(entry.index, expectedLast);
         if (error instanceof StaleAppendError) throw error;
         this.logger.warn("the change log did not confirm an append", {
@@ -278,7 +315,7 @@ export class Replica {
           attempt,
           error: (error as Error).message,
         });
-        if (!retry || Date.now() > until) {
+        if (once || Date.now() > until) {
           throw new UnavailableError("the change log did not confirm this write in time; try again", {
             retryAfterSeconds: 1,
           });

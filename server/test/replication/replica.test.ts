@@ -21,6 +21,7 @@ import { RegionLagService } from "../../src/services/region-lag.ts";
 import { VersionService } from "../../src/services/versions.ts";
 import { IndexLocks } from "../../src/services/versions/lock.ts";
 import type { SearchEngine } from "../../src/ports/engine.ts";
+import { NotAppendedError } from "../../src/ports/change-log.ts";
 import type { SnapshotManifest } from "../../src/replication/snapshots.ts";
 import type { Store } from "../../src/store/open.ts";
 import { indexes, tenants, tombstones, versions } from "../../src/store/schema.ts";
@@ -53,6 +54,8 @@ interface NodeOptions {
   layering?: { minBase: number; maxShare: number };
   /** How often the node checks that the log still holds each index's history (10 minutes, D-369). */
   historyCheckMs?: number;
+  /** How long a record write the log turns away unstored is sent again (10 s, D-372). */
+  notAppendedRetryMs?: number;
 }
 
 async function openNode(memory: MemoryLog, store: Store, name: string, options: NodeOptions = {}) {
@@ -77,6 +80,7 @@ async function openNode(memory: MemoryLog, store: Store, name: string, options: 
     ...(options.storeEveryMs ? { storeEveryMs: options.storeEveryMs } : {}),
     ...(options.clientWaitMs ? { clientWaitMs: options.clientWaitMs } : {}),
     ...(options.historyCheckMs ? { historyCheckMs: options.historyCheckMs } : {}),
+    ...(options.notAppendedRetryMs ? { notAppendedRetryMs: options.notAppendedRetryMs } : {}),
   });
   const engine = replicatedEngine(inner, replica, log);
   const locks = new IndexLocks();
@@ -804,6 +808,52 @@ describe("a log that lost every entry of an index (D-369)", () => {
       await c.close();
     }
   });
+});
+
+describe("a log without a leader for a moment (D-372)", () => {
+  /** Until then, every append is turned away unstored, as NATS does while it elects a stream's leader. */
+  let leaderlessUntil = 0;
+  let turnedAway = 0;
+  const nodes = useTwoNodes({
+    notAppendedRetryMs: 3_000,
+    wrapLog: (log) => ({
+      ...log,
+      append: async (...args: Parameters<typeof log.append>) => {
+        if (Date.now() < leaderlessUntil) {
+          turnedAway++;
+          throw new NotAppendedError("jetstream is not enabled");
+        }
+        return log.append(...args);
+      },
+    }),
+  });
+
+  test("a record write it turns away unstored is sent again, and made once, when a leader is back", async () => {
+    leaderlessUntil = Date.now() + 1_500;
+    const started = Date.now();
+    const version = await nodes.a.records.put(admin, "shop", "elected", { title: "After the election" });
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1_400);
+    expect(turnedAway).toBeGreaterThan(1);
+    const { id } = (await nodes.a.catalog.byName("ten_r", "shop"))!;
+    await nodes.b.replica.waitFor(id, version, 5_000);
+    expect((await nodes.b.records.get(admin, "shop", "elected"))?.title).toBe("After the election");
+    // Made once: one version, one entry in the log.
+    const changes = memory().entries.flatMap((e) =>
+      e?.index !== id ? [] : e.op === "change" ? [e.change] : e.op === "changes" ? e.changes : [],
+    );
+    expect(changes.filter((c) => c.upserts.some((r) => r.id === "elected"))).toHaveLength(1);
+  });
+
+  test("one still turned away after its 10 s (3 here) is refused with 503, not made", async () => {
+    leaderlessUntil = Date.now() + 60_000;
+    const refused = await nodes.a.records.put(admin, "shop", "never", { title: "Never" }).catch((e: Error) => e);
+    leaderlessUntil = 0;
+    expect(refused).toBeInstanceOf(UnavailableError);
+    expect((refused as Error).message).toMatch(/no leader for a while; this write was not made/);
+    await expect(nodes.a.records.get(admin, "shop", "never")).rejects.toBeInstanceOf(NotFoundError);
+  });
+
+  const memory = () => nodes.memory;
 });
 
 describe("a log that lost the newest entries of an index, applied on one node only (D-369)", () => {

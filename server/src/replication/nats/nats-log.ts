@@ -53,6 +53,7 @@ import {
   type EntryTail,
   type LogEntry,
   type PutFilesOptions,
+  NotAppendedError,
   StaleAppendError,
   newestVersionOf,
 } from "../../ports/change-log.ts";
@@ -687,6 +688,9 @@ class NatsLog implements ChangeLog {
           `another entry for index ${entry.index} was appended first (expected ${expectedLast}: ${error.message})`,
         );
       }
+      // The client's name for "no responders": no server took the message (the stream's leader
+      // being elected), so it was not stored. A timeout says nothing of the kind.
+      if ((error as Error).name === "JetStreamNotEnabled") throw new NotAppendedError((error as Error).message);
       throw error;
     }
   }
