@@ -1,5 +1,6 @@
 // Configuration from the environment. Every problem is collected and reported at once, in
 // words that name the variable, so a bad deployment fails at start-up and not at first use.
+import { existsSync } from "node:fs";
 import { hostname } from "node:os";
 import { resolve } from "node:path";
 import type { Caller } from "./auth/authority.ts";
@@ -94,6 +95,8 @@ export interface Config {
         stream: string;
         /** A mirror of the stream, in this node's region, that the node reads the log from. */
         mirror?: string;
+        /** A NATS credentials file (a user's JWT and NKey seed) for decentralised authentication (D-371). */
+        credsFile?: string;
         /** The mirror stopped behind the stream this long is nudged (D-357). */
         mirrorStalledMs: number;
         replicas: number;
@@ -292,6 +295,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   }
   const natsReplicas = int("SIFT_NATS_REPLICAS", natsServers.length > 1 ? 3 : 1, 1, 5);
   const natsMirror = env.SIFT_NATS_MIRROR?.trim() || undefined;
+  const natsCreds = env.SIFT_NATS_CREDS?.trim() || undefined;
+  if (natsCreds !== undefined && !existsSync(natsCreds))
+    problems.push(
+      `SIFT_NATS_CREDS must name a NATS credentials file (.creds) this process can read (got "${natsCreds}")`,
+    );
   // A stream's name in NATS: no dots, wildcards, spaces or slashes.
   if (natsMirror !== undefined && !/^[A-Za-z0-9_-]{1,64}$/.test(natsMirror))
     problems.push(`SIFT_NATS_MIRROR must be a stream name of letters, digits, "_" and "-" (got "${natsMirror}")`);
@@ -351,6 +359,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
           servers: natsServers,
           stream: env.SIFT_NATS_STREAM || DEFAULT_NATS_STREAM,
           ...(natsMirror ? { mirror: natsMirror } : {}),
+          ...(natsCreds ? { credsFile: resolve(natsCreds) } : {}),
           // The mirror stopped behind the stream this long is nudged, then made again (D-357).
           mirrorStalledMs: int("SIFT_NATS_MIRROR_STALLED_MS", 60_000, 1_000, 24 * 3_600_000),
           replicas: natsReplicas,

@@ -53,3 +53,13 @@ describe("credentials in SIFT_NATS_URL (D-371)", () => {
     expect(serversOf(["nats://n1:4222"])).toEqual({ servers: ["nats://n1:4222"] });
   });
 });
+
+describe("SIFT_NATS_CREDS (D-371)", () => {
+  test("names a credentials file the node connects with; one that is not there is refused at start-up", () => {
+    expect(loadConfig({ ...base, SIFT_NATS_CREDS: "/etc/hostname" }).nats?.credsFile).toBe("/etc/hostname");
+    expect(loadConfig(base).nats?.credsFile).toBeUndefined();
+    expect(() => loadConfig({ ...base, SIFT_NATS_CREDS: "/nowhere/sift.creds" })).toThrow(
+      /SIFT_NATS_CREDS must name a NATS credentials file.*"\/nowhere\/sift\.creds"/,
+    );
+  });
+});

@@ -22,8 +22,7 @@ import { type ObjectInfo, Objm, type ObjectStore, setSha256Backend } from "@nats
 import type { Logger } from "../../log.ts";
 import { syncDirectory, syncFile } from "../../durable.ts";
 import { within } from "../../within.ts";
-import { CONNECTION, docsBucket, encodingOf, type FileEncoding, filesBucket } from "./parts.ts";
-import { serversOf } from "./servers.ts";
+import { CONNECTION, connectionOf, docsBucket, encodingOf, type FileEncoding, filesBucket } from "./parts.ts";
 import { deleteObject, listObjects } from "./listing.ts";
 import {
   anchor,
@@ -62,6 +61,8 @@ import type { NodeNotice } from "../../ports/node-notices.ts";
 export interface NatsLogOptions {
   /** Server URLs, comma-separated or a list (any member of the cluster will do). */
   servers: string[];
+  /** A NATS credentials file to connect with (SIFT_NATS_CREDS, D-371). */
+  credsFile?: string;
   /** Stream name; the object store is `<stream>_files`. */
   stream: string;
   /**
@@ -260,7 +261,7 @@ export async function openNatsLog(options: NatsLogOptions): Promise<ChangeLog> {
   // The object store checks every object's SHA-256 on put and get, by default in JavaScript: that
   // was 43% of a node's CPU while it fetched a 1M-record major (bench/RESULTS.md, Replication).
   setSha256Backend("native");
-  const nc = await connect({ ...serversOf(options.servers), name: options.name, ...CONNECTION });
+  const nc = await connect({ ...connectionOf(options), name: options.name, ...CONNECTION });
   const ready = untilReady(options);
   // No account-info probe: in a supercluster that asks the meta leader, which has no quorum while
   // a region's cluster is down, and the steps below say what is wrong anyway.
@@ -528,6 +529,7 @@ class NatsLog implements ChangeLog {
     this.transfers = new TransferThread(
       {
         servers: options.servers,
+        ...(options.credsFile ? { credsFile: options.credsFile } : {}),
         name: `${options.name} files`,
         bucket: filesBucket(options.stream),
         ...(this.copies ? { copy: this.copies.files } : {}),

@@ -12,7 +12,21 @@ import { INDEX_FILE } from "../../engine/embedded/segment/meta.ts";
 import { intoLanes, outOfLanes } from "./lanes.ts";
 import { type Copy, openCopy } from "./object-copies.ts";
 import { readOneChunk } from "./small-objects.ts";
-import type { ConnectionOptions } from "@nats-io/transport-node";
+import { readFileSync } from "node:fs";
+import { type ConnectionOptions, credsAuthenticator } from "@nats-io/transport-node";
+import { serversOf } from "./servers.ts";
+
+/**
+ * Where and as whom a node connects: SIFT_NATS_URL's servers and credentials (servers.ts), or a
+ * credentials file (SIFT_NATS_CREDS), read at each connection so that a rotated file is taken.
+ */
+export function connectionOf(options: { servers: string[]; credsFile?: string | undefined }): ConnectionOptions {
+  const { credsFile } = options;
+  return {
+    ...serversOf(options.servers),
+    ...(credsFile ? { authenticator: credsAuthenticator(() => readFileSync(credsFile)) } : {}),
+  };
+}
 
 /**
  * How every connection of a node to NATS behaves, the server's own and its transfer thread's: a
