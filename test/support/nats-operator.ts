@@ -48,8 +48,18 @@ export async function startOperatorServer(dir: string): Promise<OperatorServer> 
     system_account: publicKey(system),
   });
   const systemJwt = jwt(operator, publicKey(system), "SYS", { type: "account", limits });
-  const accountJwt = jwt(operator, publicKey(account), "SIFT", { type: "account", limits: { ...limits, ...jetstream } });
-  const userJwt = jwt(account, publicKey(user), "sift", { type: "user", pub: {}, sub: {}, subs: -1, data: -1, payload: -1 });
+  const accountJwt = jwt(operator, publicKey(account), "SIFT", {
+    type: "account",
+    limits: { ...limits, ...jetstream },
+  });
+  const userJwt = jwt(account, publicKey(user), "sift", {
+    type: "user",
+    pub: {},
+    sub: {},
+    subs: -1,
+    data: -1,
+    payload: -1,
+  });
   const creds = join(dir, "sift.creds");
   writeFileSync(
     creds,
