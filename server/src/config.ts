@@ -97,6 +97,8 @@ export interface Config {
         mirror?: string;
         /** A NATS credentials file (a user's JWT and NKey seed) for decentralised authentication (D-371). */
         credsFile?: string;
+        /** TLS to the servers: a private CA to trust, and a client certificate for mutual TLS (D-371). */
+        tls?: NatsTls;
         /** The mirror stopped behind the stream this long is nudged (D-357). */
         mirrorStalledMs: number;
         replicas: number;
@@ -110,6 +112,13 @@ export interface Config {
   nodeId: string;
   /** Without replication, how long a start waits for another process on the database to stop (D-325). */
   soleProcessWaitSeconds: number;
+}
+
+/** PEM files for TLS to the NATS servers (SIFT_NATS_TLS_CA, SIFT_NATS_TLS_CERT, SIFT_NATS_TLS_KEY). */
+export interface NatsTls {
+  caFile?: string;
+  certFile?: string;
+  keyFile?: string;
 }
 
 /** Record changes of an index between automatic checkpoints, unless SIFT_COALESCE_AFTER says (D-307). */
@@ -296,6 +305,19 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const natsReplicas = int("SIFT_NATS_REPLICAS", natsServers.length > 1 ? 3 : 1, 1, 5);
   const natsMirror = env.SIFT_NATS_MIRROR?.trim() || undefined;
   const natsCreds = env.SIFT_NATS_CREDS?.trim() || undefined;
+  const natsTls: NatsTls = {};
+  for (const [name, key] of [
+    ["SIFT_NATS_TLS_CA", "caFile"],
+    ["SIFT_NATS_TLS_CERT", "certFile"],
+    ["SIFT_NATS_TLS_KEY", "keyFile"],
+  ] as const) {
+    const file = env[name]?.trim();
+    if (!file) continue;
+    if (existsSync(file)) natsTls[key] = resolve(file);
+    else problems.push(`${name} must name a PEM file this process can read (got "${file}")`);
+  }
+  if (Boolean(env.SIFT_NATS_TLS_CERT?.trim()) !== Boolean(env.SIFT_NATS_TLS_KEY?.trim()))
+    problems.push("SIFT_NATS_TLS_CERT and SIFT_NATS_TLS_KEY go together: a client certificate and its key");
   if (natsCreds !== undefined && !existsSync(natsCreds))
     problems.push(
       `SIFT_NATS_CREDS must name a NATS credentials file (.creds) this process can read (got "${natsCreds}")`,
@@ -360,6 +382,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
           stream: env.SIFT_NATS_STREAM || DEFAULT_NATS_STREAM,
           ...(natsMirror ? { mirror: natsMirror } : {}),
           ...(natsCreds ? { credsFile: resolve(natsCreds) } : {}),
+          ...(Object.keys(natsTls).length ? { tls: natsTls } : {}),
           // The mirror stopped behind the stream this long is nudged, then made again (D-357).
           mirrorStalledMs: int("SIFT_NATS_MIRROR_STALLED_MS", 60_000, 1_000, 24 * 3_600_000),
           replicas: natsReplicas,

@@ -63,3 +63,21 @@ describe("SIFT_NATS_CREDS (D-371)", () => {
     );
   });
 });
+
+describe("SIFT_NATS_TLS_CA, SIFT_NATS_TLS_CERT, SIFT_NATS_TLS_KEY (D-371)", () => {
+  test("name the PEM files of TLS to the servers; a missing one, or a certificate without its key, is refused", () => {
+    const pem = "/etc/hostname";
+    expect(loadConfig({ ...base, SIFT_NATS_TLS_CA: pem }).nats?.tls).toEqual({ caFile: pem });
+    expect(loadConfig({ ...base, SIFT_NATS_TLS_CERT: pem, SIFT_NATS_TLS_KEY: pem }).nats?.tls).toEqual({
+      certFile: pem,
+      keyFile: pem,
+    });
+    expect(loadConfig(base).nats?.tls).toBeUndefined();
+    expect(() => loadConfig({ ...base, SIFT_NATS_TLS_CA: "/nowhere/ca.pem" })).toThrow(
+      /SIFT_NATS_TLS_CA must name a PEM file.*"\/nowhere\/ca\.pem"/,
+    );
+    expect(() => loadConfig({ ...base, SIFT_NATS_TLS_CERT: pem })).toThrow(
+      /SIFT_NATS_TLS_CERT and SIFT_NATS_TLS_KEY go together/,
+    );
+  });
+});

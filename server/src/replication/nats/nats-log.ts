@@ -19,6 +19,7 @@ import {
   type StreamConfig,
 } from "@nats-io/jetstream";
 import { type ObjectInfo, Objm, type ObjectStore, setSha256Backend } from "@nats-io/obj";
+import type { NatsTls } from "../../config.ts";
 import type { Logger } from "../../log.ts";
 import { syncDirectory, syncFile } from "../../durable.ts";
 import { within } from "../../within.ts";
@@ -63,6 +64,8 @@ export interface NatsLogOptions {
   servers: string[];
   /** A NATS credentials file to connect with (SIFT_NATS_CREDS, D-371). */
   credsFile?: string;
+  /** TLS files (SIFT_NATS_TLS_*, D-371). */
+  tls?: NatsTls;
   /** Stream name; the object store is `<stream>_files`. */
   stream: string;
   /**
@@ -530,6 +533,7 @@ class NatsLog implements ChangeLog {
       {
         servers: options.servers,
         ...(options.credsFile ? { credsFile: options.credsFile } : {}),
+        ...(options.tls ? { tls: options.tls } : {}),
         name: `${options.name} files`,
         bucket: filesBucket(options.stream),
         ...(this.copies ? { copy: this.copies.files } : {}),

@@ -14,17 +14,24 @@ import { type Copy, openCopy } from "./object-copies.ts";
 import { readOneChunk } from "./small-objects.ts";
 import { readFileSync } from "node:fs";
 import { type ConnectionOptions, credsAuthenticator } from "@nats-io/transport-node";
+import type { NatsTls } from "../../config.ts";
 import { serversOf } from "./servers.ts";
 
 /**
  * Where and as whom a node connects: SIFT_NATS_URL's servers and credentials (servers.ts), or a
  * credentials file (SIFT_NATS_CREDS), read at each connection so that a rotated file is taken.
  */
-export function connectionOf(options: { servers: string[]; credsFile?: string | undefined }): ConnectionOptions {
-  const { credsFile } = options;
+export function connectionOf(options: {
+  servers: string[];
+  credsFile?: string | undefined;
+  tls?: NatsTls | undefined;
+}): ConnectionOptions {
+  const { credsFile, tls } = options;
   return {
     ...serversOf(options.servers),
     ...(credsFile ? { authenticator: credsAuthenticator(() => readFileSync(credsFile)) } : {}),
+    // A private CA, and a client certificate for servers that verify them (SIFT_NATS_TLS_*).
+    ...(tls ? { tls: { ...tls } } : {}),
   };
 }
 

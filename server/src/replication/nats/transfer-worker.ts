@@ -5,6 +5,7 @@ import { parentPort, workerData } from "node:worker_threads";
 import { type NatsConnection, connect } from "@nats-io/transport-node";
 import { type JetStreamClient, type JetStreamManager, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { Objm, type ObjectStore, setSha256Backend } from "@nats-io/obj";
+import type { NatsTls } from "../../config.ts";
 import { type Copy, describeObject } from "./object-copies.ts";
 import { CONNECTION, connectionOf, type FetchPart, type PutPart, fetchPart, putPart } from "./parts.ts";
 
@@ -14,6 +15,7 @@ module.flushCompileCache?.();
 export interface TransferData {
   servers: string[];
   credsFile?: string;
+  tls?: NatsTls;
   name: string;
   bucket: string;
   /** The region's copy of the bucket, read first when fetching (object-copies.ts). */
@@ -29,7 +31,7 @@ export type TransferRequest =
 /** `copyFailed`: a fetch read the bucket because the region's copy failed, and why (for the log). */
 export type TransferReply = { id: number; ok: true; copyFailed?: string } | { id: number; ok: false; message: string };
 
-const { servers, credsFile, name, bucket, copy } = workerData as TransferData;
+const { servers, credsFile, tls, name, bucket, copy } = workerData as TransferData;
 setSha256Backend("native");
 
 interface Store {
@@ -43,7 +45,7 @@ let opened: Promise<Store> | undefined;
 /** Connected on the first request, and again after a failure to connect. */
 function store(): Promise<Store> {
   opened ??= (async () => {
-    const nc = await connect({ ...connectionOf({ servers, credsFile }), name, ...CONNECTION });
+    const nc = await connect({ ...connectionOf({ servers, credsFile, tls }), name, ...CONNECTION });
     const js = jetstream(nc, { timeout: 10_000, checkAPI: false });
     const files = await new Objm(js).open(bucket, false);
     return { nc, js, files, jsm: await jetstreamManager(nc, { timeout: 10_000, checkAPI: false }) };
