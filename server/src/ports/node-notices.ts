@@ -12,7 +12,12 @@ export type NodeNotice =
    * `visibility`, the index has it from `at` (the sender's clock, ms) on, even where the replica
    * does not show it yet.
    */
-  | { kind: "index-changed"; indexId: string; visibility?: "PUBLIC" | "PRIVATE"; at?: number };
+  | { kind: "index-changed"; indexId: string; visibility?: "PUBLIC" | "PRIVATE"; at?: number }
+  /**
+   * A node lacks an index the shared store lists, or entries of it the log no longer gives: the
+   * nodes that hold it look at once whether the log lost its history, and repair it (D-369).
+   */
+  | { kind: "index-lacking"; indexId: string; node: string };
 
 export interface NodeNotices {
   /** Sends `notice` to every other node (best effort: see above); the sender has applied it itself. */

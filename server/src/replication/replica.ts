@@ -61,6 +61,9 @@ const HISTORY_CHECK_MS = 10 * 60_000;
  */
 const NOT_APPENDED_RETRY_MS = 10_000;
 
+/** A node tells the others it lacks an index at most this often, and they look at most this often (D-369). */
+const LACKING_EVERY_MS = 10_000;
+
 /** A record change or a group of them: appending it twice makes two versions. */
 const isRecordWrite = (op: { op: string }) => op.op === "change" || op.op === "changes";
 
@@ -107,6 +110,9 @@ export class Replica {
   private historyTimer: ReturnType<typeof setTimeout> | undefined;
   /** Repairs of an index's history under way here (repairHistory), by index. */
   private readonly repairing = new Map<string, Promise<void>>();
+  /** When this node last told the others it lacks an index, and last looked at one another lacks. */
+  private readonly lackingSaid = new Map<string, number>();
+  private readonly lackingLooked = new Map<string, number>();
 
   constructor(deps: {
     node: string;
@@ -164,7 +170,7 @@ export class Replica {
     for (let attempt = 1; ; attempt++) {
       let restoring = false;
       try {
-        target = await this.log.lastSeq();
+        target = await this.endOfLog();
         this.logLast = target;
         const pointers = await this.snapshots.pointers();
         restoring = true;
@@ -204,6 +210,9 @@ export class Replica {
     for (const index of this.state.watching.keys()) this.watchErasure(index);
     this.follower = this.log.follow(this.state.position + 1, (applied) => this.deliver(applied));
     this.scheduleHistoryCheck(this.historyCheckMs * (0.5 + Math.random()));
+    this.log.onNotice?.((notice) => {
+      if (notice.kind === "index-lacking" && notice.node !== this.node) this.lookAtLacking(notice.indexId);
+    });
     if (target > this.state.position) {
       this.logger.info("catching up with the change log", { from: this.state.position, to: target });
       await this.appliedThrough(target);
@@ -364,7 +373,7 @@ export class Replica {
    */
   async catchUp(options: { clientWaits?: boolean } = {}): Promise<void> {
     const until = options.clientWaits ? Date.now() + this.clientWaitMs : Number.POSITIVE_INFINITY;
-    const target = await this.log.lastSeq().catch((error: Error) => {
+    const target = await this.endOfLog().catch((error: Error) => {
       this.logger.warn("the change log did not say how far it goes", { error: error.message });
       throw new UnavailableError("the change log did not answer in time; try again", { retryAfterSeconds: 1 });
     });
@@ -376,6 +385,7 @@ export class Replica {
 
   active(indexId: string): VersionId | undefined {
     const r = this.state.indexes.get(indexId);
+    if (r === undefined) this.lacking(indexId);
     if (r?.active === undefined || !this.state.has(indexId, r.active)) return undefined;
     return r.active;
   }
@@ -479,8 +489,13 @@ export class Replica {
     this.logLast = Math.max(this.logLast, last);
     const behind = Math.max(0, this.logLast - this.state.position);
     if (behind === 0) return { ready: true, keepingUp: true, behind };
-    // biome-ignore lint/plugin: an entry whose time cannot be read leaves the node not keeping up.
-    const oldest = await this.log.entryTimeFrom(this.state.position + 1).catch(() => undefined);
+    // An entry whose time cannot be read (undefined) leaves the node not keeping up.
+    const oldest = await this.log.entryTimeFrom(this.state.position + 1).then(
+      (at) => at ?? null,
+      () => undefined,
+    );
+    // No entry after this node's position: the log's newest were removed (D-369), nothing to apply.
+    if (oldest === null) return { ready: true, keepingUp: true, behind: 0 };
     return { ready: false, keepingUp: oldest !== undefined && Date.now() - oldest < READY_LAG_MS, behind };
   }
 
@@ -620,6 +635,8 @@ export class Replica {
     // copy of the pointer will do: the snapshot must still cover what this entry builds on.
     const pointer = await this.snapshots.pointer(entry.index, { nearby: true });
     if (pointer === null || pointer.seq < (entry.after ?? 0)) {
+      // The nodes that hold the index repair it, if the log lost those entries (D-369).
+      this.lacking(entry.index);
       // Retried by applyUntilDone, loudly: a snapshot that covers them may still be on its way.
       throw new Error(
         `entry ${seq} of index ${entry.index} builds on entry ${entry.after}, which this node never applied and no snapshot holds`,
@@ -803,6 +820,17 @@ export class Replica {
 
   // ---- a log that lost entries (D-369) ----
 
+  /**
+   * The log's end as far as this node can apply it: the stream's last position, unless no entry
+   * exists after this node's own, as when the log's newest entries were removed (NATS goes on
+   * counting them): then nothing is left to wait for.
+   */
+  private async endOfLog(): Promise<number> {
+    const last = await this.log.lastSeq();
+    if (last <= this.state.position) return last;
+    return (await this.log.entryTimeFrom(this.state.position + 1)) === undefined ? this.state.position : last;
+  }
+
   /** The next look at the indexes' histories in `delayMs`, then about every historyCheckMs. */
   private scheduleHistoryCheck(delayMs: number): void {
     if (this.stopping) return;
@@ -910,6 +938,37 @@ export class Replica {
     })().finally(() => this.repairing.delete(index));
     this.repairing.set(index, repair);
     return repair;
+  }
+
+  /**
+   * This node lacks an index the shared store lists (a request for it), or entries of it: the
+   * nodes that hold it are told, at most every LACKING_EVERY_MS per index, and look at once at its
+   * history (lookAtLacking) instead of at their next periodic look. An index created a moment ago,
+   * or one a node catching up has not reached, is lacked too: the others' look finds nothing.
+   */
+  private lacking(indexId: string): void {
+    if (!this.following || this.state.dropped.has(indexId)) return;
+    const now = Date.now();
+    if ((this.lackingSaid.get(indexId) ?? 0) > now - LACKING_EVERY_MS) return;
+    this.lackingSaid.set(indexId, now);
+    this.log.sendNotice?.({ kind: "index-lacking", indexId, node: this.node });
+  }
+
+  /** Another node lacks an index: held here, its history is looked at now, repaired if lost. */
+  private lookAtLacking(indexId: string): void {
+    const r = this.state.indexes.get(indexId);
+    if (r === undefined || r.last === 0 || this.state.dropped.has(indexId) || this.repairing.has(indexId)) return;
+    const now = Date.now();
+    if ((this.lackingLooked.get(indexId) ?? 0) > now - LACKING_EVERY_MS) return;
+    this.lackingLooked.set(indexId, now);
+    void this.lostHistory(indexId)
+      .then((lost) => (lost === undefined ? undefined : this.repairHistory(indexId, lost)))
+      .catch((error: Error) =>
+        this.logger.warn("could not look at an index's history another node lacks", {
+          index: indexId,
+          error: error.message,
+        }),
+      );
   }
 
   /**
