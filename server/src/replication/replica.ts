@@ -113,6 +113,8 @@ export class Replica {
   /** When this node last told the others it lacks an index, and last looked at one another lacks. */
   private readonly lackingSaid = new Map<string, number>();
   private readonly lackingLooked = new Map<string, number>();
+  /** Set once the node has applied what the log held when it started (start()). */
+  private startedUp = false;
 
   constructor(deps: {
     node: string;
@@ -218,6 +220,7 @@ export class Replica {
       await this.appliedThrough(target);
       this.logger.info("caught up", { position: this.state.position });
     }
+    this.startedUp = true;
   }
 
   /** Tells the others how far this node has applied, as far as its data directory says (see savedPosition). */
@@ -636,7 +639,7 @@ export class Replica {
     const pointer = await this.snapshots.pointer(entry.index, { nearby: true });
     if (pointer === null || pointer.seq < (entry.after ?? 0)) {
       // The nodes that hold the index repair it, if the log lost those entries (D-369).
-      this.lacking(entry.index);
+      this.lacking(entry.index, true);
       // Retried by applyUntilDone, loudly: a snapshot that covers them may still be on its way.
       throw new Error(
         `entry ${seq} of index ${entry.index} builds on entry ${entry.after}, which this node never applied and no snapshot holds`,
@@ -943,11 +946,13 @@ export class Replica {
   /**
    * This node lacks an index the shared store lists (a request for it), or entries of it: the
    * nodes that hold it are told, at most every LACKING_EVERY_MS per index, and look at once at its
-   * history (lookAtLacking) instead of at their next periodic look. An index created a moment ago,
-   * or one a node catching up has not reached, is lacked too: the others' look finds nothing.
+   * history (lookAtLacking) instead of at their next periodic look. Not while the node catches up
+   * at its start (a new node of a large deployment would ask about every index), unless an entry
+   * it reached needs what it lacks (`missed`). An index created a moment ago is lacked too, for
+   * milliseconds: the others' look finds nothing.
    */
-  private lacking(indexId: string): void {
-    if (!this.following || this.state.dropped.has(indexId)) return;
+  private lacking(indexId: string, missed = false): void {
+    if (!this.following || this.state.dropped.has(indexId) || !(this.startedUp || missed)) return;
     const now = Date.now();
     if ((this.lackingSaid.get(indexId) ?? 0) > now - LACKING_EVERY_MS) return;
     this.lackingSaid.set(indexId, now);
@@ -1288,13 +1293,29 @@ export class Replica {
 
   /** Waits until this node has applied the log through `target`; past `until`, a 503. */
   private async appliedThrough(target: number, until = Number.POSITIVE_INFINITY): Promise<void> {
+    let seen = this.state.position;
+    let since = Date.now();
     while (this.state.position < target) {
       if (Date.now() > until) {
         throw new UnavailableError("this node is still applying what other nodes wrote; try again", {
           retryAfterSeconds: 1,
         });
       }
-      await this.waitChange(Number.isFinite(until) ? until - Date.now() : undefined);
+      await this.waitChange(Number.isFinite(until) ? Math.min(1_000, until - Date.now()) : undefined);
+      if (this.state.position !== seen) {
+        seen = this.state.position;
+        since = Date.now();
+      } else if (Date.now() - since >= 1_000) {
+        // Nothing applied for a second: the entries up to `target` may be gone from the log (its
+        // newest removed, D-369), which NATS's last position does not show. A log that does not
+        // answer says nothing (0).
+        since = Date.now();
+        const next = await this.log.entryTimeFrom(this.state.position + 1).then(
+          (at) => at,
+          () => 0,
+        );
+        if (next === undefined) return;
+      }
     }
   }
 }
