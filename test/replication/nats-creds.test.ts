@@ -1,13 +1,14 @@
 // A NATS deployment with decentralised authentication (D-371): the node connects with the user's
 // `.creds` file (SIFT_NATS_CREDS), its log's own connection and its file-transfer thread's alike,
 // and without it is refused.
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLogger } from "../../server/src/log.ts";
 import type { ChangeLog } from "../../server/src/ports/change-log.ts";
 import { openNatsLog } from "../../server/src/replication/nats/nats-log.ts";
+import { appendsFollowsAndMovesFiles } from "../support/log-roundtrip.ts";
 import { natsAvailable } from "../support/nats.ts";
 import { type OperatorServer, startOperatorServer } from "../support/nats-operator.ts";
 
@@ -36,22 +37,7 @@ describe.skipIf(!natsAvailable)("a NATS server that takes .creds files", () => {
       name: "creds",
     });
     logs.push(log);
-    const seq = await log.append({ op: "create", index: "idx_creds", node: "creds", at: Date.now() }, 0);
-    const delivered: number[] = [];
-    const following = log.follow(1, async (applied) => {
-      delivered.push(applied.seq);
-    });
-    try {
-      await expect.poll(() => delivered, { timeout: 10_000 }).toEqual([seq]);
-    } finally {
-      await following.stop();
-    }
-    // Through the transfer thread's own connection.
-    const file = join(dir, "postings");
-    writeFileSync(file, "segment bytes");
-    await log.putFiles("segments/idx_creds/1", [{ name: "postings", path: file }]);
-    const out = join(dir, "out");
-    expect(await log.getFiles("segments/idx_creds/1", out)).toEqual(["postings"]);
+    await appendsFollowsAndMovesFiles(log, dir, "idx_creds");
 
     await expect(
       openNatsLog({ servers: [server.url], stream: "CREDS", replicas: 1, log: silent, name: "no-creds" }),

@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLogger } from "../../server/src/log.ts";
 import type { ChangeLog } from "../../server/src/ports/change-log.ts";
 import { openNatsLog } from "../../server/src/replication/nats/nats-log.ts";
+import { appendsFollowsAndMovesFiles } from "../support/log-roundtrip.ts";
 import { NATS_SERVER, natsAvailable } from "../support/nats.ts";
 import { freePort, waitForHttp, waitForTcp } from "../support/ports.ts";
 
@@ -96,20 +97,7 @@ describe.skipIf(!natsAvailable || !existsSync(OPENSSL))("NATS servers with a pri
       name: "tls",
     });
     logs.push(log);
-    const seq = await log.append({ op: "create", index: "idx_tls", node: "tls", at: Date.now() }, 0);
-    const delivered: number[] = [];
-    const following = log.follow(1, async (applied) => {
-      delivered.push(applied.seq);
-    });
-    try {
-      await expect.poll(() => delivered, { timeout: 10_000 }).toEqual([seq]);
-    } finally {
-      await following.stop();
-    }
-    const file = join(dir, "postings");
-    writeFileSync(file, "segment bytes");
-    await log.putFiles("segments/idx_tls/1", [{ name: "postings", path: file }]);
-    expect(await log.getFiles("segments/idx_tls/1", join(dir, "out"))).toEqual(["postings"]);
+    await appendsFollowsAndMovesFiles(log, dir, "idx_tls");
 
     await expect(
       openNatsLog({
