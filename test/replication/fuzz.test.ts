@@ -53,7 +53,7 @@ describe.skipIf(!regionsAvailable)("the contract fuzzer against two replicating 
       },
     });
     // Each node's warnings and errors of the whole run, then its last lines: a request that hung
-    // (seen once in CI: a coalesce, 60 s) started long before the last lines.
+    // (a coalesce, 60 s: a put whose file was gone, D-373) started long before the last lines.
     const told = (n: { output(): string }) =>
       n
         .output()

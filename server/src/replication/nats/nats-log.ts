@@ -1291,7 +1291,8 @@ class NatsLog implements ChangeLog {
         await step();
         return;
       } catch (error) {
-        if (attempt >= 6) throw error;
+        // A file gone from disk (its index deleted while it was published) is not coming back.
+        if (attempt >= 6 || (error as NodeJS.ErrnoException).code === "ENOENT") throw error;
         this.options.log.warn("a step against NATS failed; trying again", {
           step: what,
           attempt,

@@ -2,9 +2,9 @@
 // and put; or get, decompress and write at the part's offset. Runs on the transfer thread
 // (transfer-worker.ts), never on the server's thread: see transfer-thread.ts for why.
 import { createReadStream, createWriteStream } from "node:fs";
-import { Readable, type Transform, addAbortSignal } from "node:stream";
+import { Readable, type Transform, addAbortSignal, pipeline } from "node:stream";
 import type { ReadableStream as WebReadableStream } from "node:stream/web";
-import { pipeline } from "node:stream/promises";
+import { pipeline as pipelineAsync } from "node:stream/promises";
 import zlib from "node:zlib";
 import type { JetStreamManager } from "@nats-io/jetstream";
 import type { ObjectInfo, ObjectStore } from "@nats-io/obj";
@@ -126,12 +126,16 @@ export async function putPart(files: ObjectStore, part: PutPart, signal: AbortSi
   const end = Math.max(part.end, 0);
   const source = createReadStream(part.path, { start: part.start, end, highWaterMark: PIECE, signal });
   const steps = STEPS[part.encoding].encode();
+  // Joined by pipeline, not pipe(): a file that cannot be read (its index deleted meanwhile, its
+  // folder gone) must fail the put. Through pipe() the error stopped at the file's stream, and the
+  // put waited for ever for the compressor's end (a coalesce that never answered, seen in CI, D-373).
   const body =
     steps.length === 0
       ? source
       : addAbortSignal(
           signal,
-          steps.reduce<Readable>((stream, step) => stream.pipe(step), source),
+          // The failure reaches the put through the last stream, which pipeline destroys with it.
+          pipeline([source, ...steps], () => {}) as Transform,
         );
   return files.put(
     { name: part.object, options: { max_chunk_size: part.maxChunk } },
@@ -188,7 +192,7 @@ async function writePart(
   // Flushed as each part ends, while the others still download: the flush of the whole set, which
   // the publisher waits for, then finds little left to write.
   const target = createWriteStream(part.path, { flags: "r+", start: part.start, highWaterMark: PIECE, flush: true });
-  await pipeline([source, ...STEPS[part.encoding].decode(), target], { signal });
+  await pipelineAsync([source, ...STEPS[part.encoding].decode(), target], { signal });
   const failed = await error;
   if (failed) throw failed;
 }

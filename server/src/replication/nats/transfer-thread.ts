@@ -67,7 +67,7 @@ export class TransferThread {
       const waiter = this.waiting.get(reply.id);
       this.waiting.delete(reply.id);
       if (reply.ok) waiter?.resolve(reply.copyFailed);
-      else waiter?.reject(new Error(reply.message));
+      else waiter?.reject(Object.assign(new Error(reply.message), reply.code ? { code: reply.code } : {}));
     });
     const gone = (error: Error) => {
       if (this.worker === worker) this.worker = undefined;

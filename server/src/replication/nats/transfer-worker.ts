@@ -28,8 +28,13 @@ export type TransferRequest =
   /** Ends the thread from inside: see TransferThread.close for why not from outside. */
   | { id: number; op: "close" };
 
-/** `copyFailed`: a fetch read the bucket because the region's copy failed, and why (for the log). */
-export type TransferReply = { id: number; ok: true; copyFailed?: string } | { id: number; ok: false; message: string };
+/**
+ * `copyFailed`: a fetch read the bucket because the region's copy failed, and why (for the log).
+ * `code`: a failure's system error code ("ENOENT": a file to put is gone).
+ */
+export type TransferReply =
+  | { id: number; ok: true; copyFailed?: string }
+  | { id: number; ok: false; message: string; code?: string };
 
 const { servers, credsFile, tls, name, bucket, copy } = workerData as TransferData;
 setSha256Backend("native");
@@ -79,7 +84,8 @@ parentPort!.on("message", async (request: TransferRequest) => {
       ...(copyFailed === undefined ? {} : { copyFailed }),
     } satisfies TransferReply);
   } catch (error) {
-    parentPort!.postMessage({ id: request.id, ok: false, message: (error as Error).message } satisfies TransferReply);
+    const { message, code } = error as NodeJS.ErrnoException;
+    parentPort!.postMessage({ id: request.id, ok: false, message, ...(code ? { code } : {}) } satisfies TransferReply);
   } finally {
     running.delete(transfer);
   }
