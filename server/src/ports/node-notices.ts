@@ -16,8 +16,10 @@ export type NodeNotice =
   /**
    * A node lacks an index the shared store lists, or entries of it the log no longer gives: the
    * nodes that hold it look at once whether the log lost its history, and repair it (D-369).
+   * `gap`: it applied the index's entries up to `applied`, then met one that builds on `needs`,
+   * which it never got: the log lost what lies between, in the middle of the history (D-374).
    */
-  | { kind: "index-lacking"; indexId: string; node: string };
+  | { kind: "index-lacking"; indexId: string; node: string; gap?: { applied: number; needs: number } };
 
 export interface NodeNotices {
   /** Sends `notice` to every other node (best effort: see above); the sender has applied it itself. */

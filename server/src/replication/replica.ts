@@ -28,6 +28,9 @@ const MAX_IN_FLIGHT = 256;
 /** How long a writer waits for this node to apply its own entry (a checkpoint build included). */
 const VERDICT_WAIT_MS = 120_000;
 
+/** Where a node's copy of an index stops short of an entry it reached (an index-lacking notice's). */
+type Gap = { applied: number; needs: number };
+
 /**
  * The same for an entry a client waits for (a record write, an activation asked over HTTP): past
  * this its entry is still in the log and will be applied, but the request answers 503 (not
@@ -213,7 +216,7 @@ export class Replica {
     this.follower = this.log.follow(this.state.position + 1, (applied) => this.deliver(applied));
     this.scheduleHistoryCheck(this.historyCheckMs * (0.5 + Math.random()));
     this.log.onNotice?.((notice) => {
-      if (notice.kind === "index-lacking" && notice.node !== this.node) this.lookAtLacking(notice.indexId);
+      if (notice.kind === "index-lacking" && notice.node !== this.node) this.lookAtLacking(notice.indexId, notice.gap);
     });
     if (target > this.state.position) {
       this.logger.info("catching up with the change log", { from: this.state.position, to: target });
@@ -638,8 +641,8 @@ export class Replica {
     // copy of the pointer will do: the snapshot must still cover what this entry builds on.
     const pointer = await this.snapshots.pointer(entry.index, { nearby: true });
     if (pointer === null || pointer.seq < (entry.after ?? 0)) {
-      // The nodes that hold the index repair it, if the log lost those entries (D-369).
-      this.lacking(entry.index, true);
+      // The nodes that hold the index repair it, if the log lost those entries (D-369, D-374).
+      this.lacking(entry.index, { applied, needs: entry.after ?? 0 });
       // Retried by applyUntilDone, loudly: a snapshot that covers them may still be on its way.
       throw new Error(
         `entry ${seq} of index ${entry.index} builds on entry ${entry.after}, which this node never applied and no snapshot holds`,
@@ -882,9 +885,10 @@ export class Replica {
    * a node that lacks the index could rebuild it from its snapshot and the log. Looks at the ends
    * only: the index's newest entry processed here must still be there, and the first entry after
    * the snapshot must build on the snapshot (or be the index's creation). A hole in the middle,
-   * with both ends kept, is not seen.
+   * with both ends kept, is seen only where another node met it (`gap`, D-374): the first entry
+   * after what that node applied must build on no more than that.
    */
-  private async lostHistory(index: string): Promise<string | undefined> {
+  private async lostHistory(index: string, gap?: Gap): Promise<string | undefined> {
     const last = this.state.indexes.get(index)?.last ?? 0;
     if (last === 0) return undefined;
     // Truncation keeps a snapshot's own entry: the newest entry of an index is never removed.
@@ -901,7 +905,12 @@ export class Replica {
         ? `its entries before ${first.seq}, its creation among them`
         : `its entries between its snapshot at ${covered} and ${first.seq}`;
     }
-    return undefined;
+    if (gap === undefined || covered >= gap.needs) return undefined;
+    const from = Math.max(gap.applied, covered);
+    const next = await this.log.firstEntryOf(index, from + 1);
+    if (next === null || (next.entry.after ?? 0) <= from) return undefined;
+    if (((await this.snapshots.pointer(index))?.seq ?? 0) !== covered) return undefined;
+    return `its entries between ${from} and ${next.seq}`;
   }
 
   /**
@@ -951,22 +960,26 @@ export class Replica {
    * it reached needs what it lacks (`missed`). An index created a moment ago is lacked too, for
    * milliseconds: the others' look finds nothing.
    */
-  private lacking(indexId: string, missed = false): void {
-    if (!this.following || this.state.dropped.has(indexId) || !(this.startedUp || missed)) return;
+  private lacking(indexId: string, gap?: Gap): void {
+    if (!this.following || this.state.dropped.has(indexId) || !(this.startedUp || gap)) return;
     const now = Date.now();
     if ((this.lackingSaid.get(indexId) ?? 0) > now - LACKING_EVERY_MS) return;
     this.lackingSaid.set(indexId, now);
-    this.log.sendNotice?.({ kind: "index-lacking", indexId, node: this.node });
+    this.log.sendNotice?.({ kind: "index-lacking", indexId, node: this.node, ...(gap ? { gap } : {}) });
   }
 
-  /** Another node lacks an index: held here, its history is looked at now, repaired if lost. */
-  private lookAtLacking(indexId: string): void {
+  /**
+   * Another node lacks an index: held here, its history is looked at now, repaired if lost.
+   * `gap`: where that node's copy stops; a node that has not applied what it needs cannot help.
+   */
+  private lookAtLacking(indexId: string, gap?: Gap): void {
     const r = this.state.indexes.get(indexId);
     if (r === undefined || r.last === 0 || this.state.dropped.has(indexId) || this.repairing.has(indexId)) return;
+    if (this.stopping || (gap !== undefined && r.last < gap.needs)) return;
     const now = Date.now();
     if ((this.lackingLooked.get(indexId) ?? 0) > now - LACKING_EVERY_MS) return;
     this.lackingLooked.set(indexId, now);
-    void this.lostHistory(indexId)
+    void this.lostHistory(indexId, gap)
       .then((lost) => (lost === undefined ? undefined : this.repairHistory(indexId, lost)))
       .catch((error: Error) =>
         this.logger.warn("could not look at an index's history another node lacks", {

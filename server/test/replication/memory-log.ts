@@ -6,6 +6,7 @@ import { cpSync, mkdirSync } from "node:fs";
 import { basename, join } from "node:path";
 import type { AppliedEntry, ChangeLog, LogEntry } from "../../src/ports/change-log.ts";
 import { StaleAppendError, newestVersionOf } from "../../src/ports/change-log.ts";
+import type { NodeNotice } from "../../src/ports/node-notices.ts";
 
 export class MemoryLog {
   /** null: truncated away. */
@@ -15,12 +16,15 @@ export class MemoryLog {
   /** When each name's files were published (ms). */
   readonly publishedAt = new Map<string, number>();
   private readonly wakers = new Set<() => void>();
+  /** Every client's notice listeners: a notice reaches all of them, the sender's own too (as NATS's). */
+  private readonly listeners = new Set<(notice: NodeNotice) => void>();
   enforceCompareAndSet = true;
 
   /** A client of the log for one node. */
   client(): ChangeLog & { hold(): void; release(): void } {
     let held = false;
     let wake: (() => void) | undefined;
+    const listening = new Set<(notice: NodeNotice) => void>();
     const log = this;
     return {
       hold: () => {
@@ -38,6 +42,13 @@ export class MemoryLog {
         log.entries.push(structuredClone(entry));
         for (const w of log.wakers) w();
         return log.entries.length;
+      },
+      sendNotice: (notice: NodeNotice) => {
+        for (const listener of log.listeners) listener(structuredClone(notice));
+      },
+      onNotice: (listener: (notice: NodeNotice) => void) => {
+        listening.add(listener);
+        log.listeners.add(listener);
       },
       lastSeq: async () => log.entries.length,
       lastSeqOf: async (indexKey: string) => log.entries.reduce((at, e, i) => (e?.index === indexKey ? i + 1 : at), 0),
@@ -120,7 +131,9 @@ export class MemoryLog {
         });
       },
       ping: async () => true,
-      close: async () => {},
+      close: async () => {
+        for (const listener of listening) log.listeners.delete(listener);
+      },
     };
   }
 }

@@ -927,6 +927,39 @@ describe("a log that lost the oldest entries of an index (D-369)", () => {
   });
 });
 
+describe("a log that lost entries in the middle of an index's history (D-374)", () => {
+  // No periodic look: only the added node's notice can find a hole whose both ends are kept.
+  const nodes = useTwoNodes({ historyCheckMs: 3_600_000 });
+  const { memory } = nodes;
+
+  test("a node added later that meets the hole gets the index from a node that holds it", async () => {
+    const written = new Map<string, string>();
+    let version = "";
+    for (let i = 0; i < 6; i++) {
+      version = await nodes.a.records.put(admin, "shop", `r-${i}`, { title: `Record ${i}` });
+      written.set(`r-${i}`, `Record ${i}`);
+    }
+    const { id } = (await nodes.a.catalog.byName("ten_r", "shop"))!;
+    await nodes.b.replica.waitFor(id, version, 5_000);
+    // The creation, the first two writes and the last two stay; the two between are gone.
+    const own = memory.entries.flatMap((e, i) => (e?.index === id ? [i] : []));
+    for (const i of own.slice(3, 5)) memory.entries[i] = null;
+    expect(memory.docs.has(`snapshots/${id}/latest`)).toBe(false);
+
+    // Before, c stayed at "r-1" for ever: the holders looked at the ends, found them whole.
+    const c = await openNode(memory, nodes.store, "c", { historyCheckMs: 3_600_000 });
+    try {
+      await c.replica.waitFor(id, version, 15_000);
+      for (const [record, title] of written) expect((await c.records.get(admin, "shop", record))?.title).toBe(title);
+      const next = await nodes.a.records.put(admin, "shop", "next", { title: "Next" });
+      await c.replica.waitFor(id, next, 5_000);
+      expect((await c.records.get(admin, "shop", "next"))?.title).toBe("Next");
+    } finally {
+      await c.close();
+    }
+  });
+});
+
 describe("a node started while the log's home is out of reach (D-279)", () => {
   const nodes = useTwoNodes({ snapshots: { every: 5, goneAfterMs: 60_000 } });
   const { memory } = nodes;
