@@ -170,7 +170,11 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
         db: store.db,
         logger: log,
         dataDir: config.dataDir,
-        snapshots: config.nats && { every: config.nats.snapshotEvery, goneAfterMs: config.nats.nodeGoneAfterMs },
+        snapshots: config.nats && {
+          every: config.nats.snapshotEvery,
+          goneAfterMs: config.nats.nodeGoneAfterMs,
+          afterMs: config.nats.snapshotAfterMs,
+        },
         ...(config.nats ? { historyCheckMs: config.nats.historyCheckMs } : {}),
       })
     : undefined;

@@ -106,6 +106,7 @@ export interface Config {
         nodeGoneAfterMs: number;
         /** How often a node checks that the log still holds each index's history (D-369). */
         historyCheckMs: number;
+        snapshotAfterMs: number;
       }
     | undefined;
   /** This node's name in the change log and in logs. */
@@ -392,6 +393,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
           nodeGoneAfterMs: int("SIFT_REPLICATION_NODE_GONE_MS", 15 * 60_000, 500, 7 * 24 * 3_600_000),
           // Each index's history in the log is looked at this often, repaired if lost (D-369).
           historyCheckMs: int("SIFT_REPLICATION_HISTORY_CHECK_MS", 10 * 60_000, 1_000, 7 * 24 * 3_600_000),
+          // An index's oldest entry no snapshot holds gets one when it is this old (D-375).
+          snapshotAfterMs: int("SIFT_REPLICATION_SNAPSHOT_AFTER_MS", 60 * 60_000, 1_000, 30 * 24 * 3_600_000),
         }
       : undefined,
     nodeId: env.SIFT_NODE_ID || `${region}-${hostname()}-${env.PORT || 7700}`,

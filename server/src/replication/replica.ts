@@ -59,6 +59,12 @@ const READY_LAG_MS = 1_000;
 const HISTORY_CHECK_MS = 10 * 60_000;
 
 /**
+ * An entry of an index no snapshot holds after this long gets one (D-375), as a fallback for an
+ * index that may be lost from the log with no node left holding it.
+ */
+const SNAPSHOT_AFTER_MS = 60 * 60_000;
+
+/**
  * How long a record write or a purge is sent again while the log turns it away unstored (its
  * stream's leader being elected: about 6 s seen after a server was killed, D-372).
  */
@@ -109,6 +115,7 @@ export class Replica {
   /** How long an entry a client waits for waits for this node (and for the index's lock, D-346). */
   readonly clientWaitMs: number;
   private readonly historyCheckMs: number;
+  private readonly snapshotAfterMs: number;
   private readonly notAppendedRetryMs: number;
   private historyTimer: ReturnType<typeof setTimeout> | undefined;
   /** Repairs of an index's history under way here (repairHistory), by index. */
@@ -126,8 +133,11 @@ export class Replica {
     db: Db;
     logger: Logger;
     dataDir: string;
-    /** Snapshot an index's log after this many entries; a node silent this long counts as gone. */
-    snapshots?: { every: number; goneAfterMs: number };
+    /**
+     * Snapshot an index's log after this many entries, or once its oldest entry no snapshot holds
+     * is `afterMs` old (SNAPSHOT_AFTER_MS); a node silent for `goneAfterMs` counts as gone.
+     */
+    snapshots?: { every: number; goneAfterMs: number; afterMs?: number };
     /** How often applied versions are recorded in the store (100 ms; tests lengthen it). */
     storeEveryMs?: number;
     /** How long an entry a client waits for waits for this node to apply it (CLIENT_WAIT_MS). */
@@ -140,6 +150,7 @@ export class Replica {
     this.notAppendedRetryMs = deps.notAppendedRetryMs ?? NOT_APPENDED_RETRY_MS;
     this.clientWaitMs = deps.clientWaitMs ?? CLIENT_WAIT_MS;
     this.historyCheckMs = deps.historyCheckMs ?? HISTORY_CHECK_MS;
+    this.snapshotAfterMs = deps.snapshots?.afterMs ?? SNAPSHOT_AFTER_MS;
     this.node = deps.node;
     this.log = deps.log;
     this.engine = deps.engine;
@@ -864,6 +875,7 @@ export class Replica {
       try {
         const lost = await this.lostHistory(index);
         if (lost !== undefined) await this.repairHistory(index, lost);
+        else await this.snapshotIfOld(index);
         inARow = 0;
       } catch (error) {
         failed ??= { index, error: (error as Error).message, count: 0 };
@@ -911,6 +923,33 @@ export class Replica {
     if (next === null || (next.entry.after ?? 0) <= from) return undefined;
     if (((await this.snapshots.pointer(index))?.seq ?? 0) !== covered) return undefined;
     return `its entries between ${from} and ${next.seq}`;
+  }
+
+  /**
+   * An index's entries wait for a snapshot until 10,000 of them have come (SNAPSHOT_EVERY): a
+   * small or quiet index might never have one, and if the log lost its entries after every node
+   * holding it was gone, nothing could bring it back. So the oldest entry no snapshot holds gets
+   * one once it is snapshotAfterMs old: taken by the node that wrote that entry, or by any node
+   * holding the index once it is twice that old (its writer may be gone). Two nodes snapshotting
+   * at once cost a snapshot more; the pointer never goes back (Snapshots.truncate).
+   */
+  private async snapshotIfOld(index: string): Promise<void> {
+    const r = this.state.indexes.get(index);
+    if (r === undefined || r.last === 0) return;
+    const covered = (await this.snapshots.pointer(index))?.seq ?? 0;
+    if (covered >= r.last) return;
+    const first = await this.log.firstEntryOf(index, covered + 1);
+    if (first === null || first.seq > r.last) return;
+    const age = Date.now() - first.entry.at;
+    if (age < this.snapshotAfterMs || (first.entry.node !== this.node && age < 2 * this.snapshotAfterMs)) return;
+    const snapshot = await this.snapshotNow(index);
+    if (snapshot !== undefined) {
+      this.logger.info("snapshotted an index whose entries no snapshot held for a while", {
+        index,
+        snapshot: snapshot.seq,
+        oldestEntryAgeMs: age,
+      });
+    }
   }
 
   /**
@@ -966,6 +1005,34 @@ export class Replica {
     if ((this.lackingSaid.get(indexId) ?? 0) > now - LACKING_EVERY_MS) return;
     this.lackingSaid.set(indexId, now);
     this.log.sendNotice?.({ kind: "index-lacking", indexId, node: this.node, ...(gap ? { gap } : {}) });
+    if (gap === undefined) {
+      void this.restoreUnlogged(indexId).catch((error: Error) =>
+        this.logger.warn("could not restore an index the change log lost from its snapshot", {
+          index: indexId,
+          error: error.message,
+        }),
+      );
+    }
+  }
+
+  /**
+   * This node lacks the index, and the log holds no entry of it, yet a snapshot of it exists: the
+   * log lost its whole history, perhaps after every node that held it was gone. Restored from the
+   * snapshot (D-375); its next write finds the log's end behind it and repairs that (D-369).
+   */
+  private async restoreUnlogged(index: string): Promise<void> {
+    const pointer = await this.snapshots.pointer(index);
+    if (pointer === null || (await this.log.firstEntryOf(index, 1)) !== null) return;
+    await this.chains.run(index, async () => {
+      // Applied or dropped meanwhile (an entry came after all).
+      if (this.state.indexes.has(index) || this.state.dropped.has(index)) return;
+      await this.restoreIndex(index, pointer);
+    });
+    await this.state.save();
+    this.logger.error("restored an index from its snapshot: the change log holds none of its entries", {
+      index,
+      snapshot: pointer.seq,
+    });
   }
 
   /**

@@ -33,7 +33,7 @@ const silent = createLogger("silent", {}, () => {});
 
 /** How a node is opened: its snapshots, its quota, its engine wrapped (to hold a build). */
 interface NodeOptions {
-  snapshots?: { every: number; goneAfterMs: number };
+  snapshots?: { every: number; goneAfterMs: number; afterMs?: number };
   recordsPerIndex?: number;
   coalesceAfter?: number;
   /** Ready versions retention keeps besides the active one's chain (100). */
@@ -956,6 +956,57 @@ describe("a log that lost entries in the middle of an index's history (D-374)", 
       expect((await c.records.get(admin, "shop", "next"))?.title).toBe("Next");
     } finally {
       await c.close();
+    }
+  });
+});
+
+describe("a small index's entries no snapshot held for a while (D-375)", () => {
+  test("get a snapshot, from which a node added after the log lost them all, and no node held it, restores it", async () => {
+    const store = await storeTargets()[0]!.open();
+    const memory = new MemoryLog();
+    // Far below the 10,000 entries of a snapshot by count; snapshotted once half a second old.
+    const options: NodeOptions = {
+      historyCheckMs: 200,
+      snapshots: { every: 10_000, goneAfterMs: 60_000, afterMs: 500 },
+    };
+    let c: Awaited<ReturnType<typeof openNode>> | undefined;
+    try {
+      await store.db.insert(tenants).values({ id: "ten_r", name: "ten_r", createdAt: 0 });
+      const a = await openNode(memory, store, "a", options);
+      await a.catalog.createService("ten_r", { name: "ten_r-shop", regions: ["frankfurt"] });
+      await a.catalog.createIndex("ten_r", { name: "shop", serviceName: "ten_r-shop" });
+      const { id } = (await a.catalog.byName("ten_r", "shop"))!;
+      let version = "";
+      for (let i = 0; i < 3; i++) version = await a.records.put(admin, "shop", `r-${i}`, { title: `Record ${i}` });
+      const newest = memory.entries.reduce((at, e, i) => (e?.index === id ? i + 1 : at), 0);
+      await expect
+        .poll(() => (memory.docs.get(`snapshots/${id}/latest`) as { seq: number } | undefined)?.seq ?? 0, {
+          timeout: 5_000,
+        })
+        .toBeGreaterThanOrEqual(newest);
+      await a.close();
+      // Every entry of the index gone from the log, and the only node that held it gone too.
+      memory.entries.forEach((e, i) => {
+        if (e?.index === id) memory.entries[i] = null;
+      });
+
+      c = await openNode(memory, store, "c", options);
+      // The first read finds the index missing here (503, "not received yet"), and restores it.
+      await expect
+        .poll(() => c!.records.get(admin, "shop", "r-0").catch((e: Error) => e.message), { timeout: 10_000 })
+        .toMatchObject({ title: "Record 0" });
+      await c.replica.waitFor(id, version, 1_000);
+      for (let i = 0; i < 3; i++) expect((await c.records.get(admin, "shop", `r-${i}`))?.title).toBe(`Record ${i}`);
+      // And it takes writes again (its next compare-and-set is repaired as in D-369).
+      await expect
+        .poll(() => c!.records.put(admin, "shop", "next", { title: "Next" }).catch(() => ""), {
+          timeout: 10_000,
+          interval: 200,
+        })
+        .not.toBe("");
+    } finally {
+      await c?.close();
+      await store.close();
     }
   });
 });
