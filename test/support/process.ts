@@ -71,7 +71,12 @@ export async function siftProcess(
       });
       child.stdout!.on("data", (d) => (output += d));
       child.stderr!.on("data", (d) => (output += d));
-      await waitForHttp(`http://127.0.0.1:${port}/healthz`, 60_000).catch((error: Error) => {
+      // A process that exits while starting (a setting refused) fails the start at once, not in 60 s.
+      const started = child;
+      const ended = new Promise<never>((_, reject) =>
+        started.once("exit", (code, signal) => reject(new Error(`exited while starting (${code ?? signal})`))),
+      );
+      await Promise.race([waitForHttp(`http://127.0.0.1:${port}/healthz`, 60_000), ended]).catch((error: Error) => {
         throw new Error(`${error.message}\n${output}`);
       });
     },
