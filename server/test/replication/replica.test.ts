@@ -898,14 +898,9 @@ describe("a log that lost the oldest entries of an index (D-369)", () => {
   const { memory } = nodes;
 
   test("is repaired by a node that holds the index; a node added later restores it from the snapshot", async () => {
-    const written = new Map<string, string>();
-    let version = "";
-    for (let i = 0; i < 4; i++) {
-      version = await nodes.a.records.put(admin, "shop", `r-${i}`, { title: `Record ${i}` });
-      written.set(`r-${i}`, `Record ${i}`);
-    }
-    const { id } = (await nodes.a.catalog.byName("ten_r", "shop"))!;
-    await nodes.b.replica.waitFor(id, version, 5_000);
+    const shop = await writeShop(nodes.a, 4);
+    const { id } = shop;
+    await nodes.b.replica.waitFor(id, shop.version, 5_000);
     // The index's creation and first two writes gone; the newest two stay.
     const own = memory.entries.flatMap((e, i) => (e?.index === id ? [i] : []));
     for (const i of own.slice(0, 3)) memory.entries[i] = null;
@@ -915,12 +910,8 @@ describe("a log that lost the oldest entries of an index (D-369)", () => {
     expect(pointer.seq).toBeGreaterThanOrEqual(own.at(-1)! + 1);
     const c = await openNode(memory, nodes.store, "c");
     try {
-      await c.replica.waitFor(id, version, 10_000);
-      for (const [record, title] of written) expect((await c.records.get(admin, "shop", record))?.title).toBe(title);
       // And the index goes on being written everywhere.
-      const next = await nodes.a.records.put(admin, "shop", "next", { title: "Next" });
-      await c.replica.waitFor(id, next, 5_000);
-      expect((await c.records.get(admin, "shop", "next"))?.title).toBe("Next");
+      await holdsAllAndFollows(c, nodes.a, shop, 10_000);
     } finally {
       await c.close();
     }
@@ -933,14 +924,9 @@ describe("a log that lost entries in the middle of an index's history (D-374)", 
   const { memory } = nodes;
 
   test("a node added later that meets the hole gets the index from a node that holds it", async () => {
-    const written = new Map<string, string>();
-    let version = "";
-    for (let i = 0; i < 6; i++) {
-      version = await nodes.a.records.put(admin, "shop", `r-${i}`, { title: `Record ${i}` });
-      written.set(`r-${i}`, `Record ${i}`);
-    }
-    const { id } = (await nodes.a.catalog.byName("ten_r", "shop"))!;
-    await nodes.b.replica.waitFor(id, version, 5_000);
+    const shop = await writeShop(nodes.a, 6);
+    const { id } = shop;
+    await nodes.b.replica.waitFor(id, shop.version, 5_000);
     // The creation, the first two writes and the last two stay; the two between are gone.
     const own = memory.entries.flatMap((e, i) => (e?.index === id ? [i] : []));
     for (const i of own.slice(3, 5)) memory.entries[i] = null;
@@ -949,11 +935,7 @@ describe("a log that lost entries in the middle of an index's history (D-374)", 
     // Before, c stayed at "r-1" for ever: the holders looked at the ends, found them whole.
     const c = await openNode(memory, nodes.store, "c", { historyCheckMs: 3_600_000 });
     try {
-      await c.replica.waitFor(id, version, 15_000);
-      for (const [record, title] of written) expect((await c.records.get(admin, "shop", record))?.title).toBe(title);
-      const next = await nodes.a.records.put(admin, "shop", "next", { title: "Next" });
-      await c.replica.waitFor(id, next, 5_000);
-      expect((await c.records.get(admin, "shop", "next"))?.title).toBe("Next");
+      await holdsAllAndFollows(c, nodes.a, shop, 15_000);
     } finally {
       await c.close();
     }
@@ -1158,6 +1140,35 @@ describe("a snapshot being written", () => {
 });
 
 /** The newest snapshot pointer of an index, once a snapshot was taken and its pointer written. */
+type TestNode = Awaited<ReturnType<typeof openNode>>;
+
+/** `count` records written through `node` into "shop": their titles by id, the newest version, the index's id. */
+async function writeShop(node: TestNode, count: number) {
+  const written = new Map<string, string>();
+  let version = "";
+  for (let i = 0; i < count; i++) {
+    version = await node.records.put(admin, "shop", `r-${i}`, { title: `Record ${i}` });
+    written.set(`r-${i}`, `Record ${i}`);
+  }
+  const { id } = (await node.catalog.byName("ten_r", "shop"))!;
+  return { written, version, id };
+}
+
+/** `node` holds every record of `written` at `version`, and follows the next write made through `writer`. */
+async function holdsAllAndFollows(
+  node: TestNode,
+  writer: TestNode,
+  shop: { written: Map<string, string>; version: string; id: string },
+  waitMs: number,
+): Promise<void> {
+  await node.replica.waitFor(shop.id, shop.version, waitMs);
+  for (const [record, title] of shop.written)
+    expect((await node.records.get(admin, "shop", record))?.title).toBe(title);
+  const next = await writer.records.put(admin, "shop", "next", { title: "Next" });
+  await node.replica.waitFor(shop.id, next, 5_000);
+  expect((await node.records.get(admin, "shop", "next"))?.title).toBe("Next");
+}
+
 async function waitForPointer(memory: MemoryLog, indexId: string): Promise<{ seq: number }> {
   for (let i = 0; i < 100; i++) {
     const pointer = memory.docs.get(`snapshots/${indexId}/latest`) as { seq: number } | undefined;
