@@ -125,6 +125,8 @@ export class Replica {
   private readonly lackingLooked = new Map<string, number>();
   /** Set once the node has applied what the log held when it started (start()). */
   private startedUp = false;
+  /** Per index, its newest entry here that a snapshot was found to hold (snapshotIfOld). */
+  private readonly coveredThrough = new Map<string, number>();
 
   constructor(deps: {
     node: string;
@@ -935,9 +937,13 @@ export class Replica {
    */
   private async snapshotIfOld(index: string): Promise<void> {
     const r = this.state.indexes.get(index);
-    if (r === undefined || r.last === 0) return;
+    // A quiet index found covered at an earlier look costs no question to NATS at this one.
+    if (r === undefined || r.last === 0 || this.coveredThrough.get(index) === r.last) return;
     const covered = (await this.snapshots.pointer(index))?.seq ?? 0;
-    if (covered >= r.last) return;
+    if (covered >= r.last) {
+      this.coveredThrough.set(index, r.last);
+      return;
+    }
     const first = await this.log.firstEntryOf(index, covered + 1);
     if (first === null || first.seq > r.last) return;
     const age = Date.now() - first.entry.at;
