@@ -29,6 +29,11 @@ export interface IndexReplica {
    * hold the erased record, and no snapshot may reuse them (replication/snapshots.ts).
    */
   purgedAt?: number;
+  /**
+   * Set while the index is set aside here (D-376): an entry of it failed to apply for minutes, and
+   * it and every later one up to this position were passed over. `last` stays the newest applied.
+   */
+  asideThrough?: number;
 }
 
 /**

@@ -22,6 +22,16 @@ import { ReplicaState } from "./replica-state.ts";
 import { type SnapshotManifest, type SnapshotPointer, Snapshots } from "./snapshots.ts";
 import { StoreBackfill } from "./store-backfill.ts";
 
+/**
+ * An entry that has failed to apply for this long sets its index aside on this node (D-376): its
+ * later entries would otherwise wait behind it, and with them this node's position, readiness and
+ * every index's truncation.
+ */
+const SET_ASIDE_AFTER_MS = 2 * 60_000;
+
+/** A set-aside index asks for the snapshot that brings it back at most this often. */
+const ASIDE_LOOK_EVERY_MS = 1_000;
+
 /** Entries being applied at once across indexes (one at a time per index). */
 const MAX_IN_FLIGHT = 256;
 
@@ -116,6 +126,9 @@ export class Replica {
   readonly clientWaitMs: number;
   private readonly historyCheckMs: number;
   private readonly snapshotAfterMs: number;
+  private readonly setAsideAfterMs: number;
+  /** When each set-aside index last looked for the snapshot that brings it back. */
+  private readonly asideLooked = new Map<string, number>();
   private readonly notAppendedRetryMs: number;
   private historyTimer: ReturnType<typeof setTimeout> | undefined;
   /** Repairs of an index's history under way here (repairHistory), by index. */
@@ -148,7 +161,10 @@ export class Replica {
     historyCheckMs?: number;
     /** How long a record write the log turns away unstored is sent again (NOT_APPENDED_RETRY_MS). */
     notAppendedRetryMs?: number;
+    /** How long an entry may fail before its index is set aside here (SET_ASIDE_AFTER_MS). */
+    setAsideAfterMs?: number;
   }) {
+    this.setAsideAfterMs = deps.setAsideAfterMs ?? SET_ASIDE_AFTER_MS;
     this.notAppendedRetryMs = deps.notAppendedRetryMs ?? NOT_APPENDED_RETRY_MS;
     this.clientWaitMs = deps.clientWaitMs ?? CLIENT_WAIT_MS;
     this.historyCheckMs = deps.historyCheckMs ?? HISTORY_CHECK_MS;
@@ -405,6 +421,14 @@ export class Replica {
   active(indexId: string): VersionId | undefined {
     const r = this.state.indexes.get(indexId);
     if (r === undefined) this.lacking(indexId);
+    if (r?.asideThrough !== undefined) {
+      // What it holds is behind the log: not served, and brought back as soon as a snapshot can.
+      this.lacking(indexId, { applied: r.last, needs: r.asideThrough });
+      if ((this.asideLooked.get(indexId) ?? 0) <= Date.now() - ASIDE_LOOK_EVERY_MS) {
+        void this.chains.run(indexId, () => this.bringBack(indexId));
+      }
+      return undefined;
+    }
     if (r?.active === undefined || !this.state.has(indexId, r.active)) return undefined;
     return r.active;
   }
@@ -573,7 +597,11 @@ export class Replica {
    * is this node's, is told at the first failure.
    */
   private async applyUntilDone(seq: number, entry: LogEntry): Promise<void> {
+    const started = Date.now();
     for (let attempt = 1; ; attempt++) {
+      if (this.isAside(entry.index) && entry.op !== "drop-index") {
+        if (!(await this.bringBack(entry.index))) return this.passAside(seq, entry);
+      }
       try {
         await this.apply(seq, entry);
         return;
@@ -588,9 +616,88 @@ export class Replica {
         if (entry.node === this.node && attempt === 1) this.keepVerdict(seq, { accepted: true, error: error as Error });
         this.notify();
         if (this.stopping) return;
-        await new Promise((resolve) => setTimeout(resolve, Math.min(30_000, 250 * 2 ** attempt)));
+        if (entry.op !== "drop-index" && Date.now() - started >= this.setAsideAfterMs) {
+          this.setAside(seq, entry, error as Error);
+          return;
+        }
+        const untilAside = started + this.setAsideAfterMs - Date.now();
+        await new Promise((resolve) =>
+          setTimeout(resolve, Math.max(50, Math.min(30_000, 250 * 2 ** attempt, untilAside))),
+        );
       }
     }
+  }
+
+  // ---- an index set aside (D-376) ----
+
+  private isAside(index: string): boolean {
+    return this.state.indexes.get(index)?.asideThrough !== undefined;
+  }
+
+  /**
+   * An entry of the index failed to apply for setAsideAfterMs (a hole in its history no node can
+   * fill, a file missing from the object store, a disk that refuses it): the index is set aside
+   * here. This entry and its later ones are passed over, so that they hold up neither the other
+   * indexes nor this node's position; the index answers 503 here until a snapshot that holds every
+   * entry passed over brings it back (bringBack), which the nodes that hold it are asked for.
+   */
+  private setAside(seq: number, entry: LogEntry, error: Error): void {
+    const r = this.state.index(entry.index);
+    r.asideThrough = seq;
+    this.logger.error(
+      "set an index aside on this node: an entry of it could not be applied; it answers 503 here until a snapshot of it can be restored",
+      {
+        index: entry.index,
+        seq,
+        applied: r.last,
+        error: error.message,
+      },
+    );
+    this.lacking(entry.index, { applied: r.last, needs: seq });
+    this.saveSoon();
+  }
+
+  /** An entry of a set-aside index: passed over, counted into the position like an applied one. */
+  private passAside(seq: number, entry: LogEntry): void {
+    const r = this.state.index(entry.index);
+    r.asideThrough = Math.max(r.asideThrough ?? 0, seq);
+    if (entry.node === this.node) {
+      this.keepVerdict(seq, {
+        accepted: true,
+        error: new UnavailableError("this node cannot apply the index's changes at this moment; try another region", {
+          retryAfterSeconds: 2,
+        }),
+      });
+    }
+    this.lacking(entry.index, { applied: r.last, needs: r.asideThrough });
+  }
+
+  /**
+   * Restores a set-aside index from its snapshot once one holds every entry passed over here; true
+   * when the index is (or already was) back. At most every ASIDE_LOOK_EVERY_MS. Holds its chain.
+   */
+  private async bringBack(index: string): Promise<boolean> {
+    const r = this.state.indexes.get(index);
+    if (r?.asideThrough === undefined) return true;
+    const now = Date.now();
+    if ((this.asideLooked.get(index) ?? 0) > now - ASIDE_LOOK_EVERY_MS) return false;
+    this.asideLooked.set(index, now);
+    // biome-ignore lint/plugin: a log out of reach leaves the index aside; the next look asks again.
+    const pointer = await this.snapshots.pointer(index).catch(() => null);
+    if (pointer === null || pointer.seq < r.asideThrough) return false;
+    try {
+      await this.restoreIndex(index, pointer);
+    } catch (error) {
+      this.logger.warn("could not restore a set-aside index from its snapshot; trying again", {
+        index,
+        error: (error as Error).message,
+      });
+      return false;
+    }
+    this.asideLooked.delete(index);
+    this.saveSoon();
+    this.logger.warn("brought a set-aside index back from its snapshot", { index, snapshot: pointer.seq });
+    return true;
   }
 
   /** Applies one entry of the log, in order within its index, the same way on every node. */
@@ -705,7 +812,9 @@ export class Replica {
     // 2 s on a busy machine, and a read with minVersion here waited for it (and answered 503).
     const captured = await this.chains.run(index, async () => {
       const current = this.state.indexes.get(index);
-      return current === undefined || this.stopping ? undefined : this.snapshots.capture(index, current);
+      // A set-aside copy is behind the log: never published as the index.
+      if (current === undefined || current.asideThrough !== undefined || this.stopping) return undefined;
+      return this.snapshots.capture(index, current);
     });
     if (captured === undefined) return undefined;
     const snapshot = await this.snapshots.publish(captured);
@@ -873,7 +982,7 @@ export class Replica {
     let inARow = 0;
     for (const index of [...this.state.indexes.keys()]) {
       if (this.stopping) return;
-      if (this.state.dropped.has(index) || this.repairing.has(index)) continue;
+      if (this.state.dropped.has(index) || this.repairing.has(index) || this.isAside(index)) continue;
       try {
         const lost = await this.lostHistory(index);
         if (lost !== undefined) await this.repairHistory(index, lost);
@@ -1048,18 +1157,31 @@ export class Replica {
   private lookAtLacking(indexId: string, gap?: Gap): void {
     const r = this.state.indexes.get(indexId);
     if (r === undefined || r.last === 0 || this.state.dropped.has(indexId) || this.repairing.has(indexId)) return;
-    if (this.stopping || (gap !== undefined && r.last < gap.needs)) return;
+    if (this.stopping || r.asideThrough !== undefined || (gap !== undefined && r.last < gap.needs)) return;
     const now = Date.now();
     if ((this.lackingLooked.get(indexId) ?? 0) > now - LACKING_EVERY_MS) return;
     this.lackingLooked.set(indexId, now);
     void this.lostHistory(indexId, gap)
-      .then((lost) => (lost === undefined ? undefined : this.repairHistory(indexId, lost)))
+      .then((lost) => (lost === undefined ? this.snapshotFor(indexId, gap) : this.repairHistory(indexId, lost)))
       .catch((error: Error) =>
         this.logger.warn("could not look at an index's history another node lacks", {
           index: indexId,
           error: error.message,
         }),
       );
+  }
+
+  /**
+   * Another node needs a snapshot that holds the index up to `gap.needs` (it set the index aside,
+   * D-376): taken from this node's copy when the newest one does not, and this node holds that far.
+   */
+  private async snapshotFor(index: string, gap: Gap | undefined): Promise<void> {
+    if (gap === undefined || (this.state.indexes.get(index)?.last ?? 0) < gap.needs) return;
+    if (((await this.snapshots.pointer(index))?.seq ?? 0) >= gap.needs) return;
+    const snapshot = await this.snapshotNow(index);
+    if (snapshot !== undefined) {
+      this.logger.info("snapshotted an index for a node that set it aside", { index, snapshot: snapshot.seq });
+    }
   }
 
   /**

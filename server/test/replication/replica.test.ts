@@ -56,6 +56,8 @@ interface NodeOptions {
   historyCheckMs?: number;
   /** How long a record write the log turns away unstored is sent again (10 s, D-372). */
   notAppendedRetryMs?: number;
+  /** How long an entry may fail before its index is set aside on the node (2 minutes, D-376). */
+  setAsideAfterMs?: number;
 }
 
 async function openNode(memory: MemoryLog, store: Store, name: string, options: NodeOptions = {}) {
@@ -81,6 +83,7 @@ async function openNode(memory: MemoryLog, store: Store, name: string, options: 
     ...(options.clientWaitMs ? { clientWaitMs: options.clientWaitMs } : {}),
     ...(options.historyCheckMs ? { historyCheckMs: options.historyCheckMs } : {}),
     ...(options.notAppendedRetryMs ? { notAppendedRetryMs: options.notAppendedRetryMs } : {}),
+    ...(options.setAsideAfterMs ? { setAsideAfterMs: options.setAsideAfterMs } : {}),
   });
   const engine = replicatedEngine(inner, replica, log);
   const locks = new IndexLocks();
@@ -990,6 +993,62 @@ describe("a small index's entries no snapshot held for a while (D-375)", () => {
       await c?.close();
       await store.close();
     }
+  });
+});
+
+describe("an entry a node cannot apply for minutes (D-376)", () => {
+  /** While set, node b's engine refuses every change to "shop" (a disk that refuses its files, say). */
+  let refusing = false;
+  const nodes = useTwoNodes(
+    { historyCheckMs: 3_600_000 },
+    {
+      historyCheckMs: 3_600_000,
+      setAsideAfterMs: 500,
+      wrap: (real) =>
+        Object.assign(Object.create(real) as SearchEngine, {
+          applyChange: async (...args: Parameters<SearchEngine["applyChange"]>) => {
+            if (refusing && args[0] === shopId) throw new Error("no space left on device");
+            return real.applyChange(...args);
+          },
+          applyChanges: async (...args: Parameters<NonNullable<SearchEngine["applyChanges"]>>) => {
+            if (refusing && args[0] === shopId) throw new Error("no space left on device");
+            return real.applyChanges!(...args);
+          },
+        }),
+    },
+  );
+  let shopId = "";
+
+  test("sets its index aside there: the node serves the others and is ready; a snapshot brings it back", async () => {
+    shopId = (await nodes.a.catalog.byName("ten_r", "shop"))!.id;
+    const first = await nodes.a.records.put(admin, "shop", "first", { title: "First" });
+    await nodes.b.replica.waitFor(shopId, first, 5_000);
+    await nodes.a.catalog.createIndex("ten_r", { name: "desk", serviceName: "ten_r-shop" });
+
+    refusing = true;
+    const refused = await nodes.a.records.put(admin, "shop", "refused", { title: "Refused on b" });
+    const later = await nodes.a.records.put(admin, "shop", "later", { title: "Later" });
+    // Before, b held every later entry of every index back behind it: never caught up again.
+    await expect.poll(async () => (await nodes.b.replica.caughtUp()).ready, { timeout: 5_000 }).toBe(true);
+    const desk = await nodes.a.records.put(admin, "desk", "lamp", { title: "Desk lamp" });
+    const deskId = (await nodes.a.catalog.byName("ten_r", "desk"))!.id;
+    await nodes.b.replica.waitFor(deskId, desk, 5_000);
+    expect((await nodes.b.records.get(admin, "desk", "lamp"))?.title).toBe("Desk lamp");
+    // What b holds of "shop" is behind the log: not served there, not even what it had.
+    await expect(nodes.b.records.get(admin, "shop", "first")).rejects.toBeInstanceOf(UnavailableError);
+    expect((await nodes.a.records.get(admin, "shop", "later"))?.title).toBe("Later");
+
+    // The disk is back: a, asked by b, snapshots "shop", and b restores it from there.
+    refusing = false;
+    await expect
+      .poll(() => nodes.b.records.get(admin, "shop", "later").catch((e: Error) => e.message), { timeout: 15_000 })
+      .toMatchObject({ title: "Later" });
+    expect((await nodes.b.records.get(admin, "shop", "refused"))?.title).toBe("Refused on b");
+    await nodes.b.replica.waitFor(shopId, later, 1_000);
+    expect(refused).not.toBe(later);
+    const next = await nodes.a.records.put(admin, "shop", "next", { title: "Next" });
+    await nodes.b.replica.waitFor(shopId, next, 5_000);
+    expect((await nodes.b.records.get(admin, "shop", "next"))?.title).toBe("Next");
   });
 });
 
