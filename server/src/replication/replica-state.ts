@@ -34,6 +34,8 @@ export interface IndexReplica {
    * it and every later one up to this position were passed over. `last` stays the newest applied.
    */
   asideThrough?: number;
+  /** The first entry passed over while set aside: a snapshot that holds it can bring the index back. */
+  asideFrom?: number;
 }
 
 /**

@@ -643,6 +643,7 @@ export class Replica {
    */
   private setAside(seq: number, entry: LogEntry, error: Error): void {
     const r = this.state.index(entry.index);
+    r.asideFrom = seq;
     r.asideThrough = seq;
     this.logger.error(
       "set an index aside on this node: an entry of it could not be applied; it answers 503 here until a snapshot of it can be restored",
@@ -673,8 +674,12 @@ export class Replica {
   }
 
   /**
-   * Restores a set-aside index from its snapshot once one holds every entry passed over here; true
-   * when the index is (or already was) back. At most every ASIDE_LOOK_EVERY_MS. Holds its chain.
+   * Tries to bring a set-aside index back; true when it is (or already was) back. The entries
+   * passed over are read again from the log and applied (a truncation keeps what follows a
+   * snapshot, and an entry building on removed ones restores from the snapshot as usual); first,
+   * a snapshot that holds the first entry that failed here (another node applied it) replaces
+   * this node's copy, so that an entry failing here for good is not needed. At most every
+   * ASIDE_LOOK_EVERY_MS. Holds its chain.
    */
   private async bringBack(index: string): Promise<boolean> {
     const r = this.state.indexes.get(index);
@@ -682,21 +687,40 @@ export class Replica {
     const now = Date.now();
     if ((this.asideLooked.get(index) ?? 0) > now - ASIDE_LOOK_EVERY_MS) return false;
     this.asideLooked.set(index, now);
-    // biome-ignore lint/plugin: a log out of reach leaves the index aside; the next look asks again.
-    const pointer = await this.snapshots.pointer(index).catch(() => null);
-    if (pointer === null || pointer.seq < r.asideThrough) return false;
+    const through = r.asideThrough;
+    let next = r.last + 1;
     try {
-      await this.restoreIndex(index, pointer);
+      const pointer = await this.snapshots.pointer(index);
+      if (pointer !== null && pointer.seq >= (r.asideFrom ?? through) && pointer.seq > r.last) {
+        await this.restoreIndex(index, pointer);
+        next = pointer.seq + 1;
+      }
+      for (;;) {
+        const entry = await this.log.firstEntryOf(index, next);
+        if (entry === null || entry.seq > through) break;
+        next = entry.seq;
+        await this.apply(entry.seq, entry.entry);
+        next = entry.seq + 1;
+      }
     } catch (error) {
-      this.logger.warn("could not restore a set-aside index from its snapshot; trying again", {
+      // Still aside, from the first entry not applied.
+      const copy = this.state.index(index);
+      copy.asideFrom = next;
+      copy.asideThrough = Math.max(through, copy.asideThrough ?? 0);
+      this.saveSoon();
+      this.logger.warn("could not bring a set-aside index back yet; trying again", {
         index,
+        from: next,
         error: (error as Error).message,
       });
       return false;
     }
+    const copy = this.state.index(index);
+    delete copy.asideFrom;
+    delete copy.asideThrough;
     this.asideLooked.delete(index);
     this.saveSoon();
-    this.logger.warn("brought a set-aside index back from its snapshot", { index, snapshot: pointer.seq });
+    this.logger.warn("brought a set-aside index back", { index, through });
     return true;
   }
 
