@@ -175,7 +175,9 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
           goneAfterMs: config.nats.nodeGoneAfterMs,
           afterMs: config.nats.snapshotAfterMs,
         },
-        ...(config.nats ? { historyCheckMs: config.nats.historyCheckMs } : {}),
+        ...(config.nats
+          ? { historyCheckMs: config.nats.historyCheckMs, setAsideAfterMs: config.nats.setAsideAfterMs }
+          : {}),
       })
     : undefined;
   if (replica && changeLog) {

@@ -107,6 +107,8 @@ export interface Config {
         /** How often a node checks that the log still holds each index's history (D-369). */
         historyCheckMs: number;
         snapshotAfterMs: number;
+        /** An entry that fails this long sets its index aside on the node (D-376). */
+        setAsideAfterMs: number;
       }
     | undefined;
   /** This node's name in the change log and in logs. */
@@ -395,6 +397,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
           historyCheckMs: int("SIFT_REPLICATION_HISTORY_CHECK_MS", 10 * 60_000, 1_000, 7 * 24 * 3_600_000),
           // An index's oldest entry no snapshot holds gets one when it is this old (D-375).
           snapshotAfterMs: int("SIFT_REPLICATION_SNAPSHOT_AFTER_MS", 60 * 60_000, 1_000, 30 * 24 * 3_600_000),
+          // An index whose entry fails to apply this long is set aside on the node (D-376).
+          setAsideAfterMs: int("SIFT_REPLICATION_SET_ASIDE_AFTER_MS", 2 * 60_000, 1_000, 24 * 3_600_000),
         }
       : undefined,
     nodeId: env.SIFT_NODE_ID || `${region}-${hostname()}-${env.PORT || 7700}`,

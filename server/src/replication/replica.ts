@@ -422,11 +422,8 @@ export class Replica {
     const r = this.state.indexes.get(indexId);
     if (r === undefined) this.lacking(indexId);
     if (r?.asideThrough !== undefined) {
-      // What it holds is behind the log: not served, and brought back as soon as a snapshot can.
-      this.lacking(indexId, { applied: r.last, needs: r.asideThrough });
-      if ((this.asideLooked.get(indexId) ?? 0) <= Date.now() - ASIDE_LOOK_EVERY_MS) {
-        void this.chains.run(indexId, () => this.bringBack(indexId));
-      }
+      // What it holds is behind the log: not served, and brought back as soon as it can be.
+      this.askedAside(indexId);
       return undefined;
     }
     if (r?.active === undefined || !this.state.has(indexId, r.active)) return undefined;
@@ -483,6 +480,8 @@ export class Replica {
    */
   async waitFor(indexId: string, version: VersionId, timeoutMs: number): Promise<void> {
     const until = Date.now() + timeoutMs;
+    // A read with minVersion of a set-aside index waits for its bringing back, not for the log.
+    this.askedAside(indexId);
     const held = () => this.has(indexId, version);
     const applied = (target: number) => (this.state.indexes.get(indexId)?.last ?? 0) >= target;
     // Deleted (perhaps through another region) after the caller looked it up, or while it waits.
@@ -632,6 +631,16 @@ export class Replica {
 
   private isAside(index: string): boolean {
     return this.state.indexes.get(index)?.asideThrough !== undefined;
+  }
+
+  /** A request for a set-aside index: the others are told, and the index is brought back if it can be. */
+  private askedAside(index: string): void {
+    const r = this.state.indexes.get(index);
+    if (r?.asideThrough === undefined) return;
+    this.lacking(index, { applied: r.last, needs: r.asideThrough });
+    if ((this.asideLooked.get(index) ?? 0) <= Date.now() - ASIDE_LOOK_EVERY_MS) {
+      void this.chains.run(index, () => this.bringBack(index));
+    }
   }
 
   /**

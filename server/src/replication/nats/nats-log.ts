@@ -600,7 +600,8 @@ class NatsLog implements ChangeLog {
           for (;;) {
             // Listened for before looking: a part finished in between is not missed.
             const published = this.published(part, 1_000);
-            if ((await this.files.info(part)) !== null) return published.cancel();
+            const info = await this.files.info(part);
+            if (info !== null && !info.deleted) return published.cancel();
             if (Date.now() > deadline) {
               published.cancel();
               throw new Error(`part ${part} was never published`);
@@ -1693,7 +1694,10 @@ class NatsLog implements ChangeLog {
   }
 
   async hasFiles(name: string): Promise<boolean> {
-    return (await this.files.info(`${name}/manifest`)) !== null;
+    // A deleted object keeps a description marked deleted (an `nats object rm`, or Sift's own
+    // delete stopped before it purged that): not there, or a snapshot would name files it lacks.
+    const info = await this.files.info(`${name}/manifest`);
+    return info !== null && !info.deleted;
   }
 
   async putDoc(name: string, value: unknown): Promise<void> {

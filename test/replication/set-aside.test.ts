@@ -1,0 +1,116 @@
+// An entry a node cannot apply (D-376): here a bulk version whose files went missing from the
+// object store while London's node was down. Before, the node retried that entry for ever, and
+// every later entry of every index waited behind it: it never caught up, never became ready, and
+// held back every index's truncation. Now it sets that index aside after a while (2 s here, two
+// minutes by default), catches up and serves the other indexes, answers 503 for that one, and
+// brings it back from the snapshot Frankfurt's node takes when London says how far its copy goes.
+// Real processes: a NATS cluster of three, two regions.
+import { connect } from "@nats-io/transport-node";
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { Objm } from "@nats-io/obj";
+import { describe, expect, it } from "vitest";
+import { RATE_LIMITS_OFF } from "../support/limits.ts";
+import {
+  keyed,
+  logRegionsOnFailure,
+  type Regions,
+  regionsAvailable,
+  startCaughtUp,
+  uploadCsv,
+  useRegions,
+} from "../support/regions.ts";
+
+const FRANKFURT = 0;
+const LONDON = 1;
+
+/** The ids of the indexes the log has entries of (its subjects are `sift.log.<id>`). */
+async function indexIds(r: Regions): Promise<string[]> {
+  const nc = await connect({ servers: r.nats.urls.split(",") });
+  try {
+    const info = await (await jetstreamManager(nc)).streams.info("SIFT", { subjects_filter: "sift.log.>" });
+    return Object.keys(info.state.subjects ?? {}).map((subject) => subject.split(".").at(-1)!);
+  } finally {
+    await nc.close();
+  }
+}
+
+/** Removes the manifest of a segment's files from the object store, behind Sift's back. */
+async function loseFiles(r: Regions, name: string): Promise<void> {
+  const nc = await connect({ servers: r.nats.urls.split(",") });
+  try {
+    const files = await new Objm(jetstream(nc)).open("SIFT_files");
+    expect((await files.delete(`${name}/manifest`)).success, `${name}/manifest`).toBe(true);
+    expect(await files.info(`${name}/manifest`)).toMatchObject({ deleted: true });
+  } finally {
+    await nc.close();
+  }
+}
+
+describe.skipIf(!regionsAvailable)("an index whose entry a node cannot apply", () => {
+  const regions = useRegions(["frankfurt", "london"], {
+    ...RATE_LIMITS_OFF,
+    SIFT_REPLICATION_SET_ASIDE_AFTER_MS: "2000",
+    // No periodic look or snapshot: only London's notice gets a snapshot taken.
+    SIFT_REPLICATION_HISTORY_CHECK_MS: "3600000",
+  });
+
+  it("is set aside there: the node catches up and serves the others, then brings it back", async () => {
+    const r = regions();
+    logRegionsOnFailure(regions, 40);
+    const london = r.nodes[LONDON]!;
+    const frankfurt = r.http(FRANKFURT);
+    let crates = "";
+    const before = await indexIds(r);
+    for (const name of ["crates", "boxes"]) {
+      const made = await frankfurt.post("/v1/indexes", { name, serviceName: r.service, visibility: "PUBLIC" });
+      expect(made.status, made.text).toBe(201);
+      if (name === "crates") crates = (await indexIds(r)).find((id) => !before.includes(id))!;
+    }
+    const first = await frankfurt.put("/v1/indexes/crates/records/first", { title: "First crate" });
+    expect(first.status, first.text).toBe(200);
+    await expect
+      .poll(
+        async () =>
+          (await r.http(LONDON).get(`/v1/indexes/crates/records/first?minVersion=${first.body.indexVersion}`)).status,
+        {
+          timeout: 10_000,
+        },
+      )
+      .toBe(200);
+
+    await london.kill();
+    const csv = ["id,title", ...Array.from({ length: 50 }, (_, i) => `crate-${i},Wooden crate ${i}`)].join("\n");
+    const bulk = await uploadCsv(frankfurt, "crates", csv);
+    await loseFiles(r, `segments/${crates}/${bulk}`);
+    const box = await frankfurt.put("/v1/indexes/boxes/records/lid", { title: "Box lid" });
+    expect(box.status, box.text).toBe(200);
+
+    // Before, London never caught up: the bulk entry held every later one back.
+    await startCaughtUp(london);
+    const lid = await keyed(london.url, r.key).get(`/v1/indexes/boxes/records/lid?minVersion=${box.body.indexVersion}`);
+    expect(lid.status, lid.text).toBe(200);
+    expect(london.output()).toMatch(/set an index aside on this node/);
+
+    // Frankfurt snapshots "crates" for it (its files published again), and London restores it.
+    await expect
+      .poll(
+        async () =>
+          (await keyed(london.url, r.key).get(`/v1/indexes/crates/records/crate-7?minVersion=${bulk}`)).body?.title,
+        { timeout: 30_000, interval: 500 },
+      )
+      .toBe("Wooden crate 7");
+    expect(london.output()).toMatch(/brought a set-aside index back/);
+    const next = await frankfurt.put("/v1/indexes/crates/records/next", { title: "Next crate" });
+    expect(next.status, next.text).toBe(200);
+    await expect
+      .poll(
+        async () =>
+          (await keyed(london.url, r.key).get(`/v1/indexes/crates/records/next?minVersion=${next.body.indexVersion}`))
+            .status,
+        {
+          timeout: 10_000,
+        },
+      )
+      .toBe(200);
+  }, 120_000);
+});
