@@ -945,6 +945,38 @@ describe("a log that lost entries in the middle of an index's history (D-374)", 
   });
 });
 
+describe("a hole in an index's history that no node can fill (D-374, D-376)", () => {
+  test("a node added later sets that index aside, and starts, and serves the others", async () => {
+    const store = await storeTargets()[0]!.open();
+    const memory = new MemoryLog();
+    const quiet: NodeOptions = { historyCheckMs: 3_600_000 };
+    let c: TestNode | undefined;
+    try {
+      await store.db.insert(tenants).values({ id: "ten_r", name: "ten_r", createdAt: 0 });
+      const a = await openNode(memory, store, "a", quiet);
+      await a.catalog.createService("ten_r", { name: "ten_r-shop", regions: ["frankfurt"] });
+      await a.catalog.createIndex("ten_r", { name: "shop", serviceName: "ten_r-shop" });
+      await a.catalog.createIndex("ten_r", { name: "desk", serviceName: "ten_r-shop" });
+      const shop = await writeShop(a, 6);
+      await a.records.put(admin, "desk", "lamp", { title: "Desk lamp" });
+      await a.close();
+      // Two writes in the middle gone, and the only node that held them gone too.
+      const own = memory.entries.flatMap((e, i) => (e?.index === shop.id ? [i] : []));
+      for (const i of own.slice(3, 5)) memory.entries[i] = null;
+
+      // Before, its start never ended: every entry after the hole waited behind it.
+      c = await openNode(memory, store, "c", { ...quiet, setAsideAfterMs: 500 });
+      expect((await c.replica.caughtUp()).ready).toBe(true);
+      expect((await c.records.get(admin, "desk", "lamp"))?.title).toBe("Desk lamp");
+      // No node can say what the hole held: the index is not served from what came before it.
+      await expect(c.records.get(admin, "shop", "r-0")).rejects.toBeInstanceOf(UnavailableError);
+    } finally {
+      await c?.close();
+      await store.close();
+    }
+  });
+});
+
 describe("a small index's entries no snapshot held for a while (D-375)", () => {
   test("get a snapshot, from which a node added after the log lost them all, and no node held it, restores it", async () => {
     const store = await storeTargets()[0]!.open();
