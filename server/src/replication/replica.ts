@@ -647,15 +647,15 @@ export class Replica {
    * An entry of the index failed to apply for setAsideAfterMs (a hole in its history no node can
    * fill, a file missing from the object store, a disk that refuses it): the index is set aside
    * here. This entry and its later ones are passed over, so that they hold up neither the other
-   * indexes nor this node's position; the index answers 503 here until a snapshot that holds every
-   * entry passed over brings it back (bringBack), which the nodes that hold it are asked for.
+   * indexes nor this node's position; the index answers 503 here until bringBack applies them (or
+   * a snapshot that holds the entry that failed, which the nodes that hold it are asked for).
    */
   private setAside(seq: number, entry: LogEntry, error: Error): void {
     const r = this.state.index(entry.index);
     r.asideFrom = seq;
     r.asideThrough = seq;
     this.logger.error(
-      "set an index aside on this node: an entry of it could not be applied; it answers 503 here until a snapshot of it can be restored",
+      "set an index aside on this node: an entry of it could not be applied; it answers 503 here until it is brought back",
       {
         index: entry.index,
         seq,
@@ -1171,11 +1171,13 @@ export class Replica {
   private async restoreUnlogged(index: string): Promise<void> {
     const pointer = await this.snapshots.pointer(index);
     if (pointer === null || (await this.log.firstEntryOf(index, 1)) !== null) return;
-    await this.chains.run(index, async () => {
+    const restored = await this.chains.run(index, async () => {
       // Applied or dropped meanwhile (an entry came after all).
-      if (this.state.indexes.has(index) || this.state.dropped.has(index)) return;
+      if (this.state.indexes.has(index) || this.state.dropped.has(index)) return false;
       await this.restoreIndex(index, pointer);
+      return true;
     });
+    if (!restored) return;
     await this.state.save();
     this.logger.error("restored an index from its snapshot: the change log holds none of its entries", {
       index,
