@@ -106,6 +106,7 @@ export interface Config {
         nodeGoneAfterMs: number;
         /** How often a node checks that the log still holds each index's history (D-369). */
         historyCheckMs: number;
+        /** An index's oldest entry no snapshot holds gets one when it is this old (D-375). */
         snapshotAfterMs: number;
         /** An entry that fails this long sets its index aside on the node (D-376). */
         setAsideAfterMs: number;

@@ -12,18 +12,15 @@ import { Objm } from "@nats-io/obj";
 import { afterEach, describe, expect, it } from "vitest";
 import { RATE_LIMITS_OFF } from "../support/limits.ts";
 import { type SiftProcess, siftProcess } from "../support/process.ts";
-import { keyed, logRegionsOnFailure, type Regions, regionsAvailable, useRegions } from "../support/regions.ts";
-
-/** The log's subjects and how many entries each holds. */
-async function subjects(r: Regions): Promise<Record<string, number>> {
-  const nc = await connect({ servers: r.nats.urls.split(",") });
-  try {
-    const info = await (await jetstreamManager(nc)).streams.info("SIFT", { subjects_filter: "sift.log.>" });
-    return info.state.subjects ?? {};
-  } finally {
-    await nc.close();
-  }
-}
+import {
+  keyed,
+  logRegionsOnFailure,
+  logSubjects,
+  makeIndex,
+  type Regions,
+  regionsAvailable,
+  useRegions,
+} from "../support/regions.ts";
 
 /** Where the snapshot the index's pointer names was taken (0: none), read from the object store. */
 async function snapshotAt(r: Regions, subject: string): Promise<number> {
@@ -114,16 +111,6 @@ async function readsAll(node: SiftProcess, r: Regions, index: string, written: M
   return missing;
 }
 
-/** Makes index `name` through the first region and returns its log subject, once both regions have it. */
-async function makeIndex(r: Regions, name: string): Promise<string> {
-  const before = Object.keys(await subjects(r));
-  const made = await r.http(0).post("/v1/indexes", { name, serviceName: r.service, visibility: "PUBLIC" });
-  expect(made.status, made.text).toBe(201);
-  const subject = Object.keys(await subjects(r)).find((s) => !before.includes(s))!;
-  await expect.poll(async () => (await r.http(1).get(`/v1/indexes/${name}`)).status, { timeout: 10_000 }).toBe(200);
-  return subject;
-}
-
 describe.skipIf(!regionsAvailable)("a change log that lost an index's entries", () => {
   // No periodic look during the tests: a node that lacks the index, or a write, finds the loss.
   const NO_LOOK = { SIFT_REPLICATION_HISTORY_CHECK_MS: "3600000" };
@@ -132,12 +119,12 @@ describe.skipIf(!regionsAvailable)("a change log that lost an index's entries", 
   it("every entry of an index: a node added later asks for it and holds it all; writes go on", async () => {
     const r = regions();
     logRegionsOnFailure(regions, 30);
-    const subject = await makeIndex(r, "lamps");
+    const { subject } = await makeIndex(r, "lamps");
     const { written, newest } = await writeSome(r, "lamps", "lamp", 4);
     expect((await r.http(1).get(`/v1/indexes/lamps/records/lamp-3?minVersion=${newest}`)).status).toBe(200);
 
     await lose(r, subject);
-    expect((await subjects(r))[subject]).toBeUndefined();
+    expect((await logSubjects(r))[subject]).toBeUndefined();
 
     // A node added now lacks the index: a request for it tells the nodes that hold it, which
     // repair it (before D-369 it answered 503 "not applied yet" for good).
@@ -169,7 +156,7 @@ describe.skipIf(!regionsAvailable)("a change log that lost an index's entries", 
   it("its oldest entries, its creation among them: a node added later holds it all", async () => {
     const r = regions();
     logRegionsOnFailure(regions, 30);
-    const subject = await makeIndex(r, "desks");
+    const { subject } = await makeIndex(r, "desks");
     const { written, newest } = await writeSome(r, "desks", "desk", 5);
     expect((await r.http(1).get(`/v1/indexes/desks/records/desk-4?minVersion=${newest}`)).status).toBe(200);
 
@@ -196,7 +183,7 @@ describe.skipIf(!regionsAvailable)("a change log that lost a small index no node
   it("comes back from the snapshot every index gets: a node added later holds it and writes it", async () => {
     const r = regions();
     logRegionsOnFailure(regions, 30);
-    const subject = await makeIndex(r, "shelves");
+    const { subject } = await makeIndex(r, "shelves");
     const { written, newest } = await writeSome(r, "shelves", "shelf", 3);
     // Snapshotted with its newest entry: far below the 10,000 entries of a snapshot by count, the
     // only kind before.

@@ -6,14 +6,16 @@
 // brings it back from the snapshot Frankfurt's node takes when London says how far its copy goes.
 // Real processes: a NATS cluster of three, two regions.
 import { connect } from "@nats-io/transport-node";
-import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { jetstream } from "@nats-io/jetstream";
 import { Objm } from "@nats-io/obj";
 import { describe, expect, it } from "vitest";
 import { RATE_LIMITS_OFF } from "../support/limits.ts";
 import {
   keyed,
   logRegionsOnFailure,
+  makeIndex,
   type Regions,
+  readBack,
   regionsAvailable,
   startCaughtUp,
   uploadCsv,
@@ -22,17 +24,6 @@ import {
 
 const FRANKFURT = 0;
 const LONDON = 1;
-
-/** The ids of the indexes the log has entries of (its subjects are `sift.log.<id>`). */
-async function indexIds(r: Regions): Promise<string[]> {
-  const nc = await connect({ servers: r.nats.urls.split(",") });
-  try {
-    const info = await (await jetstreamManager(nc)).streams.info("SIFT", { subjects_filter: "sift.log.>" });
-    return Object.keys(info.state.subjects ?? {}).map((subject) => subject.split(".").at(-1)!);
-  } finally {
-    await nc.close();
-  }
-}
 
 /** Removes the manifest of a segment's files from the object store, behind Sift's back. */
 async function loseFiles(r: Regions, name: string): Promise<void> {
@@ -59,24 +50,11 @@ describe.skipIf(!regionsAvailable)("an index whose entry a node cannot apply", (
     logRegionsOnFailure(regions, 40);
     const london = r.nodes[LONDON]!;
     const frankfurt = r.http(FRANKFURT);
-    let crates = "";
-    const before = await indexIds(r);
-    for (const name of ["crates", "boxes"]) {
-      const made = await frankfurt.post("/v1/indexes", { name, serviceName: r.service, visibility: "PUBLIC" });
-      expect(made.status, made.text).toBe(201);
-      if (name === "crates") crates = (await indexIds(r)).find((id) => !before.includes(id))!;
-    }
+    const crates = (await makeIndex(r, "crates")).id;
+    await makeIndex(r, "boxes");
     const first = await frankfurt.put("/v1/indexes/crates/records/first", { title: "First crate" });
     expect(first.status, first.text).toBe(200);
-    await expect
-      .poll(
-        async () =>
-          (await r.http(LONDON).get(`/v1/indexes/crates/records/first?minVersion=${first.body.indexVersion}`)).status,
-        {
-          timeout: 10_000,
-        },
-      )
-      .toBe(200);
+    expect(await readBack(r, LONDON, "first", first.body.indexVersion, 10_000, "crates")).toBe("First crate");
 
     await london.kill();
     const csv = ["id,title", ...Array.from({ length: 50 }, (_, i) => `crate-${i},Wooden crate ${i}`)].join("\n");
@@ -92,25 +70,10 @@ describe.skipIf(!regionsAvailable)("an index whose entry a node cannot apply", (
     expect(london.output()).toMatch(/set an index aside on this node/);
 
     // Frankfurt snapshots "crates" for it (its files published again), and London restores it.
-    await expect
-      .poll(
-        async () =>
-          (await keyed(london.url, r.key).get(`/v1/indexes/crates/records/crate-7?minVersion=${bulk}`)).body?.title,
-        { timeout: 30_000, interval: 500 },
-      )
-      .toBe("Wooden crate 7");
+    expect(await readBack(r, LONDON, "crate-7", bulk, 30_000, "crates")).toBe("Wooden crate 7");
     expect(london.output()).toMatch(/brought a set-aside index back/);
     const next = await frankfurt.put("/v1/indexes/crates/records/next", { title: "Next crate" });
     expect(next.status, next.text).toBe(200);
-    await expect
-      .poll(
-        async () =>
-          (await keyed(london.url, r.key).get(`/v1/indexes/crates/records/next?minVersion=${next.body.indexVersion}`))
-            .status,
-        {
-          timeout: 10_000,
-        },
-      )
-      .toBe(200);
+    expect(await readBack(r, LONDON, "next", next.body.indexVersion, 10_000, "crates")).toBe("Next crate");
   }, 120_000);
 });

@@ -1,6 +1,8 @@
 // Several Sift regions as separate processes, each with its own data directory, sharing one
 // PostgreSQL database and one private NATS JetStream cluster, or a supercluster with a cluster
 // per region (docs/replication.md).
+import { jetstreamManager } from "@nats-io/jetstream";
+import { connect } from "@nats-io/transport-node";
 import { afterAll, beforeAll, expect, onTestFailed } from "vitest";
 import { createTempDatabase } from "../../server/test/support/store.ts";
 import { createKey, signUp } from "./world.ts";
@@ -228,7 +230,7 @@ export function logRegionsOnFailure(r: () => Regions, lines = 30, match: (line: 
 /**
  * The title of record `id` as region `node` serves it at `version` or later: a read with
  * minVersion, asked again while the region answers 503 (it waits 2 s for the version, then says
- * to try again), as a client does, for up to `timeout` ms.
+ * to try again), as a client does, for up to `timeout` ms. `index`: another than the regions' own.
  */
 export async function readBack(
   r: Regions,
@@ -236,13 +238,38 @@ export async function readBack(
   id: string,
   version: string,
   timeout = 10_000,
+  index = r.index,
 ): Promise<string> {
   const deadline = Date.now() + timeout;
   for (;;) {
-    const read = await r.http(node).get(`/v1/indexes/${r.index}/records/${id}?minVersion=${version}`);
+    const read = await r.http(node).get(`/v1/indexes/${index}/records/${id}?minVersion=${version}`);
     if (read.status === 200) return read.body.title as string;
     expect(read.status, read.text).toBe(503);
     if (Date.now() > deadline) throw new Error(`${id}@${version} never reached region ${node}: ${read.text}`);
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
+}
+
+/** The change log's subjects (`sift.log.<index id>`) and how many entries each holds. */
+export async function logSubjects(r: Regions): Promise<Record<string, number>> {
+  const nc = await connect({ servers: r.nats.urls.split(",") });
+  try {
+    const info = await (await jetstreamManager(nc)).streams.info("SIFT", { subjects_filter: "sift.log.>" });
+    return info.state.subjects ?? {};
+  } finally {
+    await nc.close();
+  }
+}
+
+/**
+ * Makes index `name` (PUBLIC) through the first region and waits until the second has it; returns
+ * its log subject and its id, which the API does not show.
+ */
+export async function makeIndex(r: Regions, name: string): Promise<{ subject: string; id: string }> {
+  const before = Object.keys(await logSubjects(r));
+  const made = await r.http(0).post("/v1/indexes", { name, serviceName: r.service, visibility: "PUBLIC" });
+  expect(made.status, made.text).toBe(201);
+  const subject = Object.keys(await logSubjects(r)).find((s) => !before.includes(s))!;
+  await expect.poll(async () => (await r.http(1).get(`/v1/indexes/${name}`)).status, { timeout: 10_000 }).toBe(200);
+  return { subject, id: subject.split(".").at(-1)! };
 }

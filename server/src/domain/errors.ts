@@ -100,9 +100,15 @@ export class NotImplementedError extends DomainError {
 export const indexDeletedMidway = (): NotFoundError =>
   new NotFoundError("the index was deleted while this request ran");
 
-/** With replication: this node has not applied the index's first entries yet; another may have. */
+/**
+ * With replication: this node has not applied the index's first entries yet, or has set the index
+ * aside (D-376, an entry of it could not be applied here); another region may serve it.
+ */
 export const notInThisRegionYet = (): UnavailableError =>
-  new UnavailableError("this region has not received the index yet; try again shortly", { retryAfterSeconds: 1 });
+  new UnavailableError(
+    "this region cannot serve the index at the moment (it has not received it yet, or could not apply a change to it); try again shortly or in another region",
+    { retryAfterSeconds: 1 },
+  );
 
 /** Too many attempts: the caller may try again after `retryAfterSeconds`. */
 export class RateLimitedError extends DomainError {

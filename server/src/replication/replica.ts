@@ -41,6 +41,16 @@ const VERDICT_WAIT_MS = 120_000;
 /** Where a node's copy of an index stops short of an entry it reached (an index-lacking notice's). */
 type Gap = { applied: number; needs: number };
 
+/** What a look at an index's history in the log found (Replica.lostHistory). */
+interface HistoryLook {
+  /** What the log lost of it, in words; absent when nothing is. */
+  lost?: string;
+  /** Where its newest snapshot was taken (0: none), when the look read that far. */
+  covered?: number;
+  /** Its first entry after that snapshot, when the look read it. */
+  first?: AppliedEntry | null;
+}
+
 /**
  * The same for an entry a client waits for (a record write, an activation asked over HTTP): past
  * this its entry is still in the log and will be applied, but the request answers 503 (not
@@ -138,8 +148,6 @@ export class Replica {
   private readonly lackingLooked = new Map<string, number>();
   /** Set once the node has applied what the log held when it started (start()). */
   private startedUp = false;
-  /** Per index, its newest entry here that a snapshot was found to hold (snapshotIfOld). */
-  private readonly coveredThrough = new Map<string, number>();
 
   constructor(deps: {
     node: string;
@@ -1017,9 +1025,9 @@ export class Replica {
       if (this.stopping) return;
       if (this.state.dropped.has(index) || this.repairing.has(index) || this.isAside(index)) continue;
       try {
-        const lost = await this.lostHistory(index);
-        if (lost !== undefined) await this.repairHistory(index, lost);
-        else await this.snapshotIfOld(index);
+        const look = await this.lostHistory(index);
+        if (look.lost !== undefined) await this.repairHistory(index, look.lost);
+        else await this.snapshotIfOld(index, look);
         inARow = 0;
       } catch (error) {
         failed ??= { index, error: (error as Error).message, count: 0 };
@@ -1037,36 +1045,39 @@ export class Replica {
   }
 
   /**
-   * What the log lost of the index's entries that this node has applied, in words; undefined when
-   * a node that lacks the index could rebuild it from its snapshot and the log. Looks at the ends
+   * What the log lost of the index's entries that this node has applied, in words (`lost`; none
+   * when a node that lacks the index could rebuild it from its snapshot and the log), with what the
+   * look read on its way, for snapshotIfOld and snapshotFor to decide without asking again. Looks at the ends
    * only: the index's newest entry processed here must still be there, and the first entry after
    * the snapshot must build on the snapshot (or be the index's creation). A hole in the middle,
    * with both ends kept, is seen only where another node met it (`gap`, D-374): the first entry
    * after what that node applied must build on no more than that.
    */
-  private async lostHistory(index: string, gap?: Gap): Promise<string | undefined> {
+  private async lostHistory(index: string, gap?: Gap): Promise<HistoryLook> {
     const last = this.state.indexes.get(index)?.last ?? 0;
-    if (last === 0) return undefined;
+    if (last === 0) return {};
     // Truncation keeps a snapshot's own entry: the newest entry of an index is never removed.
     const tail = await this.log.lastSeqOf(index);
-    if (tail < last) return tail === 0 ? "every entry" : `its entries after ${tail}, up to ${last}`;
+    if (tail < last) return { lost: tail === 0 ? "every entry" : `its entries after ${tail}, up to ${last}` };
     const covered = (await this.snapshots.pointer(index))?.seq ?? 0;
-    if (covered >= last) return undefined;
+    if (covered >= last) return { covered };
     const first = await this.log.firstEntryOf(index, covered + 1);
-    if (first === null) return undefined;
+    if (first === null) return { covered, first };
     if ((first.entry.after ?? 0) > covered || (covered === 0 && first.entry.op !== "create")) {
       // A newer snapshot truncated behind itself since the pointer was read: the next look decides.
-      if (((await this.snapshots.pointer(index))?.seq ?? 0) !== covered) return undefined;
-      return covered === 0
-        ? `its entries before ${first.seq}, its creation among them`
-        : `its entries between its snapshot at ${covered} and ${first.seq}`;
+      if (((await this.snapshots.pointer(index))?.seq ?? 0) !== covered) return {};
+      const lost =
+        covered === 0
+          ? `its entries before ${first.seq}, its creation among them`
+          : `its entries between its snapshot at ${covered} and ${first.seq}`;
+      return { lost };
     }
-    if (gap === undefined || covered >= gap.needs) return undefined;
+    if (gap === undefined || covered >= gap.needs) return { covered, first };
     const from = Math.max(gap.applied, covered);
     const next = await this.log.firstEntryOf(index, from + 1);
-    if (next === null || (next.entry.after ?? 0) <= from) return undefined;
-    if (((await this.snapshots.pointer(index))?.seq ?? 0) !== covered) return undefined;
-    return `its entries between ${from} and ${next.seq}`;
+    if (next === null || (next.entry.after ?? 0) <= from) return { covered, first };
+    if (((await this.snapshots.pointer(index))?.seq ?? 0) !== covered) return {};
+    return { lost: `its entries between ${from} and ${next.seq}` };
   }
 
   /**
@@ -1077,17 +1088,10 @@ export class Replica {
    * holding the index once it is twice that old (its writer may be gone). Two nodes snapshotting
    * at once cost a snapshot more; the pointer never goes back (Snapshots.truncate).
    */
-  private async snapshotIfOld(index: string): Promise<void> {
-    const r = this.state.indexes.get(index);
-    // A quiet index found covered at an earlier look costs no question to NATS at this one.
-    if (r === undefined || r.last === 0 || this.coveredThrough.get(index) === r.last) return;
-    const covered = (await this.snapshots.pointer(index))?.seq ?? 0;
-    if (covered >= r.last) {
-      this.coveredThrough.set(index, r.last);
-      return;
-    }
-    const first = await this.log.firstEntryOf(index, covered + 1);
-    if (first === null || first.seq > r.last) return;
+  private async snapshotIfOld(index: string, look: HistoryLook): Promise<void> {
+    const last = this.state.indexes.get(index)?.last ?? 0;
+    const { covered, first } = look;
+    if (covered === undefined || covered >= last || !first || first.seq > last) return;
     const age = Date.now() - first.entry.at;
     if (age < this.snapshotAfterMs || (first.entry.node !== this.node && age < 2 * this.snapshotAfterMs)) return;
     const snapshot = await this.snapshotNow(index);
@@ -1197,7 +1201,9 @@ export class Replica {
     if ((this.lackingLooked.get(indexId) ?? 0) > now - LACKING_EVERY_MS) return;
     this.lackingLooked.set(indexId, now);
     void this.lostHistory(indexId, gap)
-      .then((lost) => (lost === undefined ? this.snapshotFor(indexId, gap) : this.repairHistory(indexId, lost)))
+      .then((look) =>
+        look.lost === undefined ? this.snapshotFor(indexId, gap, look.covered) : this.repairHistory(indexId, look.lost),
+      )
       .catch((error: Error) =>
         this.logger.warn("could not look at an index's history another node lacks", {
           index: indexId,
@@ -1210,9 +1216,8 @@ export class Replica {
    * Another node needs a snapshot that holds the index up to `gap.needs` (it set the index aside,
    * D-376): taken from this node's copy when the newest one does not, and this node holds that far.
    */
-  private async snapshotFor(index: string, gap: Gap | undefined): Promise<void> {
-    if (gap === undefined || (this.state.indexes.get(index)?.last ?? 0) < gap.needs) return;
-    if (((await this.snapshots.pointer(index))?.seq ?? 0) >= gap.needs) return;
+  private async snapshotFor(index: string, gap: Gap | undefined, covered = 0): Promise<void> {
+    if (gap === undefined || (this.state.indexes.get(index)?.last ?? 0) < gap.needs || covered >= gap.needs) return;
     const snapshot = await this.snapshotNow(index);
     if (snapshot !== undefined) {
       this.logger.info("snapshotted an index for a node that set it aside", { index, snapshot: snapshot.seq });

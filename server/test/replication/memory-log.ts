@@ -20,6 +20,15 @@ export class MemoryLog {
   private readonly listeners = new Set<(notice: NodeNotice) => void>();
   enforceCompareAndSet = true;
 
+  /**
+   * Loses the index's entries from its `start`-th to before its `end`-th (all by default), as a log
+   * that lost them some other way than a truncation (D-369).
+   */
+  loseEntries(indexKey: string, start = 0, end?: number): void {
+    const own = this.entries.flatMap((e, i) => (e?.index === indexKey ? [i] : []));
+    for (const i of own.slice(start, end)) this.entries[i] = null;
+  }
+
   /** A client of the log for one node. */
   client(): ChangeLog & { hold(): void; release(): void } {
     let held = false;

@@ -931,8 +931,7 @@ describe("a log that lost entries in the middle of an index's history (D-374)", 
     const { id } = shop;
     await nodes.b.replica.waitFor(id, shop.version, 5_000);
     // The creation, the first two writes and the last two stay; the two between are gone.
-    const own = memory.entries.flatMap((e, i) => (e?.index === id ? [i] : []));
-    for (const i of own.slice(3, 5)) memory.entries[i] = null;
+    memory.loseEntries(id, 3, 5);
     expect(memory.docs.has(`snapshots/${id}/latest`)).toBe(false);
 
     // Before, c stayed at "r-1" for ever: the holders looked at the ends, found them whole.
@@ -952,17 +951,13 @@ describe("a hole in an index's history that no node can fill (D-374, D-376)", ()
     const quiet: NodeOptions = { historyCheckMs: 3_600_000 };
     let c: TestNode | undefined;
     try {
-      await store.db.insert(tenants).values({ id: "ten_r", name: "ten_r", createdAt: 0 });
-      const a = await openNode(memory, store, "a", quiet);
-      await a.catalog.createService("ten_r", { name: "ten_r-shop", regions: ["frankfurt"] });
-      await a.catalog.createIndex("ten_r", { name: "shop", serviceName: "ten_r-shop" });
+      const a = await openShopNode(memory, store, quiet);
       await a.catalog.createIndex("ten_r", { name: "desk", serviceName: "ten_r-shop" });
       const shop = await writeShop(a, 6);
       await a.records.put(admin, "desk", "lamp", { title: "Desk lamp" });
       await a.close();
       // Two writes in the middle gone, and the only node that held them gone too.
-      const own = memory.entries.flatMap((e, i) => (e?.index === shop.id ? [i] : []));
-      for (const i of own.slice(3, 5)) memory.entries[i] = null;
+      memory.loseEntries(shop.id, 3, 5);
 
       // Before, its start never ended: every entry after the hole waited behind it.
       c = await openNode(memory, store, "c", { ...quiet, setAsideAfterMs: 500 });
@@ -986,12 +981,9 @@ describe("a small index's entries no snapshot held for a while (D-375)", () => {
       historyCheckMs: 200,
       snapshots: { every: 10_000, goneAfterMs: 60_000, afterMs: 500 },
     };
-    let c: Awaited<ReturnType<typeof openNode>> | undefined;
+    let c: TestNode | undefined;
     try {
-      await store.db.insert(tenants).values({ id: "ten_r", name: "ten_r", createdAt: 0 });
-      const a = await openNode(memory, store, "a", options);
-      await a.catalog.createService("ten_r", { name: "ten_r-shop", regions: ["frankfurt"] });
-      await a.catalog.createIndex("ten_r", { name: "shop", serviceName: "ten_r-shop" });
+      const a = await openShopNode(memory, store, options);
       const { id } = (await a.catalog.byName("ten_r", "shop"))!;
       let version = "";
       for (let i = 0; i < 3; i++) version = await a.records.put(admin, "shop", `r-${i}`, { title: `Record ${i}` });
@@ -1003,9 +995,7 @@ describe("a small index's entries no snapshot held for a while (D-375)", () => {
         .toBeGreaterThanOrEqual(newest);
       await a.close();
       // Every entry of the index gone from the log, and the only node that held it gone too.
-      memory.entries.forEach((e, i) => {
-        if (e?.index === id) memory.entries[i] = null;
-      });
+      memory.loseEntries(id);
 
       c = await openNode(memory, store, "c", options);
       // The first read finds the index missing here (503, "not received yet"), and restores it.
@@ -1249,6 +1239,15 @@ describe("a snapshot being written", () => {
 
 /** The newest snapshot pointer of an index, once a snapshot was taken and its pointer written. */
 type TestNode = Awaited<ReturnType<typeof openNode>>;
+
+/** Node "a" alone on `memory`: tenant ten_r, its service and index "shop" made through it. */
+async function openShopNode(memory: MemoryLog, store: Store, options: NodeOptions): Promise<TestNode> {
+  await store.db.insert(tenants).values({ id: "ten_r", name: "ten_r", createdAt: 0 });
+  const a = await openNode(memory, store, "a", options);
+  await a.catalog.createService("ten_r", { name: "ten_r-shop", regions: ["frankfurt"] });
+  await a.catalog.createIndex("ten_r", { name: "shop", serviceName: "ten_r-shop" });
+  return a;
+}
 
 /** `count` records written through `node` into "shop": their titles by id, the newest version, the index's id. */
 async function writeShop(node: TestNode, count: number) {

@@ -600,8 +600,7 @@ class NatsLog implements ChangeLog {
           for (;;) {
             // Listened for before looking: a part finished in between is not missed.
             const published = this.published(part, 1_000);
-            const info = await this.files.info(part);
-            if (info !== null && !info.deleted) return published.cancel();
+            if (await this.holdsFile(part)) return published.cancel();
             if (Date.now() > deadline) {
               published.cancel();
               throw new Error(`part ${part} was never published`);
@@ -1694,9 +1693,16 @@ class NatsLog implements ChangeLog {
   }
 
   async hasFiles(name: string): Promise<boolean> {
-    // A deleted object keeps a description marked deleted (an `nats object rm`, or Sift's own
-    // delete stopped before it purged that): not there, or a snapshot would name files it lacks.
-    const info = await this.files.info(`${name}/manifest`);
+    return this.holdsFile(`${name}/manifest`);
+  }
+
+  /**
+   * Whether the files bucket holds object `name`. A deleted object keeps a description marked
+   * deleted (`nats object rm`, or Sift's own delete stopped before it purged that): not held, or a
+   * snapshot would name files it lacks (D-376).
+   */
+  private async holdsFile(name: string): Promise<boolean> {
+    const info = await this.files.info(name);
     return info !== null && !info.deleted;
   }
 
