@@ -68,6 +68,15 @@ describe.skipIf(!regionsAvailable)("an index whose entry a node cannot apply", (
     const lid = await keyed(london.url, r.key).get(`/v1/indexes/boxes/records/lid?minVersion=${box.body.indexVersion}`);
     expect(lid.status, lid.text).toBe(200);
     expect(london.output()).toMatch(/set an index aside on this node/);
+    // Listed with the other, as the shared store knows it while London cannot serve it (before:
+    // the whole list was 503 there while the index was aside).
+    const listed = await keyed(london.url, r.key).get("/v1/indexes");
+    expect(listed.status, listed.text).toBe(200);
+    expect(listed.body.indexes.map((i: { name: string; records: number }) => [i.name, i.records])).toEqual([
+      ["boxes", 1],
+      ["crates", 50],
+      ["products", 0],
+    ]);
 
     // Frankfurt snapshots "crates" for it (its files published again), and London restores it.
     expect(await readBack(r, LONDON, "crate-7", bulk, 30_000, "crates")).toBe("Wooden crate 7");

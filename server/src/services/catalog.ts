@@ -309,7 +309,7 @@ export class CatalogService {
     // One deleted since the rows were read is left out, as a list read a moment later would.
     const described = await Promise.all(
       rows.map((r) =>
-        this.describe(r).catch((error) => {
+        this.describe(r, { unservedFromStore: true }).catch((error) => {
           if (error instanceof NotFoundError) return undefined;
           throw error;
         }),
@@ -468,14 +468,19 @@ export class CatalogService {
     return rows;
   }
 
-  private async describe(ref: IndexRef): Promise<SiftIndex> {
+  private async describe(ref: IndexRef, options: { unservedFromStore?: boolean } = {}): Promise<SiftIndex> {
     // With replication, what this node serves; an index it has not received yet is 503.
     const active = this.localActive ? this.localActive(ref.id) : ref.activeVersion;
     // Dropped here while another region deleted it: a lookup cached before that is gone too.
     if (active === undefined && this.localDropped?.(ref.id)) {
       throw new NotFoundError(`index "${ref.name}" does not exist`);
     }
-    if (active === undefined) throw notInThisRegionYet();
+    if (active === undefined) {
+      // In a list, one index this node cannot serve (not received yet, or set aside) is described
+      // as the shared store knows it, instead of failing the whole list.
+      if (options.unservedFromStore) return this.describeFromStore(ref);
+      throw notInThisRegionYet();
+    }
     return {
       name: ref.name,
       serviceName: ref.serviceName,
@@ -483,6 +488,22 @@ export class CatalogService {
       activeVersion: active,
       // Deleting takes no lock a read waits for: the engine's index may be dropped meanwhile.
       records: await this.engine.count(ref.id, active).catch((error) => rethrowUnlessDeleted(this.db, ref.id, error)),
+      createdAt: ref.createdAt,
+    };
+  }
+
+  private async describeFromStore(ref: IndexRef): Promise<SiftIndex> {
+    const [row] = await this.db
+      .select({ records: versions.records })
+      .from(versions)
+      .where(and(eq(versions.indexId, ref.id), eq(versions.version, ref.activeVersion)));
+    return {
+      name: ref.name,
+      serviceName: ref.serviceName,
+      visibility: ref.visibility,
+      activeVersion: ref.activeVersion,
+      // A new index's version 0 has no row: empty. An active version's row always has its count.
+      records: row?.records ?? 0,
       createdAt: ref.createdAt,
     };
   }

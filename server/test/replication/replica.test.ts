@@ -965,6 +965,12 @@ describe("a hole in an index's history that no node can fill (D-374, D-376)", ()
       expect((await c.records.get(admin, "desk", "lamp"))?.title).toBe("Desk lamp");
       // No node can say what the hole held: the index is not served from what came before it.
       await expect(c.records.get(admin, "shop", "r-0")).rejects.toBeInstanceOf(UnavailableError);
+      // Listed all the same, as the shared store knows it: before, the whole list was 503 here.
+      const listed = await c.catalog.listIndexes("ten_r");
+      expect(listed.map((i) => [i.name, i.activeVersion, i.records])).toEqual([
+        ["desk", "0.1", 1],
+        ["shop", shop.version, 6],
+      ]);
     } finally {
       await c?.close();
       await store.close();
