@@ -2,7 +2,7 @@
 // every query names an index; writes here (creation included: misses are cached too) invalidate
 // it, so this process sees its own changes at once, and with replication every other node too
 // (NodeNotices); a short TTL bounds staleness where a notice was missed.
-import { and, asc, count, eq } from "drizzle-orm";
+import { and, asc, count, desc, eq, isNotNull, sql } from "drizzle-orm";
 import type { components } from "@sift/contract";
 import { newId } from "../auth/secrets.ts";
 import {
@@ -12,6 +12,7 @@ import {
   notInThisRegionYet,
   QuotaExceededError,
 } from "../domain/errors.ts";
+import { parseVersion } from "../domain/version-id.ts";
 import type { Logger } from "../log.ts";
 import type { SearchEngine } from "../ports/engine.ts";
 import { type NodeNotice, type NodeNotices, noNotices } from "../ports/node-notices.ts";
@@ -493,16 +494,28 @@ export class CatalogService {
   }
 
   private async describeFromStore(ref: IndexRef): Promise<SiftIndex> {
+    // The count of the newest version up to the active one that has its count: with replication
+    // nodes record the active version and the version rows side by side, and a checkpoint's row
+    // gets its count once built, while its records are those of the version it was made from.
+    const { major, minor } = parseVersion(ref.activeVersion);
     const [row] = await this.db
       .select({ records: versions.records })
       .from(versions)
-      .where(and(eq(versions.indexId, ref.id), eq(versions.version, ref.activeVersion)));
+      .where(
+        and(
+          eq(versions.indexId, ref.id),
+          isNotNull(versions.records),
+          sql`(${versions.major}, ${versions.minor}) <= (${major}, ${minor})`,
+        ),
+      )
+      .orderBy(desc(versions.major), desc(versions.minor))
+      .limit(1);
     return {
       name: ref.name,
       serviceName: ref.serviceName,
       visibility: ref.visibility,
       activeVersion: ref.activeVersion,
-      // A new index's version 0 has no row: empty. An active version's row always has its count.
+      // A new index's version 0 has no row: empty.
       records: row?.records ?? 0,
       createdAt: ref.createdAt,
     };

@@ -971,6 +971,14 @@ describe("a hole in an index's history that no node can fill (D-374, D-376)", ()
         ["desk", "0.1", 1],
         ["shop", shop.version, 6],
       ]);
+      // An active version whose row has no count yet (a checkpoint's until it is built): the
+      // newest count before it, not 0.
+      await store.db
+        .update(versions)
+        .set({ records: null })
+        .where(and(eq(versions.indexId, shop.id), eq(versions.version, shop.version)));
+      const shopListed = (await c.catalog.listIndexes("ten_r")).find((i) => i.name === "shop");
+      expect([shopListed?.activeVersion, shopListed?.records]).toEqual([shop.version, 5]);
     } finally {
       await c?.close();
       await store.close();
