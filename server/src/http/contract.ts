@@ -121,8 +121,9 @@ export function loadContract(path = openapiPath): Contract {
   const formats = formatsModule as unknown as { default?: (a: Ajv2020) => void };
   const addFormats = (formats.default ?? formatsModule) as (a: Ajv2020) => void;
   addFormats(ajv);
-  // TypeSpec's safeint under `double-int`: an integer within ±2^53, which `integer` already checks.
-  ajv.addFormat("double-int", true);
+  // TypeSpec's safeint under `double-int`: an integer within ±(2^53 - 1). `integer` alone lets
+  // 1e308 through (a whole number as a double), which the store then refused with a 500.
+  ajv.addFormat("double-int", { type: "number", validate: Number.isSafeInteger });
   ajv.addSchema({ $id: "openapi", components: document.components }, "openapi");
 
   const rewriteRefs = (schema: unknown): unknown => {
@@ -250,6 +251,12 @@ export function fieldProblems(errors: ErrorObject[] | null | undefined, prefix =
         break;
       case "type":
         message = `must be ${e.params.type === "integer" ? "an integer" : `of type ${e.params.type}`}`;
+        break;
+      case "format":
+        message =
+          e.params.format === "double-int"
+            ? `must be an integer from ${Number.MIN_SAFE_INTEGER} to ${Number.MAX_SAFE_INTEGER}`
+            : (e.message ?? "is invalid");
         break;
       default:
         message = e.message ?? "is invalid";

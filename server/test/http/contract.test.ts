@@ -18,6 +18,7 @@ const handlers: Handlers = {
   Records_upsert: echo,
   Services_create: echo,
   MultiSearch_multi: echo,
+  ApiKeys_create: echo,
 };
 
 beforeAll(() => {
@@ -180,6 +181,20 @@ describe("refusals as problem+json", () => {
       { field: "regions[1]", message: "must be of type string" },
       { field: "replicas", message: "must be <= 5" },
     ]);
+  });
+
+  test("an integer a double does not hold exactly is refused, naming the field", async () => {
+    // 1e308 is a whole number to JSON and to `integer`; the store refused it with a 500 (fuzzer).
+    const key = (expiresAt: string) =>
+      send("POST", "/v1/api-keys", `{"type":"svc","name":"k","expiresAt":${expiresAt}}`);
+    for (const value of ["1e308", String(2 ** 53), String(-(2 ** 53))]) {
+      const reply = await key(value);
+      expect(reply.status, value).toBe(400);
+      expect(reply.body.errors, value).toEqual([
+        { field: "expiresAt", message: "must be an integer from -9007199254740991 to 9007199254740991" },
+      ]);
+    }
+    expect((await key(String(2 ** 53 - 1))).body.body).toEqual({ type: "svc", name: "k", expiresAt: 2 ** 53 - 1 });
   });
 
   test("a body that is missing, not JSON, of another type or too large", async () => {
