@@ -2,7 +2,7 @@
 // every query names an index; writes here (creation included: misses are cached too) invalidate
 // it, so this process sees its own changes at once, and with replication every other node too
 // (NodeNotices); a short TTL bounds staleness where a notice was missed.
-import { and, asc, count, desc, eq, isNotNull, sql } from "drizzle-orm";
+import { and, asc, count, desc, eq, isNotNull, ne, sql } from "drizzle-orm";
 import type { components } from "@sift/contract";
 import { newId } from "../auth/secrets.ts";
 import {
@@ -505,6 +505,7 @@ export class CatalogService {
         and(
           eq(versions.indexId, ref.id),
           isNotNull(versions.records),
+          ne(versions.state, "failed"),
           sql`(${versions.major}, ${versions.minor}) <= (${major}, ${minor})`,
         ),
       )
