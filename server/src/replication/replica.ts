@@ -1216,8 +1216,10 @@ export class Replica {
    * Another node needs a snapshot that holds the index up to `gap.needs` (it set the index aside,
    * D-376): taken from this node's copy when the newest one does not, and this node holds that far.
    */
-  private async snapshotFor(index: string, gap: Gap | undefined, covered = 0): Promise<void> {
-    if (gap === undefined || (this.state.indexes.get(index)?.last ?? 0) < gap.needs || covered >= gap.needs) return;
+  private async snapshotFor(index: string, gap: Gap | undefined, covered: number | undefined): Promise<void> {
+    if (gap === undefined || (this.state.indexes.get(index)?.last ?? 0) < gap.needs) return;
+    // The look stopped before the pointer (or saw it move): read it, not take a snapshot in vain.
+    if ((covered ?? (await this.snapshots.pointer(index))?.seq ?? 0) >= gap.needs) return;
     const snapshot = await this.snapshotNow(index);
     if (snapshot !== undefined) {
       this.logger.info("snapshotted an index for a node that set it aside", { index, snapshot: snapshot.seq });
