@@ -2,7 +2,7 @@
 // opens the log, then every 10 to 20 minutes; a copy made again is looked at 15 s later, and a
 // skip that NATS repeats at once is looked at less and less often, never more than the usual.
 import { describe, expect, it } from "vitest";
-import { sweepWait } from "../../src/replication/nats/nats-log.ts";
+import { sweepWait } from "../../src/replication/nats/copy-sweeps.ts";
 
 const minutes = (ms: number) => ms / 60_000;
 
