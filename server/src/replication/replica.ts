@@ -20,6 +20,8 @@ import { IndexLocks } from "../services/versions/lock.ts";
 import type { Db } from "../store/open.ts";
 import { ReplicaState } from "./replica-state.ts";
 import { type SnapshotManifest, type SnapshotPointer, Snapshots } from "./snapshots.ts";
+import { PurgeErasure } from "./erasure.ts";
+import { LogHistory } from "./history.ts";
 import { StoreBackfill } from "./store-backfill.ts";
 
 /**
@@ -37,19 +39,6 @@ const MAX_IN_FLIGHT = 256;
 
 /** How long a writer waits for this node to apply its own entry (a checkpoint build included). */
 const VERDICT_WAIT_MS = 120_000;
-
-/** Where a node's copy of an index stops short of an entry it reached (an index-lacking notice's). */
-type Gap = { applied: number; needs: number };
-
-/** What a look at an index's history in the log found (Replica.lostHistory). */
-interface HistoryLook {
-  /** What the log lost of it, in words; absent when nothing is. */
-  lost?: string;
-  /** Where its newest snapshot was taken (0: none), when the look read that far. */
-  covered?: number;
-  /** Its first entry after that snapshot, when the look read it. */
-  first?: AppliedEntry | null;
-}
 
 /**
  * The same for an entry a client waits for (a record write, an activation asked over HTTP): past
@@ -73,25 +62,10 @@ const ASK_LOG_AFTER_MS = 250;
 const READY_LAG_MS = 1_000;
 
 /**
- * How often a node looks at whether the log still holds what a node needs to rebuild each index
- * it holds (D-369); the first look is made this long after it follows the log, give or take half.
- */
-const HISTORY_CHECK_MS = 10 * 60_000;
-
-/**
- * An entry of an index no snapshot holds after this long gets one (D-375), as a fallback for an
- * index that may be lost from the log with no node left holding it.
- */
-const SNAPSHOT_AFTER_MS = 60 * 60_000;
-
-/**
  * How long a record write or a purge is sent again while the log turns it away unstored (its
  * stream's leader being elected: about 6 s seen after a server was killed, D-372).
  */
 const NOT_APPENDED_RETRY_MS = 10_000;
-
-/** A node tells the others it lacks an index at most this often, and they look at most this often (D-369). */
-const LACKING_EVERY_MS = 10_000;
 
 /** A record change or a group of them: appending it twice makes two versions. */
 const isRecordWrite = (op: { op: string }) => op.op === "change" || op.op === "changes";
@@ -110,6 +84,10 @@ export class Replica {
   private readonly engine: SearchEngine;
   private readonly backfill: StoreBackfill;
   private readonly snapshots: Snapshots;
+  /** Keeps each index's history in the log rebuildable (history.ts). */
+  private readonly history: LogHistory;
+  /** Removes purged records' copies from the log and the object store (erasure.ts). */
+  private readonly erasure: PurgeErasure;
   private reporter: ReturnType<typeof setInterval> | undefined;
   private readonly logger: Logger;
   readonly state: ReplicaState;
@@ -123,10 +101,6 @@ export class Replica {
   private readonly chains = new IndexLocks();
   /** Outcomes of this node's own entries, until their writers collect them (see keepVerdict). */
   private readonly verdicts = new Map<number, Verdict>();
-  /** Erasures after purges under way here, per index (see eraseCopies). */
-  private readonly erasingNow = new Map<string, number>();
-  /** The next look at another node's purge clean-up, per index (see watchErasure). */
-  private readonly erasureWatches = new Map<string, ReturnType<typeof setTimeout>>();
   private stopping = false;
   /** The newest position known in the log, refreshed by readiness checks and catch-up. */
   private logLast = 0;
@@ -134,18 +108,10 @@ export class Replica {
   private following = false;
   /** How long an entry a client waits for waits for this node (and for the index's lock, D-346). */
   readonly clientWaitMs: number;
-  private readonly historyCheckMs: number;
-  private readonly snapshotAfterMs: number;
   private readonly setAsideAfterMs: number;
   /** When each set-aside index last looked for the snapshot that brings it back. */
   private readonly asideLooked = new Map<string, number>();
   private readonly notAppendedRetryMs: number;
-  private historyTimer: ReturnType<typeof setTimeout> | undefined;
-  /** Repairs of an index's history under way here (repairHistory), by index. */
-  private readonly repairing = new Map<string, Promise<void>>();
-  /** When this node last told the others it lacks an index, and last looked at one another lacks. */
-  private readonly lackingSaid = new Map<string, number>();
-  private readonly lackingLooked = new Map<string, number>();
   /** Set once the node has applied what the log held when it started (start()). */
   private startedUp = false;
 
@@ -158,14 +124,14 @@ export class Replica {
     dataDir: string;
     /**
      * Snapshot an index's log after this many entries, or once its oldest entry no snapshot holds
-     * is `afterMs` old (SNAPSHOT_AFTER_MS); a node silent for `goneAfterMs` counts as gone.
+     * is `afterMs` old (history.ts, SNAPSHOT_AFTER_MS); a node silent for `goneAfterMs` counts as gone.
      */
     snapshots?: { every: number; goneAfterMs: number; afterMs?: number };
     /** How often applied versions are recorded in the store (100 ms; tests lengthen it). */
     storeEveryMs?: number;
     /** How long an entry a client waits for waits for this node to apply it (CLIENT_WAIT_MS). */
     clientWaitMs?: number;
-    /** How often the log is checked for lost entries of the indexes held here (HISTORY_CHECK_MS). */
+    /** How often the log is checked for lost entries of the indexes held here (history.ts, HISTORY_CHECK_MS). */
     historyCheckMs?: number;
     /** How long a record write the log turns away unstored is sent again (NOT_APPENDED_RETRY_MS). */
     notAppendedRetryMs?: number;
@@ -175,8 +141,6 @@ export class Replica {
     this.setAsideAfterMs = deps.setAsideAfterMs ?? SET_ASIDE_AFTER_MS;
     this.notAppendedRetryMs = deps.notAppendedRetryMs ?? NOT_APPENDED_RETRY_MS;
     this.clientWaitMs = deps.clientWaitMs ?? CLIENT_WAIT_MS;
-    this.historyCheckMs = deps.historyCheckMs ?? HISTORY_CHECK_MS;
-    this.snapshotAfterMs = deps.snapshots?.afterMs ?? SNAPSHOT_AFTER_MS;
     this.node = deps.node;
     this.log = deps.log;
     this.engine = deps.engine;
@@ -192,6 +156,32 @@ export class Replica {
       node: deps.node,
       every: deps.snapshots?.every ?? 10_000,
       goneAfterMs: deps.snapshots?.goneAfterMs ?? 15 * 60_000,
+    });
+    this.history = new LogHistory(
+      {
+        node: deps.node,
+        log: deps.log,
+        state: this.state,
+        snapshots: this.snapshots,
+        logger: this.logger,
+        chains: this.chains,
+        stopping: () => this.stopping,
+        following: () => this.following,
+        startedUp: () => this.startedUp,
+        isAside: (index) => this.isAside(index),
+        snapshotNow: (index) => this.snapshotNow(index),
+        restoreIndex: (index, pointer) => this.restoreIndex(index, pointer),
+      },
+      { checkEveryMs: deps.historyCheckMs, snapshotAfterMs: deps.snapshots?.afterMs },
+    );
+    this.erasure = new PurgeErasure({
+      node: deps.node,
+      state: this.state,
+      snapshots: this.snapshots,
+      logger: this.logger,
+      stopping: () => this.stopping,
+      snapshotNow: (index) => this.snapshotNow(index),
+      saveSoon: () => this.saveSoon(),
     });
   }
 
@@ -248,12 +238,12 @@ export class Replica {
     if (this.stopping) return;
     this.following = true;
     // Purges whose copies this node had not removed yet when it stopped.
-    for (const index of this.state.erasing) this.eraseCopies(index);
-    for (const index of this.state.watching.keys()) this.watchErasure(index);
+    this.erasure.resume();
     this.follower = this.log.follow(this.state.position + 1, (applied) => this.deliver(applied));
-    this.scheduleHistoryCheck(this.historyCheckMs * (0.5 + Math.random()));
+    this.history.start();
     this.log.onNotice?.((notice) => {
-      if (notice.kind === "index-lacking" && notice.node !== this.node) this.lookAtLacking(notice.indexId, notice.gap);
+      if (notice.kind === "index-lacking" && notice.node !== this.node)
+        this.history.lookAtLacking(notice.indexId, notice.gap);
     });
     if (target > this.state.position) {
       this.logger.info("catching up with the change log", { from: this.state.position, to: target });
@@ -282,8 +272,8 @@ export class Replica {
   async stop(): Promise<void> {
     this.stopping = true;
     clearInterval(this.reporter);
-    clearTimeout(this.historyTimer);
-    for (const watch of this.erasureWatches.values()) clearTimeout(watch);
+    this.history.stop();
+    this.erasure.stop();
     await this.follower?.stop();
     // Entries still being applied end soon (a failing one stops retrying once `stopping` is set).
     const until = Date.now() + 5_000;
@@ -359,7 +349,7 @@ export class Replica {
             },
           );
         }
-        if (error instanceof StaleAppendError && expectedLast) await this.lostNewest(entry.index, expectedLast);
+        if (error instanceof StaleAppendError && expectedLast) await this.history.lostNewest(entry.index, expectedLast);
         if (error instanceof StaleAppendError) throw error;
         this.logger.warn("the change log did not confirm an append", {
           index: entry.index,
@@ -428,7 +418,7 @@ export class Replica {
 
   active(indexId: string): VersionId | undefined {
     const r = this.state.indexes.get(indexId);
-    if (r === undefined) this.lacking(indexId);
+    if (r === undefined) this.history.lacking(indexId);
     if (r?.asideThrough !== undefined) {
       // What it holds is behind the log: not served, and brought back as soon as it can be.
       this.askedAside(indexId);
@@ -645,7 +635,7 @@ export class Replica {
   private askedAside(index: string): void {
     const r = this.state.indexes.get(index);
     if (r?.asideThrough === undefined) return;
-    this.lacking(index, { applied: r.last, needs: r.asideThrough });
+    this.history.lacking(index, { applied: r.last, needs: r.asideThrough });
     if ((this.asideLooked.get(index) ?? 0) <= Date.now() - ASIDE_LOOK_EVERY_MS) {
       void this.chains.run(index, () => this.bringBack(index));
     }
@@ -671,7 +661,7 @@ export class Replica {
         error: error.message,
       },
     );
-    this.lacking(entry.index, { applied: r.last, needs: seq });
+    this.history.lacking(entry.index, { applied: r.last, needs: seq });
     this.saveSoon();
   }
 
@@ -687,7 +677,7 @@ export class Replica {
         }),
       });
     }
-    this.lacking(entry.index, { applied: r.last, needs: r.asideThrough });
+    this.history.lacking(entry.index, { applied: r.last, needs: r.asideThrough });
   }
 
   /**
@@ -771,11 +761,11 @@ export class Replica {
     if (entry.node === this.node) this.keepVerdict(seq, { accepted: true, result });
     this.countTowardsSnapshot(entry);
     if (entry.op === "purge" && entry.node === this.node) {
-      this.eraseCopies(entry.index);
+      this.erasure.erase(entry.index);
     } else if (entry.op === "purge") {
       const watched = this.state.watching.get(entry.index);
       if (watched === undefined || watched.seq < seq) this.state.watching.set(entry.index, { seq, writer: entry.node });
-      this.watchErasure(entry.index);
+      this.erasure.watch(entry.index);
     }
     if (entry.op === "drop-index" && entry.node === this.node) {
       void this.snapshots
@@ -803,7 +793,7 @@ export class Replica {
     const pointer = await this.snapshots.pointer(entry.index, { nearby: true });
     if (pointer === null || pointer.seq < (entry.after ?? 0)) {
       // The nodes that hold the index repair it, if the log lost those entries (D-369, D-374).
-      this.lacking(entry.index, { applied, needs: entry.after ?? 0 });
+      this.history.lacking(entry.index, { applied, needs: entry.after ?? 0 });
       // Retried by applyUntilDone, loudly: a snapshot that covers them may still be on its way.
       throw new Error(
         `entry ${seq} of index ${entry.index} builds on entry ${entry.after}, which this node never applied and no snapshot holds`,
@@ -869,101 +859,6 @@ export class Replica {
   }
 
   /**
-   * After this node's purge (or one whose writer is gone, D-298), the record's copies in the log
-   * and the object store go (D-277): a snapshot of the index without it, as the periodic one is
-   * taken, then the removal once every live node has applied the purge. Otherwise they stayed
-   * until two snapshots later, which a quiet index may never reach.
-   */
-  private eraseCopies(index: string): void {
-    // Kept in the state until done, so that a restart carries on.
-    this.state.erasing.add(index);
-    this.erasingNow.set(index, (this.erasingNow.get(index) ?? 0) + 1);
-    // Done (or given up, with a warning: the periodic snapshots take over): a restart need not
-    // carry on, unless another purge of the index is still being erased.
-    const settle = () => {
-      const left = (this.erasingNow.get(index) ?? 1) - 1;
-      if (left > 0) return void this.erasingNow.set(index, left);
-      this.erasingNow.delete(index);
-      this.state.erasing.delete(index);
-      this.saveSoon();
-    };
-    void this.snapshotNow(index)
-      .then(async (snapshot) => {
-        if (this.stopping) return;
-        if (snapshot === undefined) return settle(); // the index was dropped: nothing of it is left
-        const erased = await this.snapshots.erase(index, snapshot, () => this.stopping);
-        if (this.stopping) return;
-        if (erased === undefined) {
-          this.logger.warn("a purged record's copies stay in the log until the index's next snapshots", { index });
-        }
-        settle();
-      })
-      .catch((error: Error) =>
-        // Left in `erasing`: the next start tries again.
-        this.logger.warn("could not remove a purged record's copies from the log and object store", {
-          index,
-          error: error.message,
-        }),
-      );
-  }
-
-  /**
-   * Another node's purge: that node removes the record's copies (eraseCopies), a restart of it
-   * included, and says how far it got (Snapshots.erasedThrough). Should it be gone for good
-   * before it did (no report for SIFT_REPLICATION_NODE_GONE_MS), the live node with the lowest id
-   * does the removal instead (D-298). Looked at once the writer could count as gone, then every
-   * third of that time, until the copies are gone.
-   */
-  private watchErasure(index: string, after = this.snapshots.goneAfterMs): void {
-    if (this.erasureWatches.has(index) || this.stopping) return;
-    const again = () => this.watchErasure(index, Math.ceil(this.snapshots.goneAfterMs / 3));
-    const watch = setTimeout(() => {
-      this.erasureWatches.delete(index);
-      this.checkErasure(index).then(
-        (pending) => pending && again(),
-        (error: Error) => {
-          this.logger.warn("could not look at another node's purge clean-up; trying again", {
-            index,
-            error: error.message,
-          });
-          again();
-        },
-      );
-    }, after);
-    watch.unref();
-    this.erasureWatches.set(index, watch);
-  }
-
-  /** One look at a watched purge (see watchErasure); true while it is still to be removed. */
-  private async checkErasure(index: string): Promise<boolean> {
-    const watched = this.state.watching.get(index);
-    if (watched === undefined || this.stopping) return false;
-    const settled = () => {
-      // A newer purge of the index watched meanwhile is looked at on its own.
-      if (this.state.watching.get(index) !== watched) return true;
-      this.state.watching.delete(index);
-      this.saveSoon();
-      return false;
-    };
-    if (this.state.dropped.has(index) || (await this.snapshots.erasedThrough(index)) >= watched.seq) return settled();
-    // Two snapshots after the purge, the periodic clean-up has removed the copies too (D-221):
-    // the case of a writer that gave up on a node that lagged.
-    const pointer = await this.snapshots.pointer(index);
-    if (pointer?.previous !== undefined && pointer.previous.seq > watched.seq) return settled();
-    const live = await this.snapshots.liveNodes();
-    if (live.includes(watched.writer)) return true;
-    const successor = live.filter((node) => node !== watched.writer).sort()[0];
-    if (successor !== this.node) return true;
-    this.logger.warn("removing the copies of a purged record for its writer, which is gone", {
-      index,
-      writer: watched.writer,
-      purge: watched.seq,
-    });
-    this.eraseCopies(index);
-    return settled();
-  }
-
-  /**
    * At start-up: an index whose entries were removed from the log past this node's position (it
    * was down longer than SIFT_REPLICATION_NODE_GONE_MS, or is new) is restored from its newest
    * snapshot; the log then replays what came after it.
@@ -998,256 +893,6 @@ export class Replica {
     const last = await this.log.lastSeq();
     if (last <= this.state.position) return last;
     return (await this.log.entryTimeFrom(this.state.position + 1)) === undefined ? this.state.position : last;
-  }
-
-  /** The next look at the indexes' histories in `delayMs`, then about every historyCheckMs. */
-  private scheduleHistoryCheck(delayMs: number): void {
-    if (this.stopping) return;
-    this.historyTimer = setTimeout(() => {
-      void this.checkHistories().finally(() =>
-        this.scheduleHistoryCheck(this.historyCheckMs * (0.75 + Math.random() / 2)),
-      );
-    }, delayMs);
-    this.historyTimer.unref?.();
-  }
-
-  /**
-   * Sift removes an index's entries from the log only behind a snapshot that holds them. A log
-   * that lost some in another way (a second NATS server started on a live one's store directory,
-   * D-367) leaves a node that starts later without the index, and refuses for ever a write whose
-   * compare-and-set names a lost entry. Each index held here whose history a new node could not
-   * rebuild from its snapshot and the log is repaired from this node's copy (repairHistory).
-   */
-  private async checkHistories(): Promise<void> {
-    let failed: { index: string; error: string; count: number } | undefined;
-    let inARow = 0;
-    for (const index of [...this.state.indexes.keys()]) {
-      if (this.stopping) return;
-      if (this.state.dropped.has(index) || this.repairing.has(index) || this.isAside(index)) continue;
-      try {
-        const look = await this.lostHistory(index);
-        if (look.lost !== undefined) await this.repairHistory(index, look.lost);
-        else await this.snapshotIfOld(index, look);
-        inARow = 0;
-      } catch (error) {
-        failed ??= { index, error: (error as Error).message, count: 0 };
-        failed.count++;
-        // Each question to a log out of reach waits for its timeout: not once per index.
-        if (++inARow >= 3) break;
-      }
-    }
-    // Once per look, not once per index.
-    if (failed) {
-      this.logger.warn("could not check whether the change log holds each index's history; looking again later", {
-        ...failed,
-      });
-    }
-  }
-
-  /**
-   * What the log lost of the index's entries that this node has applied, in words (`lost`; none
-   * when a node that lacks the index could rebuild it from its snapshot and the log), with what the
-   * look read on its way, for snapshotIfOld and snapshotFor to decide without asking again. Looks at the ends
-   * only: the index's newest entry processed here must still be there, and the first entry after
-   * the snapshot must build on the snapshot (or be the index's creation). A hole in the middle,
-   * with both ends kept, is seen only where another node met it (`gap`, D-374): the first entry
-   * after what that node applied must build on no more than that.
-   */
-  private async lostHistory(index: string, gap?: Gap): Promise<HistoryLook> {
-    const last = this.state.indexes.get(index)?.last ?? 0;
-    if (last === 0) return {};
-    // Truncation keeps a snapshot's own entry: the newest entry of an index is never removed.
-    const tail = await this.log.lastSeqOf(index);
-    if (tail < last) return { lost: tail === 0 ? "every entry" : `its entries after ${tail}, up to ${last}` };
-    const covered = (await this.snapshots.pointer(index))?.seq ?? 0;
-    if (covered >= last) return { covered };
-    const first = await this.log.firstEntryOf(index, covered + 1);
-    if (first === null) return { covered, first };
-    if ((first.entry.after ?? 0) > covered || (covered === 0 && first.entry.op !== "create")) {
-      // A newer snapshot truncated behind itself since the pointer was read: the next look decides.
-      if (((await this.snapshots.pointer(index))?.seq ?? 0) !== covered) return {};
-      const lost =
-        covered === 0
-          ? `its entries before ${first.seq}, its creation among them`
-          : `its entries between its snapshot at ${covered} and ${first.seq}`;
-      return { lost };
-    }
-    if (gap === undefined || covered >= gap.needs) return { covered, first };
-    const from = Math.max(gap.applied, covered);
-    const next = await this.log.firstEntryOf(index, from + 1);
-    if (next === null || (next.entry.after ?? 0) <= from) return { covered, first };
-    if (((await this.snapshots.pointer(index))?.seq ?? 0) !== covered) return {};
-    return { lost: `its entries between ${from} and ${next.seq}` };
-  }
-
-  /**
-   * An index's entries wait for a snapshot until 10,000 of them have come (SNAPSHOT_EVERY): a
-   * small or quiet index might never have one, and if the log lost its entries after every node
-   * holding it was gone, nothing could bring it back. So the oldest entry no snapshot holds gets
-   * one once it is snapshotAfterMs old: taken by the node that wrote that entry, or by any node
-   * holding the index once it is twice that old (its writer may be gone). Two nodes snapshotting
-   * at once cost a snapshot more; the pointer never goes back (Snapshots.truncate).
-   */
-  private async snapshotIfOld(index: string, look: HistoryLook): Promise<void> {
-    const last = this.state.indexes.get(index)?.last ?? 0;
-    const { covered, first } = look;
-    if (covered === undefined || covered >= last || !first || first.seq > last) return;
-    const age = Date.now() - first.entry.at;
-    if (age < this.snapshotAfterMs || (first.entry.node !== this.node && age < 2 * this.snapshotAfterMs)) return;
-    const snapshot = await this.snapshotNow(index);
-    if (snapshot !== undefined) {
-      this.logger.info("snapshotted an index whose entries no snapshot held for a while", {
-        index,
-        snapshot: snapshot.seq,
-        oldestEntryAgeMs: age,
-      });
-    }
-  }
-
-  /**
-   * Makes the index whole again from this node's copy: a snapshot of it, unless one already holds
-   * all this node applied, then, when the log lost the index's newest entries, an `anchor` entry
-   * for the compare-and-set of its next write to name. A node that lacks the index restores it
-   * from the snapshot when it starts or when an entry (the anchor) builds on entries it never
-   * applied. Nodes that held more of it than this one keep what they hold.
-   */
-  private repairHistory(index: string, lost: string): Promise<void> {
-    const running = this.repairing.get(index);
-    if (running !== undefined) return running;
-    const repair = (async () => {
-      this.logger.error(
-        "the change log lost entries of an index (Sift removes them only behind a snapshot): repairing it from this node's copy",
-        { index, lost },
-      );
-      const last = this.state.indexes.get(index)?.last ?? 0;
-      let covered = (await this.snapshots.pointer(index))?.seq ?? 0;
-      if (covered < last) {
-        const snapshot = await this.snapshotNow(index);
-        if (snapshot === undefined) return; // dropped meanwhile, or stopping
-        covered = Math.max(covered, snapshot.seq);
-      }
-      const tail = await this.log.lastSeqOf(index);
-      if (tail < covered) {
-        // Names the log's own newest entry of the index: of two nodes anchoring at once, one wins.
-        const anchor = { op: "anchor", index, node: this.node, at: Date.now(), after: covered } as LogEntry;
-        await this.log.append(anchor, tail).catch((error: Error) => {
-          if (!(error instanceof StaleAppendError)) throw error;
-        });
-      }
-      this.logger.warn("repaired the change log's history of an index: other nodes restore it from its snapshot", {
-        index,
-        snapshot: covered,
-      });
-    })().finally(() => this.repairing.delete(index));
-    this.repairing.set(index, repair);
-    return repair;
-  }
-
-  /**
-   * This node lacks an index the shared store lists (a request for it), or entries of it: the
-   * nodes that hold it are told, at most every LACKING_EVERY_MS per index, and look at once at its
-   * history (lookAtLacking) instead of at their next periodic look. Not while the node catches up
-   * at its start (a new node of a large deployment would ask about every index), unless an entry
-   * it reached needs what it lacks (`missed`). An index created a moment ago is lacked too, for
-   * milliseconds: the others' look finds nothing.
-   */
-  private lacking(indexId: string, gap?: Gap): void {
-    if (!this.following || this.state.dropped.has(indexId) || !(this.startedUp || gap)) return;
-    const now = Date.now();
-    if ((this.lackingSaid.get(indexId) ?? 0) > now - LACKING_EVERY_MS) return;
-    this.lackingSaid.set(indexId, now);
-    this.log.sendNotice?.({ kind: "index-lacking", indexId, node: this.node, ...(gap ? { gap } : {}) });
-    if (gap === undefined) {
-      void this.restoreUnlogged(indexId).catch((error: Error) =>
-        this.logger.warn("could not restore an index the change log lost from its snapshot", {
-          index: indexId,
-          error: error.message,
-        }),
-      );
-    }
-  }
-
-  /**
-   * This node lacks the index, and the log holds no entry of it, yet a snapshot of it exists: the
-   * log lost its whole history, perhaps after every node that held it was gone. Restored from the
-   * snapshot (D-375); its next write finds the log's end behind it and repairs that (D-369).
-   */
-  private async restoreUnlogged(index: string): Promise<void> {
-    const pointer = await this.snapshots.pointer(index);
-    if (pointer === null || (await this.log.firstEntryOf(index, 1)) !== null) return;
-    const restored = await this.chains.run(index, async () => {
-      // Applied or dropped meanwhile (an entry came after all).
-      if (this.state.indexes.has(index) || this.state.dropped.has(index)) return false;
-      await this.restoreIndex(index, pointer);
-      return true;
-    });
-    if (!restored) return;
-    await this.state.save();
-    this.logger.error("restored an index from its snapshot: the change log holds none of its entries", {
-      index,
-      snapshot: pointer.seq,
-    });
-  }
-
-  /**
-   * Another node lacks an index: held here, its history is looked at now, repaired if lost.
-   * `gap`: where that node's copy stops; a node that has not applied what it needs cannot help.
-   */
-  private lookAtLacking(indexId: string, gap?: Gap): void {
-    const r = this.state.indexes.get(indexId);
-    if (r === undefined || r.last === 0 || this.state.dropped.has(indexId) || this.repairing.has(indexId)) return;
-    if (this.stopping || r.asideThrough !== undefined || (gap !== undefined && r.last < gap.needs)) return;
-    const now = Date.now();
-    if ((this.lackingLooked.get(indexId) ?? 0) > now - LACKING_EVERY_MS) return;
-    this.lackingLooked.set(indexId, now);
-    void this.lostHistory(indexId, gap)
-      .then((look) =>
-        look.lost === undefined ? this.snapshotFor(indexId, gap, look.covered) : this.repairHistory(indexId, look.lost),
-      )
-      .catch((error: Error) =>
-        this.logger.warn("could not look at an index's history another node lacks", {
-          index: indexId,
-          error: error.message,
-        }),
-      );
-  }
-
-  /**
-   * Another node needs a snapshot that holds the index up to `gap.needs` (it set the index aside,
-   * D-376): taken from this node's copy when the newest one does not, and this node holds that far.
-   */
-  private async snapshotFor(index: string, gap: Gap | undefined, covered: number | undefined): Promise<void> {
-    if (gap === undefined || (this.state.indexes.get(index)?.last ?? 0) < gap.needs) return;
-    // The look stopped before the pointer (or saw it move): read it, not take a snapshot in vain.
-    if ((covered ?? (await this.snapshots.pointer(index))?.seq ?? 0) >= gap.needs) return;
-    const snapshot = await this.snapshotNow(index);
-    if (snapshot !== undefined) {
-      this.logger.info("snapshotted an index for a node that set it aside", { index, snapshot: snapshot.seq });
-    }
-  }
-
-  /**
-   * An append refused as stale: when the log's newest entry of the index is older than the one
-   * this node applied, the log lost it and no catch-up can help. The write is refused with a 503
-   * while the index is repaired (repairHistory); one sent again after it goes through.
-   */
-  private async lostNewest(index: string, expectedLast: number): Promise<void> {
-    // A log that does not answer here leaves the write stale, as it was.
-    const tail = await this.log.lastSeqOf(index).catch(() => expectedLast);
-    if (tail >= expectedLast) return;
-    void this.repairHistory(
-      index,
-      tail === 0 ? "every entry" : `its entries after ${tail}, up to ${expectedLast}`,
-    ).catch((error: Error) =>
-      this.logger.warn("could not repair the change log's history of an index; the next write tries again", {
-        index,
-        error: error.message,
-      }),
-    );
-    throw new UnavailableError(
-      "the change log lost this index's newest entries; they are being restored from this region's copy, try again shortly",
-      { retryAfterSeconds: 2 },
-    );
   }
 
   /**
