@@ -228,3 +228,86 @@ export function cpuSpent(after: Map<string, number>, before: Map<string, number>
   for (const [name, seconds] of after) out.set(name, seconds - (before.get(name) ?? 0));
   return out;
 }
+
+/** What the machine gave a fixed piece of work at one moment (see machineSpeed). */
+export interface MachineSpeed {
+  /** Wall and CPU milliseconds of a fixed JSON and hashing workload on this thread, the fastest of five tries. */
+  workMs: number;
+  workCpuMs: number;
+  /** Round trips of one byte over loopback TCP to another process, p50 and p99, in microseconds. */
+  roundTripUs: { p50: number; p99: number };
+  /** This process's CPU per round trip (its send, its receive and its wake-up), in microseconds. */
+  roundTripCpuUs: number;
+}
+
+/**
+ * The same work every time, to tell a slow hour of the machine from a slower Sift: the JSON
+ * round trips and hashing a write path does, and the wake-up of another process across loopback
+ * that every hop of a replicated write takes. On this 2-core machine a write cost half as much
+ * CPU again in some hours as in others (bench/RESULTS.md, Replication).
+ */
+export async function machineSpeed(): Promise<MachineSpeed> {
+  const { createHash } = await import("node:crypto");
+  const { spawn } = await import("node:child_process");
+  const net = await import("node:net");
+  const record = Object.fromEntries(Array.from({ length: 16 }, (_, i) => [`field${i}`, `value ${i} `.repeat(4)]));
+  const block = Buffer.alloc(1 << 20, 7);
+  // The fastest of five: whatever else the machine does only ever adds to a try.
+  let workMs = Number.POSITIVE_INFINITY;
+  let workCpuMs = 0;
+  let sink = 0;
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const cpuBefore = process.cpuUsage();
+    const started = performance.now();
+    for (let i = 0; i < 50_000; i++) sink += (JSON.parse(JSON.stringify({ ...record, i })) as { i: number }).i;
+    for (let i = 0; i < 64; i++) sink += createHash("sha256").update(block).digest()[0]!;
+    const ms = performance.now() - started;
+    const cpu = process.cpuUsage(cpuBefore);
+    if (ms < workMs) [workMs, workCpuMs] = [ms, (cpu.user + cpu.system) / 1000];
+  }
+  if (sink < 0) throw new Error("unreachable");
+  // An echo in a process of its own: each round trip wakes it and then this one.
+  const echo = spawn(
+    process.execPath,
+    [
+      "-e",
+      'const s = require("node:net").createServer((c) => { c.setNoDelay(true); c.on("data", (d) => c.write(d)); }).listen(0, "127.0.0.1", () => console.log(s.address().port));',
+    ],
+    { stdio: ["ignore", "pipe", "inherit"] },
+  );
+  try {
+    const port = await new Promise<number>((resolve, reject) => {
+      echo.stdout!.once("data", (d: Buffer) => resolve(Number(d.toString().trim())));
+      echo.once("error", reject);
+    });
+    const socket = net.connect(port, "127.0.0.1");
+    socket.setNoDelay(true);
+    await new Promise((resolve) => socket.once("connect", resolve));
+    const trips: number[] = [];
+    const cpuBefore = process.cpuUsage();
+    await new Promise<void>((resolve) => {
+      let sent = performance.now();
+      socket.on("data", () => {
+        trips.push((performance.now() - sent) * 1000);
+        if (trips.length === 5_000) return resolve();
+        sent = performance.now();
+        socket.write("x");
+      });
+      socket.write("x");
+    });
+    const cpu = process.cpuUsage(cpuBefore);
+    socket.destroy();
+    return {
+      workMs,
+      workCpuMs,
+      roundTripUs: { p50: percentile(trips, 0.5), p99: percentile(trips, 0.99) },
+      roundTripCpuUs: (cpu.user + cpu.system) / trips.length,
+    };
+  } finally {
+    echo.kill("SIGKILL");
+  }
+}
+
+/** A machine speed in words, for the line that says when and on what a run ran. */
+export const machineSpeedLine = (m: MachineSpeed) =>
+  `the machine's fixed work in ${Math.round(m.workMs)} ms (${Math.round(m.workCpuMs)} ms of CPU), a loopback round trip to another process p50 / p99 ${Math.round(m.roundTripUs.p50)} / ${Math.round(m.roundTripUs.p99)} µs, ${Math.round(m.roundTripCpuUs)} µs of CPU on this side`;

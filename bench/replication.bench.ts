@@ -32,7 +32,15 @@ import { type SiftProcess, siftProcess } from "../test/support/process.ts";
 import { RATE_LIMITS_OFF } from "../test/support/limits.ts";
 import { createKey, signUp } from "../test/support/world.ts";
 import { Http } from "../test/support/http.ts";
-import { cpuByGroup, cpuByThread, cpuOfProcess, cpuSpent, percentile } from "./measure.ts";
+import {
+  cpuByGroup,
+  cpuByThread,
+  cpuOfProcess,
+  cpuSpent,
+  machineSpeed,
+  machineSpeedLine,
+  percentile,
+} from "./measure.ts";
 import { uploadAndWait } from "./upload.ts";
 import { DEFAULT_COALESCE_AFTER, DEFAULT_NATS_STREAM } from "../server/src/config.ts";
 
@@ -372,7 +380,7 @@ async function roles() {
 
 /** When and on what a run ran: the first line of every table this bench prints. */
 const runLine = () =>
-  `Run ${new Date().toISOString().slice(0, 16)}Z, ${os.cpus().length} cores ${os.cpus()[0]?.model ?? "unknown CPU"}, ${Math.round(os.totalmem() / 2 ** 30)} GB, Node ${process.versions.node}; NATS 2.9 cluster of 3 on loopback, stream R3${stealNote()}`;
+  `Run ${new Date().toISOString().slice(0, 16)}Z, ${os.cpus().length} cores ${os.cpus()[0]?.model ?? "unknown CPU"}, ${Math.round(os.totalmem() / 2 ** 30)} GB, Node ${process.versions.node}; NATS 2.9 cluster of 3 on loopback, stream R3${stealNote()}; before the run, ${machineSpeedLine(speed)}`;
 
 const stealNote = () => (STEAL > 0 ? `; a process beside the run kept ${STEAL} of a core busy (--steal)` : "");
 
@@ -580,6 +588,8 @@ async function bulkOnly(single: SiftProcess, one: Keyed, file: string, mb: numbe
   }
 }
 
+// Measured before anything else runs (and before --steal starts).
+const speed = await machineSpeed();
 const stopSteal = startSteal();
 try {
   await main();
