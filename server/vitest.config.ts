@@ -10,12 +10,13 @@ export default defineConfig({
     // Two files at a time on the CI's two cores (vitest's default there is one): the suite took
     // 78 to 84 s against 177 s, with the same tests passing (docs/DECISIONS.md, D-241).
     maxWorkers: 2,
-    // A fresh process per file (vitest's default), although sharing the workers' modules took
-    // 122 s against 160 s: one of six such runs died of a V8 check on freeing WebAssembly code
-    // (PGlite's), which a process that lives through every file's databases meets (D-316).
-    // That check failed again in a process of its own (auto-coalesce.test.ts, 2026-12-03): V8's
-    // collection of WebAssembly code no longer used (tiered-up functions, threads' ends) is off in
-    // test processes, so PGlite's code is never freed there (D-361).
+    // Files reuse their worker's process and modules: 145 s against 238 s, every test passing, in
+    // a slow hour when the suite is CPU-bound (D-383). D-316 had gone back to a process per file
+    // after one of six such runs died of a V8 check on freeing WebAssembly code (PGlite's); that
+    // check failed in a process of its own too (2026-12-03), and V8's collection of WebAssembly
+    // code no longer used is now off in test processes, so PGlite's code is never freed there
+    // and the check's path is never taken (D-361).
+    isolate: false,
     execArgv: ["--no-wasm-code-gc"],
   },
 });
