@@ -3,7 +3,14 @@
 // made again, its own region's and the others' (D-339, D-358, D-359).
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { JetStreamManager } from "@nats-io/jetstream";
-import { type Copy, copyProgress, descriptionsStream, type Skip, sweepCopy } from "./object-copies.ts";
+import {
+  type Copy,
+  type RegionCopies,
+  copyProgress,
+  descriptionsStream,
+  type Skip,
+  sweepCopy,
+} from "./object-copies.ts";
 import type { ObjectStores } from "./object-stores.ts";
 import { MIRROR_STALLED_MS, type NatsLogOptions } from "./options.ts";
 import { copiesFor, ensureObjectCopies, ensureStream, stepDown } from "./streams.ts";
@@ -63,7 +70,7 @@ export class CopySweeps {
   private readonly jsm: JetStreamManager;
   private readonly options: NatsLogOptions;
   private readonly objects: ObjectStores;
-  private readonly copies: { files: Copy; docs: Copy } | undefined;
+  private readonly copies: RegionCopies | undefined;
   private sweeper: NodeJS.Timeout | undefined;
   /** Looks whether the region's copies stopped (watchCopies). */
   private copyWatch: NodeJS.Timeout | undefined;
@@ -93,7 +100,7 @@ export class CopySweeps {
     jsm: JetStreamManager,
     options: NatsLogOptions,
     objects: ObjectStores,
-    copies: { files: Copy; docs: Copy } | undefined,
+    copies: RegionCopies | undefined,
   ) {
     this.nc = nc;
     this.jsm = jsm;

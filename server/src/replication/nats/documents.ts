@@ -4,7 +4,7 @@ import type { JetStreamManager } from "@nats-io/jetstream";
 import type { ObjectStore } from "@nats-io/obj";
 import { within } from "../../within.ts";
 import { listObjects } from "./listing.ts";
-import { type Copy, readCopy } from "./object-copies.ts";
+import { type RegionCopies, readCopy } from "./object-copies.ts";
 import type { ObjectStores } from "./object-stores.ts";
 import type { NatsLogOptions } from "./options.ts";
 import { docsBucket } from "./parts.ts";
@@ -18,7 +18,7 @@ export class Documents {
   private readonly docs: ObjectStore;
   private readonly options: NatsLogOptions;
   private readonly objects: ObjectStores;
-  private readonly copies: { files: Copy; docs: Copy } | undefined;
+  private readonly copies: RegionCopies | undefined;
   /** When the documents' bucket last failed to answer a read (getDoc). */
   private docsUnansweredAt = Number.NEGATIVE_INFINITY;
 
@@ -27,7 +27,7 @@ export class Documents {
     docs: ObjectStore,
     options: NatsLogOptions,
     objects: ObjectStores,
-    copies: { files: Copy; docs: Copy } | undefined,
+    copies: RegionCopies | undefined,
   ) {
     this.jsm = jsm;
     this.docs = docs;

@@ -2,8 +2,8 @@
 // for stalls, read around while it is made again (D-370), and moved off a mirror that lost or
 // renumbered entries (D-341, D-355, D-357).
 import { DeliverPolicy, type JetStreamClient } from "@nats-io/jetstream";
-import type { AppliedEntry, LogEntry } from "../../ports/change-log.ts";
-import type { EntryRef, LargeEntries } from "./large-entries.ts";
+import type { AppliedEntry } from "../../ports/change-log.ts";
+import type { LargeEntries } from "./large-entries.ts";
 import type { RegionMirror } from "./mirror.ts";
 import { isStreamNotFound } from "./object-copies.ts";
 import { MIRROR_STALLED_MS, type NatsLogOptions } from "./options.ts";
@@ -80,8 +80,7 @@ export function followLog(
         waitMs = 50;
         delivering = true;
         try {
-          const raw = JSON.parse(message.string()) as LogEntry | EntryRef;
-          await deliver({ seq: message.seq, entry: await entries.read(raw) });
+          await deliver({ seq: message.seq, entry: await entries.entryOf(message) });
           next = message.seq + 1;
         } finally {
           delivering = false;
@@ -223,8 +222,7 @@ export function followLog(
           first = false;
           delivering = true;
           try {
-            const raw = JSON.parse(m.string()) as LogEntry | EntryRef;
-            const entry = await entries.read(raw);
+            const entry = await entries.entryOf(m);
             // No entry builds on one at or after its own position: the mirror's numbers are
             // behind, if the stream holds another entry there.
             if (

@@ -6,7 +6,8 @@ import type { ObjectStore } from "@nats-io/obj";
 import type { LogEntry } from "../../ports/change-log.ts";
 import { within } from "../../within.ts";
 import type { ObjectStores } from "./object-stores.ts";
-import { nextMessage, subjectOf } from "./streams.ts";
+import { nextMessage } from "./object-copies.ts";
+import { subjectOf } from "./streams.ts";
 
 /** An entry too large for one message travels through the object store; the log holds this. */
 export interface EntryRef {
@@ -40,8 +41,9 @@ export class LargeEntries {
     return body;
   }
 
-  /** The entry a message carries (`raw`, its parsed body). */
-  async read(raw: LogEntry | EntryRef): Promise<LogEntry> {
+  /** The entry a message of the log carries, read from the object store when it is a reference. */
+  async entryOf(message: { string(): string }): Promise<LogEntry> {
+    const raw = JSON.parse(message.string()) as LogEntry | EntryRef;
     return "ref" in raw ? await this.readRef(raw.ref) : raw;
   }
 

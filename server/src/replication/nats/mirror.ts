@@ -2,9 +2,9 @@
 // the mirror keeps up with the stream, and making it again when it does not (D-341, D-355, D-357).
 import type { NatsConnection } from "@nats-io/transport-node";
 import { type JetStreamManager, jetstreamManager } from "@nats-io/jetstream";
-import { isStreamNotFound, noMessage } from "./object-copies.ts";
+import { isStreamNotFound, nextMessage, noMessage } from "./object-copies.ts";
 import type { NatsLogOptions } from "./options.ts";
-import { SUBJECT_ROOT, nextMessage, stepDown, tryEnsureStream } from "./streams.ts";
+import { SUBJECT_ROOT, stepDown, tryEnsureStream } from "./streams.ts";
 
 export class RegionMirror {
   private readonly nc: NatsConnection;

@@ -37,7 +37,14 @@ import { Documents } from "./documents.ts";
 import { followLog } from "./follow.ts";
 import { type EntryRef, LargeEntries } from "./large-entries.ts";
 import { RegionMirror } from "./mirror.ts";
-import { anchor, anchorsOf, bucketStream, descriptionsConfig, descriptionsStream } from "./object-copies.ts";
+import {
+  anchor,
+  anchorsOf,
+  bucketStream,
+  descriptionsConfig,
+  descriptionsStream,
+  nextMessage,
+} from "./object-copies.ts";
 import { ObjectStores } from "./object-stores.ts";
 import type { NatsLogOptions } from "./options.ts";
 import { CONNECTION, connectionOf, docsBucket, filesBucket } from "./parts.ts";
@@ -47,7 +54,6 @@ import {
   copiesFor,
   ensureObjectCopies,
   ensureStream,
-  nextMessage,
   streamExists,
   subjectOf,
   tryEnsureStream,
@@ -246,9 +252,7 @@ class NatsLog implements ChangeLog {
   async firstEntryOf(indexKey: string, fromSeq: number): Promise<AppliedEntry | null> {
     // The subject's next message at or after `fromSeq`.
     const message = await nextMessage(this.jsm, this.options.stream, Math.max(1, fromSeq), subjectOf(indexKey));
-    if (message === null) return null;
-    const raw = JSON.parse(message.string()) as LogEntry | EntryRef;
-    return { seq: message.seq, entry: await this.entries.read(raw) };
+    return message === null ? null : { seq: message.seq, entry: await this.entries.entryOf(message) };
   }
 
   private lastMessageOf(indexKey: string) {

@@ -29,6 +29,7 @@ import {
   type JetStreamClient,
   type JetStreamManager,
   type StreamConfig,
+  type StoredMsg,
   type StreamInfo,
 } from "@nats-io/jetstream";
 import { Base64UrlPaddedCodec, type ObjectInfo } from "@nats-io/obj";
@@ -89,7 +90,10 @@ export function descriptionsConfig(stream: string, buckets: string[]): Partial<S
 const patchesOf = (mirror: string) => ({ patches: `${mirror}_patches`, patchRoot: `sift.patches.${mirror}.` });
 
 /** One region's copies, beside its mirror of the log `mirror` (e.g. `SIFT_london_files`, `SIFT_london_objects`). */
-export function regionCopies(mirror: string, stream: string, buckets: { files: string; docs: string }) {
+/** A region's copies of the two buckets. */
+export type RegionCopies = { files: Copy; docs: Copy };
+
+export function regionCopies(mirror: string, stream: string, buckets: { files: string; docs: string }): RegionCopies {
   const copy = (bucket: string, kind: string): Copy => ({
     bucket,
     descriptions: `${mirror}_objects`,
@@ -106,7 +110,7 @@ export function regionCopies(mirror: string, stream: string, buckets: { files: s
  * mismatch"), and a filter leaves a gap for every description. A source numbers what it takes
  * anew; copies are read by subject.
  */
-export function copyConfigs(copies: { files: Copy; docs: Copy }): (Partial<StreamConfig> & { name: string })[] {
+export function copyConfigs(copies: RegionCopies): (Partial<StreamConfig> & { name: string })[] {
   const chunks = [copies.files, copies.docs].map((copy) => ({
     name: copy.chunks,
     sources: [{ name: bucketStream(copy.bucket), filter_subject: `${chunkPrefix(copy.bucket)}>` }],
@@ -172,6 +176,23 @@ export async function purgePatches(jsm: JetStreamManager, copies: string[], buck
 /** A message get that found no message (none at or after that sequence, or on that subject). */
 export const noMessage = (error: unknown) =>
   error instanceof JetStreamApiError && error.code === JetStreamApiCodes.NoMessageFound;
+
+/**
+ * The first message of `stream` at or after `seq` on `subject` (the server's `next_by_subj`, NATS
+ * 2.9), or null when there is none yet.
+ */
+export function nextMessage(
+  jsm: JetStreamManager,
+  stream: string,
+  seq: number,
+  subject: string,
+): Promise<StoredMsg | null> {
+  const request = { seq, next_by_subj: subject } as unknown as { seq: number };
+  return jsm.streams.getMessage(stream, request).catch((error: Error) => {
+    if (noMessage(error)) return null;
+    throw error;
+  });
+}
 
 /** A region's copy of one bucket: its descriptions stream and its chunks stream. */
 export interface Copy {
@@ -289,7 +310,7 @@ async function takenUpTo(jsm: JetStreamManager, stream: string): Promise<number>
  */
 export async function copyProgress(
   jsm: JetStreamManager,
-  copies: { files: Copy; docs: Copy },
+  copies: RegionCopies,
 ): Promise<{ stream: string; taken: number; originLast: number }[]> {
   const { descriptions, origin } = copies.files;
   const streams = [
@@ -358,12 +379,7 @@ async function patchObject(jsm: JetStreamManager, copy: Copy, d: Description): P
   let size = 0;
   let seq = 0;
   for (let n = 0; n < d.chunks; n++) {
-    const message = await jsm.streams
-      .getMessage(from, { seq, next_by_subj: subject } as unknown as { seq: number })
-      .catch((error: Error) => {
-        if (noMessage(error)) return null;
-        throw error;
-      });
+    const message = await nextMessage(jsm, from, seq, subject);
     if (message === null) break;
     hash.update(message.data);
     size += message.data.length;

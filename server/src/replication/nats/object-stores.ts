@@ -6,7 +6,7 @@ import type { ObjectInfo, ObjectStore } from "@nats-io/obj";
 import { deleteObject, listObjects } from "./listing.ts";
 import {
   bucketStream,
-  type Copy,
+  type RegionCopies,
   describeObject,
   descriptionsStream,
   forgetObject,
@@ -26,7 +26,7 @@ export class ObjectStores {
   private readonly files: ObjectStore;
   private readonly options: NatsLogOptions;
   /** The region's copies of the object stores, with a mirror (object-copies.ts). */
-  private readonly copies: { files: Copy; docs: Copy } | undefined;
+  private readonly copies: RegionCopies | undefined;
   /** Every region's copies, by what they copy, as last listed: deletions reach them too. */
   private allCopies: { at: number; byOrigin: Map<string, string[]> } | undefined;
 
@@ -35,7 +35,7 @@ export class ObjectStores {
     js: JetStreamClient,
     files: ObjectStore,
     options: NatsLogOptions,
-    copies: { files: Copy; docs: Copy } | undefined,
+    copies: RegionCopies | undefined,
   ) {
     this.jsm = jsm;
     this.js = js;

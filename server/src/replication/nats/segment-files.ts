@@ -10,7 +10,7 @@ import type { ObjectStore } from "@nats-io/obj";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { syncDirectory, syncFile } from "../../durable.ts";
 import type { PutFilesOptions } from "../../ports/change-log.ts";
-import type { Copy } from "./object-copies.ts";
+import type { RegionCopies } from "./object-copies.ts";
 import type { ObjectStores } from "./object-stores.ts";
 import type { NatsLogOptions } from "./options.ts";
 import { type FileEncoding, encodingOf, filesBucket } from "./parts.ts";
@@ -124,7 +124,7 @@ export class SegmentFiles {
     files: ObjectStore,
     options: NatsLogOptions,
     objects: ObjectStores,
-    copies: { files: Copy; docs: Copy } | undefined,
+    copies: RegionCopies | undefined,
     maxPayload: number,
   ) {
     this.nc = nc;

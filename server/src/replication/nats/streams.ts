@@ -1,8 +1,8 @@
 // The log's streams and the region's copies: made when missing, found when another node made them.
 import type { NatsConnection } from "@nats-io/transport-node";
-import type { JetStreamManager, StoredMsg, StreamConfig } from "@nats-io/jetstream";
+import type { JetStreamManager, StreamConfig } from "@nats-io/jetstream";
 import type { Logger } from "../../log.ts";
-import { copyConfigs, isStreamNotFound, noMessage, regionCopies } from "./object-copies.ts";
+import { copyConfigs, isStreamNotFound, regionCopies } from "./object-copies.ts";
 import type { NatsLogOptions } from "./options.ts";
 import { docsBucket, filesBucket } from "./parts.ts";
 
@@ -116,23 +116,6 @@ export async function ensureStream(
     await jsm.streams.info(config.name).catch(() => {
       throw addError;
     });
-  });
-}
-
-/**
- * The first message of `stream` at or after `seq` on `subject` (the server's `next_by_subj`, NATS
- * 2.9), or null when there is none yet.
- */
-export function nextMessage(
-  jsm: JetStreamManager,
-  stream: string,
-  seq: number,
-  subject: string,
-): Promise<StoredMsg | null> {
-  const request = { seq, next_by_subj: subject } as unknown as { seq: number };
-  return jsm.streams.getMessage(stream, request).catch((error: Error) => {
-    if (noMessage(error)) return null;
-    throw error;
   });
 }
 
