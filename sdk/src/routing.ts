@@ -3,7 +3,7 @@
 // for a while and the request moves to the next-closest one, transparently. A 503 with
 // Retry-After (a region that has not applied a read's `minVersion` yet, or is briefly busy) sets
 // the host aside only for that long: it is healthy, just behind. A request naming a `regionId`
-// goes to that region first.
+// goes to that region only, when the router knows its endpoint.
 import { SiftUnreachableError } from "./errors.ts";
 
 export interface RegionEndpoint {
@@ -151,7 +151,12 @@ export function createRouter(options: RouterOptions): Router {
     },
     async fetch(request) {
       const url = new URL(request.url);
-      const candidates = order(await loading(), url.searchParams.get("regionId"));
+      const forced = url.searchParams.get("regionId");
+      const hosts = await loading();
+      // A forced region is answered by its own endpoint or not at all: another region's server
+      // would refuse it (400), and an answer from elsewhere is not that region's.
+      const own = forced === null ? [] : hosts.filter((h) => h.id === forced);
+      const candidates = own.length > 0 ? own : order(hosts, forced);
       const rest = request.url.startsWith(base) ? request.url.slice(base.length) : url.pathname + url.search;
       // Read once so that every attempt can send it again.
       const body = request.body ? await request.arrayBuffer() : undefined;

@@ -59,10 +59,19 @@ test("a region that is down or answers 503 is skipped transparently and set asid
   expect(hosts.slice(1).every((h) => h.downUntil > Date.now())).toBe(true);
 });
 
-test("regionId forces a region first", async () => {
+test("regionId forces a region: its endpoint answers, or the request fails", async () => {
   const client = createSearchClient({ baseUrl: near.url, regions: [near, far] });
   const result = await client.search({ ...query, regionId: "far" });
   expect(result.suggestions[0]!.id).toBe("far");
+  // A forced region that does not answer is not replaced by another: that answer would not be its.
+  const failing = createSearchClient({ baseUrl: near.url, regions: [near, dead], timeoutMs: 500 });
+  const before = near.hits.filter((h) => h.startsWith("/v1/search")).length;
+  const error = await failing.search({ ...query, regionId: "dead" }).catch((e: unknown) => e);
+  expect(error).toBeInstanceOf(SiftUnreachableError);
+  expect((error as SiftUnreachableError).causes.map((c) => c.region)).toEqual(["dead"]);
+  expect(near.hits.filter((h) => h.startsWith("/v1/search")).length).toBe(before);
+  // A region the router has no endpoint for goes where any request goes; that server decides.
+  expect((await client.search({ ...query, regionId: "tokyo" })).suggestions[0]!.id).toBe("near");
 });
 
 test("when every host fails the error names each one", async () => {

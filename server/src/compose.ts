@@ -244,7 +244,7 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
     },
   });
   const records = new RecordService({ catalog, versions, engine });
-  const search = new SearchService({ catalog, versions, engine, region: config.region });
+  const search = new SearchService({ catalog, versions, engine, region: config.region, regionUrls: config.regionUrls });
   const blobs = createFsBlobStore(join(config.dataDir, "blobs"));
   const ingest = new IngestRunner({
     db: store.db,

@@ -1,7 +1,7 @@
 // The SDK across three real regions (issue 18): a client with regions: "discover" reads its own
 // writes in a region other than the one that took them, and keeps searching with zero failures
 // while the region it prefers is killed with SIGKILL.
-import { createClient, type SearchResponse } from "@sift/sdk";
+import { createClient, type SearchResponse, SiftUnreachableError } from "@sift/sdk";
 import { describe, expect, it } from "vitest";
 import { regionsAvailable, useRegions } from "../support/regions.ts";
 
@@ -39,6 +39,18 @@ describe.skipIf(!regionsAvailable)("the SDK across three regions", () => {
     // Every write went to the preferred region.
     const writes = sent.filter((s) => s.url.pathname.includes("/records/"));
     expect(new Set(writes.map((s) => s.url.origin))).toEqual(new Set([preferred.url]));
+    // Asked of another region's server, a forced region is refused there, naming its endpoint (D-384).
+    const other = r.nodes.findIndex((n) => n.url !== r.nodes[r.regionIds.indexOf(reader)]!.url);
+    const misdirected = await r
+      .http(other)
+      .get(`/v1/search?query=can&indexName=${r.index}&serviceName=${r.service}&regionId=${reader}`);
+    expect(misdirected.status, misdirected.text).toBe(400);
+    expect(misdirected.body.errors).toEqual([
+      {
+        field: "regionId",
+        message: `this is ${r.regionIds[other]}'s endpoint; ${reader} answers at ${r.nodes[r.regionIds.indexOf(reader)]!.url}`,
+      },
+    ]);
   });
 
   it("keeps 32 concurrent searches going with zero failures while the preferred region is killed", async () => {
@@ -103,5 +115,12 @@ describe.skipIf(!regionsAvailable)("the SDK across three regions", () => {
     const hosts = await sift.router.hosts();
     expect(hosts[0]!.url).not.toBe(victim.url);
     expect(hosts.find((h) => h.url === victim.url)!.downUntil).toBeGreaterThan(Date.now());
+    // A search forcing the killed region fails: no other region answers in its name (D-384).
+    const victimId = r.regionIds[r.nodes.indexOf(victim)]!;
+    const forced = await sift
+      .search({ query: "garden", indexName: r.index, serviceName: r.service, regionId: victimId })
+      .catch((error: unknown) => error);
+    expect(forced).toBeInstanceOf(SiftUnreachableError);
+    expect((forced as SiftUnreachableError).causes.map((c) => c.region)).toEqual([victimId]);
   });
 });

@@ -85,12 +85,21 @@ export class SearchService {
   private readonly versions: VersionService;
   private readonly engine: SearchEngine;
   private readonly region: string;
+  /** Each region's endpoint where it has one of its own (SIFT_REGION_URL_<ID>). */
+  private readonly regionUrls: Readonly<Partial<Record<string, string>>>;
 
-  constructor(deps: { catalog: CatalogService; versions: VersionService; engine: SearchEngine; region: string }) {
+  constructor(deps: {
+    catalog: CatalogService;
+    versions: VersionService;
+    engine: SearchEngine;
+    region: string;
+    regionUrls?: Readonly<Partial<Record<string, string>>>;
+  }) {
     this.catalog = deps.catalog;
     this.versions = deps.versions;
     this.engine = deps.engine;
     this.region = deps.region;
+    this.regionUrls = deps.regionUrls ?? {};
   }
 
   async search(p: Principal, params: SearchParams): Promise<SearchOutcome> {
@@ -185,6 +194,15 @@ export class SearchService {
       throw InvalidArgumentError.field(
         "regionId",
         `service "${ref.serviceName}" is not deployed in ${requested}; its regions: ${ref.regions.join(", ")}`,
+      );
+    }
+    // A region with an endpoint of its own is another server: answered here, the search would
+    // only carry its name (D-384). One without an endpoint is served by this one.
+    const there = this.regionUrls[requested];
+    if (requested !== this.region && there !== undefined && there !== this.regionUrls[this.region]) {
+      throw InvalidArgumentError.field(
+        "regionId",
+        `this is ${this.region}'s endpoint; ${requested} answers at ${there}`,
       );
     }
     return requested;

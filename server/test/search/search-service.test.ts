@@ -173,3 +173,42 @@ describe("SearchService pages, facets and sort", () => {
     expect(items[3]).toMatchObject({ ok: false, error: { fields: [{ field: "sort" }] } });
   });
 });
+
+describe("SearchService and regionId (D-384)", () => {
+  const principal = { kind: "anonymous" } as const;
+  const placed = {
+    ...ref,
+    tenantId: "t1",
+    visibility: "PUBLIC",
+    serviceName: "demo",
+    regions: ["frankfurt", "london", "tokyo"],
+  } as unknown as IndexRef;
+  const params = { query: "par", indexName: "cities", serviceName: "demo" };
+
+  function at(regionUrls: Record<string, string>) {
+    const engine = {
+      search: async () => ({ hits: [], totalHits: 0, totalHitsExact: true }),
+    } as unknown as SearchEngine;
+    const versions = { resolve: async () => "4" } as unknown as VersionService;
+    const catalog = { byServiceAndName: async () => placed } as unknown as CatalogService;
+    return new SearchService({ catalog, versions, engine, region: "frankfurt", regionUrls });
+  }
+
+  test("a region with an endpoint of its own is not answered for by another region's server", async () => {
+    const search = at({ frankfurt: "https://fra.example", london: "https://lon.example" });
+    expect((await search.search(principal, { ...params, regionId: "frankfurt" })).region).toBe("frankfurt");
+    const error = await search.search(principal, { ...params, regionId: "london" }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(InvalidArgumentError);
+    expect(error).toMatchObject({
+      fields: [{ field: "regionId", message: "this is frankfurt's endpoint; london answers at https://lon.example" }],
+    });
+    // Tokyo has no endpoint of its own: this server is the one that answers for it.
+    expect((await search.search(principal, { ...params, regionId: "tokyo" })).region).toBe("tokyo");
+  });
+
+  test("regions that share this server's endpoint are answered here", async () => {
+    const search = at({ frankfurt: "https://api.example", london: "https://api.example" });
+    expect((await search.search(principal, { ...params, regionId: "london" })).region).toBe("london");
+    expect((await at({}).search(principal, { ...params, regionId: "london" })).region).toBe("london");
+  });
+});
