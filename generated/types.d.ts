@@ -1184,6 +1184,12 @@ export type components = {
         };
         /** @description A web origin (`scheme://host[:port]`, no path), whose host may start with `*.` to match any subdomain. */
         OriginPattern: string;
+        /** @description A region that holds an index, and its endpoint when it has one of its own. */
+        PlacedRegion: {
+            id: components["schemas"]["RegionId"];
+            /** Format: uri */
+            url?: string;
+        };
         /**
          * @description An RFC 9457 problem document.
          * @example {
@@ -1212,12 +1218,14 @@ export type components = {
             status: number;
             /** @description What happened in this case. */
             detail?: string;
-            /** @description Machine-readable outcome; `INVALID_ARGUMENT`, `UNAUTHORIZED`, `FORBIDDEN`, `NOT_FOUND`, `CONFLICT`, `PAYLOAD_TOO_LARGE`, `QUOTA_EXCEEDED`, `RATE_LIMITED`, `NOT_IMPLEMENTED`, `UNAVAILABLE` or `INTERNAL`. */
+            /** @description Machine-readable outcome; `INVALID_ARGUMENT`, `UNAUTHORIZED`, `FORBIDDEN`, `NOT_FOUND`, `CONFLICT`, `PAYLOAD_TOO_LARGE`, `QUOTA_EXCEEDED`, `RATE_LIMITED`, `NOT_IMPLEMENTED`, `MISDIRECTED`, `UNAVAILABLE` or `INTERNAL`. */
             resultCode?: string;
             /** @description Each invalid field or line. */
             errors?: components["schemas"]["FieldProblem"][];
             /** @description The id of the request, as in the `x-request-id` response header and the server log. */
             requestId?: string;
+            /** @description With 421: the regions that hold the index, with their endpoints where they have their own. */
+            regions?: components["schemas"]["PlacedRegion"][];
         };
         /** @description What a purge erased and who asked for it. The record's content is never kept. */
         PurgeAudit: {
@@ -3309,6 +3317,18 @@ export interface operations {
                 };
             };
             /**
+             * @description With replication, the index is held only in its service's regions and this server is in none of
+             *     them (`regions` says which do): ask one of those. The SDK does so itself.
+             */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
              * @description Too many requests (`RATE_LIMITED`: the caller's rate limit is spent, or too many failed log-ins),
              *     or a quota on work in progress used up (`QUOTA_EXCEEDED`, `errors` naming the quota): wait
              *     `Retry-After` seconds, then try again.
@@ -3404,6 +3424,18 @@ export interface operations {
             };
             /** @description The resource does not exist, or belongs to another tenant. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description With replication, the index is held only in its service's regions and this server is in none of
+             *     them (`regions` says which do): ask one of those. The SDK does so itself.
+             */
+            421: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3532,6 +3564,18 @@ export interface operations {
                 };
             };
             /**
+             * @description With replication, the index is held only in its service's regions and this server is in none of
+             *     them (`regions` says which do): ask one of those. The SDK does so itself.
+             */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
              * @description Too many requests (`RATE_LIMITED`: the caller's rate limit is spent, or too many failed log-ins),
              *     or a quota on work in progress used up (`QUOTA_EXCEEDED`, `errors` naming the quota): wait
              *     `Retry-After` seconds, then try again.
@@ -3622,6 +3666,18 @@ export interface operations {
             };
             /** @description The resource does not exist, or belongs to another tenant. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description With replication, the index is held only in its service's regions and this server is in none of
+             *     them (`regions` says which do): ask one of those. The SDK does so itself.
+             */
+            421: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3728,6 +3784,18 @@ export interface operations {
                 };
             };
             /**
+             * @description With replication, the index is held only in its service's regions and this server is in none of
+             *     them (`regions` says which do): ask one of those. The SDK does so itself.
+             */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
              * @description Too many requests (`RATE_LIMITED`: the caller's rate limit is spent, or too many failed log-ins),
              *     or a quota on work in progress used up (`QUOTA_EXCEEDED`, `errors` naming the quota): wait
              *     `Retry-After` seconds, then try again.
@@ -3817,6 +3885,18 @@ export interface operations {
             };
             /** @description The resource does not exist, or belongs to another tenant. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description With replication, the index is held only in its service's regions and this server is in none of
+             *     them (`regions` says which do): ask one of those. The SDK does so itself.
+             */
+            421: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3932,6 +4012,18 @@ export interface operations {
                 };
             };
             /**
+             * @description With replication, the index is held only in its service's regions and this server is in none of
+             *     them (`regions` says which do): ask one of those. The SDK does so itself.
+             */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
              * @description Too many requests (`RATE_LIMITED`: the caller's rate limit is spent, or too many failed log-ins),
              *     or a quota on work in progress used up (`QUOTA_EXCEEDED`, `errors` naming the quota): wait
              *     `Retry-After` seconds, then try again.
@@ -4036,6 +4128,18 @@ export interface operations {
             };
             /** @description The resource is in a state that does not allow this operation. */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description With replication, the index is held only in its service's regions and this server is in none of
+             *     them (`regions` says which do): ask one of those. The SDK does so itself.
+             */
+            421: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4417,6 +4521,18 @@ export interface operations {
             };
             /** @description The resource does not exist, or belongs to another tenant. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description With replication, the index is held only in its service's regions and this server is in none of
+             *     them (`regions` says which do): ask one of those. The SDK does so itself.
+             */
+            421: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5080,6 +5196,18 @@ export interface operations {
                 };
             };
             /**
+             * @description With replication, the index is held only in its service's regions and this server is in none of
+             *     them (`regions` says which do): ask one of those. The SDK does so itself.
+             */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
              * @description Too many requests (`RATE_LIMITED`: the caller's rate limit is spent, or too many failed log-ins),
              *     or a quota on work in progress used up (`QUOTA_EXCEEDED`, `errors` naming the quota): wait
              *     `Retry-After` seconds, then try again.
@@ -5167,6 +5295,18 @@ export interface operations {
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] | components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description With replication, the index is held only in its service's regions and this server is in none of
+             *     them (`regions` says which do): ask one of those. The SDK does so itself.
+             */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /**
@@ -5260,6 +5400,18 @@ export interface operations {
             };
             /** @description The resource does not exist, or belongs to another tenant. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description With replication, the index is held only in its service's regions and this server is in none of
+             *     them (`regions` says which do): ask one of those. The SDK does so itself.
+             */
+            421: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -65,6 +65,27 @@ async function describe(response: Response, aside: number | undefined): Promise<
 
 const RETRYABLE_STATUS = new Set([502, 503, 504]);
 
+/**
+ * What a request's placement is known by: a search's service (its indexes share their regions), a
+ * record or version request's index (of the client's tenant). Undefined for the rest.
+ */
+function scopeOf(url: URL): string | undefined {
+  const service = url.searchParams.get("serviceName");
+  if (url.pathname.endsWith("/v1/search") && service !== null) return `service:${service}`;
+  const index = /\/v1\/indexes\/([^/]+)\/(records|versions|uploads)/.exec(url.pathname)?.[1];
+  return index === undefined ? undefined : `index:${index}`;
+}
+
+/** The region ids a 421 names as holding the index (none when its body says nothing readable). */
+async function placedRegions(response: Response): Promise<string[]> {
+  try {
+    const problem = (await response.json()) as { regions?: { id?: unknown }[] };
+    return (problem.regions ?? []).map((r) => r.id).filter((id): id is string => typeof id === "string");
+  } catch {
+    return [];
+  }
+}
+
 /** A socket closed or reset under a request, as opposed to a host that refuses or never answers. */
 function isConnectionReset(error: unknown): boolean {
   const cause = (error as { cause?: { code?: string } }).cause;
@@ -128,6 +149,9 @@ export function createRouter(options: RouterOptions): Router {
     return hosts;
   }
 
+  /** The regions holding an index, by scopeOf, as a 421 named them. */
+  const placed = new Map<string, string[]>();
+
   /** The hosts, loaded once; a failed discovery is tried again by the next call, not kept. */
   function loading(): Promise<HostState[]> {
     ready ??= load().catch((error) => {
@@ -156,14 +180,20 @@ export function createRouter(options: RouterOptions): Router {
       // A forced region is answered by its own endpoint or not at all: another region's server
       // would refuse it (400), and an answer from elsewhere is not that region's.
       const own = forced === null ? [] : hosts.filter((h) => h.id === forced);
-      const candidates = own.length > 0 ? own : order(hosts, forced);
+      // An index held in some regions only (a 421 said which) is asked only there from then on.
+      const scope = scopeOf(url);
+      const held = scope === undefined ? undefined : placed.get(scope);
+      const holding = held === undefined ? [] : hosts.filter((h) => held.includes(h.id));
+      let candidates = own.length > 0 ? own : holding.length > 0 ? order(holding, forced) : order(hosts, forced);
       const rest = request.url.startsWith(base) ? request.url.slice(base.length) : url.pathname + url.search;
       // Read once so that every attempt can send it again.
       const body = request.body ? await request.arrayBuffer() : undefined;
       const causes: { host: string; region: string; reason: string }[] = [];
       // Regions without an endpoint of their own share one URL: ask each URL once per request.
       const tried = new Set<string>();
-      for (const h of candidates) {
+      let misdirected: Response | undefined;
+      while (candidates.length > 0) {
+        const h = candidates.shift()!;
         if (tried.has(h.url)) continue;
         tried.add(h.url);
         // How long this host is set aside: its Retry-After when it gave one, otherwise downForMs.
@@ -180,6 +210,19 @@ export function createRouter(options: RouterOptions): Router {
               body,
               signal,
             });
+            if (response.status === 421 && own.length === 0) {
+              // This region does not hold the index: the ones that do are asked next, and no host
+              // is set aside (it serves other indexes).
+              const regions = await placedRegions(response.clone());
+              const next = hosts.filter((o) => regions.includes(o.id) && !tried.has(o.url));
+              if (scope !== undefined && regions.length > 0) placed.set(scope, regions);
+              if (next.length > 0) {
+                misdirected = response;
+                candidates = order(next, forced);
+                aside = 0;
+                break;
+              }
+            }
             if (!RETRYABLE_STATUS.has(response.status)) {
               answeredBy.set(response, h);
               return response;
@@ -199,8 +242,10 @@ export function createRouter(options: RouterOptions): Router {
             if (timeout.aborted || !isConnectionReset(error)) break;
           }
         }
-        setAsideUrl(h.url, Date.now() + (aside ?? downForMs));
+        if (aside !== 0) setAsideUrl(h.url, Date.now() + (aside ?? downForMs));
       }
+      // Every region that holds the index failed: the 421 says where it is held.
+      if (misdirected !== undefined && causes.length === 0) return misdirected;
       throw new SiftUnreachableError(causes);
     },
     setAside(response, ms) {

@@ -109,3 +109,45 @@ test("a connection reset under a request is retried once on the same host before
   expect((await client.router.hosts())[0]!.downUntil).toBe(0);
   await new Promise((done) => flaky.close(done));
 });
+
+test("a 421 sends the request to the regions that hold the index, and later ones straight there", async () => {
+  const elsewhere = createServer((req, res) => {
+    if (req.url === "/healthz") {
+      res.writeHead(200, { "content-type": "application/json" });
+      return res.end(JSON.stringify({ status: "ok" }));
+    }
+    res.writeHead(421, { "content-type": "application/problem+json" });
+    res.end(
+      JSON.stringify({
+        type: "https://sift.dev/problems/misdirected",
+        title: "Held in other regions",
+        status: 421,
+        detail: 'index "i" of service "s" is held in far, not in near',
+        regions: [{ id: "far", url: far.url }],
+      }),
+    );
+  });
+  await new Promise<void>((r) => elsewhere.listen(0, "127.0.0.1", () => r()));
+  const url = `http://127.0.0.1:${(elsewhere.address() as { port: number }).port}`;
+  // What the client asked of each region (fetch itself asks again once after a 421, on a new connection).
+  const asked: string[] = [];
+  const client = createSearchClient({
+    baseUrl: url,
+    regions: [{ id: "near", url }, far],
+    fetch: (input, init) => {
+      const target = String(input);
+      if (!target.endsWith("/healthz")) asked.push(target.startsWith(url) ? "near" : "far");
+      return globalThis.fetch(input, init);
+    },
+  });
+  // The far region answers slowly: the one that does not hold the index is asked first.
+  expect((await client.router.hosts()).map((h) => h.id)).toEqual(["near", "far"]);
+  expect((await client.search(query)).suggestions[0]!.id).toBe("far");
+  expect((await client.search(query)).suggestions[0]!.id).toBe("far");
+  expect(asked).toEqual(["near", "far", "far"]);
+  // The region that said 421 is not set aside: it serves other indexes, whose placement is not known yet.
+  expect((await client.router.hosts()).find((h) => h.id === "near")!.downUntil).toBe(0);
+  await client.search({ ...query, serviceName: "other" });
+  expect(asked).toEqual(["near", "far", "far", "near", "far"]);
+  await new Promise((done) => elsewhere.close(done));
+});

@@ -21,6 +21,7 @@ import { authHandlers } from "./routes/auth.ts";
 import { catalogHandlers } from "./routes/catalog.ts";
 import { healthHandlers } from "./routes/health.ts";
 import { RegionLagService } from "./services/region-lag.ts";
+import type { Placement } from "./replication/placement.ts";
 import { mountDashboard } from "./routes/dashboard.ts";
 import { mountDemo } from "./routes/demo.ts";
 import { mcpHandlers, mcpMethodNotAllowed } from "./routes/mcp.ts";
@@ -106,6 +107,8 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
   let store: Awaited<ReturnType<typeof openStore>> | undefined;
   let engine: SearchEngine;
   let changeLog: ChangeLog | undefined;
+  // With replication, which indexes this node holds (D-385).
+  let placement: Placement | undefined;
   let sole: SoleProcessLease | undefined;
   try {
     store = await openStore({
@@ -137,6 +140,9 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
     engine = await openEngine(config, log);
     await engine.open();
     if (config.nats) {
+      const { Placement } = await import("./replication/placement.ts");
+      placement = new Placement({ region: config.region, regionUrls: config.regionUrls, db: store.db, log });
+      const held = placement;
       const { openNatsLog } = await import("./replication/nats/nats-log.ts");
       // Opened in the background: a node whose NATS servers are out of reach starts on what it
       // holds, not ready, instead of exiting (D-271).
@@ -148,6 +154,7 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
             log,
             name: `sift ${config.nodeId}`,
             stagingDir: join(config.dataDir, "prefetch"),
+            holdsIndex: (index) => held.holds(index),
           }),
         log.child({ nats: serversShown(nats.servers) }),
       );
@@ -178,6 +185,7 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
         ...(config.nats
           ? { historyCheckMs: config.nats.historyCheckMs, setAsideAfterMs: config.nats.setAsideAfterMs }
           : {}),
+        ...(placement ? { placement } : {}),
       })
     : undefined;
   if (replica && changeLog) {
@@ -220,6 +228,7 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
       (error: Error) => log.warn("could not read the keys revoked lately", { error: error.message }),
     );
   }
+  if (placement) catalog.usePlacement(placement);
   if (replica) {
     replica.onActivated((indexId, version) => catalog.setActive(indexId, version));
     catalog.useLocalActive(
@@ -378,7 +387,7 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
         store,
         engine,
         replication: replica,
-        lag: new RegionLagService(store.db, replica),
+        lag: new RegionLagService(store.db, replica, Date.now, placement),
       }),
       ...authHandlers(bounded.accounts, config),
       ...oauthHandlers({ config, accounts: bounded.accounts, secret }),

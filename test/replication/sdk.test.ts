@@ -2,6 +2,8 @@
 // writes in a region other than the one that took them, and keeps searching with zero failures
 // while the region it prefers is killed with SIGKILL.
 import { createClient, type SearchResponse, SiftUnreachableError } from "@sift/sdk";
+import { readdirSync } from "node:fs";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { regionsAvailable, useRegions } from "../support/regions.ts";
 
@@ -51,6 +53,97 @@ describe.skipIf(!regionsAvailable)("the SDK across three regions", () => {
         message: `this is ${r.regionIds[other]}'s endpoint; ${reader} answers at ${r.nodes[r.regionIds.indexOf(reader)]!.url}`,
       },
     ]);
+  });
+
+  it("holds an index only in its service's regions; the SDK finds them from a 421 (D-385)", async () => {
+    const r = regions();
+    const [frankfurt, london, newark] = [0, 1, 2].map((n) => r.nodes[n]!.url) as [string, string, string];
+    expect(r.regionIds).toEqual(["frankfurt", "london", "newark"]);
+    const admin = r.http(0);
+    const service = `placed-${process.pid}-${Date.now()}`;
+    expect((await admin.post("/v1/services", { name: service, regions: ["frankfurt", "london"] })).status).toBe(201);
+    const made = await admin.post("/v1/indexes", { name: "placed", serviceName: service, visibility: "PUBLIC" });
+    expect(made.status, made.text).toBe(201);
+    let indexVersion = "";
+    for (let n = 0; n < 5; n++) {
+      const put = await admin.put(`/v1/indexes/placed/records/rake-${n}`, { title: `Garden rake ${n}` });
+      expect(put.status, put.text).toBe(200);
+      indexVersion = put.body.indexVersion;
+    }
+    const search = `/v1/search?query=rake&indexName=placed&serviceName=${service}&minVersion=${indexVersion}`;
+    const inLondon = await r.http(1).get(search);
+    expect([inLondon.status, inLondon.body.totalHits]).toEqual([200, 5]);
+    // Newark is not among the service's regions: it refuses, naming those that hold the index.
+    for (const refused of [
+      await r.http(2).get(search),
+      await r.http(2).put("/v1/indexes/placed/records/x", { title: "X" }),
+    ]) {
+      expect(refused.status, refused.text).toBe(421);
+      expect(refused.body.regions).toEqual([
+        { id: "frankfurt", url: frankfurt },
+        { id: "london", url: london },
+      ]);
+    }
+    // It keeps nothing of it (what it took of its creation goes with its first write), and does
+    // not report it; Frankfurt does.
+    const indexDirs = (node: number) => readdirSync(join(r.nodes[node]!.dataDir, "engine", "segments"));
+    let onlyHeld: string[] = [];
+    for (const deadline = Date.now() + 10_000; Date.now() < deadline; await sleep(50)) {
+      onlyHeld = indexDirs(0).filter((dir) => !indexDirs(2).includes(dir));
+      if (onlyHeld.length === 1) break;
+    }
+    expect(onlyHeld).toHaveLength(1);
+    expect(indexDirs(1)).toContain(onlyHeld[0]);
+    // An upload's files are built in Frankfurt and opened in London; Newark does not fetch them.
+    const started = await admin.post("/v1/uploads/start", { indexName: "placed" });
+    expect(started.status, started.text).toBe(200);
+    const csv = ["id,title", ...Array.from({ length: 200 }, (_, i) => `hoe-${i},Garden hoe ${i}`)].join("\n");
+    expect((await fetch(started.body.uploadUrl, { method: "PUT", body: csv })).status).toBe(200);
+    const bulk = started.body.indexVersion as string;
+    expect((await admin.post("/v1/uploads/complete", { indexName: "placed", indexVersion: bulk })).status).toBe(200);
+    await expect
+      .poll(async () => (await admin.get(`/v1/uploads/placed/${bulk}`)).body.state, { timeout: 30_000 })
+      .toBe("succeeded");
+    const hoes = await r.http(1).get(`/v1/search?query=hoe&indexName=placed&serviceName=${service}&minVersion=${bulk}`);
+    expect([hoes.status, hoes.body.totalHits]).toEqual([200, 200]);
+    await sleep(500);
+    const prefetched = (node: number) => readdirSync(join(r.nodes[node]!.dataDir, "prefetch")).join(" ");
+    // (A segments folder is named by its index's id in base64url.)
+    const placedId = Buffer.from(onlyHeld[0]!, "base64url").toString();
+    expect(placedId).toMatch(/^idx_/);
+    expect(prefetched(2)).not.toContain(placedId);
+    expect(indexDirs(2)).not.toContain(onlyHeld[0]);
+    const reported = async (node: number) =>
+      ((await r.http(node).get("/v1/regions?scope=self")).body.regions[0].indexes as { indexName: string }[]).map(
+        (i) => i.indexName,
+      );
+    expect(await reported(0)).toContain("placed");
+    expect(await reported(2)).not.toContain("placed");
+    expect((await r.http(2).get("/v1/indexes/placed")).body).toMatchObject({ name: "placed", serviceName: service });
+
+    // A client that measures Newark closest asks it once, then goes to the regions that hold the index.
+    const asked: string[] = [];
+    const sift = createClient({
+      baseUrl: newark,
+      apiKey: r.key,
+      regions: [
+        { id: "newark", url: newark },
+        { id: "frankfurt", url: frankfurt },
+      ],
+      fetch: async (input, init) => {
+        const target = new URL(String(input));
+        if (target.pathname === "/healthz" && target.origin !== newark) await sleep(50);
+        else if (target.pathname !== "/healthz") asked.push(target.origin === newark ? "newark" : "frankfurt");
+        return fetch(input, init);
+      },
+    });
+    expect((await sift.router.hosts())[0]!.url).toBe(newark);
+    for (let n = 0; n < 3; n++) {
+      const page = await sift.search({ query: "hoe", indexName: "placed", serviceName: service });
+      expect(page.totalHits).toBe(200);
+    }
+    await sift.records.put("placed", "rake-5", { title: "Garden rake 5" });
+    expect(asked).toEqual(["newark", "frankfurt", "frankfurt", "frankfurt", "newark", "frankfurt"]);
   });
 
   it("keeps 32 concurrent searches going with zero failures while the preferred region is killed", async () => {

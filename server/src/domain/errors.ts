@@ -23,6 +23,7 @@ export type DomainErrorKind =
   | "quota-exceeded"
   | "quota-in-use"
   | "unavailable"
+  | "misdirected"
   | "not-implemented";
 
 export abstract class DomainError extends Error {
@@ -87,6 +88,27 @@ export class UnavailableError extends DomainError {
   constructor(message: string, options: { retryAfterSeconds?: number } = {}) {
     super(message);
     this.retryAfterSeconds = options.retryAfterSeconds;
+  }
+}
+
+/** A region, with its endpoint where it has one of its own. */
+export interface RegionEndpoint {
+  id: string;
+  url?: string;
+}
+
+/**
+ * With replication: the index is held only in its service's regions (D-385), and this server is
+ * in none of them; `regions` are where to ask instead.
+ */
+export class MisdirectedError extends DomainError {
+  readonly kind = "misdirected";
+  override name = "MisdirectedError";
+  readonly regions: RegionEndpoint[];
+
+  constructor(message: string, regions: RegionEndpoint[]) {
+    super(message);
+    this.regions = regions;
   }
 }
 

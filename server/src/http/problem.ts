@@ -6,6 +6,7 @@ import type { components } from "@sift/contract";
 import {
   DomainError,
   InvalidArgumentError,
+  MisdirectedError,
   QuotaExceededError,
   QuotaInUseError,
   RateLimitedError,
@@ -29,6 +30,7 @@ const kinds = {
   409: { code: "CONFLICT", title: "Conflict", slug: "conflict" },
   413: { code: "PAYLOAD_TOO_LARGE", title: "Payload too large", slug: "payload-too-large" },
   415: { code: "UNSUPPORTED_MEDIA_TYPE", title: "Unsupported media type", slug: "unsupported-media-type" },
+  421: { code: "MISDIRECTED", title: "Held in other regions", slug: "misdirected" },
   429: { code: "RATE_LIMITED", title: "Too many requests", slug: "rate-limited" },
   431: { code: "INVALID_ARGUMENT", title: "Request header fields too large", slug: "headers-too-large" },
   500: { code: "INTERNAL", title: "Internal error", slug: "internal" },
@@ -49,6 +51,8 @@ export class HttpProblem extends Error {
   readonly headers: Record<string, string>;
   /** A resultCode more precise than the status's own (QUOTA_EXCEEDED is a 403). */
   readonly code: string | undefined;
+  /** A 421's regions that hold the index. */
+  readonly regions: Problem["regions"];
 
   constructor(
     status: ProblemStatus,
@@ -56,12 +60,14 @@ export class HttpProblem extends Error {
     errors?: FieldProblem[],
     headers: Record<string, string> = {},
     code?: string,
+    regions?: Problem["regions"],
   ) {
     super(detail);
     this.status = status;
     this.errors = errors;
     this.headers = headers;
     this.code = code;
+    this.regions = regions;
   }
 
   toProblem(requestId?: string): Problem {
@@ -74,6 +80,7 @@ export class HttpProblem extends Error {
       resultCode: this.code ?? kind.code,
     };
     if (this.errors?.length) problem.errors = this.errors;
+    if (this.regions !== undefined) problem.regions = this.regions;
     if (requestId) problem.requestId = requestId;
     return problem;
   }
@@ -91,6 +98,7 @@ export const STATUS_OF: Record<DomainErrorKind, ProblemStatus> = {
   "quota-exceeded": 403,
   "quota-in-use": 429,
   unavailable: 503,
+  misdirected: 421,
   "not-implemented": 501,
 };
 
@@ -112,6 +120,9 @@ export function problemFor(error: unknown): HttpProblem | undefined {
     const headers: Record<string, string> =
       error instanceof QuotaInUseError ? { "retry-after": String(error.retryAfterSeconds) } : {};
     return new HttpProblem(STATUS_OF[error.kind], error.message, fields, headers, "QUOTA_EXCEEDED");
+  }
+  if (error instanceof MisdirectedError) {
+    return new HttpProblem(421, error.message, undefined, {}, undefined, error.regions as Problem["regions"]);
   }
   if (error instanceof DomainError) {
     const fields = error instanceof InvalidArgumentError && error.fields.length ? error.fields : undefined;

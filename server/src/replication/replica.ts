@@ -21,6 +21,7 @@ import type { Db } from "../store/open.ts";
 import { ReplicaState } from "./replica-state.ts";
 import { type SnapshotManifest, type SnapshotPointer, Snapshots } from "./snapshots.ts";
 import { PurgeErasure } from "./erasure.ts";
+import type { Placement } from "./placement.ts";
 import { LogHistory } from "./history.ts";
 import { StoreBackfill } from "./store-backfill.ts";
 
@@ -114,6 +115,7 @@ export class Replica {
   private readonly notAppendedRetryMs: number;
   /** Set once the node has applied what the log held when it started (start()). */
   private startedUp = false;
+  private readonly placement: Placement | undefined;
 
   constructor(deps: {
     node: string;
@@ -137,7 +139,10 @@ export class Replica {
     notAppendedRetryMs?: number;
     /** How long an entry may fail before its index is set aside here (SET_ASIDE_AFTER_MS). */
     setAsideAfterMs?: number;
+    /** Which indexes this node holds (D-385); without it, every one. */
+    placement?: Placement;
   }) {
+    this.placement = deps.placement;
     this.setAsideAfterMs = deps.setAsideAfterMs ?? SET_ASIDE_AFTER_MS;
     this.notAppendedRetryMs = deps.notAppendedRetryMs ?? NOT_APPENDED_RETRY_MS;
     this.clientWaitMs = deps.clientWaitMs ?? CLIENT_WAIT_MS;
@@ -418,7 +423,7 @@ export class Replica {
 
   active(indexId: string): VersionId | undefined {
     const r = this.state.indexes.get(indexId);
-    if (r === undefined) this.history.lacking(indexId);
+    if (r === undefined && !this.placement?.elsewhere(indexId)) this.history.lacking(indexId);
     if (r?.asideThrough !== undefined) {
       // What it holds is behind the log: not served, and brought back as soon as it can be.
       this.askedAside(indexId);
@@ -594,6 +599,9 @@ export class Replica {
    * is this node's, is told at the first failure.
    */
   private async applyUntilDone(seq: number, entry: LogEntry): Promise<void> {
+    if (entry.op !== "drop-index" && this.placement !== undefined && !(await this.placement.holds(entry.index))) {
+      return this.passElsewhere(seq, entry);
+    }
     const started = Date.now();
     for (let attempt = 1; ; attempt++) {
       if (this.isAside(entry.index) && entry.op !== "drop-index") {
@@ -622,6 +630,35 @@ export class Replica {
           setTimeout(resolve, Math.max(50, Math.min(30_000, 250 * 2 ** attempt, untilAside))),
         );
       }
+    }
+  }
+
+  // ---- an index held in other regions (D-385) ----
+
+  /**
+   * An entry of an index this node does not hold: passed over, counted into the position. What the
+   * node took of the index before it knew (its creation's entries come before its store row) goes.
+   */
+  private async passElsewhere(seq: number, entry: LogEntry): Promise<void> {
+    if (this.state.indexes.has(entry.index)) {
+      this.state.indexes.delete(entry.index);
+      this.state.watching.delete(entry.index);
+      this.backfill.forget(entry.index);
+      await this.engine.dropIndex(entry.index).catch((error: Error) =>
+        this.logger.warn("could not remove an index held in other regions", {
+          index: entry.index,
+          error: error.message,
+        }),
+      );
+      this.logger.info("an index held in other regions: removed its copy here", { index: entry.index, seq });
+    }
+    if (entry.node === this.node) {
+      this.keepVerdict(seq, {
+        accepted: true,
+        error: new UnavailableError("this region does not hold the index; ask a region of its service", {
+          retryAfterSeconds: 1,
+        }),
+      });
     }
   }
 
@@ -866,6 +903,7 @@ export class Replica {
   private async restoreTruncated(pointers: Map<string, SnapshotPointer>): Promise<void> {
     for (const [index, pointer] of pointers) {
       if (this.state.dropped.has(index)) continue;
+      if (this.placement !== undefined && !(await this.placement.holds(index))) continue;
       const last = this.state.indexes.get(index)?.last ?? 0;
       if (last + 1 >= pointer.truncatedBefore) continue;
       await this.chains.run(index, () => this.restoreIndex(index, pointer));

@@ -43,7 +43,9 @@ function backendFor(
     // Refused here as in REST (http/contract.ts): the store cannot look such a name up.
     const reason = unstorableReason(indexName);
     if (reason !== null) throw InvalidArgumentError.field("indexName", reason);
-    return authorizeIndex(p, "mcp", await deps.catalog.byName(p.tenantId, indexName), indexName);
+    return deps.catalog.servedHere(
+      authorizeIndex(p, "mcp", await deps.catalog.byName(p.tenantId, indexName), indexName),
+    );
   };
   return {
     // What search and lookupById would let this caller reach, so a host never has to guess a

@@ -8,9 +8,11 @@ import { newId } from "../auth/secrets.ts";
 import {
   ConflictError,
   InvalidArgumentError,
+  MisdirectedError,
   NotFoundError,
   notInThisRegionYet,
   QuotaExceededError,
+  type RegionEndpoint,
 } from "../domain/errors.ts";
 import { parseVersion } from "../domain/version-id.ts";
 import type { Logger } from "../log.ts";
@@ -57,6 +59,13 @@ export interface CatalogQuotas {
 }
 export const DEFAULT_CATALOG_QUOTAS: CatalogQuotas = { indexes: 1_000 };
 
+/** With replication, which indexes this node holds (replication/placement.ts, D-385). */
+export interface IndexPlacement {
+  readonly region: string;
+  holdsRegions(regions: readonly string[]): boolean;
+  where(regions: readonly string[]): RegionEndpoint[];
+}
+
 export class CatalogService {
   private readonly cache = new Map<string, { ref: IndexRef | undefined; until: number }>();
   /** Bumped by every invalidation, so a lookup that read the rows before it cannot cache what it read. */
@@ -77,6 +86,8 @@ export class CatalogService {
   /** Visibilities set lately (VISIBILITY_HELD_MS), here or on another node, with when (the setter's clock). */
   private readonly visibilitySet = new Map<string, { visibility: Visibility; at: number }>();
   private notices: NodeNotices = noNotices;
+  /** With replication: which indexes this node holds; without, every one. */
+  private placement: IndexPlacement | undefined;
   /**
    * How long an index's creation or deletion waits for each of its store steps (D-360): those
    * calls also wait on the engine, which with replication is the change log, so they are bounded
@@ -100,6 +111,24 @@ export class CatalogService {
     this.log = log;
     this.now = now;
     this.quotas = quotas;
+  }
+
+  usePlacement(placement: IndexPlacement): void {
+    this.placement = placement;
+  }
+
+  /**
+   * Refuses (421) an index this node does not hold: its records are in its service's regions
+   * only. Called once the caller may reach the index, before anything reads or writes it.
+   */
+  servedHere<T extends Pick<IndexRef, "name" | "serviceName" | "regions">>(ref: T): T {
+    const placement = this.placement;
+    if (placement === undefined || placement.holdsRegions(ref.regions)) return ref;
+    const there = placement.where(ref.regions);
+    throw new MisdirectedError(
+      `index "${ref.name}" of service "${ref.serviceName}" is held in ${there.map((r) => r.id).join(", ")}, not in ${placement.region}: ask one of those regions`,
+      there,
+    );
   }
 
   /** With replication: the version this node serves, and whether it has applied the index's drop. */
@@ -470,6 +499,8 @@ export class CatalogService {
   }
 
   private async describe(ref: IndexRef, options: { unservedFromStore?: boolean } = {}): Promise<SiftIndex> {
+    // Held in other regions: its description is the shared store's, the same everywhere.
+    if (this.placement !== undefined && !this.placement.holdsRegions(ref.regions)) return this.describeFromStore(ref);
     // With replication, what this node serves; an index it has not received yet is 503.
     const active = this.localActive ? this.localActive(ref.id) : ref.activeVersion;
     // Dropped here while another region deleted it: a lookup cached before that is gone too.

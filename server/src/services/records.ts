@@ -26,7 +26,7 @@ export class RecordService {
   async index(p: Principal, action: "records.read" | "index.write", indexName: string): Promise<IndexRef> {
     const tenantId = tenantOf(p);
     const ref = tenantId ? await this.catalog.byName(tenantId, indexName) : undefined;
-    return authorizeIndex(p, action, ref, indexName);
+    return this.catalog.servedHere(authorizeIndex(p, action, ref, indexName));
   }
 
   async get(

@@ -8,7 +8,8 @@ import { parseVersion, tryParseVersion, type VersionId } from "../domain/version
 import type { EntryTail } from "../ports/change-log.ts";
 import type { Db } from "../store/open.ts";
 import { within } from "../within.ts";
-import { indexes, versions } from "../store/schema.ts";
+import { indexes, services, versions } from "../store/schema.ts";
+import type { IndexPlacement } from "./catalog.ts";
 
 export interface IndexLag {
   indexName: string;
@@ -37,22 +38,34 @@ export class RegionLagService {
   private readonly db: Db;
   private readonly applied: AppliedView | undefined;
   private readonly now: () => number;
+  /** With replication: the indexes held in other regions are not this region's to report (D-385). */
+  private readonly placement: IndexPlacement | undefined;
 
-  constructor(db: Db, applied: AppliedView | undefined, now: () => number = Date.now) {
+  constructor(db: Db, applied: AppliedView | undefined, now: () => number = Date.now, placement?: IndexPlacement) {
     this.db = db;
     this.applied = applied;
     this.now = now;
+    this.placement = placement;
   }
 
   async forTenant(tenantId: string): Promise<IndexLag[]> {
     const rows = await this.db
-      .select({ id: indexes.id, name: indexes.name, active: indexes.activeVersion, logSeq: indexes.logSeq })
+      .select({
+        id: indexes.id,
+        name: indexes.name,
+        active: indexes.activeVersion,
+        logSeq: indexes.logSeq,
+        regions: services.regions,
+      })
       .from(indexes)
+      .innerJoin(services, eq(services.id, indexes.serviceId))
       .where(eq(indexes.tenantId, tenantId))
       .orderBy(asc(indexes.name))
       .limit(MAX_INDEXES);
+    const placement = this.placement;
+    const held = placement === undefined ? rows : rows.filter((row) => placement.holdsRegions(row.regions));
     return Promise.all(
-      rows.map(async (row): Promise<IndexLag> => {
+      held.map(async (row): Promise<IndexLag> => {
         if (this.applied === undefined) {
           return { indexName: row.name, activeVersion: row.active, behindVersions: 0, lagMs: 0 };
         }

@@ -119,6 +119,7 @@ export class SearchService {
       `index "${params.indexName}" of service "${params.serviceName}"`,
     );
     const region = this.regionFor(ref, params.regionId);
+    this.catalog.servedHere(ref);
     return { ...(await this.searchIndex(ref, parsed)), region };
   }
 

@@ -104,7 +104,7 @@ export class UploadService {
     const tenantId = tenantOf(p);
     const ref = tenantId ? await this.catalog.byName(tenantId, indexName) : undefined;
     try {
-      return authorizeIndex(p, "index.write", ref, indexName);
+      return this.catalog.servedHere(authorizeIndex(p, "index.write", ref, indexName));
     } catch (error) {
       // docs/uploads.md, Start: starting an upload for an index that does not exist is a 400.
       if (missing === "400" && error instanceof NotFoundError) {

@@ -25,6 +25,7 @@ const ref: IndexRef = {
 function app(failure: Error): Hono<AppEnv> {
   const catalog = {
     byName: async (_tenant: string, name: string) => (name === "food" ? ref : undefined),
+    servedHere: <T>(r: T) => r,
   } as unknown as CatalogService;
   const search = { searchIndex: () => Promise.reject(failure) } as unknown as SearchService;
   const engine = {} as SearchEngine;

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, expect } from "vitest";
 import type { Principal } from "../../src/auth/principal.ts";
 import { createEmbeddedEngine } from "../../src/engine/embedded/index.ts";
 import { createLogger } from "../../src/log.ts";
+import { Placement } from "../../src/replication/placement.ts";
 import { Replica } from "../../src/replication/replica.ts";
 import { replicatedEngine } from "../../src/replication/replicated-engine.ts";
 import { CatalogService } from "../../src/services/catalog.ts";
@@ -49,6 +50,8 @@ export interface NodeOptions {
   notAppendedRetryMs?: number;
   /** How long an entry may fail before its index is set aside on the node (2 minutes, D-376). */
   setAsideAfterMs?: number;
+  /** The node's region and the regions' endpoints: it holds only its services' indexes (D-385). */
+  placement?: { region: string; regionUrls: Record<string, string> };
 }
 
 export async function openNode(memory: MemoryLog, store: Store, name: string, options: NodeOptions = {}) {
@@ -62,6 +65,7 @@ export async function openNode(memory: MemoryLog, store: Store, name: string, op
   const inner = wrap(real);
   const log = (options.wrapLog ?? ((client) => client))(memory.client());
   const db = options.wrapDb?.(store.db) ?? store.db;
+  const placement = options.placement && new Placement({ ...options.placement, db: store.db, log: silent });
   const replica = new Replica({
     node: name,
     log,
@@ -75,11 +79,13 @@ export async function openNode(memory: MemoryLog, store: Store, name: string, op
     ...(options.historyCheckMs ? { historyCheckMs: options.historyCheckMs } : {}),
     ...(options.notAppendedRetryMs ? { notAppendedRetryMs: options.notAppendedRetryMs } : {}),
     ...(options.setAsideAfterMs ? { setAsideAfterMs: options.setAsideAfterMs } : {}),
+    ...(placement ? { placement } : {}),
   });
   const engine = replicatedEngine(inner, replica, log);
   const locks = new IndexLocks();
   locks.setCatchUp((clientWaits) => replica.catchUp({ clientWaits }), { clientWaitMs: replica.clientWaitMs });
   const catalog = new CatalogService(store.db, engine, silent);
+  if (placement) catalog.usePlacement(placement);
   replica.onActivated((id, version) => catalog.setActive(id, version));
   catalog.useLocalActive((id) => replica.active(id));
   const versions = new VersionService({
@@ -107,6 +113,7 @@ export async function openNode(memory: MemoryLog, store: Store, name: string, op
     engine: inner,
     /** What the services write through: the node's engine behind the log. */
     replicated: engine,
+    placement,
     async close() {
       await replica.stop();
       await real.close();

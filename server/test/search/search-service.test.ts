@@ -92,6 +92,7 @@ describe("SearchService pages, facets and sort", () => {
     const versions = { resolve: async () => "4" } as unknown as VersionService;
     const catalog = {
       byServiceAndName: async (_s: string, name: string) => (name === "cities" ? publicIndex : undefined),
+      servedHere: <T>(r: T) => r,
     } as unknown as CatalogService;
     return { search: new SearchService({ catalog, versions, engine, region: "frankfurt" }), requests };
   }
@@ -190,7 +191,7 @@ describe("SearchService and regionId (D-384)", () => {
       search: async () => ({ hits: [], totalHits: 0, totalHitsExact: true }),
     } as unknown as SearchEngine;
     const versions = { resolve: async () => "4" } as unknown as VersionService;
-    const catalog = { byServiceAndName: async () => placed } as unknown as CatalogService;
+    const catalog = { byServiceAndName: async () => placed, servedHere: <T>(r: T) => r } as unknown as CatalogService;
     return new SearchService({ catalog, versions, engine, region: "frankfurt", regionUrls });
   }
 

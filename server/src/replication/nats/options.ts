@@ -38,6 +38,12 @@ export interface NatsLogOptions {
    * them (see prefetch); without it they are fetched when the log entry arrives.
    */
   stagingDir?: string;
+  /**
+   * Whether this node holds the index whose files are announced (its key is the name's second
+   * part: `segments/<index>/<major>`, `snapshots/<index>/...`): those of an index held in other
+   * regions are not fetched ahead (D-385). All of them without it.
+   */
+  holdsIndex?: (index: string) => Promise<boolean>;
 }
 
 /** The default of `mirrorStalledMs` (D-357). */

@@ -151,7 +151,7 @@ export class SegmentFiles {
     if (options.stagingDir !== undefined) {
       nc.subscribe(PREFETCH_SUBJECT, {
         callback: (error, message) => {
-          if (error === null) this.prefetch(JSON.parse(message.string()) as Announcement);
+          if (error === null) void this.prefetchHeld(JSON.parse(message.string()) as Announcement);
         },
       });
       nc.subscribe(PART_SUBJECT, {
@@ -160,6 +160,13 @@ export class SegmentFiles {
         },
       });
     }
+  }
+
+  /** Prefetches the files of an index this node holds; the others' are none of its business (D-385). */
+  private async prefetchHeld(announced: Announcement): Promise<void> {
+    const index = announced.name.split("/")[1];
+    if (index !== undefined && this.options.holdsIndex !== undefined && !(await this.options.holdsIndex(index))) return;
+    this.prefetch(announced);
   }
 
   /**

@@ -1,0 +1,106 @@
+// Data placement (D-385): with replication an index is held only by the nodes of its service's
+// regions. Two nodes over one in-memory change log and one store, one in Frankfurt and one in
+// London: the London node passes over a Frankfurt-only index's entries, keeps nothing of it, and
+// refuses its reads and writes with 421 naming Frankfurt, while it holds an index of every region.
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { MisdirectedError } from "../../src/domain/errors.ts";
+import { RegionLagService } from "../../src/services/region-lag.ts";
+import type { Store } from "../../src/store/open.ts";
+import { tenants } from "../../src/store/schema.ts";
+import { Placement } from "../../src/replication/placement.ts";
+import { storeTargets } from "../support/store.ts";
+import { MemoryLog } from "./memory-log.ts";
+import { admin, openNode, silent, type TestNode } from "./replica-nodes.ts";
+
+const regionUrls = { frankfurt: "http://frankfurt.example", london: "http://london.example" };
+
+describe("an index held only in its service's regions", () => {
+  const memory = new MemoryLog();
+  let store: Store;
+  let frankfurt: TestNode;
+  let london: TestNode;
+  beforeAll(async () => {
+    store = await storeTargets()[0]!.open();
+    await store.db.insert(tenants).values({ id: "ten_r", name: "ten_r", createdAt: 0 });
+    frankfurt = await openNode(memory, store, "a", { placement: { region: "frankfurt", regionUrls } });
+    london = await openNode(memory, store, "b", { placement: { region: "london", regionUrls } });
+    await frankfurt.catalog.createService("ten_r", { name: "ten_r-fra", regions: ["frankfurt"] });
+    await frankfurt.catalog.createService("ten_r", { name: "ten_r-all" });
+    // Made through the node that will not hold it: its creation's entries come before its row.
+    await london.catalog.createIndex("ten_r", { name: "local", serviceName: "ten_r-fra" });
+    await frankfurt.catalog.createIndex("ten_r", { name: "everywhere", serviceName: "ten_r-all" });
+  });
+  afterAll(async () => {
+    await frankfurt?.close();
+    await london?.close();
+    await store?.close();
+  });
+
+  test("the other region passes over its entries and keeps none of its records", async () => {
+    let version = "";
+    for (let i = 0; i < 5; i++)
+      version = await frankfurt.records.put(admin, "local", `r-${i}`, { title: `Local ${i}` });
+    const everywhere = await frankfurt.records.put(admin, "everywhere", "e-1", { title: "Everywhere" });
+    await london.replica.catchUp();
+    const { id } = (await frankfurt.catalog.byName("ten_r", "local"))!;
+    expect((await frankfurt.records.get(admin, "local", "r-4")).title).toBe("Local 4");
+    // London applied every entry of the log (it is caught up) but holds nothing of the index.
+    expect(await london.replica.caughtUp()).toMatchObject({ ready: true });
+    expect(london.replica.appliedSeq(id)).toBe(0);
+    expect(london.replica.has(id, version)).toBe(false);
+    await expect(london.engine.versions(id)).rejects.toThrow();
+    // The rows of the versions reach the shared store from the node that holds the index.
+    await frankfurt.replica.storeSettled(id);
+    // The index of every region is held there too.
+    expect((await london.records.get(admin, "everywhere", "e-1", undefined, everywhere)).title).toBe("Everywhere");
+  });
+
+  test("its reads and writes there are 421, naming the regions that hold it", async () => {
+    const read = await london.records.get(admin, "local", "r-1").catch((error: unknown) => error);
+    expect(read).toBeInstanceOf(MisdirectedError);
+    expect(read).toMatchObject({
+      message: 'index "local" of service "ten_r-fra" is held in frankfurt, not in london: ask one of those regions',
+      regions: [{ id: "frankfurt", url: "http://frankfurt.example" }],
+    });
+    await expect(london.records.put(admin, "local", "r-9", { title: "Nine" })).rejects.toBeInstanceOf(MisdirectedError);
+    expect((await frankfurt.records.get(admin, "local", "r-1")).title).toBe("Local 1");
+    // Its description is the shared store's, the same in every region.
+    expect(await london.catalog.getIndex("ten_r", "local")).toMatchObject({ name: "local", records: 5 });
+  });
+
+  test("it is deleted through a region that does not hold it, and gone from the one that does", async () => {
+    const { id } = (await frankfurt.catalog.byName("ten_r", "local"))!;
+    await london.catalog.deleteIndex("ten_r", "local");
+    await frankfurt.replica.catchUp();
+    expect(frankfurt.replica.isDropped(id)).toBe(true);
+    await expect(frankfurt.engine.versions(id)).rejects.toThrow();
+    await frankfurt.catalog.createIndex("ten_r", { name: "local", serviceName: "ten_r-fra" });
+  });
+
+  test("its lag is reported only where it is held", async () => {
+    const shown = async (node: TestNode) =>
+      (await new RegionLagService(store.db, node.replica, Date.now, node.placement).forTenant("ten_r")).map(
+        (i) => i.indexName,
+      );
+    expect(await shown(frankfurt)).toEqual(["everywhere", "local"]);
+    expect(await shown(london)).toEqual(["everywhere"]);
+  });
+});
+
+describe("which regions hold a service's indexes", () => {
+  const placement = (region: string, urls: Record<string, string>) =>
+    new Placement({ region, regionUrls: urls, db: undefined as never, log: silent });
+
+  test("the service's regions that run Sift; every region when none of them does", () => {
+    const london = placement("london", regionUrls);
+    expect(london.holdsRegions(["london", "tokyo"])).toBe(true);
+    expect(london.holdsRegions(["frankfurt"])).toBe(false);
+    // Tokyo has no endpoint: no region of the service runs Sift, and no index is held nowhere.
+    expect(london.holdsRegions(["tokyo", "sydney"])).toBe(true);
+    expect(london.where(["frankfurt", "tokyo", "london"])).toEqual([
+      { id: "frankfurt", url: "http://frankfurt.example" },
+    ]);
+    // Without other regions' endpoints, a node knows of no other region: it holds everything.
+    expect(placement("london", {}).holdsRegions(["frankfurt"])).toBe(true);
+  });
+});
