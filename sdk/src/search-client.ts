@@ -134,7 +134,8 @@ export function searchCalls(api: ReturnType<typeof createApi>["api"], router: Ro
     /**
      * Up to 10 searches in one request, answered in order; a search that fails answers its own
      * problem (isSearchProblem) without failing the others. A search a region answers 503 (it has
-     * not applied that search's `minVersion` yet) is asked again of the next region.
+     * not applied that search's `minVersion` yet) is asked again of the next region; one it
+     * answers 421 (its index is held in other regions) is asked alone, as search() asks it.
      */
     multiSearch: async (
       searches: readonly MultiSearchQuery[],
@@ -156,9 +157,22 @@ export function searchCalls(api: ReturnType<typeof createApi>["api"], router: Ro
           results[pending[k]!] = answer;
           if (isSearchProblem(answer) && answer.status === 503) behind.push(pending[k]!);
         });
-        if (!behind.length || left <= 1 || !router.setAside(response, 1_000)) return results;
+        if (!behind.length || left <= 1 || !router.setAside(response, 1_000)) break;
         pending = behind;
       }
+      await Promise.all(
+        results.map(async (answer, i) => {
+          if (!isSearchProblem(answer) || answer.status !== 421) return;
+          const { data, response } = await api.GET("/v1/search", {
+            params: { query: queries[i]! },
+            ...(init.signal ? { signal: init.signal } : {}),
+          });
+          // Still refused (no region the client knows holds it): the problem stays.
+          const region = response.headers.get("x-sift-region");
+          if (response.ok && data !== undefined && region !== null) results[i] = { ...data, region };
+        }),
+      );
+      return results;
     },
   };
 }

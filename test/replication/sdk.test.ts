@@ -144,6 +144,13 @@ describe.skipIf(!regionsAvailable)("the SDK across three regions", () => {
     }
     await sift.records.put("placed", "rake-5", { title: "Garden rake 5" });
     expect(asked).toEqual(["newark", "frankfurt", "frankfurt", "frankfurt", "newark", "frankfurt"]);
+    // In a multi-search Newark answers what it holds; the search it refuses is asked alone, where it is held.
+    const [placedHoes, cans] = await sift.multiSearch([
+      { query: "hoe", indexName: "placed", serviceName: service },
+      { query: "watering can", indexName: r.index, serviceName: r.service },
+    ]);
+    expect(placedHoes).toMatchObject({ totalHits: 200, region: "frankfurt" });
+    expect(cans).toMatchObject({ totalHits: 20, region: "newark" });
   });
 
   it("keeps 32 concurrent searches going with zero failures while the preferred region is killed", async () => {

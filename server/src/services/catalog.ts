@@ -125,8 +125,9 @@ export class CatalogService {
     const placement = this.placement;
     if (placement === undefined || placement.holdsRegions(ref.regions)) return ref;
     const there = placement.where(ref.regions);
+    const named = there.map((r) => (r.url === undefined ? r.id : `${r.id} (${r.url})`)).join(", ");
     throw new MisdirectedError(
-      `index "${ref.name}" of service "${ref.serviceName}" is held in ${there.map((r) => r.id).join(", ")}, not in ${placement.region}: ask one of those regions`,
+      `index "${ref.name}" of service "${ref.serviceName}" is held in ${named}, not in ${placement.region}: ask one of those regions`,
       there,
     );
   }

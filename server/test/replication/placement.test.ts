@@ -59,7 +59,8 @@ describe("an index held only in its service's regions", () => {
     const read = await london.records.get(admin, "local", "r-1").catch((error: unknown) => error);
     expect(read).toBeInstanceOf(MisdirectedError);
     expect(read).toMatchObject({
-      message: 'index "local" of service "ten_r-fra" is held in frankfurt, not in london: ask one of those regions',
+      message:
+        'index "local" of service "ten_r-fra" is held in frankfurt (http://frankfurt.example), not in london: ask one of those regions',
       regions: [{ id: "frankfurt", url: "http://frankfurt.example" }],
     });
     await expect(london.records.put(admin, "local", "r-9", { title: "Nine" })).rejects.toBeInstanceOf(MisdirectedError);
