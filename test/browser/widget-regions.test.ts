@@ -69,7 +69,10 @@ const titles = (page: Page) => page.locator("sift-autocomplete [role=listbox]:vi
 const message = (page: Page) => page.locator("sift-autocomplete [part~=message]").textContent();
 
 test("with regions, a region that answers 503 hands the search to the next one and the user sees suggestions", async () => {
-  const { page, behindSearches } = await open({ "base-url": BEHIND, regions: `london=${BEHIND} frankfurt=${sift.url}` });
+  const { page, behindSearches } = await open({
+    "base-url": BEHIND,
+    regions: `london=${BEHIND} frankfurt=${sift.url}`,
+  });
   // The failing region is measured the closest (the regions are measured at the first focus), so
   // it is asked first. (A forced region, `region`, would be asked alone: D-384.)
   await page.route(`${sift.url}/healthz`, async (route) => {
