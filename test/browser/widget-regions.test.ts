@@ -76,7 +76,7 @@ test("with regions, a region that answers 503 hands the search to the next one a
   // The failing region is measured the closest (the regions are measured at the first focus), so
   // it is asked first. (A forced region, `region`, would be asked alone: D-384.)
   await page.route(`${sift.url}/healthz`, async (route) => {
-    await new Promise((resolve) => setTimeout(resolve, 150));
+    await new Promise((resolve) => setTimeout(resolve, 300));
     await route.continue();
   });
   await page.locator("sift-autocomplete input").pressSequentially("par");

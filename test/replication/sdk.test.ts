@@ -132,7 +132,7 @@ describe.skipIf(!regionsAvailable)("the SDK across three regions", () => {
       ],
       fetch: async (input, init) => {
         const target = new URL(String(input));
-        if (target.pathname === "/healthz" && target.origin !== newark) await sleep(50);
+        if (target.pathname === "/healthz" && target.origin !== newark) await sleep(250);
         else if (target.pathname !== "/healthz") asked.push(target.origin === newark ? "newark" : "frankfurt");
         return fetch(input, init);
       },

@@ -53,7 +53,8 @@ function backendFor(
     listIndexes: () =>
       asProblem(async () => {
         const cell = authorize(p, "mcp");
-        const all = await deps.catalog.listIndexes(p.tenantId);
+        // Those this endpoint can search: with replication, those its region holds (D-385).
+        const all = await deps.catalog.listIndexes(p.tenantId, { heldHere: true });
         const indexes = all
           .filter((i) => (cell === "ownPublic" ? i.visibility === "PUBLIC" : true) && indexAllowed(p, i.name))
           .map(({ name, serviceName, visibility, activeVersion, records }) => ({

@@ -65,8 +65,11 @@ describe("an index held only in its service's regions", () => {
     });
     await expect(london.records.put(admin, "local", "r-9", { title: "Nine" })).rejects.toBeInstanceOf(MisdirectedError);
     expect((await frankfurt.records.get(admin, "local", "r-1")).title).toBe("Local 1");
-    // Its description is the shared store's, the same in every region.
+    // Its description is the shared store's, the same in every region; what MCP lists as
+    // searchable there (the indexes held there) leaves it out.
     expect(await london.catalog.getIndex("ten_r", "local")).toMatchObject({ name: "local", records: 5 });
+    expect((await london.catalog.listIndexes("ten_r")).map((i) => i.name)).toEqual(["everywhere", "local"]);
+    expect((await london.catalog.listIndexes("ten_r", { heldHere: true })).map((i) => i.name)).toEqual(["everywhere"]);
   });
 
   test("it is deleted through a region that does not hold it, and gone from the one that does", async () => {
