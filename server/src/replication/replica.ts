@@ -423,7 +423,7 @@ export class Replica {
 
   active(indexId: string): VersionId | undefined {
     const r = this.state.indexes.get(indexId);
-    if (r === undefined && !this.placement?.elsewhere(indexId)) this.history.lacking(indexId);
+    if (r === undefined) this.lacks(indexId);
     if (r?.asideThrough !== undefined) {
       // What it holds is behind the log: not served, and brought back as soon as it can be.
       this.askedAside(indexId);
@@ -634,6 +634,21 @@ export class Replica {
   }
 
   // ---- an index held in other regions (D-385) ----
+
+  /**
+   * Asked for an index it has not got: said (and restored, if the log lost it) only when this node
+   * holds it. The periodic retention pass asks for every index of the store.
+   */
+  private lacks(indexId: string): void {
+    const placement = this.placement;
+    if (placement === undefined) {
+      this.history.lacking(indexId);
+    } else if (!placement.elsewhere(indexId)) {
+      void placement.holds(indexId).then((held) => {
+        if (held) this.history.lacking(indexId);
+      });
+    }
+  }
 
   /**
    * An entry of an index this node does not hold: passed over, counted into the position. What the

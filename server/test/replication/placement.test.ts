@@ -72,6 +72,23 @@ describe("an index held only in its service's regions", () => {
     expect((await london.catalog.listIndexes("ten_r", { heldHere: true })).map((i) => i.name)).toEqual(["everywhere"]);
   });
 
+  test("a node that does not hold it never says it lacks it, though asked for it before it knew", async () => {
+    const { id } = (await frankfurt.catalog.byName("ten_r", "local"))!;
+    const lacking: string[] = [];
+    london.log.onNotice?.((notice) => {
+      if (notice.kind === "index-lacking") lacking.push(notice.indexId);
+    });
+    // As after a restart, before any entry of the index came: the periodic retention pass asks
+    // every node for every index of the store.
+    (london.placement as unknown as { known: Map<string, boolean> }).known.clear();
+    expect(london.replica.active(id)).toBeUndefined();
+    // An index the store does not know is another matter: a node lacking it says so.
+    expect(london.replica.active("idx_unknown")).toBeUndefined();
+    await expect.poll(() => lacking).toContain("idx_unknown");
+    expect(lacking).not.toContain(id);
+    expect(london.placement!.elsewhere(id)).toBe(true);
+  });
+
   test("it is deleted through a region that does not hold it, and gone from the one that does", async () => {
     const { id } = (await frankfurt.catalog.byName("ten_r", "local"))!;
     await london.catalog.deleteIndex("ten_r", "local");
