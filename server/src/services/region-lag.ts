@@ -60,10 +60,13 @@ export class RegionLagService {
       .from(indexes)
       .innerJoin(services, eq(services.id, indexes.serviceId))
       .where(eq(indexes.tenantId, tenantId))
-      .orderBy(asc(indexes.name))
-      .limit(MAX_INDEXES);
+      .orderBy(asc(indexes.name));
     const placement = this.placement;
-    const held = placement === undefined ? rows : rows.filter((row) => placement.holdsRegions(row.regions));
+    // The first ones held here by name: a tenant's indexes are bounded by its quota (1,000).
+    const held = (placement === undefined ? rows : rows.filter((row) => placement.holdsRegions(row.regions))).slice(
+      0,
+      MAX_INDEXES,
+    );
     return Promise.all(
       held.map(async (row): Promise<IndexLag> => {
         if (this.applied === undefined) {
