@@ -77,6 +77,9 @@ describe.skipIf(!regionsAvailable)("the SDK across three regions", () => {
     for (const refused of [
       await r.http(2).get(search),
       await r.http(2).put("/v1/indexes/placed/records/x", { title: "X" }),
+      await r.http(2).get("/v1/indexes/placed/records/rake-1"),
+      await r.http(2).get("/v1/indexes/placed/versions"),
+      await r.http(2).post("/v1/uploads/start", { indexName: "placed" }),
     ]) {
       expect(refused.status, refused.text).toBe(421);
       expect(refused.body.regions).toEqual([
