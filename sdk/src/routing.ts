@@ -67,12 +67,15 @@ const RETRYABLE_STATUS = new Set([502, 503, 504]);
 
 /**
  * What a request's placement is known by: a search's service (its indexes share their regions), a
- * record or version request's index (of the client's tenant). Undefined for the rest.
+ * record or version request's or an upload's status's index (of the client's tenant). Undefined
+ * for the rest.
  */
 function scopeOf(url: URL): string | undefined {
   const service = url.searchParams.get("serviceName");
   if (url.pathname.endsWith("/v1/search") && service !== null) return `service:${service}`;
-  const index = /\/v1\/indexes\/([^/]+)\/(records|versions|uploads)/.exec(url.pathname)?.[1];
+  const index =
+    /\/v1\/indexes\/([^/]+)\/(records|versions)\b/.exec(url.pathname)?.[1] ??
+    /\/v1\/uploads\/([^/]+)\/[^/]+$/.exec(url.pathname)?.[1];
   return index === undefined ? undefined : `index:${index}`;
 }
 
@@ -198,6 +201,8 @@ export function createRouter(options: RouterOptions): Router {
         tried.add(h.url);
         // How long this host is set aside: its Retry-After when it gave one, otherwise downForMs.
         let aside: number | undefined;
+        // It answered 421: it serves other indexes, and is not set aside.
+        let heldElsewhere = false;
         // A connection the server closed as idle just as it was reused fails at once: that host is
         // not down, so it gets one more try before the request moves on.
         for (let attempt = 0; attempt < 2; attempt++) {
@@ -219,7 +224,7 @@ export function createRouter(options: RouterOptions): Router {
               if (next.length > 0) {
                 misdirected = response;
                 candidates = order(next, forced);
-                aside = 0;
+                heldElsewhere = true;
                 break;
               }
             }
@@ -242,7 +247,7 @@ export function createRouter(options: RouterOptions): Router {
             if (timeout.aborted || !isConnectionReset(error)) break;
           }
         }
-        if (aside !== 0) setAsideUrl(h.url, Date.now() + (aside ?? downForMs));
+        if (!heldElsewhere) setAsideUrl(h.url, Date.now() + (aside ?? downForMs));
       }
       // Every region that holds the index failed: the 421 says where it is held.
       if (misdirected !== undefined && causes.length === 0) return misdirected;

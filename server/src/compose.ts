@@ -141,7 +141,7 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
     await engine.open();
     if (config.nats) {
       const { Placement } = await import("./replication/placement.ts");
-      placement = new Placement({ region: config.region, regionUrls: config.regionUrls, db: store.db, log });
+      placement = new Placement({ region: config.region, regionUrls: config.regionUrls, lookup: store.lookup, log });
       const held = placement;
       const { openNatsLog } = await import("./replication/nats/nats-log.ts");
       // Opened in the background: a node whose NATS servers are out of reach starts on what it

@@ -122,7 +122,7 @@ export function problemFor(error: unknown): HttpProblem | undefined {
     return new HttpProblem(STATUS_OF[error.kind], error.message, fields, headers, "QUOTA_EXCEEDED");
   }
   if (error instanceof MisdirectedError) {
-    return new HttpProblem(421, error.message, undefined, {}, undefined, error.regions as Problem["regions"]);
+    return new HttpProblem(421, error.message, undefined, {}, undefined, error.regions);
   }
   if (error instanceof DomainError) {
     const fields = error instanceof InvalidArgumentError && error.fields.length ? error.fields : undefined;

@@ -8,6 +8,7 @@ import { RegionLagService } from "../../src/services/region-lag.ts";
 import type { Store } from "../../src/store/open.ts";
 import { tenants } from "../../src/store/schema.ts";
 import { Placement } from "../../src/replication/placement.ts";
+import type { Lookup } from "../../src/store/lookup.ts";
 import { storeTargets } from "../support/store.ts";
 import { MemoryLog } from "./memory-log.ts";
 import { admin, openNode, silent, type TestNode } from "./replica-nodes.ts";
@@ -110,7 +111,7 @@ describe("an index held only in its service's regions", () => {
 
 describe("which regions hold a service's indexes", () => {
   const placement = (region: string, urls: Record<string, string>) =>
-    new Placement({ region, regionUrls: urls, db: undefined as never, log: silent });
+    new Placement({ region, regionUrls: urls, lookup: undefined as never, log: silent });
 
   test("the service's regions that run Sift; every region when none of them does", () => {
     const london = placement("london", regionUrls);
@@ -123,5 +124,25 @@ describe("which regions hold a service's indexes", () => {
     ]);
     // Without other regions' endpoints, a node knows of no other region: it holds everything.
     expect(placement("london", {}).holdsRegions(["frankfurt"])).toBe(true);
+  });
+
+  test("the store is asked once per index, and not while it is out of reach", async () => {
+    let asked = 0;
+    let answer: () => Promise<unknown> = async () => ({ regions: ["frankfurt"] });
+    const lookup = (async () => {
+      asked++;
+      return answer();
+    }) as unknown as Lookup;
+    const london = new Placement({ region: "london", regionUrls, lookup, log: silent });
+    // An entry and its files' announcement at once: one read; then the answer is kept.
+    expect(await Promise.all([london.holds("idx_1"), london.holds("idx_1")])).toEqual([false, false]);
+    expect(await london.holds("idx_1")).toBe(false);
+    expect(asked).toBe(1);
+    // A store that does not answer: held meanwhile, and not asked again for a while.
+    answer = () => Promise.reject(new Error("a lookup took longer than 2 s"));
+    expect(await london.holds("idx_2")).toBe(true);
+    expect(await london.holds("idx_3")).toBe(true);
+    expect(asked).toBe(2);
+    expect(await london.holds("idx_1")).toBe(false);
   });
 });

@@ -8,6 +8,7 @@ import type { Principal } from "../../src/auth/principal.ts";
 import { createEmbeddedEngine } from "../../src/engine/embedded/index.ts";
 import { createLogger } from "../../src/log.ts";
 import { Placement } from "../../src/replication/placement.ts";
+import { primaryOnly } from "../../src/store/lookup.ts";
 import { Replica } from "../../src/replication/replica.ts";
 import { replicatedEngine } from "../../src/replication/replicated-engine.ts";
 import { CatalogService } from "../../src/services/catalog.ts";
@@ -65,7 +66,8 @@ export async function openNode(memory: MemoryLog, store: Store, name: string, op
   const inner = wrap(real);
   const log = (options.wrapLog ?? ((client) => client))(memory.client());
   const db = options.wrapDb?.(store.db) ?? store.db;
-  const placement = options.placement && new Placement({ ...options.placement, db: store.db, log: silent });
+  const placement =
+    options.placement && new Placement({ ...options.placement, lookup: primaryOnly(store.db), log: silent });
   const replica = new Replica({
     node: name,
     log,
