@@ -1477,6 +1477,11 @@ export type components = {
              */
             records: number;
             createdAt: components["schemas"]["EpochMillis"];
+            /**
+             * @description With data placement, only where this region does not hold the index's records: the regions
+             *     that do, with their endpoints. Here its searches, records, versions and uploads answer 421.
+             */
+            heldIn?: components["schemas"]["PlacedRegion"][];
         };
         /** @description A container for indexes holding shared placement: regions and replicas. */
         SiftService: {

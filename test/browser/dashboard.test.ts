@@ -464,6 +464,45 @@ describe("catalog and records", () => {
   });
 });
 
+test("an index its service keeps in other regions links to their dashboards instead of failing its tabs", async () => {
+  const { page, http } = await signedIn("held");
+  // This one process holds everything; what a region outside the service's regions says of the
+  // index (heldIn, the cluster tests check that each region says it) is put into its description.
+  const heldIn = [
+    { id: "frankfurt", url: "http://frankfurt.sift.test" },
+    { id: "london", url: "http://london.sift.test/" },
+  ];
+  const asked: string[] = [];
+  await page.route(`${sift.url}/v1/**`, async (route) => {
+    const path = new URL(route.request().url()).pathname;
+    asked.push(path);
+    if (path !== "/v1/indexes" && path !== "/v1/indexes/held-idx") return route.fallback();
+    const body = (await (await route.fetch()).json()) as { indexes?: { name: string }[] };
+    const described = (i: { name: string }) => (i.name === "held-idx" ? { ...i, heldIn } : i);
+    return route.fulfill({ json: body.indexes ? { indexes: body.indexes.map(described) } : described(body as never) });
+  });
+  await page.reload();
+  const row = page.getByRole("rowheader", { name: /held-idx/ });
+  await expect.poll(() => row.textContent()).toBe("held-idx kept in frankfurt, london");
+
+  await page.goto(`${sift.url}/dashboard/indexes/held-idx/versions`);
+  const kept = page.getByRole("region", { name: "Kept in other regions" });
+  await expect.poll(() => kept.isVisible()).toBe(true);
+  expect(await kept.textContent()).toContain(
+    `The service “${(await http.get("/v1/indexes/held-idx")).body.serviceName}”`,
+  );
+  expect(await page.getByRole("link", { name: "Open it in frankfurt" }).getAttribute("href")).toBe(
+    "http://frankfurt.sift.test/dashboard/indexes/held-idx/versions",
+  );
+  expect(await page.getByRole("link", { name: "Open it in london" }).getAttribute("href")).toBe(
+    "http://london.sift.test/dashboard/indexes/held-idx/versions",
+  );
+  // No tab is offered, and nothing this region would refuse (421) is asked.
+  expect(await page.getByRole("navigation", { name: "Index sections" }).count()).toBe(0);
+  expect(asked.filter((p) => p.startsWith("/v1/indexes/held-idx/") || p === "/v1/search")).toEqual([]);
+  await expectAccessible(page, "index kept in other regions");
+});
+
 test("a session that ends while the dashboard is open leads back to sign-in, saying so", async () => {
   const { page } = await signedIn("ended");
   // Signed out elsewhere (another tab): the cookie is cleared and the session deleted.

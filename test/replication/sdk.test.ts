@@ -122,7 +122,16 @@ describe.skipIf(!regionsAvailable)("the SDK across three regions", () => {
       );
     expect(await reported(0)).toContain("placed");
     expect(await reported(2)).not.toContain("placed");
-    expect((await r.http(2).get("/v1/indexes/placed")).body).toMatchObject({ name: "placed", serviceName: service });
+    // Its description is answered everywhere; where it does not hold the index, it says where it is.
+    expect((await r.http(2).get("/v1/indexes/placed")).body).toMatchObject({
+      name: "placed",
+      serviceName: service,
+      heldIn: [
+        { id: "frankfurt", url: frankfurt },
+        { id: "london", url: london },
+      ],
+    });
+    expect((await r.http(0).get("/v1/indexes/placed")).body).not.toHaveProperty("heldIn");
 
     // A client that measures Newark closest asks it once, then goes to the regions that hold the index.
     const asked: string[] = [];

@@ -10,6 +10,7 @@ import { announce, Code, ConfirmButton, Empty, FormError, Loading, useAction } f
 
 type Index = components["schemas"]["SiftIndex"];
 type Version = components["schemas"]["IndexVersion"];
+type Region = components["schemas"]["PlacedRegion"];
 type Changes = components["schemas"]["VersionChanges"];
 type Change = Changes["changes"][number];
 
@@ -58,20 +59,55 @@ export function IndexPage({ name, tab, recordId }: { name: string; tab: string |
               <dd data-testid="active-version">{index.activeVersion}</dd>
             </div>
           </dl>
-          <nav class="tabs" aria-label="Index sections">
-            {TABS.map((t) => (
-              <a key={t.id} {...linkTo(`${base}/${t.id}`)} aria-current={t.id === current ? "page" : undefined}>
-                {t.label}
-              </a>
-            ))}
-          </nav>
-          {current === "records" && <Records index={index} changed={reload} recordId={recordId} />}
-          {current === "upload" && <Upload index={index} changed={reload} />}
-          {current === "versions" && <Versions index={index} changed={reload} />}
-          {current === "use" && <UseIt index={index} />}
+          {index.heldIn ? (
+            <HeldElsewhere index={index} heldIn={index.heldIn} tab={current} />
+          ) : (
+            <>
+              <nav class="tabs" aria-label="Index sections">
+                {TABS.map((t) => (
+                  <a key={t.id} {...linkTo(`${base}/${t.id}`)} aria-current={t.id === current ? "page" : undefined}>
+                    {t.label}
+                  </a>
+                ))}
+              </nav>
+              {current === "records" && <Records index={index} changed={reload} recordId={recordId} />}
+              {current === "upload" && <Upload index={index} changed={reload} />}
+              {current === "versions" && <Versions index={index} changed={reload} />}
+              {current === "use" && <UseIt index={index} />}
+            </>
+          )}
         </>
       )}
     </>
+  );
+}
+
+/**
+ * An index its service keeps in other regions: this region's server answers its records, uploads
+ * and versions with 421, so the page sends the user to the same screen of a region that holds it
+ * (the records go from there to the browser, never through this region).
+ */
+function HeldElsewhere({ index, heldIn, tab }: { index: Index; heldIn: Region[]; tab: Tab }) {
+  const path = `/dashboard/indexes/${encodeURIComponent(index.name)}/${tab}`;
+  return (
+    <section class="held-elsewhere" aria-labelledby="held-title">
+      <h2 id="held-title">Kept in other regions</h2>
+      <p>
+        The service “{index.serviceName}” keeps this index's records in {heldIn.map((r) => r.id).join(" and ")} only,
+        not in this region. Its records, uploads and versions are opened there (sign in with the same account):
+      </p>
+      <ul>
+        {heldIn.map((r) => (
+          <li key={r.id}>
+            {r.url ? (
+              <a href={`${r.url.replace(/\/+$/, "")}${path}`}>Open it in {r.id}</a>
+            ) : (
+              `${r.id} (no endpoint of its own)`
+            )}
+          </li>
+        ))}
+      </ul>
+    </section>
   );
 }
 

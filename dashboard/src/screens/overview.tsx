@@ -199,6 +199,7 @@ function IndexSection(props: { services: Service[]; indexes: Index[]; reload: ()
               <tr key={i.name}>
                 <th scope="row">
                   <a {...linkTo(`/indexes/${encodeURIComponent(i.name)}`)}>{i.name}</a>
+                  {i.heldIn && <span class="hint"> kept in {i.heldIn.map((r) => r.id).join(", ")}</span>}
                 </th>
                 <td>{i.serviceName}</td>
                 <td>{i.records.toLocaleString()}</td>

@@ -505,7 +505,9 @@ export class CatalogService {
 
   private async describe(ref: IndexRef, options: { unservedFromStore?: boolean } = {}): Promise<SiftIndex> {
     // Held in other regions: its description is the shared store's, the same everywhere.
-    if (this.placement !== undefined && !this.placement.holdsRegions(ref.regions)) return this.describeFromStore(ref);
+    if (this.placement !== undefined && !this.placement.holdsRegions(ref.regions)) {
+      return { ...(await this.describeFromStore(ref)), heldIn: this.placement.where(ref.regions) };
+    }
     // With replication, what this node serves; an index it has not received yet is 503.
     const active = this.localActive ? this.localActive(ref.id) : ref.activeVersion;
     // Dropped here while another region deleted it: a lookup cached before that is gone too.
