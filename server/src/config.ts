@@ -40,6 +40,11 @@ export interface Config {
   maxBodyBytes: number;
   maxUploadBytes: number;
   sessionTtlMs: number;
+  /**
+   * A parent domain of every region's host (`sift.example` for `london.sift.example`): the session
+   * cookie is set for it, so a dashboard session reaches every region's dashboard (D-387).
+   */
+  sessionCookieDomain: string | undefined;
   /** Origins allowed to send cookie-authenticated writes besides the server's own (and to call /mcp). */
   allowedOrigins: string[];
   /**
@@ -344,6 +349,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     maxBodyBytes: int("SIFT_MAX_BODY_BYTES", 1024 * 1024, 1024, 256 * 1024 * 1024),
     maxUploadBytes: int("SIFT_MAX_UPLOAD_BYTES", 20 * 1024 ** 3, 1, Number.MAX_SAFE_INTEGER),
     sessionTtlMs: int("SIFT_SESSION_TTL_HOURS", 14 * 24, 1, 24 * 365) * 3_600_000,
+    sessionCookieDomain: env.SIFT_SESSION_COOKIE_DOMAIN?.trim().toLowerCase().replace(/^\./, "") || undefined,
     allowedOrigins: (env.SIFT_ALLOWED_ORIGINS ?? "")
       .split(",")
       .map((s) => s.trim())
@@ -415,6 +421,25 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       problems.push(
         `SIFT_ALLOWED_HOSTS entries must be host names without a port, like api.example.com or *.example.com (got "${host}")`,
       );
+  }
+  const cookieDomain = config.sessionCookieDomain;
+  if (cookieDomain !== undefined) {
+    // A browser refuses a cookie for a top-level domain, and for a domain its host is not under.
+    if (!/^[a-z0-9-]+(\.[a-z0-9-]+)+$/.test(cookieDomain))
+      problems.push(
+        `SIFT_SESSION_COOKIE_DOMAIN must be a domain of two labels or more, like sift.example (got "${cookieDomain}")`,
+      );
+    else
+      for (const [name, at] of [
+        ["SIFT_PUBLIC_URL", config.publicUrl] as const,
+        ...Object.entries(config.regionUrls).map(([id, url]) => [`SIFT_REGION_URL_${id.toUpperCase()}`, url] as const),
+      ]) {
+        const host = at === undefined ? undefined : hostnameOf(new URL(at).host);
+        if (host !== undefined && host !== cookieDomain && !host.endsWith(`.${cookieDomain}`))
+          problems.push(
+            `SIFT_SESSION_COOKIE_DOMAIN=${cookieDomain} must be a parent domain of every region's host: ${name} is ${at}`,
+          );
+      }
   }
   // Off loopback, the Host check needs a name to accept, or every request would be refused (D-260).
   if (!isLoopback(config.host) && !config.publicUrl && config.allowedHosts.length === 0) {

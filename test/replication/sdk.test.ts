@@ -5,6 +5,7 @@ import { createClient, type SearchResponse, SiftUnreachableError } from "@sift/s
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { Http } from "../support/http.ts";
 import { regionsAvailable, useRegions } from "../support/regions.ts";
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -132,6 +133,15 @@ describe.skipIf(!regionsAvailable)("the SDK across three regions", () => {
       ],
     });
     expect((await r.http(0).get("/v1/indexes/placed")).body).not.toHaveProperty("heldIn");
+    // A dashboard session made in one region is good in the others (the store is shared), so a
+    // cookie set for their parent domain signs the user in wherever a link leads (D-387).
+    const [atFrankfurt, atLondon, atNewark] = [frankfurt, london, newark].map((url) => new Http(url));
+    const account = { email: `placed-${process.pid}@sift.test`, password: "correct horse battery staple" };
+    expect((await atFrankfurt!.post("/v1/auth/signup", account)).status).toBe(201);
+    const cookie = { headers: { cookie: `sift_session=${atFrankfurt!.sessionCookie}` }, cookies: false };
+    expect((await atNewark!.get("/v1/auth/me", cookie)).body.user.email).toBe(account.email);
+    expect((await atLondon!.post("/v1/auth/logout", undefined, cookie)).status).toBe(204);
+    expect((await atNewark!.get("/v1/auth/me", cookie)).status).toBe(401);
 
     // A client that measures Newark closest asks it once, then goes to the regions that hold the index.
     const asked: string[] = [];

@@ -94,7 +94,7 @@ function HeldElsewhere({ index, heldIn, tab }: { index: Index; heldIn: Region[];
       <h2 id="held-title">Kept in other regions</h2>
       <p>
         The service “{index.serviceName}” keeps this index's records in {heldIn.map((r) => r.id).join(" and ")} only,
-        not in this region. Its records, uploads and versions are opened there (sign in with the same account):
+        not in this region. Its records, uploads and versions are opened there, with the same account:
       </p>
       <ul>
         {heldIn.map((r) => (

@@ -213,7 +213,7 @@ export function oauthHandlers(deps: { config: Config; accounts: AccountService; 
     // An address the provider says it has not verified is not recorded as the user's.
     const address = typeof email === "string" && verified !== false ? email : undefined;
     const signedIn = await deps.accounts.oauthSignIn(p.id, String(subject), address);
-    setSessionCookie(c, signedIn.token, signedIn.expiresAt);
+    setSessionCookie(c, signedIn.token, signedIn.expiresAt, deps.config.sessionCookieDomain);
     return c.redirect(pending.redirectTo, 302);
   }
 }

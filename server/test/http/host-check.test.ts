@@ -62,6 +62,35 @@ describe("the configuration", () => {
     expect(problems({ HOST: "0.0.0.0", SIFT_ALLOWED_HOSTS: "10.0.0.5" })).toEqual([]);
   });
 
+  test("SIFT_SESSION_COOKIE_DOMAIN is a parent domain of this server's host and of every region's", () => {
+    const regions = {
+      SIFT_PUBLIC_URL: "https://london.sift.example",
+      SIFT_REGION_URL_FRANKFURT: "https://de.sift.example",
+    };
+    expect(problems({ ...regions, SIFT_SESSION_COOKIE_DOMAIN: ".Sift.example" })).toEqual([]);
+    expect(loadConfig({ SIFT_DATA_DIR: "/tmp/unused", SIFT_SESSION_COOKIE_DOMAIN: ".Sift.example" })).toMatchObject({
+      sessionCookieDomain: "sift.example",
+    });
+    // A browser takes no cookie for a top-level domain, nor for a domain the host is not under.
+    expect(problems({ SIFT_SESSION_COOKIE_DOMAIN: "example" })).toEqual([
+      expect.stringMatching(/SIFT_SESSION_COOKIE_DOMAIN must be a domain of two labels or more.*"example"/),
+    ]);
+    expect(
+      problems({
+        ...regions,
+        SIFT_REGION_URL_NEWARK: "https://sift-us.example",
+        SIFT_SESSION_COOKIE_DOMAIN: "sift.example",
+      }),
+    ).toEqual([
+      expect.stringMatching(
+        /parent domain of every region's host: SIFT_REGION_URL_NEWARK is https:\/\/sift-us\.example/,
+      ),
+    ]);
+    expect(
+      problems({ SIFT_PUBLIC_URL: "https://sift.example", SIFT_SESSION_COOKIE_DOMAIN: "eu.sift.example" }),
+    ).toEqual([expect.stringMatching(/SIFT_PUBLIC_URL is https:\/\/sift\.example/)]);
+  });
+
   test("SIFT_ALLOWED_HOSTS takes names without ports", () => {
     expect(problems({ SIFT_ALLOWED_HOSTS: "api.example.com:443, ok.example, https://x.example" })).toEqual([
       expect.stringMatching(/SIFT_ALLOWED_HOSTS .*"api\.example\.com:443"/),
