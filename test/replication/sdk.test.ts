@@ -1,6 +1,8 @@
 // The SDK across three real regions (issue 18): a client with regions: "discover" reads its own
 // writes in a region other than the one that took them, and keeps searching with zero failures
 // while the region it prefers is killed with SIGKILL.
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { createClient, type SearchResponse, SiftUnreachableError } from "@sift/sdk";
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
@@ -133,6 +135,30 @@ describe.skipIf(!regionsAvailable)("the SDK across three regions", () => {
       ],
     });
     expect((await r.http(0).get("/v1/indexes/placed")).body).not.toHaveProperty("heldIn");
+    // An MCP host connected to Newark is told which MCP endpoints to connect to instead.
+    const mcp = async (url: string) => {
+      const client = new Client({ name: "placement-test", version: "1.0.0" });
+      await client.connect(
+        new StreamableHTTPClientTransport(new URL(`${url}/mcp`), {
+          requestInit: { headers: { authorization: `Bearer ${r.key}` } },
+        }),
+      );
+      try {
+        return (await client.callTool({ name: "search", arguments: { indexName: "placed", phrase: "hoe" } })) as {
+          isError?: boolean;
+          content: { text: string }[];
+          structuredContent?: { totalHits: number };
+        };
+      } finally {
+        await client.close();
+      }
+    };
+    const refusedByMcp = await mcp(newark);
+    expect([refusedByMcp.isError, refusedByMcp.content[0]!.text]).toEqual([
+      true,
+      `index "placed" is kept in frankfurt and london only, not in the region of this MCP endpoint: connect to ${frankfurt}/mcp or ${london}/mcp to search it`,
+    ]);
+    expect((await mcp(london)).structuredContent?.totalHits).toBe(200);
     // A dashboard session made in one region is good in the others (the store is shared), so a
     // cookie set for their parent domain signs the user in wherever a link leads (D-387).
     const [atFrankfurt, atLondon, atNewark] = [frankfurt, london, newark].map((url) => new Http(url));

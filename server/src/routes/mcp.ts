@@ -5,7 +5,7 @@ import type { Hono } from "hono";
 import { authorize, authorizeIndex } from "../auth/authority.ts";
 import type { Principal } from "../auth/principal.ts";
 import { indexAllowed } from "../auth/restrictions.ts";
-import { InvalidArgumentError } from "../domain/errors.ts";
+import { InvalidArgumentError, MisdirectedError } from "../domain/errors.ts";
 import { unstorableReason } from "../domain/storable-text.ts";
 import { type Handlers, readBodyLimited } from "../http/contract.ts";
 import type { AppEnv } from "../http/env.ts";
@@ -43,9 +43,19 @@ function backendFor(
     // Refused here as in REST (http/contract.ts): the store cannot look such a name up.
     const reason = unstorableReason(indexName);
     if (reason !== null) throw InvalidArgumentError.field("indexName", reason);
-    return deps.catalog.servedHere(
-      authorizeIndex(p, "mcp", await deps.catalog.byName(p.tenantId, indexName), indexName),
-    );
+    const ref = authorizeIndex(p, "mcp", await deps.catalog.byName(p.tenantId, indexName), indexName);
+    try {
+      return deps.catalog.servedHere(ref);
+    } catch (error) {
+      if (!(error instanceof MisdirectedError)) throw error;
+      // A host reaches another region by another MCP endpoint, not by the REST base URL the
+      // problem names: say which to connect to (D-388).
+      const endpoints = error.regions.map((r) => (r.url === undefined ? r.id : `${r.url.replace(/\/+$/, "")}/mcp`));
+      throw new MisdirectedError(
+        `index "${ref.name}" is kept in ${error.regions.map((r) => r.id).join(" and ")} only, not in the region of this MCP endpoint: connect to ${endpoints.join(" or ")} to search it`,
+        error.regions,
+      );
+    }
   };
   return {
     // What search and lookupById would let this caller reach, so a host never has to guess a
