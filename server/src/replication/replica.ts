@@ -256,6 +256,9 @@ export class Replica {
       this.logger.info("caught up", { position: this.state.position });
     }
     this.startedUp = true;
+    void this.releaseElsewhere().catch((error: Error) =>
+      this.logger.warn("could not remove the copies of indexes held in other regions", { error: error.message }),
+    );
   }
 
   /** Tells the others how far this node has applied, as far as its data directory says (see savedPosition). */
@@ -655,18 +658,7 @@ export class Replica {
    * node took of the index before it knew (its creation's entries come before its store row) goes.
    */
   private async passElsewhere(seq: number, entry: LogEntry): Promise<void> {
-    if (this.state.indexes.has(entry.index)) {
-      this.state.indexes.delete(entry.index);
-      this.state.watching.delete(entry.index);
-      this.backfill.forget(entry.index);
-      await this.engine.dropIndex(entry.index).catch((error: Error) =>
-        this.logger.warn("could not remove an index held in other regions", {
-          index: entry.index,
-          error: error.message,
-        }),
-      );
-      this.logger.info("an index held in other regions: removed its copy here", { index: entry.index, seq });
-    }
+    await this.dropCopy(entry.index, seq);
     if (entry.node === this.node) {
       this.keepVerdict(seq, {
         accepted: true,
@@ -675,6 +667,39 @@ export class Replica {
         }),
       });
     }
+  }
+
+  /** Removes this node's copy of an index held in other regions (in the index's chain). */
+  private async dropCopy(index: string, seq?: number): Promise<void> {
+    if (!this.state.indexes.has(index)) return;
+    this.state.indexes.delete(index);
+    this.state.watching.delete(index);
+    this.backfill.forget(index);
+    await this.engine
+      .dropIndex(index)
+      .catch((error: Error) =>
+        this.logger.warn("could not remove an index held in other regions", { index, error: error.message }),
+      );
+    this.logger.info("an index held in other regions: removed its copy here", { index, ...(seq ? { seq } : {}) });
+  }
+
+  /**
+   * Once started: the copies of indexes this node held and holds no longer go, without waiting for
+   * an entry of theirs. That happens when a region of their service gets its endpoint: until then
+   * every region held them (D-385), and an index that gets no write would keep its records here,
+   * in a region its service does not name (D-389). An index whose regions cannot be read is kept.
+   */
+  private async releaseElsewhere(): Promise<void> {
+    const placement = this.placement;
+    if (placement === undefined) return;
+    let released = 0;
+    for (const index of [...this.state.indexes.keys()]) {
+      if (this.stopping) break;
+      if (await placement.holds(index)) continue;
+      await this.chains.run(index, () => this.dropCopy(index));
+      released++;
+    }
+    if (released > 0) await this.state.save();
   }
 
   // ---- an index set aside (D-376) ----

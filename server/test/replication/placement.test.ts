@@ -109,6 +109,48 @@ describe("an index held only in its service's regions", () => {
   });
 });
 
+describe("an index whose service's region gets its endpoint later", () => {
+  const memory = new MemoryLog();
+  let store: Store;
+  let london: TestNode;
+  afterAll(async () => {
+    await london?.close();
+    await store?.close();
+  });
+
+  test("a node restarted knowing that region removes its copy, though the index gets no write (D-389)", async () => {
+    store = await storeTargets()[0]!.open();
+    await store.db.insert(tenants).values({ id: "ten_r", name: "ten_r", createdAt: 0 });
+    // Tokyo runs no Sift yet: no region of the service does, so London holds its index.
+    london = await openNode(memory, store, "b", { placement: { region: "london", regionUrls } });
+    await london.catalog.createService("ten_r", { name: "ten_r-tok", regions: ["tokyo"] });
+    await london.catalog.createIndex("ten_r", { name: "roaming", serviceName: "ten_r-tok" });
+    const version = await london.records.put(admin, "roaming", "r-1", { title: "Roaming" });
+    const { id } = (await london.catalog.byName("ten_r", "roaming"))!;
+    expect(london.replica.has(id, version)).toBe(true);
+    await london.replica.storeSettled(id);
+
+    // Tokyo is given its endpoint; London restarts with it, and no write comes to the index.
+    await london.close({ keepData: true });
+    london = await openNode(memory, store, "b", {
+      dir: london.dir,
+      placement: { region: "london", regionUrls: { ...regionUrls, tokyo: "http://tokyo.example" } },
+    });
+    await expect
+      .poll(() =>
+        london.engine.versions(id).then(
+          () => "kept",
+          () => "removed",
+        ),
+      )
+      .toBe("removed");
+    expect(london.replica.has(id, version)).toBe(false);
+    await expect(london.records.get(admin, "roaming", "r-1")).rejects.toMatchObject({
+      regions: [{ id: "tokyo", url: "http://tokyo.example" }],
+    });
+  });
+});
+
 describe("which regions hold a service's indexes", () => {
   const placement = (region: string, urls: Record<string, string>) =>
     new Placement({ region, regionUrls: urls, lookup: undefined as never, log: silent });

@@ -53,11 +53,13 @@ export interface NodeOptions {
   setAsideAfterMs?: number;
   /** The node's region and the regions' endpoints: it holds only its services' indexes (D-385). */
   placement?: { region: string; regionUrls: Record<string, string> };
+  /** The data directory a node closed with `keepData` left: this node starts over it, as after a restart. */
+  dir?: string;
 }
 
 export async function openNode(memory: MemoryLog, store: Store, name: string, options: NodeOptions = {}) {
   const { snapshots, recordsPerIndex, wrap = (engine) => engine } = options;
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `sift-replica-${name}-`));
+  const dir = options.dir ?? fs.mkdtempSync(path.join(os.tmpdir(), `sift-replica-${name}-`));
   const real = createEmbeddedEngine({
     dataDir: path.join(dir, "engine"),
     ...(options.layering ? { layering: options.layering } : {}),
@@ -116,10 +118,11 @@ export async function openNode(memory: MemoryLog, store: Store, name: string, op
     /** What the services write through: the node's engine behind the log. */
     replicated: engine,
     placement,
-    async close() {
+    dir,
+    async close(options: { keepData?: boolean } = {}) {
       await replica.stop();
       await real.close();
-      fs.rmSync(dir, { recursive: true, force: true });
+      if (!options.keepData) fs.rmSync(dir, { recursive: true, force: true });
     },
   };
 }
