@@ -7,7 +7,10 @@ import { join, resolve } from "node:path";
 import { createTempDatabase } from "../../server/test/support/store.ts";
 import { freePort, waitForHttp } from "./ports.ts";
 
-const main = resolve(import.meta.dirname, "../../server/src/main.ts");
+// SIFT_BENCH_SERVER: another checkout's server/src/main.ts, so that a bench can alternate two
+// builds of the server under one harness (bench/RESULTS.md, "The three-region tail against the
+// fast hour's code").
+const main = process.env.SIFT_BENCH_SERVER ?? resolve(import.meta.dirname, "../../server/src/main.ts");
 
 export interface SiftProcess {
   url: string;
