@@ -434,7 +434,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
         ["SIFT_PUBLIC_URL", config.publicUrl] as const,
         ...Object.entries(config.regionUrls).map(([id, url]) => [`SIFT_REGION_URL_${id.toUpperCase()}`, url] as const),
       ]) {
-        const host = at === undefined ? undefined : hostnameOf(new URL(at).host);
+        const host = at === undefined ? undefined : new URL(at).hostname;
         if (host !== undefined && host !== cookieDomain && !host.endsWith(`.${cookieDomain}`))
           problems.push(
             `SIFT_SESSION_COOKIE_DOMAIN=${cookieDomain} must be a parent domain of every region's host: ${name} is ${at}`,

@@ -2,47 +2,10 @@
 // whose name was re-pointed at the server (DNS rebinding) is refused on every route but the health
 // probes; POST /mcp also refuses other sites' pages; the widget's cross-origin searches still work.
 // Requests go to the server directly with node:http, since fetch cannot forge a Host header.
-import { request } from "node:http";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { sendAs } from "../support/raw-http.ts";
 import { startSift, type RunningSift } from "../support/server.ts";
 import { startWorld, type World } from "../support/world.ts";
-
-interface Answer {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  body: any;
-}
-
-function send(
-  base: string,
-  method: string,
-  path: string,
-  headers: Record<string, string>,
-  body?: unknown,
-): Promise<Answer> {
-  const url = new URL(base);
-  return new Promise((done, fail) => {
-    const req = request(
-      {
-        host: url.hostname,
-        port: url.port,
-        method,
-        path,
-        headers: { ...(body === undefined ? {} : { "content-type": "application/json" }), ...headers },
-      },
-      (res) => {
-        let text = "";
-        res.setEncoding("utf8");
-        res.on("data", (d) => (text += d));
-        res.on("end", () =>
-          done({ status: res.statusCode!, headers: res.headers, body: text ? JSON.parse(text) : undefined }),
-        );
-      },
-    );
-    req.on("error", fail);
-    req.end(body === undefined ? undefined : JSON.stringify(body));
-  });
-}
 
 const initialize = {
   jsonrpc: "2.0",
@@ -59,7 +22,7 @@ describe("a server listening on loopback", () => {
   afterAll(() => world?.stop());
 
   const mcp = (headers: Record<string, string>) =>
-    send(world.server.url, "POST", "/mcp", { authorization: `Bearer ${world.a.keys.svc}`, ...headers }, initialize);
+    sendAs(world.server.url, "POST", "/mcp", { authorization: `Bearer ${world.a.keys.svc}`, ...headers }, initialize);
 
   test("a request naming another host is 403 problem+json before it reaches /mcp", async () => {
     const refused = await mcp({ host: "evil.example.com", origin: "http://evil.example.com" });
@@ -70,11 +33,11 @@ describe("a server listening on loopback", () => {
   });
 
   test("so is a search or a sign-up: the check covers the whole API; the health probes are exempt", async () => {
-    const search = await send(world.server.url, "GET", `/v1/search?query=a&indexName=x&serviceName=y`, {
+    const search = await sendAs(world.server.url, "GET", `/v1/search?query=a&indexName=x&serviceName=y`, {
       host: "evil.example.com:7700",
     });
     expect([search.status, search.body.resultCode]).toEqual([403, "HOST_NOT_ALLOWED"]);
-    const signup = await send(
+    const signup = await sendAs(
       world.server.url,
       "POST",
       "/v1/auth/signup",
@@ -82,7 +45,7 @@ describe("a server listening on loopback", () => {
       { email: "x@rebound.example", password: "correct horse battery staple" },
     );
     expect(signup.status).toBe(403);
-    expect((await send(world.server.url, "GET", "/healthz", { host: "10.1.2.3:7700" })).status).toBe(200);
+    expect((await sendAs(world.server.url, "GET", "/healthz", { host: "10.1.2.3:7700" })).status).toBe(200);
   });
 
   test.each(["localhost:9", "127.0.0.1", "[::1]:7700", "LOCALHOST"])("Host %s is accepted on /mcp", async (host) => {
@@ -101,7 +64,7 @@ describe("a server listening on loopback", () => {
 
   test("the widget's cross-origin search is untouched: any Origin, CORS headers as before", async () => {
     const q = new URLSearchParams({ query: "amst", indexName: world.a.publicIndex, serviceName: world.a.service });
-    const search = await send(world.server.url, "GET", `/v1/search?${q}`, {
+    const search = await sendAs(world.server.url, "GET", `/v1/search?${q}`, {
       origin: "https://shop.example.com",
       authorization: `Bearer ${world.a.keys.srh}`,
     });
@@ -124,7 +87,7 @@ describe("a server listening on all interfaces", () => {
   });
   afterAll(() => server?.stop());
 
-  const regions = (host: string) => send(server.url, "GET", "/v1/regions", { host });
+  const regions = (host: string) => sendAs(server.url, "GET", "/v1/regions", { host });
 
   test("answers the public URL's host and the configured names, not the loopback names", async () => {
     expect((await regions("sift.example")).status).toBe(200);
@@ -140,7 +103,7 @@ describe("a server listening on all interfaces", () => {
   });
 
   test("on /mcp, pages of the public URL and SIFT_ALLOWED_ORIGINS pass the Origin check (then need a key)", async () => {
-    const call = (origin: string) => send(server.url, "POST", "/mcp", { host: "sift.example", origin }, initialize);
+    const call = (origin: string) => sendAs(server.url, "POST", "/mcp", { host: "sift.example", origin }, initialize);
     expect((await call("https://sift.example")).status).toBe(401);
     expect((await call("https://console.example")).status).toBe(401);
     const refused = await call("https://evil.example");

@@ -1,8 +1,8 @@
 // SIFT_SESSION_COOKIE_DOMAIN (D-387): with every region under one parent domain, the dashboard's
 // session cookie is set for that domain, so the browser sends it to every region's dashboard (the
 // sessions themselves live in the store all regions share: test/replication/sdk.test.ts).
-import { request } from "node:http";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { sendAs } from "../support/raw-http.ts";
 import { startSift, type RunningSift } from "../support/server.ts";
 
 let sift: RunningSift;
@@ -14,37 +14,21 @@ afterAll(async () => {
   await sift?.stop();
 });
 
-/** A request as a browser at `host` sends it (fetch may not set Host). */
-function send(
+/** A request as a browser at `host` sends it, with the cookie it holds; the cookies set. */
+async function send(
   host: string,
   method: string,
   path: string,
   options: { json?: unknown; cookie?: string } = {},
 ): Promise<{ status: number; cookies: string[] }> {
   const { port } = new URL(sift.url);
-  const body = options.json === undefined ? undefined : JSON.stringify(options.json);
-  return new Promise((resolve, reject) => {
-    const req = request(
-      {
-        host: "127.0.0.1",
-        port,
-        method,
-        path,
-        headers: {
-          host: `${host}:${port}`,
-          origin: `http://${host}:${port}`,
-          ...(body ? { "content-type": "application/json" } : {}),
-          ...(options.cookie ? { cookie: options.cookie } : {}),
-        },
-      },
-      (res) => {
-        res.resume();
-        res.on("end", () => resolve({ status: res.statusCode!, cookies: res.headers["set-cookie"] ?? [] }));
-      },
-    );
-    req.on("error", reject);
-    req.end(body);
-  });
+  const headers = {
+    host: `${host}:${port}`,
+    origin: `http://${host}:${port}`,
+    ...(options.cookie ? { cookie: options.cookie } : {}),
+  };
+  const answer = await sendAs(sift.url, method, path, headers, options.json);
+  return { status: answer.status, cookies: (answer.headers["set-cookie"] as string[] | undefined) ?? [] };
 }
 
 describe("a session cookie for every region's host", () => {

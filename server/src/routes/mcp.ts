@@ -44,18 +44,15 @@ function backendFor(
     const reason = unstorableReason(indexName);
     if (reason !== null) throw InvalidArgumentError.field("indexName", reason);
     const ref = authorizeIndex(p, "mcp", await deps.catalog.byName(p.tenantId, indexName), indexName);
-    try {
-      return deps.catalog.servedHere(ref);
-    } catch (error) {
-      if (!(error instanceof MisdirectedError)) throw error;
-      // A host reaches another region by another MCP endpoint, not by the REST base URL the
-      // problem names: say which to connect to (D-388).
-      const endpoints = error.regions.map((r) => (r.url === undefined ? r.id : `${r.url.replace(/\/+$/, "")}/mcp`));
-      throw new MisdirectedError(
-        `index "${ref.name}" is kept in ${error.regions.map((r) => r.id).join(" and ")} only, not in the region of this MCP endpoint: connect to ${endpoints.join(" or ")} to search it`,
-        error.regions,
-      );
-    }
+    const there = deps.catalog.heldElsewhere(ref);
+    if (there === undefined) return ref;
+    // A host reaches another region by another MCP endpoint, not by the REST base URL a 421
+    // names: say which to connect to (D-388).
+    const endpoints = there.map((r) => (r.url === undefined ? r.id : `${r.url}/mcp`));
+    throw new MisdirectedError(
+      `index "${ref.name}" is kept in ${there.map((r) => r.id).join(" and ")} only, not in the region of this MCP endpoint: connect to ${endpoints.join(" or ")} to search it`,
+      there,
+    );
   };
   return {
     // What search and lookupById would let this caller reach, so a host never has to guess a

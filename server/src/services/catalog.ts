@@ -122,14 +122,19 @@ export class CatalogService {
    * only. Called once the caller may reach the index, before anything reads or writes it.
    */
   servedHere<T extends Pick<IndexRef, "name" | "serviceName" | "regions">>(ref: T): T {
-    const placement = this.placement;
-    if (placement === undefined || placement.holdsRegions(ref.regions)) return ref;
-    const there = placement.where(ref.regions);
+    const there = this.heldElsewhere(ref);
+    if (there === undefined) return ref;
     const named = there.map((r) => (r.url === undefined ? r.id : `${r.id} (${r.url})`)).join(", ");
     throw new MisdirectedError(
-      `index "${ref.name}" of service "${ref.serviceName}" is held in ${named}, not in ${placement.region}: ask one of those regions`,
+      `index "${ref.name}" of service "${ref.serviceName}" is held in ${named}, not in ${this.placement!.region}: ask one of those regions`,
       there,
     );
+  }
+
+  /** With placement, when this node's region does not hold the index: the regions that do. */
+  heldElsewhere(ref: Pick<IndexRef, "regions">): RegionEndpoint[] | undefined {
+    const placement = this.placement;
+    return placement === undefined || placement.holdsRegions(ref.regions) ? undefined : placement.where(ref.regions);
   }
 
   /** With replication: the version this node serves, and whether it has applied the index's drop. */
@@ -505,9 +510,8 @@ export class CatalogService {
 
   private async describe(ref: IndexRef, options: { unservedFromStore?: boolean } = {}): Promise<SiftIndex> {
     // Held in other regions: its description is the shared store's, the same everywhere.
-    if (this.placement !== undefined && !this.placement.holdsRegions(ref.regions)) {
-      return { ...(await this.describeFromStore(ref)), heldIn: this.placement.where(ref.regions) };
-    }
+    const heldIn = this.heldElsewhere(ref);
+    if (heldIn !== undefined) return { ...(await this.describeFromStore(ref)), heldIn };
     // With replication, what this node serves; an index it has not received yet is 503.
     const active = this.localActive ? this.localActive(ref.id) : ref.activeVersion;
     // Dropped here while another region deleted it: a lookup cached before that is gone too.
