@@ -51,6 +51,7 @@ interface Persisted {
   dropped?: string[];
   erasing?: string[];
   watching?: Record<string, WatchedPurge>;
+  elsewhere?: Record<string, number>;
 }
 
 /** Another node's purge whose copies that node has to remove (see Replica.watchErasure). */
@@ -73,6 +74,11 @@ export class ReplicaState {
   readonly erasing = new Set<string>();
   /** Other nodes' purges, per index, until their copies are gone: kept so that a restart watches on. */
   readonly watching = new Map<string, WatchedPurge>();
+  /**
+   * Indexes held in other regions whose entries this node passed over, each with the newest such
+   * entry: taken up from the log (and their snapshots) if this node holds them again (D-390).
+   */
+  readonly elsewhere = new Map<string, number>();
   /**
    * The position in the file as last written: what the node reports to the others, so that no
    * truncation passes what a restart starts from.
@@ -102,6 +108,7 @@ export class ReplicaState {
     for (const id of parsed.dropped ?? []) this.dropped.add(id);
     for (const id of parsed.erasing ?? []) this.erasing.add(id);
     for (const [id, w] of Object.entries(parsed.watching ?? {})) this.watching.set(id, w);
+    for (const [id, seq] of Object.entries(parsed.elsewhere ?? {})) this.elsewhere.set(id, seq);
   }
 
   index(id: string): IndexReplica {
@@ -149,6 +156,7 @@ export class ReplicaState {
           dropped: [...this.dropped],
           erasing: [...this.erasing],
           watching: Object.fromEntries(this.watching),
+          elsewhere: Object.fromEntries(this.elsewhere),
         };
         // Written out before the flush (the per-index records change as entries are applied):
         // everything it counts as applied was applied before the flush began.

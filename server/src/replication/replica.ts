@@ -112,6 +112,8 @@ export class Replica {
   private readonly setAsideAfterMs: number;
   /** When each set-aside index last looked for the snapshot that brings it back. */
   private readonly asideLooked = new Map<string, number>();
+  /** When a request last made this node take up an index it passed over (lacks, D-390). */
+  private readonly takeUpLooked = new Map<string, number>();
   private readonly notAppendedRetryMs: number;
   /** Set once the node has applied what the log held when it started (start()). */
   private startedUp = false;
@@ -256,9 +258,11 @@ export class Replica {
       this.logger.info("caught up", { position: this.state.position });
     }
     this.startedUp = true;
-    void this.releaseElsewhere().catch((error: Error) =>
-      this.logger.warn("could not remove the copies of indexes held in other regions", { error: error.message }),
-    );
+    void this.releaseElsewhere()
+      .catch((error: Error) =>
+        this.logger.warn("could not remove the copies of indexes held in other regions", { error: error.message }),
+      )
+      .then(() => this.takeUpHeld());
   }
 
   /** Tells the others how far this node has applied, as far as its data directory says (see savedPosition). */
@@ -648,7 +652,14 @@ export class Replica {
       this.history.lacking(indexId);
     } else if (!placement.elsewhere(indexId)) {
       void placement.holds(indexId).then((held) => {
-        if (held) this.history.lacking(indexId);
+        if (!held) return;
+        this.history.lacking(indexId);
+        // Passed over here before, and not taken up at the start (the log or the store out of
+        // reach then, or passed over before D-390 kept a note of it).
+        if (this.startedUp && (this.takeUpLooked.get(indexId) ?? 0) <= Date.now() - ASIDE_LOOK_EVERY_MS) {
+          this.takeUpLooked.set(indexId, Date.now());
+          void this.takeUp(indexId);
+        }
       });
     }
   }
@@ -658,6 +669,7 @@ export class Replica {
    * node took of the index before it knew (its creation's entries come before its store row) goes.
    */
   private async passElsewhere(seq: number, entry: LogEntry): Promise<void> {
+    this.state.elsewhere.set(entry.index, seq);
     await this.dropCopy(entry.index, seq);
     if (entry.node === this.node) {
       this.keepVerdict(seq, {
@@ -696,10 +708,106 @@ export class Replica {
     for (const index of [...this.state.indexes.keys()]) {
       if (this.stopping) break;
       if (await placement.holds(index)) continue;
-      await this.chains.run(index, () => this.dropCopy(index));
+      await this.chains.run(index, async () => {
+        this.state.elsewhere.set(index, this.state.indexes.get(index)?.last ?? 0);
+        await this.dropCopy(index);
+      });
       released++;
     }
     if (released > 0) await this.state.save();
+  }
+
+  /**
+   * Once started: the indexes whose entries this node passed over and that it holds now are taken
+   * up, without waiting for a write to them. That happens when the only regions of their service
+   * that ran Sift lose their endpoints: the indexes fall to every region (D-385), and this node's
+   * position is past their entries (D-390).
+   */
+  private async takeUpHeld(): Promise<void> {
+    const placement = this.placement;
+    if (placement === undefined) return;
+    for (const index of [...this.state.elsewhere.keys()]) {
+      if (this.stopping) break;
+      if (await placement.holds(index)) await this.takeUp(index);
+    }
+  }
+
+  /**
+   * An index this node passed over (or has no copy of) and holds now: its entries up to this
+   * node's position are applied from the log, from its newest snapshot where the log no longer
+   * holds them (fillIn). Until then it answers as an index not applied yet (503). In the index's
+   * chain: its entries after that position wait, then apply as usual. A failure is logged; a
+   * request for the index tries again (lacks).
+   */
+  private async takeUp(index: string): Promise<void> {
+    try {
+      await this.chains.run(index, async () => {
+        const before = this.state.indexes.get(index)?.last ?? 0;
+        const passedOver = this.state.elsewhere.has(index);
+        // A copy that was never passed over follows the log; a set-aside one is brought back.
+        if (this.state.dropped.has(index) || this.isAside(index) || (!passedOver && this.state.indexes.has(index))) {
+          this.state.elsewhere.delete(index);
+          return;
+        }
+        if (!passedOver) {
+          // No note of it: passed over only if the log holds an entry of it that this node is past
+          // (one that lost them all is restoreUnlogged's, D-375).
+          const first = await this.log.firstEntryOf(index, 1);
+          if (first === null || first.seq > this.state.position) return;
+        }
+        const pointer = await this.snapshots.pointer(index);
+        // Entries passed over here are at or before the position; later ones come as usual.
+        if (!(await this.fillIn(index, this.state.position + 1, pointer?.seq ?? 0)).held) {
+          throw new Error("neither the change log nor a snapshot holds its entries");
+        }
+        this.state.elsewhere.delete(index);
+        const last = this.state.indexes.get(index)?.last ?? 0;
+        if (last > before) {
+          this.logger.warn(
+            "took up an index held here now: applied its entries passed over while other regions held it",
+            {
+              index,
+              last,
+            },
+          );
+        }
+      });
+      await this.state.save();
+    } catch (error) {
+      this.logger.warn("could not take up an index held here again; a request for it tries again", {
+        index,
+        error: (error as Error).message,
+      });
+    }
+  }
+
+  /**
+   * Brings this node's copy of the index to its entries before `before`, at least to `needs` (the
+   * entry the next one builds on): from the log while it holds the entries after what this node
+   * applied (passed over while other regions held the index, D-390), and where it no longer holds
+   * them, from the newest snapshot and then the log from there (`snapshot`: its position). Not
+   * `held` when neither holds `needs`. Holds the index's chain.
+   */
+  private async fillIn(index: string, before: number, needs: number): Promise<{ held: boolean; snapshot?: number }> {
+    const last = () => this.state.indexes.get(index)?.last ?? 0;
+    const nextEntry = async (from: number) => {
+      const found = await this.log.firstEntryOf(index, from);
+      return found !== null && found.seq < before ? found : null;
+    };
+    let next = await nextEntry(last() + 1);
+    let snapshot: number | undefined;
+    // What the log does not hold after the last entry applied here: a snapshot must.
+    const lacking = next === null ? needs : (next.entry.after ?? 0);
+    if (lacking > last()) {
+      // While the log's home is out of reach this node follows its region's mirror, and the
+      // region's copy of the pointer will do.
+      const pointer = await this.snapshots.pointer(index, { nearby: true });
+      if (pointer === null || pointer.seq < lacking) return { held: false };
+      snapshot = (await this.restoreIndex(index, pointer)).seq;
+      next = await nextEntry(pointer.seq + 1);
+    }
+    for (; next !== null; next = await nextEntry(next.seq + 1)) await this.apply(next.seq, next.entry);
+    return { held: last() >= needs, ...(snapshot === undefined ? {} : { snapshot }) };
   }
 
   // ---- an index set aside (D-376) ----
@@ -865,10 +973,8 @@ export class Replica {
    */
   private async restoreMissed(seq: number, entry: LogEntry): Promise<void> {
     const applied = this.state.indexes.get(entry.index)?.last ?? 0;
-    // While the log's home is out of reach this node follows its region's mirror, and the region's
-    // copy of the pointer will do: the snapshot must still cover what this entry builds on.
-    const pointer = await this.snapshots.pointer(entry.index, { nearby: true });
-    if (pointer === null || pointer.seq < (entry.after ?? 0)) {
+    const filled = await this.fillIn(entry.index, seq, entry.after ?? 0);
+    if (!filled.held) {
       // The nodes that hold the index repair it, if the log lost those entries (D-369, D-374).
       this.history.lacking(entry.index, { applied, needs: entry.after ?? 0 });
       // Retried by applyUntilDone, loudly: a snapshot that covers them may still be on its way.
@@ -876,10 +982,16 @@ export class Replica {
         `entry ${seq} of index ${entry.index} builds on entry ${entry.after}, which this node never applied and no snapshot holds`,
       );
     }
-    const manifest = await this.restoreIndex(entry.index, pointer);
     this.logger.warn(
-      "restored an index from its snapshot: entries of it were removed from the log before this node applied them",
-      { index: entry.index, applied, snapshot: manifest.seq, entry: seq },
+      filled.snapshot === undefined
+        ? "applied entries of an index from the log that this node had passed over"
+        : "restored an index from its snapshot: entries of it were removed from the log before this node applied them",
+      {
+        index: entry.index,
+        applied,
+        ...(filled.snapshot === undefined ? {} : { snapshot: filled.snapshot }),
+        entry: seq,
+      },
     );
   }
 
@@ -1192,6 +1304,7 @@ export class Replica {
       this.state.indexes.delete(entry.index);
       this.state.dropped.add(entry.index);
       this.state.watching.delete(entry.index);
+      this.state.elsewhere.delete(entry.index);
       this.backfill.forget(entry.index);
       return;
     }

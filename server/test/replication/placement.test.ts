@@ -2,6 +2,8 @@
 // regions. Two nodes over one in-memory change log and one store, one in Frankfurt and one in
 // London: the London node passes over a Frankfurt-only index's entries, keeps nothing of it, and
 // refuses its reads and writes with 421 naming Frankfurt, while it holds an index of every region.
+import fs from "node:fs";
+import path from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { MisdirectedError } from "../../src/domain/errors.ts";
 import { RegionLagService } from "../../src/services/region-lag.ts";
@@ -11,7 +13,7 @@ import { Placement } from "../../src/replication/placement.ts";
 import type { Lookup } from "../../src/store/lookup.ts";
 import { storeTargets } from "../support/store.ts";
 import { MemoryLog } from "./memory-log.ts";
-import { admin, openNode, silent, type TestNode } from "./replica-nodes.ts";
+import { admin, openNode, silent, type TestNode, waitForPointer } from "./replica-nodes.ts";
 
 const regionUrls = { frankfurt: "http://frankfurt.example", london: "http://london.example" };
 
@@ -148,6 +150,99 @@ describe("an index whose service's region gets its endpoint later", () => {
     await expect(london.records.get(admin, "roaming", "r-1")).rejects.toMatchObject({
       regions: [{ id: "tokyo", url: "http://tokyo.example" }],
     });
+  });
+});
+
+describe("an index whose service's region loses its endpoint (D-390)", () => {
+  const opened: { store?: Store; nodes: Set<TestNode> } = { nodes: new Set() };
+  afterAll(async () => {
+    for (const node of opened.nodes) await node.close();
+    await opened.store?.close();
+  });
+  // A snapshot every 5 entries of an index: the log keeps only what follows the newest one.
+  const snapshots = { every: 5, goneAfterMs: 60_000 };
+
+  /**
+   * Tokyo writes two indexes of a Tokyo-only service while London passes over their entries; the
+   * large one's first entries go behind its snapshot, as a truncation removes them. Then Tokyo
+   * stops running Sift and London is restarted without its endpoint: it holds them now.
+   */
+  async function passedOverInLondon(tenant: string, beforeRestart: (dir: string) => void = () => {}) {
+    const memory = new MemoryLog();
+    opened.store ??= await storeTargets()[0]!.open();
+    const store = opened.store;
+    await store.db.insert(tenants).values({ id: tenant, name: tenant, createdAt: 0 });
+    const withTokyo = { ...regionUrls, tokyo: "http://tokyo.example" };
+    const tokyo = await openNode(memory, store, "t", {
+      snapshots,
+      placement: { region: "tokyo", regionUrls: withTokyo },
+    });
+    let london = await openNode(memory, store, "b", {
+      snapshots,
+      placement: { region: "london", regionUrls: withTokyo },
+    });
+    opened.nodes.add(tokyo).add(london);
+    const who = { ...admin, tenantId: tenant };
+    await tokyo.catalog.createService(tenant, { name: `${tenant}-tok`, regions: ["tokyo"] });
+    await tokyo.catalog.createIndex(tenant, { name: "small", serviceName: `${tenant}-tok` });
+    await tokyo.catalog.createIndex(tenant, { name: "large", serviceName: `${tenant}-tok` });
+    await tokyo.records.put(who, "small", "s-1", { title: "Small 1" });
+    for (let i = 0; i < 12; i++) await tokyo.records.put(who, "large", `l-${i}`, { title: `Large ${i}` });
+    const small = (await tokyo.catalog.byName(tenant, "small"))!.id;
+    const large = (await tokyo.catalog.byName(tenant, "large"))!.id;
+    await london.replica.catchUp();
+    expect(london.replica.appliedSeq(small)).toBe(0);
+    expect(london.replica.appliedSeq(large)).toBe(0);
+    const pointer = await waitForPointer(memory, large);
+    memory.entries.forEach((e, i) => {
+      if (e?.index === large && i + 1 < pointer.seq) memory.entries[i] = null;
+    });
+    expect(memory.docs.has(`snapshots/${small}/latest`)).toBe(false);
+    await tokyo.replica.storeSettled(large);
+    await tokyo.close();
+    await london.close({ keepData: true });
+    opened.nodes.delete(tokyo);
+    opened.nodes.delete(london);
+    beforeRestart(london.dir);
+    london = await openNode(memory, store, "b", {
+      dir: london.dir,
+      snapshots,
+      placement: { region: "london", regionUrls },
+    });
+    opened.nodes.add(london);
+    const title = (index: string, id: string) =>
+      london.records.get(who, index, id).then(
+        (record) => record.title,
+        (error: Error) => error.constructor.name,
+      );
+    return { london, who, large, title };
+  }
+
+  test("a node restarted without it takes the index up from the log and its snapshot, though it gets no write", async () => {
+    const { london, who, large, title } = await passedOverInLondon("ten_p1");
+    await expect.poll(() => title("large", "l-11"), { timeout: 10_000 }).toBe("Large 11");
+    for (let i = 0; i < 12; i++) expect(await title("large", `l-${i}`)).toBe(`Large ${i}`);
+    await expect.poll(() => title("small", "s-1")).toBe("Small 1");
+    // They take writes there, each building on what the node took up.
+    const version = await london.records.put(who, "large", "l-12", { title: "Large 12" });
+    expect(london.replica.has(large, version)).toBe(true);
+    expect(await title("large", "l-12")).toBe("Large 12");
+    await london.records.put(who, "small", "s-2", { title: "Small 2" });
+    expect(await title("small", "s-1")).toBe("Small 1");
+    expect(await title("small", "s-2")).toBe("Small 2");
+  });
+
+  test("one that kept no note of passing over it (before D-390) takes it up once asked for it", async () => {
+    const { title } = await passedOverInLondon("ten_p2", (dir) => {
+      const file = path.join(dir, "replica.json");
+      const state = JSON.parse(fs.readFileSync(file, "utf8"));
+      expect(Object.keys(state.elsewhere)).toHaveLength(2);
+      delete state.elsewhere;
+      fs.writeFileSync(file, JSON.stringify(state));
+    });
+    await expect.poll(() => title("large", "l-11"), { timeout: 10_000 }).toBe("Large 11");
+    for (let i = 0; i < 12; i++) expect(await title("large", `l-${i}`)).toBe(`Large ${i}`);
+    await expect.poll(() => title("small", "s-1")).toBe("Small 1");
   });
 });
 
