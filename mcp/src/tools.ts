@@ -26,8 +26,18 @@ export interface IndexSummary {
   records: number;
 }
 
+/** An index kept only in other regions: searched through one of their MCP endpoints. */
+export interface IndexElsewhere {
+  name: string;
+  serviceName: string;
+  /** The regions that hold it, each with its MCP endpoint where it has one of its own. */
+  regions: { region: string; mcpEndpoint?: string }[];
+}
+
 export interface ListIndexesToolResult {
   indexes: IndexSummary[];
+  /** With regions: the indexes this caller may search through another region's endpoint only. */
+  elsewhere?: IndexElsewhere[];
 }
 
 export interface LookupToolResult {
@@ -150,7 +160,22 @@ const listIndexesOutput = {
         records: z.number().int().describe("Records in the active version."),
       }),
     )
-    .describe("Every index this caller may search, by name."),
+    .describe("Every index this caller may search here, by name."),
+  elsewhere: z
+    .array(
+      z.object({
+        name: z.string(),
+        serviceName: z.string(),
+        regions: z.array(
+          z.object({
+            region: z.string(),
+            mcpEndpoint: z.string().optional().describe("Connect to this MCP endpoint to search the index."),
+          }),
+        ),
+      }),
+    )
+    .optional()
+    .describe("Indexes kept only in other regions: this endpoint cannot search them; the regions listed can."),
 };
 
 /** A successful answer: the JSON as text, and the same object as structured content. */
@@ -280,7 +305,8 @@ export function createSiftMcpServer(backend: SiftMcpBackend): McpServer {
       description:
         "Lists the Sift indexes this connection may search, by name, with each index's service, visibility (PUBLIC or PRIVATE), active version and number of records. " +
         "Call it first to learn which indexName to pass to search and lookupById. " +
-        "Returns JSON: { indexes: [{ name, serviceName, visibility, activeVersion, records }] }.",
+        "Indexes kept only in other regions are listed apart, under elsewhere, with the MCP endpoint of each region that holds them. " +
+        "Returns JSON: { indexes: [{ name, serviceName, visibility, activeVersion, records }], elsewhere?: [{ name, serviceName, regions: [{ region, mcpEndpoint? }] }] }.",
       inputSchema: {},
       outputSchema: listIndexesOutput,
       annotations: { title: "List the indexes you may search", ...READ_ONLY },

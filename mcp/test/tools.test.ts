@@ -292,3 +292,30 @@ test("no tool description or schema names an index: a new tenant's host would tr
   const search = tools.find((t) => t.name === "search")!;
   expect(JSON.stringify(search.inputSchema.properties!.indexName)).toMatch(/listIndexes/);
 });
+
+test("listIndexes lists the indexes kept only in other regions apart, with their MCP endpoints", async () => {
+  const listed = {
+    indexes: [{ name: "cities", serviceName: "geo", visibility: "PUBLIC" as const, activeVersion: "2", records: 9 }],
+    elsewhere: [
+      {
+        name: "stock",
+        serviceName: "shop",
+        regions: [{ region: "frankfurt", mcpEndpoint: "https://fra.sift.example/mcp" }, { region: "tokyo" }],
+      },
+    ],
+  };
+  const client = await connect({
+    search: async () => {
+      throw new Error("not called");
+    },
+    listIndexes: async () => listed,
+    lookupById: async () => undefined,
+  });
+  const listTool = (await client.listTools()).tools.find((t) => t.name === "listIndexes")!;
+  expect(Object.keys(listTool.outputSchema!.properties!).sort()).toEqual(["elsewhere", "indexes"]);
+  expect(listTool.description).toMatch(/elsewhere/);
+  // The client validates structuredContent against the declared schema; a mismatch would throw.
+  const result = await client.callTool({ name: "listIndexes", arguments: {} });
+  expect(result.structuredContent).toEqual(listed);
+  expect(JSON.parse(text(result))).toEqual(listed);
+});

@@ -136,7 +136,7 @@ describe.skipIf(!regionsAvailable)("the SDK across three regions", () => {
     });
     expect((await r.http(0).get("/v1/indexes/placed")).body).not.toHaveProperty("heldIn");
     // An MCP host connected to Newark is told which MCP endpoints to connect to instead.
-    const mcp = async (url: string) => {
+    const mcpCall = async (url: string, name: string, args: Record<string, unknown>) => {
       const client = new Client({ name: "placement-test", version: "1.0.0" });
       await client.connect(
         new StreamableHTTPClientTransport(new URL(`${url}/mcp`), {
@@ -144,15 +144,35 @@ describe.skipIf(!regionsAvailable)("the SDK across three regions", () => {
         }),
       );
       try {
-        return (await client.callTool({ name: "search", arguments: { indexName: "placed", phrase: "hoe" } })) as {
+        return (await client.callTool({ name, arguments: args })) as {
           isError?: boolean;
           content: { text: string }[];
-          structuredContent?: { totalHits: number };
+          structuredContent?: Record<string, unknown>;
         };
       } finally {
         await client.close();
       }
     };
+    const mcp = (url: string) => mcpCall(url, "search", { indexName: "placed", phrase: "hoe" });
+    const listedByMcp = async (url: string) =>
+      (await mcpCall(url, "listIndexes", {})).structuredContent as {
+        indexes: { name: string }[];
+        elsewhere?: { name: string; regions: unknown[] }[];
+      };
+    // Its list names the index apart, with the MCP endpoints that search it (D-391).
+    const atNewarkMcp = await listedByMcp(newark);
+    expect(atNewarkMcp.indexes.map((i) => i.name)).not.toContain("placed");
+    expect(atNewarkMcp.elsewhere?.find((i) => i.name === "placed")).toEqual({
+      name: "placed",
+      serviceName: service,
+      regions: [
+        { region: "frankfurt", mcpEndpoint: `${frankfurt}/mcp` },
+        { region: "london", mcpEndpoint: `${london}/mcp` },
+      ],
+    });
+    const atLondonMcp = await listedByMcp(london);
+    expect(atLondonMcp.indexes.map((i) => i.name)).toContain("placed");
+    expect(atLondonMcp.elsewhere ?? []).toEqual([]);
     const refusedByMcp = await mcp(newark);
     expect([refusedByMcp.isError, refusedByMcp.content[0]!.text]).toEqual([
       true,

@@ -60,10 +60,13 @@ function backendFor(
     listIndexes: () =>
       asProblem(async () => {
         const cell = authorize(p, "mcp");
-        // Those this endpoint can search: with replication, those its region holds (D-385).
-        const all = await deps.catalog.listIndexes(p.tenantId, { heldHere: true });
+        const all = (await deps.catalog.listIndexes(p.tenantId)).filter(
+          (i) => (cell === "ownPublic" ? i.visibility === "PUBLIC" : true) && indexAllowed(p, i.name),
+        );
+        // Those this endpoint can search; with replication, those its region does not hold (D-385)
+        // apart, with the MCP endpoints that can (D-391).
         const indexes = all
-          .filter((i) => (cell === "ownPublic" ? i.visibility === "PUBLIC" : true) && indexAllowed(p, i.name))
+          .filter((i) => i.heldIn === undefined)
           .map(({ name, serviceName, visibility, activeVersion, records }) => ({
             name,
             serviceName,
@@ -71,7 +74,18 @@ function backendFor(
             activeVersion,
             records,
           }));
-        return { indexes };
+        const elsewhere = all.flatMap(({ name, serviceName, heldIn }) =>
+          heldIn === undefined
+            ? []
+            : [
+                {
+                  name,
+                  serviceName,
+                  regions: heldIn.map((r) => ({ region: r.id, ...(r.url ? { mcpEndpoint: `${r.url}/mcp` } : {}) })),
+                },
+              ],
+        );
+        return elsewhere.length ? { indexes, elsewhere } : { indexes };
       }),
     search: ({ indexName, phrase, latitude, longitude, typoTolerance, filter, limit, weighted, version }) =>
       asProblem(async () => {

@@ -340,12 +340,9 @@ export class CatalogService {
     return this.describe(ref);
   }
 
-  /** `heldHere`: only the indexes this node holds (with replication, those of its region's services). */
-  async listIndexes(tenantId: string, options: { heldHere?: boolean } = {}): Promise<SiftIndex[]> {
-    const placement = options.heldHere ? this.placement : undefined;
-    const rows = (await this.refs(eq(indexes.tenantId, tenantId))).filter(
-      (r) => placement === undefined || placement.holdsRegions(r.regions),
-    );
+  /** Every index of the tenant; with replication, those held elsewhere with `heldIn` (D-386). */
+  async listIndexes(tenantId: string): Promise<SiftIndex[]> {
+    const rows = await this.refs(eq(indexes.tenantId, tenantId));
     // One deleted since the rows were read is left out, as a list read a moment later would.
     const described = await Promise.all(
       rows.map((r) =>

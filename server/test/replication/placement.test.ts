@@ -68,11 +68,13 @@ describe("an index held only in its service's regions", () => {
     });
     await expect(london.records.put(admin, "local", "r-9", { title: "Nine" })).rejects.toBeInstanceOf(MisdirectedError);
     expect((await frankfurt.records.get(admin, "local", "r-1")).title).toBe("Local 1");
-    // Its description is the shared store's, the same in every region; what MCP lists as
-    // searchable there (the indexes held there) leaves it out.
+    // Its description is the shared store's, the same in every region, with where it is held
+    // where it is not held.
     expect(await london.catalog.getIndex("ten_r", "local")).toMatchObject({ name: "local", records: 5 });
-    expect((await london.catalog.listIndexes("ten_r")).map((i) => i.name)).toEqual(["everywhere", "local"]);
-    expect((await london.catalog.listIndexes("ten_r", { heldHere: true })).map((i) => i.name)).toEqual(["everywhere"]);
+    expect((await london.catalog.listIndexes("ten_r")).map((i) => [i.name, i.heldIn])).toEqual([
+      ["everywhere", undefined],
+      ["local", [{ id: "frankfurt", url: "http://frankfurt.example" }]],
+    ]);
   });
 
   test("a node that does not hold it never says it lacks it, though asked for it before it knew", async () => {
