@@ -654,9 +654,12 @@ export class Replica {
       void placement.holds(indexId).then((held) => {
         if (!held) return;
         this.history.lacking(indexId);
-        // Passed over here before, and not taken up at the start (the log or the store out of
-        // reach then, or passed over before D-390 kept a note of it).
-        if (this.startedUp && (this.takeUpLooked.get(indexId) ?? 0) <= Date.now() - ASIDE_LOOK_EVERY_MS) {
+        // Passed over here before, and not taken up at the start (the log or the store out of reach).
+        if (
+          this.startedUp &&
+          this.state.elsewhere.has(indexId) &&
+          (this.takeUpLooked.get(indexId) ?? 0) <= Date.now() - ASIDE_LOOK_EVERY_MS
+        ) {
           this.takeUpLooked.set(indexId, Date.now());
           void this.takeUp(indexId);
         }
@@ -733,27 +736,20 @@ export class Replica {
   }
 
   /**
-   * An index this node passed over (or has no copy of) and holds now: its entries up to this
-   * node's position are applied from the log, from its newest snapshot where the log no longer
-   * holds them (fillIn). Until then it answers as an index not applied yet (503). In the index's
+   * An index this node passed over and holds now: its entries up to this node's position are
+   * applied from the log, from its newest snapshot where the log no longer holds them (fillIn). Until then it answers as an index not applied yet (503). In the index's
    * chain: its entries after that position wait, then apply as usual. A failure is logged; a
    * request for the index tries again (lacks).
    */
   private async takeUp(index: string): Promise<void> {
     try {
       await this.chains.run(index, async () => {
+        if (!this.state.elsewhere.has(index)) return;
         const before = this.state.indexes.get(index)?.last ?? 0;
-        const passedOver = this.state.elsewhere.has(index);
-        // A copy that was never passed over follows the log; a set-aside one is brought back.
-        if (this.state.dropped.has(index) || this.isAside(index) || (!passedOver && this.state.indexes.has(index))) {
+        // A set-aside copy is brought back its own way (bringBack).
+        if (this.state.dropped.has(index) || this.isAside(index)) {
           this.state.elsewhere.delete(index);
           return;
-        }
-        if (!passedOver) {
-          // No note of it: passed over only if the log holds an entry of it that this node is past
-          // (one that lost them all is restoreUnlogged's, D-375).
-          const first = await this.log.firstEntryOf(index, 1);
-          if (first === null || first.seq > this.state.position) return;
         }
         const pointer = await this.snapshots.pointer(index);
         // Entries passed over here are at or before the position; later ones come as usual.
@@ -786,10 +782,23 @@ export class Replica {
    * entry the next one builds on): from the log while it holds the entries after what this node
    * applied (passed over while other regions held the index, D-390), and where it no longer holds
    * them, from the newest snapshot and then the log from there (`snapshot`: its position). Not
-   * `held` when neither holds `needs`. Holds the index's chain.
+   * `held` when neither holds `needs`. `snapshotFirst`: a snapshot that holds `needs` is restored
+   * without asking the log (which, while the log's home is out of reach, may not answer: the
+   * region's mirror serves the entries and its copies the snapshot, D-279). Holds the index's chain.
    */
-  private async fillIn(index: string, before: number, needs: number): Promise<{ held: boolean; snapshot?: number }> {
+  private async fillIn(
+    index: string,
+    before: number,
+    needs: number,
+    options: { snapshotFirst?: boolean } = {},
+  ): Promise<{ held: boolean; snapshot?: number }> {
     const last = () => this.state.indexes.get(index)?.last ?? 0;
+    if (options.snapshotFirst && needs > last()) {
+      const pointer = await this.snapshots.pointer(index, { nearby: true });
+      if (pointer !== null && pointer.seq >= needs) {
+        return { held: true, snapshot: (await this.restoreIndex(index, pointer)).seq };
+      }
+    }
     const nextEntry = async (from: number) => {
       const found = await this.log.firstEntryOf(index, from);
       return found !== null && found.seq < before ? found : null;
@@ -973,7 +982,7 @@ export class Replica {
    */
   private async restoreMissed(seq: number, entry: LogEntry): Promise<void> {
     const applied = this.state.indexes.get(entry.index)?.last ?? 0;
-    const filled = await this.fillIn(entry.index, seq, entry.after ?? 0);
+    const filled = await this.fillIn(entry.index, seq, entry.after ?? 0, { snapshotFirst: true });
     if (!filled.held) {
       // The nodes that hold the index repair it, if the log lost those entries (D-369, D-374).
       this.history.lacking(entry.index, { applied, needs: entry.after ?? 0 });
