@@ -439,8 +439,9 @@ describe("embedded engine persistence", () => {
     expect(await engine.get("k", "1", records[0]!.id)).toEqual(records[0]);
   });
 
-  // Deferred: as with replication, where commits are not flushed each (D-292); what a process
-  // wrote is in the kernel's hands then, and kill -9 does not reach it.
+  // Deferred: as with replication, where commits are not flushed each (D-292) and change rows
+  // share a transaction for milliseconds (D-392); a change counts once a sync() after it resolved,
+  // as the replica's position does.
   it.each([
     ["each change synced", "changes"],
     ["changes not synced each", "deferred"],
