@@ -737,9 +737,10 @@ export class Replica {
 
   /**
    * An index this node passed over and holds now: its entries up to this node's position are
-   * applied from the log, from its newest snapshot where the log no longer holds them (fillIn). Until then it answers as an index not applied yet (503). In the index's
-   * chain: its entries after that position wait, then apply as usual. A failure is logged; a
-   * request for the index tries again (lacks).
+   * applied from the log, from its newest snapshot where the log no longer holds them (fillIn).
+   * Until then it answers as an index not applied yet (503). In the index's chain: its entries
+   * after that position wait, then apply as usual. A failure is logged; a request for the index
+   * tries again (lacks).
    */
   private async takeUp(index: string): Promise<void> {
     try {
@@ -759,13 +760,8 @@ export class Replica {
         this.state.elsewhere.delete(index);
         const last = this.state.indexes.get(index)?.last ?? 0;
         if (last > before) {
-          this.logger.warn(
-            "took up an index held here now: applied its entries passed over while other regions held it",
-            {
-              index,
-              last,
-            },
-          );
+          const message = "took up an index held here now: applied its entries passed over while other regions held it";
+          this.logger.warn(message, { index, last });
         }
       });
       await this.state.save();
