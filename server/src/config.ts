@@ -4,7 +4,7 @@ import { existsSync } from "node:fs";
 import { hostname } from "node:os";
 import { resolve } from "node:path";
 import type { Caller } from "./auth/authority.ts";
-import { hostnameOf, isLoopback } from "./http/host-check.ts";
+import { hostIsUnder, hostnameOf, isLoopback } from "./http/host-check.ts";
 import { parseRatePolicy, type RatePolicies, type RatePolicy } from "./limits/rate-limits.ts";
 import type { LogLevel } from "./log.ts";
 import { REGIONS, isRegionId, type RegionId } from "./regions.ts";
@@ -435,7 +435,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
         ...Object.entries(config.regionUrls).map(([id, url]) => [`SIFT_REGION_URL_${id.toUpperCase()}`, url] as const),
       ]) {
         const host = at === undefined ? undefined : new URL(at).hostname;
-        if (host !== undefined && host !== cookieDomain && !host.endsWith(`.${cookieDomain}`))
+        if (host !== undefined && !hostIsUnder(host, cookieDomain))
           problems.push(
             `SIFT_SESSION_COOKIE_DOMAIN=${cookieDomain} must be a parent domain of every region's host: ${name} is ${at}`,
           );

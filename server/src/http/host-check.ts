@@ -23,6 +23,11 @@ export function isLoopback(host: string): boolean {
   );
 }
 
+/** Whether `host` is `domain` or a name under it (a cookie's Domain reaches it). */
+export function hostIsUnder(host: string, domain: string): boolean {
+  return host === domain || host.endsWith(`.${domain}`);
+}
+
 /** A Host header's name without its port, lower-cased, IPv6 in brackets; undefined when it is none. */
 export function hostnameOf(host: string): string | undefined {
   if (!URL.canParse(`http://${host}`)) return undefined;

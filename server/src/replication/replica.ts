@@ -672,7 +672,6 @@ export class Replica {
    * node took of the index before it knew (its creation's entries come before its store row) goes.
    */
   private async passElsewhere(seq: number, entry: LogEntry): Promise<void> {
-    this.state.elsewhere.set(entry.index, seq);
     await this.dropCopy(entry.index, seq);
     if (entry.node === this.node) {
       this.keepVerdict(seq, {
@@ -684,8 +683,12 @@ export class Replica {
     }
   }
 
-  /** Removes this node's copy of an index held in other regions (in the index's chain). */
+  /**
+   * Removes this node's copy of an index held in other regions (in the index's chain), and notes
+   * the index as passed over, to take it up if this node holds it again (D-390).
+   */
   private async dropCopy(index: string, seq?: number): Promise<void> {
+    this.state.elsewhere.set(index, seq ?? this.state.indexes.get(index)?.last ?? 0);
     if (!this.state.indexes.has(index)) return;
     this.state.indexes.delete(index);
     this.state.watching.delete(index);
@@ -711,10 +714,7 @@ export class Replica {
     for (const index of [...this.state.indexes.keys()]) {
       if (this.stopping) break;
       if (await placement.holds(index)) continue;
-      await this.chains.run(index, async () => {
-        this.state.elsewhere.set(index, this.state.indexes.get(index)?.last ?? 0);
-        await this.dropCopy(index);
-      });
+      await this.chains.run(index, () => this.dropCopy(index));
       released++;
     }
     if (released > 0) await this.state.save();
@@ -752,6 +752,11 @@ export class Replica {
           this.state.elsewhere.delete(index);
           return;
         }
+        // Said first: a large index's entries take a while, and it answers 503 here meanwhile.
+        this.logger.warn("taking up an index held here now: reading its entries passed over", {
+          index,
+          through: this.state.position,
+        });
         const pointer = await this.snapshots.pointer(index);
         // Entries passed over here are at or before the position; later ones come as usual.
         if (!(await this.fillIn(index, this.state.position + 1, pointer?.seq ?? 0)).held) {

@@ -5,7 +5,7 @@ import type { Hono } from "hono";
 import { authorize, authorizeIndex } from "../auth/authority.ts";
 import type { Principal } from "../auth/principal.ts";
 import { indexAllowed } from "../auth/restrictions.ts";
-import { InvalidArgumentError, MisdirectedError } from "../domain/errors.ts";
+import { InvalidArgumentError, MisdirectedError, type RegionEndpoint } from "../domain/errors.ts";
 import { unstorableReason } from "../domain/storable-text.ts";
 import { type Handlers, readBodyLimited } from "../http/contract.ts";
 import type { AppEnv } from "../http/env.ts";
@@ -20,6 +20,9 @@ import { filterOf, suggestionOf, type SearchService } from "../services/search.t
  */
 let mcpModule: Promise<typeof import("@sift/mcp")> | undefined;
 const loadMcp = () => (mcpModule ??= import("@sift/mcp"));
+
+/** A region's MCP endpoint, where it has a URL of its own (D-388, D-391). */
+const mcpEndpointOf = (region: RegionEndpoint) => (region.url === undefined ? undefined : `${region.url}/mcp`);
 
 /**
  * The MCP tools show a failure's message to the model when it has a status below 500, so a
@@ -48,7 +51,7 @@ function backendFor(
     if (there === undefined) return ref;
     // A host reaches another region by another MCP endpoint, not by the REST base URL a 421
     // names: say which to connect to (D-388).
-    const endpoints = there.map((r) => (r.url === undefined ? r.id : `${r.url}/mcp`));
+    const endpoints = there.map((r) => mcpEndpointOf(r) ?? `${r.id}'s MCP endpoint`);
     throw new MisdirectedError(
       `index "${ref.name}" is kept in ${there.map((r) => r.id).join(" and ")} only, not in the region of this MCP endpoint: connect to ${endpoints.join(" or ")} to search it`,
       there,
@@ -81,7 +84,10 @@ function backendFor(
                 {
                   name,
                   serviceName,
-                  regions: heldIn.map((r) => ({ region: r.id, ...(r.url ? { mcpEndpoint: `${r.url}/mcp` } : {}) })),
+                  regions: heldIn.map((r) => {
+                    const mcpEndpoint = mcpEndpointOf(r);
+                    return mcpEndpoint === undefined ? { region: r.id } : { region: r.id, mcpEndpoint };
+                  }),
                 },
               ],
         );

@@ -1,6 +1,7 @@
 import type { Context } from "hono";
 import { deleteCookie, setCookie } from "hono/cookie";
 import type { AppEnv } from "../http/env.ts";
+import { hostIsUnder } from "../http/host-check.ts";
 import { SESSION_COOKIE } from "../http/middleware.ts";
 
 const isLocal = (c: Context<AppEnv>) => ["localhost", "127.0.0.1", "[::1]"].includes(new URL(c.req.url).hostname);
@@ -12,7 +13,7 @@ const isLocal = (c: Context<AppEnv>) => ["localhost", "127.0.0.1", "[::1]"].incl
 function domainFor(c: Context<AppEnv>, domain: string | undefined): string | undefined {
   if (domain === undefined) return undefined;
   const host = new URL(c.req.url).hostname;
-  return host === domain || host.endsWith(`.${domain}`) ? domain : undefined;
+  return hostIsUnder(host, domain) ? domain : undefined;
 }
 
 /** HttpOnly, SameSite=Lax, Secure outside localhost (docs/authority.md, Sessions and CSRF). */
