@@ -5,7 +5,7 @@
 // in the same place, in log order, whether the entry still fits.
 import { join } from "node:path";
 import { indexDeletedMidway, UnavailableError } from "../domain/errors.ts";
-import { formatVersion, majorOf, minorOf, type VersionId } from "../domain/version-id.ts";
+import { formatVersion, minorOf, type VersionId } from "../domain/version-id.ts";
 import type { Logger } from "../log.ts";
 import {
   type AppliedEntry,
@@ -15,7 +15,7 @@ import {
   NotAppendedError,
   StaleAppendError,
 } from "../ports/change-log.ts";
-import { MissingBaseError, type RecordChange, type SearchEngine } from "../ports/engine.ts";
+import type { SearchEngine } from "../ports/engine.ts";
 import { IndexLocks } from "../services/versions/lock.ts";
 import type { Db } from "../store/open.ts";
 import { ReplicaState } from "./replica-state.ts";
@@ -24,6 +24,7 @@ import { PurgeErasure } from "./erasure.ts";
 import type { Placement } from "./placement.ts";
 import { LogHistory } from "./history.ts";
 import { StoreBackfill } from "./store-backfill.ts";
+import { EntryEffects } from "./entry-effects.ts";
 
 /**
  * An entry that has failed to apply for this long sets its index aside on this node (D-376): its
@@ -89,6 +90,8 @@ export class Replica {
   private readonly history: LogHistory;
   /** Removes purged records' copies from the log and the object store (erasure.ts). */
   private readonly erasure: PurgeErasure;
+  /** Whether an entry fits, and what it does to the engine and the store (entry-effects.ts). */
+  private readonly effects: EntryEffects;
   private reporter: ReturnType<typeof setInterval> | undefined;
   private readonly logger: Logger;
   readonly state: ReplicaState;
@@ -181,6 +184,14 @@ export class Replica {
       },
       { checkEveryMs: deps.historyCheckMs, snapshotAfterMs: deps.snapshots?.afterMs },
     );
+    this.effects = new EntryEffects({
+      engine: deps.engine,
+      state: this.state,
+      log: deps.log,
+      backfill: this.backfill,
+      logger: this.logger,
+      anchor: (entry) => this.takeAnchor(entry),
+    });
     this.erasure = new PurgeErasure({
       node: deps.node,
       state: this.state,
@@ -936,7 +947,7 @@ export class Replica {
     const r = this.state.indexes.get(entry.index);
     if (r !== undefined && r.last >= seq) return; // applied before a restart, or in the snapshot
     // The same decision on every node: each has applied the same entries of the index before it.
-    const accepted = await this.accepts(entry);
+    const accepted = await this.effects.accepts(entry);
     if (!accepted) {
       // Seen all the same: the log server's compare-and-set counts every entry of the subject.
       if (r !== undefined) r.last = seq;
@@ -945,7 +956,7 @@ export class Replica {
       this.countTowardsSnapshot(entry);
       return;
     }
-    const result = await this.applyEffect(entry);
+    const result = await this.effects.apply(entry);
     this.noteApplied(seq, entry);
     if (entry.op === "checkpoint") {
       const records = entry.records ?? (result as { records?: number } | undefined)?.records;
@@ -1096,216 +1107,21 @@ export class Replica {
   }
 
   /**
-   * Whether an entry still fits the index as the entries before it in the log left it: what a
-   * serial execution of the writes would have allowed. Decided from the log alone, so every node
-   * decides the same. A record change must build on the active version (when it goes live) with
-   * the next minor; a checkpoint must copy the active version; a version being dropped must not
-   * be the active one or what it is built on.
+   * An anchor entry: this node applied entries of the index after the snapshot the anchor builds
+   * on, which the log lost. The other nodes never get them, so it takes the snapshot too (D-369).
+   * The caller holds the index's chain.
    */
-  private async accepts(entry: LogEntry): Promise<boolean> {
-    const r = this.state.indexes.get(entry.index);
-    const has = (v: VersionId) => this.state.has(entry.index, v);
-    switch (entry.op) {
-      case "create":
-        return r === undefined;
-      case "drop-index":
-      case "bulk":
-      case "purge":
-      case "anchor":
-        return true;
-      case "change": {
-        const { version, parent, activate } = entry.change;
-        const major = majorOf(version);
-        return (
-          has(parent) &&
-          !has(version) &&
-          minorOf(version) === (r?.maxMinor[major] ?? 0) + 1 &&
-          (!activate || parent === r?.active)
-        );
-      }
-      case "changes": {
-        // The first builds on what is there as a single change would; each next on the one before.
-        const [first, ...rest] = entry.changes;
-        if (first === undefined) return false;
-        const major = majorOf(first.version);
-        if (!has(first.parent) || has(first.version)) return false;
-        if (minorOf(first.version) !== (r?.maxMinor[major] ?? 0) + 1) return false;
-        if (first.activate && first.parent !== r?.active) return false;
-        let previous = first;
-        for (const change of rest) {
-          if (change.parent !== previous.version || majorOf(change.version) !== major) return false;
-          if (minorOf(change.version) !== minorOf(previous.version) + 1) return false;
-          previous = change;
-        }
-        return true;
-      }
-      case "checkpoint":
-        if (entry.files !== undefined) {
-          // Built by its writer while writes went on: adopted only over what it carries them to.
-          return (
-            entry.expectActive === r?.active &&
-            !has(formatVersion(entry.major)) &&
-            (entry.carry === undefined || !has(entry.carry.version))
-          );
-        }
-        return entry.from === r?.active && !has(formatVersion(entry.major));
-      case "activate":
-        return has(entry.version) && (entry.expectActive === undefined || entry.expectActive === r?.active);
-      case "drop-version":
-      case "drop-versions": {
-        const active = r?.active;
-        if (active === undefined) return true;
-        const ancestry = await this.ancestry(entry.index, active);
-        const dropped = entry.op === "drop-version" ? [entry.version] : entry.versions;
-        return dropped.every((v) => !ancestry.has(v) && !(minorOf(v) === 0 && majorOf(active) === majorOf(v)));
-      }
-    }
-  }
-
-  /** The active version and every version it is built on (its chain of parents down to a major). */
-  private async ancestry(indexId: string, version: VersionId): Promise<Set<VersionId>> {
-    const parents = new Map((await this.engine.versions(indexId)).map((v) => [v.version, v.parent]));
-    const chain = new Set<VersionId>();
-    for (
-      let v: VersionId | null | undefined = version;
-      v && !chain.has(v);
-      v = minorOf(v) === 0 ? null : parents.get(v)
-    ) {
-      chain.add(v);
-    }
-    return chain;
-  }
-
-  /** What an accepted entry does to this node's engine (idempotent: a restart may repeat it). */
-  private async applyEffect(entry: LogEntry): Promise<unknown> {
-    const engine = this.engine;
-    switch (entry.op) {
-      case "create":
-        return engine.createIndex(entry.index);
-      case "drop-index":
-        return engine.dropIndex(entry.index);
-      case "change": {
-        const { change } = entry;
-        if (!(await this.engineHas(entry.index, change.version))) await engine.applyChange(entry.index, change);
-        await this.recordChangeRow(entry, change);
-        return undefined;
-      }
-      case "changes": {
-        // Those a restart left applied are skipped; the rest go to the engine together.
-        const missing: RecordChange[] = [];
-        for (const change of entry.changes) {
-          if (!(await this.engineHas(entry.index, change.version))) missing.push(change);
-        }
-        if (engine.applyChanges) await engine.applyChanges(entry.index, missing);
-        else for (const change of missing) await engine.applyChange(entry.index, change);
-        for (const change of entry.changes) await this.recordChangeRow(entry, change);
-        return undefined;
-      }
-      case "bulk":
-        if (!(await this.engineHas(entry.index, formatVersion(entry.major)))) {
-          await engine.importMajor!(entry.index, { major: entry.major, parent: null, records: entry.records }, (dir) =>
-            this.log.getFiles(entry.files, dir).then(() => undefined),
-          );
-        }
-        return undefined;
-      case "checkpoint": {
-        const major = formatVersion(entry.major);
-        const files = entry.files;
-        if (files === undefined) {
-          if (!(await this.engineHas(entry.index, major)))
-            return engine.checkpoint(entry.index, entry.from, entry.major);
-          return { records: await engine.count(entry.index, major) };
-        }
-        // Its writer holds it already; the others open the files it published (prefetched).
-        if (!(await this.engineHas(entry.index, major))) {
-          try {
-            await engine.importMajor!(
-              entry.index,
-              { major: entry.major, parent: entry.from, records: entry.records ?? 0 },
-              (dir) => this.log.getFiles(files, dir).then(() => undefined),
-            );
-          } catch (error) {
-            // Published without the segment it is layered on, which this node no longer holds (a
-            // purge rebuilt it): built here from its source, as an entry without files is (D-353).
-            if (!(error instanceof MissingBaseError) || !(await this.engineHas(entry.index, entry.from))) throw error;
-            this.logger.info("building a checkpoint here: its base segment is not held", {
-              index: entry.index,
-              major: entry.major,
-            });
-            await engine.checkpoint(entry.index, entry.from, entry.major);
-          }
-        }
-        if (entry.carry !== undefined) {
-          if (!(await this.engineHas(entry.index, entry.carry.version)))
-            await engine.applyChange(entry.index, entry.carry);
-          await this.recordChangeRow(entry, entry.carry, true);
-        }
-        if (entry.live !== false) await engine.activate(entry.index, entry.carry?.version ?? major);
-        return { records: entry.records };
-      }
-      case "activate":
-        return engine.activate(entry.index, entry.version);
-      case "drop-version":
-        return engine.dropVersion(entry.index, entry.version);
-      case "drop-versions": {
-        // A major goes with its minors: those listed after it may be gone already.
-        const held: VersionId[] = [];
-        for (const v of entry.versions) if (await this.engineHas(entry.index, v)) held.push(v);
-        if (engine.dropVersions) return engine.dropVersions(entry.index, held);
-        for (const v of held) if (await this.engineHas(entry.index, v)) await engine.dropVersion(entry.index, v);
-        return;
-      }
-      case "purge":
-        return engine.purge(entry.index, entry.id);
-      case "anchor": {
-        // This node applied entries of the index after the snapshot the anchor builds on, which
-        // the log lost: the other nodes never get them, so it takes the snapshot too (D-369).
-        const held = this.state.indexes.get(entry.index)?.last ?? 0;
-        if (entry.after === undefined || held <= entry.after) return undefined;
-        const pointer = await this.snapshots.pointer(entry.index, { nearby: true });
-        if (pointer === null || pointer.seq < entry.after) return undefined;
-        await this.restoreIndex(entry.index, pointer);
-        this.logger.warn("restored an index from its snapshot: the change log lost entries this node had applied", {
-          index: entry.index,
-          applied: held,
-          snapshot: pointer.seq,
-        });
-        return undefined;
-      }
-    }
-  }
-
-  private async engineHas(indexId: string, version: VersionId): Promise<boolean> {
-    if (this.engine.has) return this.engine.has(indexId, version);
-    return (await this.engine.versions(indexId)).some((v) => v.version === version);
-  }
-
-  /**
-   * A change's row and tombstones in the shared store: every node that applies it records them,
-   * in the background, batched (the writer's node first, the others in case it died first, D-299).
-   * A checkpoint's carried writes rewrite nothing of their own: their own entries recorded that.
-   */
-  private async recordChangeRow(entry: LogEntry, change: RecordChange, carried = false): Promise<void> {
-    const version = change.version;
-    const deleted = new Set(change.deletes);
-    if (change.purge) deleted.add(change.purge.recordId);
-    const effects = { rewritten: carried ? [] : change.upserts.map((r) => r.id), deleted: [...deleted] };
-    this.backfill.addRow(
-      {
-        indexId: entry.index,
-        version,
-        major: majorOf(version),
-        minor: minorOf(version),
-        parent: change.parent,
-        kind: change.purge ? "purge" : "change",
-        state: "ready",
-        records: await this.engine.count(entry.index, version),
-        createdAt: entry.at,
-        purgedRecordId: change.purge?.recordId ?? null,
-        purgedBy: change.purge?.by ?? null,
-      },
-      effects,
-    );
+  private async takeAnchor(entry: Extract<LogEntry, { op: "anchor" }>): Promise<void> {
+    const held = this.state.indexes.get(entry.index)?.last ?? 0;
+    if (entry.after === undefined || held <= entry.after) return;
+    const pointer = await this.snapshots.pointer(entry.index, { nearby: true });
+    if (pointer === null || pointer.seq < entry.after) return;
+    await this.restoreIndex(entry.index, pointer);
+    this.logger.warn("restored an index from its snapshot: the change log lost entries this node had applied", {
+      index: entry.index,
+      applied: held,
+      snapshot: pointer.seq,
+    });
   }
 
   /** Updates what this node knows after applying `entry` at `seq`, here and in the shared store. */
