@@ -1348,6 +1348,14 @@ export type components = {
              * @description 0 when `behindVersions` is 0; otherwise how long ago the newest version it lacks was written.
              */
             lagMs: number;
+            /**
+             * @description Present, `true`, when the region has set the index aside: an entry of it could not be applied
+             *     there for two minutes (a hole in its history in the change log, a file missing from the object
+             *     store). The region answers 503 for the index, and serves its other indexes, until a snapshot
+             *     another region takes brings the index back; the SDK reads it from another region meanwhile.
+             * @enum {boolean}
+             */
+            setAside?: true;
         };
         RegionList: {
             regions: components["schemas"]["Region"][];

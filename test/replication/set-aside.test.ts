@@ -4,6 +4,7 @@
 // held back every index's truncation. Now it sets that index aside after a while (2 s here, two
 // minutes by default), catches up and serves the other indexes, answers 503 for that one, and
 // brings it back from the snapshot Frankfurt's node takes when London says how far its copy goes.
+// GET /v1/regions says meanwhile which index London has set aside.
 // Real processes: a NATS cluster of three, two regions.
 import { connect } from "@nats-io/transport-node";
 import { jetstream } from "@nats-io/jetstream";
@@ -35,6 +36,15 @@ async function loseFiles(r: Regions, name: string): Promise<void> {
   } finally {
     await nc.close();
   }
+}
+
+/** London's indexes, as GET /v1/regions of the node `asked` lists them: whether each is set aside. */
+async function setAsideIn(r: Regions, asked: number): Promise<Record<string, boolean>> {
+  const listed = await keyed(r.nodes[asked]!.url, r.key).get("/v1/regions");
+  expect(listed.status, listed.text).toBe(200);
+  const london = listed.body.regions.find((g: { id: string }) => g.id === "london");
+  const indexes: { indexName: string; setAside?: boolean }[] = london.indexes;
+  return Object.fromEntries(indexes.map((i) => [i.indexName, i.setAside ?? false]));
 }
 
 describe.skipIf(!regionsAvailable)("an index whose entry a node cannot apply", () => {
@@ -77,10 +87,14 @@ describe.skipIf(!regionsAvailable)("an index whose entry a node cannot apply", (
       ["crates", 50],
       ["products", 0],
     ]);
+    // GET /v1/regions says which index London has set aside, asked of London or of Frankfurt.
+    expect(await setAsideIn(r, LONDON)).toEqual({ boxes: false, crates: true, products: false });
+    expect(await setAsideIn(r, FRANKFURT)).toEqual({ boxes: false, crates: true, products: false });
 
     // Frankfurt snapshots "crates" for it (its files published again), and London restores it.
     expect(await readBack(r, LONDON, "crate-7", bulk, 30_000, "crates")).toBe("Wooden crate 7");
     expect(london.output()).toMatch(/brought a set-aside index back/);
+    expect((await setAsideIn(r, LONDON)).crates).toBe(false);
     const next = await frankfurt.put("/v1/indexes/crates/records/next", { title: "Next crate" });
     expect(next.status, next.text).toBe(200);
     expect(await readBack(r, LONDON, "next", next.body.indexVersion, 10_000, "crates")).toBe("Next crate");

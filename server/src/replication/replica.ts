@@ -833,7 +833,8 @@ export class Replica {
 
   // ---- an index set aside (D-376) ----
 
-  private isAside(index: string): boolean {
+  /** Whether the index is set aside on this node: it answers 503 for it until it is brought back. */
+  isAside(index: string): boolean {
     return this.state.indexes.get(index)?.asideThrough !== undefined;
   }
 

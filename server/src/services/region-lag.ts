@@ -16,6 +16,8 @@ export interface IndexLag {
   activeVersion: string;
   behindVersions: number;
   lagMs: number;
+  /** The index is set aside on this node (D-376): 503 here until it is brought back. */
+  setAside?: true;
 }
 
 /** What the replica knows of an index here (absent without replication). */
@@ -27,6 +29,8 @@ export interface AppliedView {
   appliedSeq(indexId: string): number;
   /** The newest entry the log holds for the index: its position, when the log took it, the version it makes. */
   logTail(indexId: string): Promise<EntryTail | null>;
+  /** Whether an entry of the index failed to apply here for long enough to set it aside (D-376). */
+  isAside?(indexId: string): boolean;
 }
 
 /** A tenant with more indexes is shown its first ones by name. */
@@ -73,10 +77,16 @@ export class RegionLagService {
           return { indexName: row.name, activeVersion: row.active, behindVersions: 0, lagMs: 0 };
         }
         const local = this.applied.active(row.id) ?? "0";
+        const aside = this.applied.isAside?.(row.id) === true ? { setAside: true as const } : {};
         if (this.applied.appliedSeq(row.id) >= row.logSeq || local === row.active) {
-          return { indexName: row.name, activeVersion: local, ...(await this.fromLog(this.applied, row.id)) };
+          return { indexName: row.name, activeVersion: local, ...(await this.fromLog(this.applied, row.id)), ...aside };
         }
-        return { indexName: row.name, activeVersion: local, ...(await this.between(row.id, local, row.active)) };
+        return {
+          indexName: row.name,
+          activeVersion: local,
+          ...(await this.between(row.id, local, row.active)),
+          ...aside,
+        };
       }),
     );
   }

@@ -81,6 +81,24 @@ describe.each(storeTargets())("region lag on $name", (target) => {
     const silent = view(() => new Promise(() => {}));
     expect((await silent.forTenant("ten_l"))[0]).toMatchObject({ behindVersions: 0 });
   });
+
+  test("a node that set the index aside says so, whether the store or the log shows it behind", async () => {
+    const db = services.store.db;
+    await db.update(indexes).set({ logSeq: 7 }).where(eq(indexes.tenantId, "ten_l"));
+    const now = Date.now();
+    const logTail = async () => ({ seq: 9, at: now - 40, version: "0.4" });
+    const aside = (appliedSeq: number, isAside: boolean) =>
+      new RegionLagService(
+        db,
+        { active: () => "0.1", newest: () => "0.1", appliedSeq: () => appliedSeq, logTail, isAside: () => isAside },
+        () => now,
+      ).forTenant("ten_l");
+    // Behind by the store (0.2 and 0.3 live elsewhere), and by the log.
+    expect((await aside(5, true))[0]).toMatchObject({ behindVersions: 2, setAside: true });
+    expect((await aside(7, true))[0]).toMatchObject({ behindVersions: 3, setAside: true });
+    // Brought back: the field is absent.
+    expect((await aside(5, false))[0]).not.toHaveProperty("setAside");
+  });
 });
 
 describe("versions between the newest applied and the newest in the log", () => {
