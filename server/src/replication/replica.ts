@@ -25,16 +25,7 @@ import type { Placement } from "./placement.ts";
 import { LogHistory } from "./history.ts";
 import { StoreBackfill } from "./store-backfill.ts";
 import { EntryEffects } from "./entry-effects.ts";
-
-/**
- * An entry that has failed to apply for this long sets its index aside on this node (D-376): its
- * later entries would otherwise wait behind it, and with them this node's position, readiness and
- * every index's truncation.
- */
-const SET_ASIDE_AFTER_MS = 2 * 60_000;
-
-/** A set-aside index asks for the snapshot that brings it back at most this often. */
-const ASIDE_LOOK_EVERY_MS = 1_000;
+import { ASIDE_LOOK_EVERY_MS, SetAside } from "./set-aside.ts";
 
 /** Entries being applied at once across indexes (one at a time per index). */
 const MAX_IN_FLIGHT = 256;
@@ -112,9 +103,8 @@ export class Replica {
   private following = false;
   /** How long an entry a client waits for waits for this node (and for the index's lock, D-346). */
   readonly clientWaitMs: number;
-  private readonly setAsideAfterMs: number;
-  /** When each set-aside index last looked for the snapshot that brings it back. */
-  private readonly asideLooked = new Map<string, number>();
+  /** Indexes set aside on this node (set-aside.ts, D-376). */
+  private readonly aside: SetAside;
   /** When a request last made this node take up an index it passed over (lacks, D-390). */
   private readonly takeUpLooked = new Map<string, number>();
   private readonly notAppendedRetryMs: number;
@@ -142,13 +132,12 @@ export class Replica {
     historyCheckMs?: number;
     /** How long a record write the log turns away unstored is sent again (NOT_APPENDED_RETRY_MS). */
     notAppendedRetryMs?: number;
-    /** How long an entry may fail before its index is set aside here (SET_ASIDE_AFTER_MS). */
+    /** How long an entry may fail before its index is set aside here (set-aside.ts). */
     setAsideAfterMs?: number;
     /** Which indexes this node holds (D-385); without it, every one. */
     placement?: Placement;
   }) {
     this.placement = deps.placement;
-    this.setAsideAfterMs = deps.setAsideAfterMs ?? SET_ASIDE_AFTER_MS;
     this.notAppendedRetryMs = deps.notAppendedRetryMs ?? NOT_APPENDED_RETRY_MS;
     this.clientWaitMs = deps.clientWaitMs ?? CLIENT_WAIT_MS;
     this.node = deps.node;
@@ -178,7 +167,7 @@ export class Replica {
         stopping: () => this.stopping,
         following: () => this.following,
         startedUp: () => this.startedUp,
-        isAside: (index) => this.isAside(index),
+        isAside: (index) => this.aside.has(index),
         snapshotNow: (index) => this.snapshotNow(index),
         restoreIndex: (index, pointer) => this.restoreIndex(index, pointer),
       },
@@ -192,6 +181,22 @@ export class Replica {
       logger: this.logger,
       anchor: (entry) => this.takeAnchor(entry),
     });
+    this.aside = new SetAside(
+      {
+        node: deps.node,
+        state: this.state,
+        log: deps.log,
+        snapshots: this.snapshots,
+        history: this.history,
+        chains: this.chains,
+        logger: this.logger,
+        saveSoon: () => this.saveSoon(),
+        keepVerdict: (seq, verdict) => this.keepVerdict(seq, verdict),
+        restoreIndex: (index, pointer) => this.restoreIndex(index, pointer),
+        apply: (seq, entry) => this.apply(seq, entry),
+      },
+      deps.setAsideAfterMs,
+    );
     this.erasure = new PurgeErasure({
       node: deps.node,
       state: this.state,
@@ -444,7 +449,7 @@ export class Replica {
     if (r === undefined) this.lacks(indexId);
     if (r?.asideThrough !== undefined) {
       // What it holds is behind the log: not served, and brought back as soon as it can be.
-      this.askedAside(indexId);
+      this.aside.asked(indexId);
       return undefined;
     }
     if (r?.active === undefined || !this.state.has(indexId, r.active)) return undefined;
@@ -465,6 +470,11 @@ export class Replica {
   /** Log position of the newest entry of the index processed here (0: none). */
   appliedSeq(indexId: string): number {
     return this.state.indexes.get(indexId)?.last ?? 0;
+  }
+
+  /** Whether the index is set aside on this node: it answers 503 for it until it is brought back. */
+  isAside(indexId: string): boolean {
+    return this.aside.has(indexId);
   }
 
   /** The newest entry the log holds for the index, processed here or not (null: none). */
@@ -502,7 +512,7 @@ export class Replica {
   async waitFor(indexId: string, version: VersionId, timeoutMs: number): Promise<void> {
     const until = Date.now() + timeoutMs;
     // A read with minVersion of a set-aside index waits for its bringing back, not for the log.
-    this.askedAside(indexId);
+    this.aside.asked(indexId);
     const held = () => this.has(indexId, version);
     const applied = (target: number) => (this.state.indexes.get(indexId)?.last ?? 0) >= target;
     // Deleted (perhaps through another region) after the caller looked it up, or while it waits.
@@ -622,8 +632,8 @@ export class Replica {
     }
     const started = Date.now();
     for (let attempt = 1; ; attempt++) {
-      if (this.isAside(entry.index) && entry.op !== "drop-index") {
-        if (!(await this.bringBack(entry.index))) return this.passAside(seq, entry);
+      if (this.aside.has(entry.index) && entry.op !== "drop-index") {
+        if (!(await this.aside.bringBack(entry.index))) return this.aside.pass(seq, entry);
       }
       try {
         await this.apply(seq, entry);
@@ -639,11 +649,11 @@ export class Replica {
         if (entry.node === this.node && attempt === 1) this.keepVerdict(seq, { accepted: true, error: error as Error });
         this.notify();
         if (this.stopping) return;
-        if (entry.op !== "drop-index" && Date.now() - started >= this.setAsideAfterMs) {
-          this.setAside(seq, entry, error as Error);
+        if (entry.op !== "drop-index" && Date.now() - started >= this.aside.afterMs) {
+          this.aside.begin(seq, entry, error as Error);
           return;
         }
-        const untilAside = started + this.setAsideAfterMs - Date.now();
+        const untilAside = started + this.aside.afterMs - Date.now();
         await new Promise((resolve) =>
           setTimeout(resolve, Math.max(50, Math.min(30_000, 250 * 2 ** attempt, untilAside))),
         );
@@ -758,8 +768,8 @@ export class Replica {
       await this.chains.run(index, async () => {
         if (!this.state.elsewhere.has(index)) return;
         const before = this.state.indexes.get(index)?.last ?? 0;
-        // A set-aside copy is brought back its own way (bringBack).
-        if (this.state.dropped.has(index) || this.isAside(index)) {
+        // A set-aside copy is brought back its own way (set-aside.ts).
+        if (this.state.dropped.has(index) || this.aside.has(index)) {
           this.state.elsewhere.delete(index);
           return;
         }
@@ -829,113 +839,6 @@ export class Replica {
     }
     for (; next !== null; next = await nextEntry(next.seq + 1)) await this.apply(next.seq, next.entry);
     return { held: last() >= needs, ...(snapshot === undefined ? {} : { snapshot }) };
-  }
-
-  // ---- an index set aside (D-376) ----
-
-  /** Whether the index is set aside on this node: it answers 503 for it until it is brought back. */
-  isAside(index: string): boolean {
-    return this.state.indexes.get(index)?.asideThrough !== undefined;
-  }
-
-  /** A request for a set-aside index: the others are told, and the index is brought back if it can be. */
-  private askedAside(index: string): void {
-    const r = this.state.indexes.get(index);
-    if (r?.asideThrough === undefined) return;
-    this.history.lacking(index, { applied: r.last, needs: r.asideThrough });
-    if ((this.asideLooked.get(index) ?? 0) <= Date.now() - ASIDE_LOOK_EVERY_MS) {
-      void this.chains.run(index, () => this.bringBack(index));
-    }
-  }
-
-  /**
-   * An entry of the index failed to apply for setAsideAfterMs (a hole in its history no node can
-   * fill, a file missing from the object store, a disk that refuses it): the index is set aside
-   * here. This entry and its later ones are passed over, so that they hold up neither the other
-   * indexes nor this node's position; the index answers 503 here until bringBack applies them (or
-   * a snapshot that holds the entry that failed, which the nodes that hold it are asked for).
-   */
-  private setAside(seq: number, entry: LogEntry, error: Error): void {
-    const r = this.state.index(entry.index);
-    r.asideFrom = seq;
-    r.asideThrough = seq;
-    this.logger.error(
-      "set an index aside on this node: an entry of it could not be applied; it answers 503 here until it is brought back",
-      {
-        index: entry.index,
-        seq,
-        applied: r.last,
-        error: error.message,
-      },
-    );
-    this.history.lacking(entry.index, { applied: r.last, needs: seq });
-    this.saveSoon();
-  }
-
-  /** An entry of a set-aside index: passed over, counted into the position like an applied one. */
-  private passAside(seq: number, entry: LogEntry): void {
-    const r = this.state.index(entry.index);
-    r.asideThrough = Math.max(r.asideThrough ?? 0, seq);
-    if (entry.node === this.node) {
-      this.keepVerdict(seq, {
-        accepted: true,
-        error: new UnavailableError("this node cannot apply the index's changes at this moment; try another region", {
-          retryAfterSeconds: 2,
-        }),
-      });
-    }
-    this.history.lacking(entry.index, { applied: r.last, needs: r.asideThrough });
-  }
-
-  /**
-   * Tries to bring a set-aside index back; true when it is (or already was) back. The entries
-   * passed over are read again from the log and applied (a truncation keeps what follows a
-   * snapshot, and an entry building on removed ones restores from the snapshot as usual); first,
-   * a snapshot that holds the first entry that failed here (another node applied it) replaces
-   * this node's copy, so that an entry failing here for good is not needed. At most every
-   * ASIDE_LOOK_EVERY_MS. Holds its chain.
-   */
-  private async bringBack(index: string): Promise<boolean> {
-    const r = this.state.indexes.get(index);
-    if (r?.asideThrough === undefined) return true;
-    const now = Date.now();
-    if ((this.asideLooked.get(index) ?? 0) > now - ASIDE_LOOK_EVERY_MS) return false;
-    this.asideLooked.set(index, now);
-    const through = r.asideThrough;
-    let next = r.last + 1;
-    try {
-      const pointer = await this.snapshots.pointer(index);
-      if (pointer !== null && pointer.seq >= (r.asideFrom ?? through) && pointer.seq > r.last) {
-        await this.restoreIndex(index, pointer);
-        next = pointer.seq + 1;
-      }
-      for (;;) {
-        const entry = await this.log.firstEntryOf(index, next);
-        if (entry === null || entry.seq > through) break;
-        next = entry.seq;
-        await this.apply(entry.seq, entry.entry);
-        next = entry.seq + 1;
-      }
-    } catch (error) {
-      // Still aside, from the first entry not applied.
-      const copy = this.state.index(index);
-      copy.asideFrom = next;
-      copy.asideThrough = Math.max(through, copy.asideThrough ?? 0);
-      this.saveSoon();
-      this.logger.warn("could not bring a set-aside index back yet; trying again", {
-        index,
-        from: next,
-        error: (error as Error).message,
-      });
-      return false;
-    }
-    const copy = this.state.index(index);
-    delete copy.asideFrom;
-    delete copy.asideThrough;
-    this.asideLooked.delete(index);
-    this.saveSoon();
-    this.logger.warn("brought a set-aside index back", { index, through });
-    return true;
   }
 
   /** Applies one entry of the log, in order within its index, the same way on every node. */
