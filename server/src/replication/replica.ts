@@ -25,7 +25,8 @@ import type { Placement } from "./placement.ts";
 import { LogHistory } from "./history.ts";
 import { StoreBackfill } from "./store-backfill.ts";
 import { EntryEffects } from "./entry-effects.ts";
-import { ASIDE_LOOK_EVERY_MS, SetAside } from "./set-aside.ts";
+import { SetAside } from "./set-aside.ts";
+import { HeldElsewhere } from "./elsewhere.ts";
 
 /** Entries being applied at once across indexes (one at a time per index). */
 const MAX_IN_FLIGHT = 256;
@@ -105,12 +106,12 @@ export class Replica {
   readonly clientWaitMs: number;
   /** Indexes set aside on this node (set-aside.ts, D-376). */
   private readonly aside: SetAside;
-  /** When a request last made this node take up an index it passed over (lacks, D-390). */
-  private readonly takeUpLooked = new Map<string, number>();
   private readonly notAppendedRetryMs: number;
   /** Set once the node has applied what the log held when it started (start()). */
   private startedUp = false;
   private readonly placement: Placement | undefined;
+  /** With placement: indexes held in other regions, passed over here and taken up again (elsewhere.ts). */
+  private readonly elsewhere: HeldElsewhere | undefined;
 
   constructor(deps: {
     node: string;
@@ -197,6 +198,27 @@ export class Replica {
       },
       deps.setAsideAfterMs,
     );
+    this.elsewhere =
+      deps.placement === undefined
+        ? undefined
+        : new HeldElsewhere(
+            {
+              node: deps.node,
+              state: this.state,
+              engine: deps.engine,
+              backfill: this.backfill,
+              snapshots: this.snapshots,
+              history: this.history,
+              chains: this.chains,
+              logger: this.logger,
+              stopping: () => this.stopping,
+              startedUp: () => this.startedUp,
+              isAside: (index) => this.aside.has(index),
+              keepVerdict: (seq, verdict) => this.keepVerdict(seq, verdict),
+              fillIn: (index, before, needs) => this.fillIn(index, before, needs),
+            },
+            deps.placement,
+          );
     this.erasure = new PurgeErasure({
       node: deps.node,
       state: this.state,
@@ -274,11 +296,7 @@ export class Replica {
       this.logger.info("caught up", { position: this.state.position });
     }
     this.startedUp = true;
-    void this.releaseElsewhere()
-      .catch((error: Error) =>
-        this.logger.warn("could not remove the copies of indexes held in other regions", { error: error.message }),
-      )
-      .then(() => this.takeUpHeld());
+    void this.elsewhere?.started();
   }
 
   /** Tells the others how far this node has applied, as far as its data directory says (see savedPosition). */
@@ -446,7 +464,10 @@ export class Replica {
 
   active(indexId: string): VersionId | undefined {
     const r = this.state.indexes.get(indexId);
-    if (r === undefined) this.lacks(indexId);
+    if (r === undefined) {
+      if (this.elsewhere === undefined) this.history.lacking(indexId);
+      else this.elsewhere.lacks(indexId);
+    }
     if (r?.asideThrough !== undefined) {
       // What it holds is behind the log: not served, and brought back as soon as it can be.
       this.aside.asked(indexId);
@@ -627,8 +648,8 @@ export class Replica {
    * is this node's, is told at the first failure.
    */
   private async applyUntilDone(seq: number, entry: LogEntry): Promise<void> {
-    if (entry.op !== "drop-index" && this.placement !== undefined && !(await this.placement.holds(entry.index))) {
-      return this.passElsewhere(seq, entry);
+    if (entry.op !== "drop-index" && this.elsewhere !== undefined && !(await this.elsewhere.holds(entry.index))) {
+      return this.elsewhere.pass(seq, entry);
     }
     const started = Date.now();
     for (let attempt = 1; ; attempt++) {
@@ -658,144 +679,6 @@ export class Replica {
           setTimeout(resolve, Math.max(50, Math.min(30_000, 250 * 2 ** attempt, untilAside))),
         );
       }
-    }
-  }
-
-  // ---- an index held in other regions (D-385) ----
-
-  /**
-   * Asked for an index it has not got: said (and restored, if the log lost it) only when this node
-   * holds it. The periodic retention pass asks for every index of the store.
-   */
-  private lacks(indexId: string): void {
-    const placement = this.placement;
-    if (placement === undefined) {
-      this.history.lacking(indexId);
-    } else if (!placement.elsewhere(indexId)) {
-      void placement.holds(indexId).then((held) => {
-        if (!held) return;
-        this.history.lacking(indexId);
-        // Passed over here before, and not taken up at the start (the log or the store out of reach).
-        if (
-          this.startedUp &&
-          this.state.elsewhere.has(indexId) &&
-          (this.takeUpLooked.get(indexId) ?? 0) <= Date.now() - ASIDE_LOOK_EVERY_MS
-        ) {
-          this.takeUpLooked.set(indexId, Date.now());
-          void this.takeUp(indexId);
-        }
-      });
-    }
-  }
-
-  /**
-   * An entry of an index this node does not hold: passed over, counted into the position. What the
-   * node took of the index before it knew (its creation's entries come before its store row) goes.
-   */
-  private async passElsewhere(seq: number, entry: LogEntry): Promise<void> {
-    await this.dropCopy(entry.index, seq);
-    if (entry.node === this.node) {
-      this.keepVerdict(seq, {
-        accepted: true,
-        error: new UnavailableError("this region does not hold the index; ask a region of its service", {
-          retryAfterSeconds: 1,
-        }),
-      });
-    }
-  }
-
-  /**
-   * Removes this node's copy of an index held in other regions (in the index's chain), and notes
-   * the index as passed over, to take it up if this node holds it again (D-390).
-   */
-  private async dropCopy(index: string, seq?: number): Promise<void> {
-    this.state.elsewhere.set(index, seq ?? this.state.indexes.get(index)?.last ?? 0);
-    if (!this.state.indexes.has(index)) return;
-    this.state.indexes.delete(index);
-    this.state.watching.delete(index);
-    this.backfill.forget(index);
-    await this.engine
-      .dropIndex(index)
-      .catch((error: Error) =>
-        this.logger.warn("could not remove an index held in other regions", { index, error: error.message }),
-      );
-    this.logger.info("an index held in other regions: removed its copy here", { index, ...(seq ? { seq } : {}) });
-  }
-
-  /**
-   * Once started: the copies of indexes this node held and holds no longer go, without waiting for
-   * an entry of theirs. That happens when a region of their service gets its endpoint: until then
-   * every region held them (D-385), and an index that gets no write would keep its records here,
-   * in a region its service does not name (D-389). An index whose regions cannot be read is kept.
-   */
-  private async releaseElsewhere(): Promise<void> {
-    const placement = this.placement;
-    if (placement === undefined) return;
-    let released = 0;
-    for (const index of [...this.state.indexes.keys()]) {
-      if (this.stopping) break;
-      if (await placement.holds(index)) continue;
-      await this.chains.run(index, () => this.dropCopy(index));
-      released++;
-    }
-    if (released > 0) await this.state.save();
-  }
-
-  /**
-   * Once started: the indexes whose entries this node passed over and that it holds now are taken
-   * up, without waiting for a write to them. That happens when the only regions of their service
-   * that ran Sift lose their endpoints: the indexes fall to every region (D-385), and this node's
-   * position is past their entries (D-390).
-   */
-  private async takeUpHeld(): Promise<void> {
-    const placement = this.placement;
-    if (placement === undefined) return;
-    for (const index of [...this.state.elsewhere.keys()]) {
-      if (this.stopping) break;
-      if (await placement.holds(index)) await this.takeUp(index);
-    }
-  }
-
-  /**
-   * An index this node passed over and holds now: its entries up to this node's position are
-   * applied from the log, from its newest snapshot where the log no longer holds them (fillIn).
-   * Until then it answers as an index not applied yet (503). In the index's chain: its entries
-   * after that position wait, then apply as usual. A failure is logged; a request for the index
-   * tries again (lacks).
-   */
-  private async takeUp(index: string): Promise<void> {
-    try {
-      await this.chains.run(index, async () => {
-        if (!this.state.elsewhere.has(index)) return;
-        const before = this.state.indexes.get(index)?.last ?? 0;
-        // A set-aside copy is brought back its own way (set-aside.ts).
-        if (this.state.dropped.has(index) || this.aside.has(index)) {
-          this.state.elsewhere.delete(index);
-          return;
-        }
-        // Said first: a large index's entries take a while, and it answers 503 here meanwhile.
-        this.logger.warn("taking up an index held here now: reading its entries passed over", {
-          index,
-          through: this.state.position,
-        });
-        const pointer = await this.snapshots.pointer(index);
-        // Entries passed over here are at or before the position; later ones come as usual.
-        if (!(await this.fillIn(index, this.state.position + 1, pointer?.seq ?? 0)).held) {
-          throw new Error("neither the change log nor a snapshot holds its entries");
-        }
-        this.state.elsewhere.delete(index);
-        const last = this.state.indexes.get(index)?.last ?? 0;
-        if (last > before) {
-          const message = "took up an index held here now: applied its entries passed over while other regions held it";
-          this.logger.warn(message, { index, last });
-        }
-      });
-      await this.state.save();
-    } catch (error) {
-      this.logger.warn("could not take up an index held here again; a request for it tries again", {
-        index,
-        error: (error as Error).message,
-      });
     }
   }
 
