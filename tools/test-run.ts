@@ -62,10 +62,19 @@ function relay(stream: NodeJS.ReadableStream, out: NodeJS.WriteStream): void {
 
 // Arguments after `npm test --` reach turbo (`-- --filter=@sift/mcp`).
 const turbo = spawn("turbo", [...TURBO_ARGS, ...process.argv.slice(2)], { stdio: ["inherit", "pipe", "pipe"] });
+// A CI's timeout stops turbo too, whose own handling stops the tasks it runs. A Ctrl-C reaches
+// turbo from the terminal itself: this process only waits for it to end.
+let stopped = false;
+process.on("SIGTERM", () => {
+  stopped = true;
+  turbo.kill("SIGTERM");
+});
+process.on("SIGINT", () => {});
 relay(turbo.stdout, process.stdout);
 relay(turbo.stderr, process.stderr);
 turbo.on("close", (code, signal) => {
-  const status = code ?? (signal ? 1 : 0);
+  // turbo stopped so may exit with 0: a run that did not finish never passes (128 + SIGTERM's 15).
+  const status = stopped ? 143 : (code ?? (signal ? 1 : 0));
   if (status !== 0) {
     const failed = [...tasks].filter(([, task]) => task.failed);
     for (const [name, task] of failed) {
