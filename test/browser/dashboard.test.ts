@@ -503,6 +503,28 @@ test("an index its service keeps in other regions links to their dashboards inst
   await expectAccessible(page, "index kept in other regions");
 });
 
+test("an index a region has set aside says so in the list of indexes", async () => {
+  const { page } = await signedIn("aside");
+  // This one process replicates nothing; what a region that set the index aside says of it in
+  // GET /v1/regions (setAside, test/replication/set-aside.test.ts checks that it does) is put in.
+  await page.route(`${sift.url}/v1/regions`, async (route) => {
+    const body = (await (await route.fetch()).json()) as { regions: { id: string; indexes?: unknown[] }[] };
+    const lag = { activeVersion: "0", behindVersions: 2, lagMs: 130_000 };
+    const indexes = (setAside: boolean) => [
+      { indexName: "aside-idx", ...lag, ...(setAside ? { setAside: true } : {}) },
+    ];
+    const regions = body.regions.map((r) =>
+      r.id === "london" || r.id === "tokyo" ? { ...r, indexes: indexes(r.id === "london") } : r,
+    );
+    return route.fulfill({ json: { regions } });
+  });
+  await page.reload();
+  const row = page.getByRole("rowheader", { name: /aside-idx/ });
+  // Tokyo is only behind: that passes with time, and is not named.
+  await expect.poll(() => row.textContent()).toBe("aside-idx not served in london at the moment");
+  await expectAccessible(page, "index set aside in a region");
+});
+
 test("a session that ends while the dashboard is open leads back to sign-in, saying so", async () => {
   const { page } = await signedIn("ended");
   // Signed out elsewhere (another tab): the cookie is cleared and the session deleted.

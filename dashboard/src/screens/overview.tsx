@@ -38,7 +38,7 @@ export function Overview() {
       ) : (
         <>
           <ServiceSection services={services} indexes={indexes} regions={regions} reload={load} />
-          <IndexSection services={services} indexes={indexes} reload={load} />
+          <IndexSection services={services} indexes={indexes} regions={regions} reload={load} />
         </>
       )}
     </>
@@ -167,7 +167,17 @@ function ServiceSection(props: { services: Service[]; indexes: Index[]; regions:
   );
 }
 
-function IndexSection(props: { services: Service[]; indexes: Index[]; reload: () => unknown }) {
+/**
+ * The regions that have set the index aside (D-395): an entry of it could not be applied there,
+ * so they answer 503 for it until a snapshot brings it back; searches go to other regions.
+ */
+function SetAsideHint(props: { regions: Region[]; index: string }) {
+  const aside = props.regions.filter((r) => r.indexes?.some((i) => i.indexName === props.index && i.setAside));
+  if (aside.length === 0) return null;
+  return <span class="hint"> not served in {aside.map((r) => r.id).join(", ")} at the moment</span>;
+}
+
+function IndexSection(props: { services: Service[]; indexes: Index[]; regions: Region[]; reload: () => unknown }) {
   const create = useAction();
   const change = useAction();
   const [name, setName] = useState("");
@@ -200,6 +210,7 @@ function IndexSection(props: { services: Service[]; indexes: Index[]; reload: ()
                 <th scope="row">
                   <a {...linkTo(`/indexes/${encodeURIComponent(i.name)}`)}>{i.name}</a>
                   {i.heldIn && <span class="hint"> kept in {i.heldIn.map((r) => r.id).join(", ")}</span>}
+                  <SetAsideHint regions={props.regions} index={i.name} />
                 </th>
                 <td>{i.serviceName}</td>
                 <td>{i.records.toLocaleString()}</td>
