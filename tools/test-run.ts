@@ -32,10 +32,10 @@ function taskOf(name: string): Task {
 
 function keep(raw: string): void {
   const line = stripVTControlCharacters(raw);
-  // ...and names a task that failed "<package>#<task>", before "ERROR".
+  // turbo names a task that failed "<package>#<task>", before "ERROR"...
   const error = /^(\S+)#(\S+):\s+ERROR\s/.exec(line);
   if (error) taskOf(`${error[1]}:${error[2]}`).failed = true;
-  // turbo prefixes what a task prints with "<package>:<task>: ".
+  // ...and prefixes what a task prints with "<package>:<task>: ".
   const match = /^(@?[\w./-]+:[\w-]+): ?(.*)$/.exec(line);
   if (!match) return;
   const task = taskOf(match[1]);

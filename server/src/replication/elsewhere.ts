@@ -3,35 +3,28 @@
 // noting each index passed over, and takes an index up again from the log and its snapshots when
 // it holds it once more (D-389, D-390). Placement (placement.ts) says which indexes it holds.
 import { UnavailableError } from "../domain/errors.ts";
-import type { Logger } from "../log.ts";
 import type { LogEntry } from "../ports/change-log.ts";
 import type { SearchEngine } from "../ports/engine.ts";
 import type { IndexLocks } from "../services/versions/lock.ts";
 import type { LogHistory } from "./history.ts";
 import type { Placement } from "./placement.ts";
-import type { ReplicaState } from "./replica-state.ts";
+import type { ReplicaHost, Verdict } from "./replica-host.ts";
 import { ASIDE_LOOK_EVERY_MS } from "./set-aside.ts";
-import type { Snapshots } from "./snapshots.ts";
 import type { StoreBackfill } from "./store-backfill.ts";
 
 /** What the indexes held elsewhere use of their node's replica. */
-export interface ElsewhereHost {
-  node: string;
-  state: ReplicaState;
+export interface ElsewhereHost extends ReplicaHost {
   /** The node's own engine: a copy of an index held elsewhere is dropped from it. */
   engine: Pick<SearchEngine, "dropIndex">;
   backfill: Pick<StoreBackfill, "forget">;
-  snapshots: Pick<Snapshots, "pointer">;
   history: Pick<LogHistory, "lacking">;
   /** The replica's lock per index: a copy is dropped or taken up under it. */
   chains: IndexLocks;
-  logger: Logger;
-  stopping(): boolean;
   /** Whether the node has applied what the log held when it started. */
   startedUp(): boolean;
   isAside(index: string): boolean;
   /** Gives the writer of this node's own entry its outcome. */
-  keepVerdict(seq: number, verdict: { accepted: boolean; error?: Error }): void;
+  keepVerdict(seq: number, verdict: Verdict): void;
   /** Brings the copy of an index to its entries before `before` (the replica's fillIn). */
   fillIn(index: string, before: number, needs: number): Promise<{ held: boolean }>;
 }

@@ -1,17 +1,11 @@
 // A purged record's copies in the log and the object store (D-277, D-298): removed behind a new
 // snapshot once every live node has applied the purge, by the node that wrote the purge, or by
 // another node when that one is gone for good.
-import type { Logger } from "../log.ts";
-import type { ReplicaState } from "./replica-state.ts";
-import type { SnapshotManifest, Snapshots } from "./snapshots.ts";
+import type { ReplicaHost } from "./replica-host.ts";
+import type { SnapshotManifest } from "./snapshots.ts";
 
 /** What the erasure uses of its node's replica. */
-export interface ErasureHost {
-  node: string;
-  state: ReplicaState;
-  snapshots: Snapshots;
-  logger: Logger;
-  stopping(): boolean;
+export interface ErasureHost extends ReplicaHost {
   snapshotNow(index: string): Promise<SnapshotManifest | undefined>;
   /** Saves the replica's state a moment later. */
   saveSoon(): void;

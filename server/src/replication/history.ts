@@ -4,11 +4,10 @@
 // (D-369, D-374); an index whose entries no snapshot has held for a while gets one (D-375); a node
 // that lacks an index, or entries of it, tells the others, which look at once (D-369, D-376).
 import { UnavailableError } from "../domain/errors.ts";
-import type { Logger } from "../log.ts";
 import { type AppliedEntry, type ChangeLog, type LogEntry, StaleAppendError } from "../ports/change-log.ts";
 import type { IndexLocks } from "../services/versions/lock.ts";
-import type { ReplicaState } from "./replica-state.ts";
-import type { SnapshotManifest, SnapshotPointer, Snapshots } from "./snapshots.ts";
+import type { ReplicaHost } from "./replica-host.ts";
+import type { SnapshotManifest, SnapshotPointer } from "./snapshots.ts";
 
 /**
  * How often a node looks at whether the log still holds what a node needs to rebuild each index
@@ -39,15 +38,10 @@ interface HistoryLook {
 }
 
 /** What the history's keeper uses of its node's replica. */
-export interface HistoryHost {
-  node: string;
+export interface HistoryHost extends ReplicaHost {
   log: ChangeLog;
-  state: ReplicaState;
-  snapshots: Snapshots;
-  logger: Logger;
   /** The replica's lock per index: a restore runs under it. */
   chains: IndexLocks;
-  stopping(): boolean;
   /** Whether the node follows the log (not while it restores at its start, or the log is out of reach). */
   following(): boolean;
   /** Whether the node has applied what the log held when it started. */

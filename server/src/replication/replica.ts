@@ -27,6 +27,7 @@ import { StoreBackfill } from "./store-backfill.ts";
 import { EntryEffects } from "./entry-effects.ts";
 import { SetAside } from "./set-aside.ts";
 import { HeldElsewhere } from "./elsewhere.ts";
+import type { ReplicaHost, Verdict } from "./replica-host.ts";
 
 /** Entries being applied at once across indexes (one at a time per index). */
 const MAX_IN_FLIGHT = 256;
@@ -63,13 +64,6 @@ const NOT_APPENDED_RETRY_MS = 10_000;
 
 /** A record change or a group of them: appending it twice makes two versions. */
 const isRecordWrite = (op: { op: string }) => op.op === "change" || op.op === "changes";
-
-interface Verdict {
-  /** False: another entry of the index was accepted after the one its writer had seen. */
-  accepted: boolean;
-  result?: unknown;
-  error?: Error;
-}
 
 export class Replica {
   readonly node: string;
@@ -157,15 +151,19 @@ export class Replica {
       every: deps.snapshots?.every ?? 10_000,
       goneAfterMs: deps.snapshots?.goneAfterMs ?? 15 * 60_000,
     });
+    // What every part of the replica below is given of it (replica-host.ts).
+    const host: ReplicaHost = {
+      node: deps.node,
+      state: this.state,
+      snapshots: this.snapshots,
+      logger: this.logger,
+      stopping: () => this.stopping,
+    };
     this.history = new LogHistory(
       {
-        node: deps.node,
+        ...host,
         log: deps.log,
-        state: this.state,
-        snapshots: this.snapshots,
-        logger: this.logger,
         chains: this.chains,
-        stopping: () => this.stopping,
         following: () => this.following,
         startedUp: () => this.startedUp,
         isAside: (index) => this.aside.has(index),
@@ -184,13 +182,10 @@ export class Replica {
     });
     this.aside = new SetAside(
       {
-        node: deps.node,
-        state: this.state,
+        ...host,
         log: deps.log,
-        snapshots: this.snapshots,
         history: this.history,
         chains: this.chains,
-        logger: this.logger,
         saveSoon: () => this.saveSoon(),
         keepVerdict: (seq, verdict) => this.keepVerdict(seq, verdict),
         restoreIndex: (index, pointer) => this.restoreIndex(index, pointer),
@@ -203,15 +198,11 @@ export class Replica {
         ? undefined
         : new HeldElsewhere(
             {
-              node: deps.node,
-              state: this.state,
+              ...host,
               engine: deps.engine,
               backfill: this.backfill,
-              snapshots: this.snapshots,
               history: this.history,
               chains: this.chains,
-              logger: this.logger,
-              stopping: () => this.stopping,
               startedUp: () => this.startedUp,
               isAside: (index) => this.aside.has(index),
               keepVerdict: (seq, verdict) => this.keepVerdict(seq, verdict),
@@ -220,11 +211,7 @@ export class Replica {
             deps.placement,
           );
     this.erasure = new PurgeErasure({
-      node: deps.node,
-      state: this.state,
-      snapshots: this.snapshots,
-      logger: this.logger,
-      stopping: () => this.stopping,
+      ...host,
       snapshotNow: (index) => this.snapshotNow(index),
       saveSoon: () => this.saveSoon(),
     });

@@ -3,12 +3,11 @@
 // ones instead of waiting behind them with every other index, answers 503 for the index, asks the
 // other nodes for a snapshot that holds it, and brings the index back when it can.
 import { UnavailableError } from "../domain/errors.ts";
-import type { Logger } from "../log.ts";
 import type { ChangeLog, LogEntry } from "../ports/change-log.ts";
 import type { IndexLocks } from "../services/versions/lock.ts";
 import type { LogHistory } from "./history.ts";
-import type { ReplicaState } from "./replica-state.ts";
-import type { SnapshotManifest, SnapshotPointer, Snapshots } from "./snapshots.ts";
+import type { ReplicaHost, Verdict } from "./replica-host.ts";
+import type { SnapshotManifest, SnapshotPointer } from "./snapshots.ts";
 
 /**
  * An entry that has failed to apply for this long sets its index aside on this node: its later
@@ -21,18 +20,14 @@ const SET_ASIDE_AFTER_MS = 2 * 60_000;
 export const ASIDE_LOOK_EVERY_MS = 1_000;
 
 /** What setting an index aside uses of its node's replica. */
-export interface SetAsideHost {
-  node: string;
-  state: ReplicaState;
+export interface SetAsideHost extends ReplicaHost {
   log: Pick<ChangeLog, "firstEntryOf">;
-  snapshots: Pick<Snapshots, "pointer">;
   history: Pick<LogHistory, "lacking">;
   /** The replica's lock per index: bringing an index back runs under it. */
   chains: IndexLocks;
-  logger: Logger;
   saveSoon(): void;
   /** Gives the writer of this node's own entry its outcome. */
-  keepVerdict(seq: number, verdict: { accepted: boolean; error?: Error }): void;
+  keepVerdict(seq: number, verdict: Verdict): void;
   restoreIndex(index: string, pointer: SnapshotPointer): Promise<SnapshotManifest>;
   /** Applies one entry of the index (the caller holds its chain). */
   apply(seq: number, entry: LogEntry): Promise<void>;

@@ -30,7 +30,7 @@ export interface AppliedView {
   /** The newest entry the log holds for the index: its position, when the log took it, the version it makes. */
   logTail(indexId: string): Promise<EntryTail | null>;
   /** Whether an entry of the index failed to apply here for long enough to set it aside (D-376). */
-  isAside?(indexId: string): boolean;
+  isAside(indexId: string): boolean;
 }
 
 /** A tenant with more indexes is shown its first ones by name. */
@@ -77,16 +77,12 @@ export class RegionLagService {
           return { indexName: row.name, activeVersion: row.active, behindVersions: 0, lagMs: 0 };
         }
         const local = this.applied.active(row.id) ?? "0";
-        const aside = this.applied.isAside?.(row.id) === true ? { setAside: true as const } : {};
-        if (this.applied.appliedSeq(row.id) >= row.logSeq || local === row.active) {
-          return { indexName: row.name, activeVersion: local, ...(await this.fromLog(this.applied, row.id)), ...aside };
-        }
-        return {
-          indexName: row.name,
-          activeVersion: local,
-          ...(await this.between(row.id, local, row.active)),
-          ...aside,
-        };
+        const lag =
+          this.applied.appliedSeq(row.id) >= row.logSeq || local === row.active
+            ? await this.fromLog(this.applied, row.id)
+            : await this.between(row.id, local, row.active);
+        const aside = this.applied.isAside(row.id) ? { setAside: true as const } : {};
+        return { indexName: row.name, activeVersion: local, ...lag, ...aside };
       }),
     );
   }

@@ -36,7 +36,7 @@ describe.each(storeTargets())("region lag on $name", (target) => {
     const logTail = async () => ({ seq: 7, at: now - 2_000 });
     const behind = new RegionLagService(
       db,
-      { active: () => "0.1", newest: () => "0.1", appliedSeq: () => 5, logTail },
+      { active: () => "0.1", newest: () => "0.1", appliedSeq: () => 5, logTail, isAside: () => false },
       () => now,
     );
     expect(await behind.forTenant("ten_l")).toEqual([
@@ -45,7 +45,7 @@ describe.each(storeTargets())("region lag on $name", (target) => {
     // Once it has applied the entry that set the store's active version, it no longer trails.
     const caughtUp = new RegionLagService(
       db,
-      { active: () => "0.3", newest: () => "0.3", appliedSeq: () => 7, logTail },
+      { active: () => "0.3", newest: () => "0.3", appliedSeq: () => 7, logTail, isAside: () => false },
       () => now,
     );
     expect((await caughtUp.forTenant("ten_l"))[0]).toMatchObject({ behindVersions: 0, lagMs: 0 });
@@ -58,7 +58,11 @@ describe.each(storeTargets())("region lag on $name", (target) => {
     await db.update(indexes).set({ logSeq: 7 }).where(eq(indexes.tenantId, "ten_l"));
     const now = Date.now();
     const view = (logTail: () => Promise<EntryTail | null>) =>
-      new RegionLagService(db, { active: () => "0.3", newest: () => "0.3", appliedSeq: () => 7, logTail }, () => now);
+      new RegionLagService(
+        db,
+        { active: () => "0.3", newest: () => "0.3", appliedSeq: () => 7, logTail, isAside: () => false },
+        () => now,
+      );
     // Entry 9 was taken 40 ms ago; the writer's node has not recorded its version yet.
     expect(await view(async () => ({ seq: 9, at: now - 40, version: "0.4" })).forTenant("ten_l")).toEqual([
       { indexName: "shop", activeVersion: "0.3", behindVersions: 1, lagMs: 40 },
