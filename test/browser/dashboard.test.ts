@@ -447,6 +447,29 @@ describe("catalog and records", () => {
     expect((await http.get("/v1/indexes/rec-idx/records/kettle-1")).status).toBe(404);
   });
 
+  test("a record is opened by its id; an id the index lacks says so", async () => {
+    const { page, http } = await signedIn("byid");
+    expect((await http.put("/v1/indexes/byid-idx/records/lamp-7", { title: "Brass desk lamp" })).status).toBe(200);
+    await follow(page, page.getByRole("link", { name: "byid-idx" }));
+    await tabTo(page, page.getByLabel("Or open a record by its id"));
+    await page.keyboard.type("lamp-7");
+    await page.keyboard.press("Enter");
+    await expect.poll(() => page.getByLabel("The record as JSON").inputValue()).toContain("Brass desk lamp");
+    expect(await page.getByRole("heading", { name: "Record lamp-7" }).isVisible()).toBe(true);
+
+    await page.getByLabel("Or open a record by its id").fill("lamp-8");
+    await page.keyboard.press("Enter");
+    const alert = page.locator("#records-title ~ .error[role=alert]");
+    await expect.poll(() => alert.textContent()).toMatch(/"lamp-8" does not exist/);
+    expect(await page.getByLabel("The record as JSON").count()).toBe(0);
+    await expectAccessible(page, "a record id not found");
+
+    // Made meanwhile, the same id asked again is read again.
+    expect((await http.put("/v1/indexes/byid-idx/records/lamp-8", { title: "Tin lamp" })).status).toBe(200);
+    await page.getByLabel("Or open a record by its id").press("Enter");
+    await expect.poll(() => page.getByLabel("The record as JSON").inputValue()).toContain("Tin lamp");
+  });
+
   test("coalescing folds the changes into a checkpoint, which becomes active", async () => {
     const { page, http } = await signedIn("coal");
     for (const id of ["a", "b", "c"])
@@ -562,4 +585,35 @@ test("a search key restricted to a site: a bad origin is explained under its fie
   await expect
     .poll(() => page.getByRole("rowheader", { name: /shop widget/ }).textContent())
     .toContain("sites: https://shop.example, https://*.shop.example");
+});
+
+describe("keys", () => {
+  test("a key made to expire says when; one past its expiry says it expired and offers no revoke", async () => {
+    const { page, http } = await signedIn("exp");
+    await follow(page, page.getByRole("navigation", { name: "Dashboard" }).getByRole("link", { name: "API keys" }));
+    await expect.poll(() => heading(page).textContent()).toBe("API keys");
+    await page.getByLabel("Name", { exact: true }).fill("month key");
+    await page.getByLabel("Expires").selectOption({ label: "In 30 days" });
+    const before = Date.now();
+    await activate(page, page.getByRole("button", { name: "Create key" }));
+    await expect.poll(() => page.getByRole("rowheader", { name: /month key/ }).isVisible()).toBe(true);
+    const after = Date.now();
+    const listed = (await http.get("/v1/api-keys")).body as { name: string; expiresAt: number | null }[];
+    const month = listed.find((k) => k.name === "month key")!;
+    expect(month.expiresAt).toBeGreaterThanOrEqual(before + 30 * 86_400_000);
+    expect(month.expiresAt).toBeLessThanOrEqual(after + 30 * 86_400_000);
+    expect(await page.getByRole("rowheader", { name: /month key/ }).textContent()).toContain("expires");
+    expect(await page.getByRole("button", { name: "Revoke month key" }).isVisible()).toBe(true);
+    // The form is back to a key that never expires.
+    expect(await page.getByLabel("Expires").inputValue()).toBe("0");
+
+    const made = await http.post("/v1/api-keys", { type: "svc", name: "brief key", expiresAt: Date.now() + 1_000 });
+    expect(made.status).toBe(200);
+    await new Promise((resolve) => setTimeout(resolve, 1_200));
+    await page.reload();
+    const row = page.getByRole("row", { name: /brief key/ });
+    await expect.poll(() => row.textContent()).toMatch(/expired .*expired /);
+    expect(await row.getByRole("button", { name: /Revoke/ }).count()).toBe(0);
+    await expectAccessible(page, "keys with an expired one");
+  });
 });

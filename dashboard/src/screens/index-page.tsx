@@ -183,6 +183,9 @@ function Records({ index, changed, recordId }: { index: Index; changed: () => un
   const [failure, setFailure] = useState<Failure | undefined>();
   const [adding, setAdding] = useState(false);
   const [newId, setNewId] = useState("");
+  const [lookupId, setLookupId] = useState("");
+  // Asking for the same id again (after a 404, say) reads it again.
+  const [lookups, setLookups] = useState(0);
 
   useEffect(() => {
     const el = host.current;
@@ -210,7 +213,7 @@ function Records({ index, changed, recordId }: { index: Index; changed: () => un
     setRecord(undefined);
     setFailure(undefined);
     sift.records.get(index.name, selected).then(setRecord, (error) => setFailure(failureOf(error)));
-  }, [selected, index.activeVersion]);
+  }, [selected, lookups, index.activeVersion]);
 
   const { id: _id, ...editable } = record ?? { id: "" };
   return (
@@ -230,6 +233,22 @@ function Records({ index, changed, recordId }: { index: Index; changed: () => un
           <input disabled aria-label="Find a record (loading)" />
         </div>
       </div>
+      <form
+        class="lookup"
+        onSubmit={(e) => {
+          e.preventDefault();
+          const id = lookupId.trim();
+          if (!id) return;
+          setSelected(id);
+          setLookups((n) => n + 1);
+        }}
+      >
+        <label for="record-id-lookup">Or open a record by its id</label>
+        <div>
+          <input id="record-id-lookup" value={lookupId} onInput={(e) => setLookupId(e.currentTarget.value)} />
+          <button type="submit">Open</button>
+        </div>
+      </form>
       <FormError failure={failure} />
       {selected && !record && !failure && <Loading what={`record ${selected}`} />}
       {record && (

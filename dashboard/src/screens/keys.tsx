@@ -8,6 +8,17 @@ type ApiKey = components["schemas"]["ApiKey"];
 type McpConnection = components["schemas"]["McpConnection"];
 type KeyType = components["schemas"]["ApiKeyType"];
 
+/** How long a new key works; the API takes any moment in the future (`expiresAt`). */
+const LIFETIMES: { days: number; label: string }[] = [
+  { days: 0, label: "Never" },
+  { days: 1, label: "In 1 day" },
+  { days: 7, label: "In 7 days" },
+  { days: 30, label: "In 30 days" },
+  { days: 90, label: "In 90 days" },
+  { days: 365, label: "In 1 year" },
+];
+const DAY_MS = 86_400_000;
+
 const TYPES: { type: KeyType; label: string }[] = [
   { type: "srh", label: "srh: public search key, for web pages and the widget" },
   { type: "svc", label: "svc: secret, for your back-end services (read, write records)" },
@@ -23,6 +34,7 @@ export function Keys() {
   const [type, setType] = useState<KeyType>("srh");
   const [origins, setOrigins] = useState("");
   const [indexes, setIndexes] = useState("");
+  const [lifetime, setLifetime] = useState(0);
   const [created, setCreated] = useState<{ key: string; name: string } | undefined>();
 
   const load = () => list.run(async () => setKeys(await sift.apiKeys.list()));
@@ -48,6 +60,7 @@ export function Keys() {
               name,
               ...(list(indexes).length ? { indexes: list(indexes) } : {}),
               ...(type === "srh" && list(origins).length ? { referrers: list(origins) } : {}),
+              ...(lifetime ? { expiresAt: Date.now() + lifetime * DAY_MS } : {}),
             };
             const made = await create.run(() => sift.apiKeys.create(body));
             if (!made) return;
@@ -55,6 +68,7 @@ export function Keys() {
             setName("");
             setOrigins("");
             setIndexes("");
+            setLifetime(0);
             announce(`Key ${made.name} created`);
             await load();
           }}
@@ -100,6 +114,21 @@ export function Keys() {
             onInput={(e) => setIndexes(e.currentTarget.value)}
             failure={create.failure}
           />
+          <div class="field">
+            <label for="key-expires">Expires</label>
+            <select
+              id="key-expires"
+              name="expiresAt"
+              value={lifetime}
+              onChange={(e) => setLifetime(Number(e.currentTarget.value))}
+            >
+              {LIFETIMES.map((l) => (
+                <option key={l.days} value={l.days}>
+                  {l.label}
+                </option>
+              ))}
+            </select>
+          </div>
           <FormError failure={create.failure} shown={["name", "referrers", "indexes"]} />
           <button type="submit" class="primary" disabled={create.busy}>
             Create key
@@ -150,13 +179,7 @@ export function Keys() {
                 <tr key={k.id}>
                   <th scope="row">
                     {k.name}
-                    {(k.referrers || k.indexes) && (
-                      <span class="restrictions">
-                        {k.referrers && `sites: ${k.referrers.join(", ")}`}
-                        {k.referrers && k.indexes && " · "}
-                        {k.indexes && `indexes: ${k.indexes.join(", ")}`}
-                      </span>
-                    )}
+                    {(k.referrers || k.indexes || k.expiresAt) && <span class="restrictions">{restrictionsOf(k)}</span>}
                   </th>
                   <td>{k.type}</td>
                   <td>
@@ -167,6 +190,8 @@ export function Keys() {
                   <td>
                     {k.revokedAt ? (
                       `revoked ${formatDate(k.revokedAt)}`
+                    ) : k.expiresAt && k.expiresAt <= Date.now() ? (
+                      `expired ${formatDate(k.expiresAt)}`
                     ) : (
                       <ConfirmButton
                         label="Revoke"
@@ -248,4 +273,15 @@ export function Keys() {
       </section>
     </>
   );
+}
+
+/** What a key is limited to, under its name: sites, indexes, and when it stops working. */
+function restrictionsOf(k: ApiKey): string {
+  return [
+    k.referrers && `sites: ${k.referrers.join(", ")}`,
+    k.indexes && `indexes: ${k.indexes.join(", ")}`,
+    k.expiresAt && `${k.expiresAt <= Date.now() ? "expired" : "expires"} ${formatDate(k.expiresAt)}`,
+  ]
+    .filter(Boolean)
+    .join(" · ");
 }
