@@ -317,6 +317,7 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
     entries: oauthEntries,
     secret,
     userExists: (id) => bounded.accounts.userExists(id),
+    clientMetadataPrivateHosts: config.oauthClientMetadataPrivateHosts,
     log,
   });
   const mcpConnections = new McpConnections(oauthEntries, mcpProviders);

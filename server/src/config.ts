@@ -52,6 +52,11 @@ export interface Config {
    * the hosts of SIFT_PUBLIC_URL and the region URLs; `*.example.com` covers subdomains, `*` any.
    */
   allowedHosts: string[];
+  /**
+   * Hosts whose MCP client metadata documents may be fetched though they resolve to a private or
+   * loopback address (an intranet's MCP hosts); every other host's must resolve to a public one.
+   */
+  oauthClientMetadataPrivateHosts: string[];
   /** Load the bundled demo tenant, service and PUBLIC index on first start. */
   demo: boolean;
   /** Checkpoint automatically once a version's chain of changes is this long. */
@@ -355,6 +360,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       .map((s) => s.trim())
       .filter(Boolean),
     allowedHosts: (env.SIFT_ALLOWED_HOSTS ?? "")
+      .split(",")
+      .map((s) => s.trim().toLowerCase())
+      .filter(Boolean),
+    oauthClientMetadataPrivateHosts: (env.SIFT_OAUTH_CLIENT_METADATA_PRIVATE_HOSTS ?? "")
       .split(",")
       .map((s) => s.trim().toLowerCase())
       .filter(Boolean),

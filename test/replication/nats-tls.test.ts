@@ -3,62 +3,26 @@
 // certificate (SIFT_NATS_TLS_CA, SIFT_NATS_TLS_CERT, SIFT_NATS_TLS_KEY) appends, follows and moves
 // files through its transfer thread; one without the CA is refused. The certificates are made
 // with openssl for the test.
-import { execFileSync, spawn } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLogger } from "../../server/src/log.ts";
 import type { ChangeLog } from "../../server/src/ports/change-log.ts";
 import { openNatsLog } from "../../server/src/replication/nats/nats-log.ts";
+import { type Certificates, certificates, opensslAvailable } from "../support/certificates.ts";
 import { appendsFollowsAndMovesFiles } from "../support/log-roundtrip.ts";
 import { NATS_SERVER, natsAvailable } from "../support/nats.ts";
 import { freePort, waitForHttp, waitForTcp } from "../support/ports.ts";
 
 const silent = createLogger("silent", {}, () => {});
-const OPENSSL = "/usr/bin/openssl";
 
-/** A CA, and a certificate it signed for `name` (a server's for 127.0.0.1, or a client's). */
-function certificates(dir: string) {
-  const run = (...args: string[]) => execFileSync(OPENSSL, args, { cwd: dir, stdio: "ignore" });
-  run(
-    ...["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=Sift test CA"],
-    ...["-keyout", "ca.key", "-out", "ca.pem"],
-  );
-  for (const [name, extension] of [
-    ["server", "subjectAltName=IP:127.0.0.1,DNS:localhost"],
-    ["client", "extendedKeyUsage=clientAuth"],
-  ] as const) {
-    run(
-      "req",
-      "-newkey",
-      "rsa:2048",
-      "-nodes",
-      "-subj",
-      `/CN=${name}`,
-      "-keyout",
-      `${name}.key`,
-      "-out",
-      `${name}.csr`,
-    );
-    writeFileSync(join(dir, `${name}.ext`), `${extension}\n`);
-    run(
-      ...["x509", "-req", "-in", `${name}.csr`, "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial"],
-      ...["-days", "2", "-extfile", `${name}.ext`, "-out", `${name}.pem`],
-    );
-  }
-  return {
-    ca: join(dir, "ca.pem"),
-    server: { cert: join(dir, "server.pem"), key: join(dir, "server.key") },
-    client: { cert: join(dir, "client.pem"), key: join(dir, "client.key") },
-  };
-}
-
-describe.skipIf(!natsAvailable || !existsSync(OPENSSL))("NATS servers with a private CA and mutual TLS", () => {
+describe.skipIf(!natsAvailable || !opensslAvailable)("NATS servers with a private CA and mutual TLS", () => {
   const dir = mkdtempSync(join(tmpdir(), "sift-nats-tls-"));
   let server: ReturnType<typeof spawn> | undefined;
   let url = "";
-  let files: ReturnType<typeof certificates>;
+  let files: Certificates;
   const logs: ChangeLog[] = [];
 
   beforeAll(async () => {

@@ -97,6 +97,11 @@ export class McpOAuth {
     expect(confirm.status, confirm.text).toBe(200);
     const back = await this.followToHost(browser, confirm.body.redirectTo);
     expect(back.searchParams.get("state")).toBe(state);
+    return this.exchange(back, verifier, clientId);
+  }
+
+  /** The code the host's redirect URI received (`back`), exchanged with its PKCE verifier. */
+  async exchange(back: URL, verifier: string, clientId: string): Promise<Tokens> {
     const reply = await this.token({
       grant_type: "authorization_code",
       code: back.searchParams.get("code")!,

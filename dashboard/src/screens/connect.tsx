@@ -7,7 +7,7 @@ import { FormError, Loading, useAction } from "../ui.tsx";
 
 interface Details {
   uid: string;
-  client: { id: string; name: string | null; uri: string | null; redirectUri: string };
+  client: { id: string; name: string | null; uri: string | null; publishedBy: string | null; redirectUri: string };
   resource: string;
   scopes: string[];
   account: { email: string; tenant: string };
@@ -58,8 +58,15 @@ export function Connect({ uid }: { uid: string }) {
           <ul>
             <li>Read-only: it can list your indexes, search them and read records by id. It cannot change anything.</li>
             <li>
-              After you answer, your browser goes back to <code>{hostOf(details.client.redirectUri)}</code>. The name
-              above is the one the host gave itself: allow only a connection you started.
+              After you answer, your browser goes back to <code>{hostOf(details.client.redirectUri)}</code>.{" "}
+              {details.client.publishedBy ? (
+                <>
+                  The name above is published by <code>{details.client.publishedBy}</code>: allow only a connection you
+                  started.
+                </>
+              ) : (
+                "The name above is the one the host gave itself: allow only a connection you started."
+              )}
             </li>
             <li>You can disconnect it at any time under API keys.</li>
           </ul>

@@ -2,7 +2,7 @@
 // The OAuth authorization server for MCP hosts (the MCP authorization specification): panva's
 // oidc-provider, certified by the OpenID Foundation, configured for one resource (this server's
 // /mcp) and one read-only scope. It brings RFC 8414 metadata, dynamic client registration
-// (RFC 7591), the authorization code flow with PKCE, refresh-token rotation, revocation and
+// (RFC 7591) and client ID metadata documents, the authorization code flow with PKCE, refresh-token rotation, revocation and
 // resource indicators (RFC 8707); Sift adds the login and consent step (the dashboard's
 // sign-in, then a consent screen) and keeps the provider's state in its own store.
 import { createHmac, createPrivateKey } from "node:crypto";
@@ -26,6 +26,8 @@ export interface ProviderOptions {
   secret: Buffer;
   /** A user by id, or undefined when there is none (deleted): only existing users hold grants. */
   userExists(userId: string): Promise<boolean>;
+  /** Hosts whose client metadata documents may be on private or loopback addresses (SIFT_OAUTH_CLIENT_METADATA_PRIVATE_HOSTS). */
+  clientMetadataPrivateHosts?: string[];
   log: Logger;
 }
 
@@ -111,6 +113,11 @@ export class McpProviders {
         devInteractions: { enabled: false },
         // Open registration (RFC 7591): an MCP host meets this server for the first time.
         registration: { enabled: true },
+        // Or, as the 2025-11-25 MCP specification prefers, the host's client_id is the https URL
+        // of a JSON document describing it, fetched when it asks (no registration kept). The
+        // provider fetches it within 2.5 s, bounds its size, caches it as its Cache-Control says
+        // (30 s to a day), and refuses private and loopback addresses unless the host is listed.
+        clientIdMetadataDocument: { enabled: true, ack: "draft-02" },
         revocation: { enabled: true },
         resourceIndicators: {
           enabled: true,
@@ -136,6 +143,16 @@ export class McpProviders {
         return grantId
           ? (ctx.oidc.provider as unknown as { Grant: { find(id: string): unknown } }).Grant.find(grantId)
           : undefined;
+      },
+      // The provider's outgoing requests (client metadata documents): its guard against private
+      // and loopback addresses (its `dispatcher`) is left out for the hosts listed as private.
+      fetch: (url: string | URL, init: RequestInit & { dispatcher?: unknown }) => {
+        const host = new URL(url).hostname.toLowerCase();
+        if (this.options.clientMetadataPrivateHosts?.includes(host)) {
+          const { dispatcher: _guard, ...rest } = init;
+          return fetch(url, rest);
+        }
+        return fetch(url, init);
       },
       // Refresh tokens for every client that registered the grant type, rotated at each use.
       issueRefreshToken: async (_ctx: unknown, client: { grantTypeAllowed(t: string): boolean }) =>

@@ -119,6 +119,9 @@ export function mountMcpAuth(
         id: client.clientId,
         name: client.clientName ?? null,
         uri: client.clientUri ?? null,
+        // A host whose client_id is the URL of its metadata document: the site that publishes
+        // its name, which a host that registered could not prove.
+        publishedBy: isMetadataDocumentClient(client) ? new URL(client.clientId).host : null,
         // Where the browser goes after consent: the host that will hold the token.
         redirectUri: redirect,
       },
@@ -167,4 +170,9 @@ export function mountMcpAuth(
     await forward(await providerOf(c), incoming, outgoing, url.pathname.slice(OAUTH_PREFIX.length) + url.search);
     return alreadySent(outgoing);
   });
+}
+
+/** Whether the provider resolved this client from a client ID metadata document (its client_id an https URL). */
+function isMetadataDocumentClient(client: { clientId: string }): boolean {
+  return (client as { clientIdMetadataDocument?: boolean }).clientIdMetadataDocument === true;
 }
