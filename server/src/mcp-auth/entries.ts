@@ -30,10 +30,17 @@ export interface OAuthEntries {
   /** The tenant of a grant's user; undefined when the grant or the user is gone. */
   tenantOfGrant(grantId: string): Promise<{ tenantId: string; accountId: string } | undefined>;
   touchGrant(grantId: string, at: number): Promise<void>;
+  /**
+   * Deletes what expired, and the registrations of hosts that never connected within
+   * UNUSED_CLIENT_MS of registering: registration is open to anyone, so they would pile up.
+   */
   purgeExpired(now: number): Promise<number>;
   /** Registered clients' metadata by id, for naming connections. */
   clients(ids: string[]): Promise<Map<string, Payload>>;
 }
+
+/** A registered client that has not connected this long after registering is deleted. */
+export const UNUSED_CLIENT_MS = 7 * 24 * 3_600_000;
 
 const live = (now: number) => or(sql`${oauthEntries.expiresAt} is null`, sql`${oauthEntries.expiresAt} > ${now}`);
 
@@ -59,6 +66,13 @@ export class DrizzleOAuthEntries implements OAuthEntries {
       .insert(oauthEntries)
       .values({ model, id, ...row })
       .onConflictDoUpdate({ target: [oauthEntries.model, oauthEntries.id], set: row });
+    // A grant means its client connected: its registration is kept from then on (purgeExpired).
+    if (model === "Grant" && typeof payload.clientId === "string") {
+      await this.db
+        .update(oauthEntries)
+        .set({ lastUsedAt: this.now() })
+        .where(and(eq(oauthEntries.model, "Client"), eq(oauthEntries.id, payload.clientId)));
+    }
   }
 
   async find(model: string, id: string): Promise<Payload | undefined> {
@@ -140,7 +154,21 @@ export class DrizzleOAuthEntries implements OAuthEntries {
       .delete(oauthEntries)
       .where(and(isNotNull(oauthEntries.expiresAt), lt(oauthEntries.expiresAt, now)))
       .returning({ id: oauthEntries.id });
-    return gone.length;
+    // oidc-provider stamps `client_id_issued_at` in epoch seconds. A client with a live grant is
+    // kept whatever its mark says (one registered before the mark existed).
+    const unused = await this.db
+      .delete(oauthEntries)
+      .where(
+        and(
+          eq(oauthEntries.model, "Client"),
+          sql`${oauthEntries.lastUsedAt} is null`,
+          sql`(${oauthEntries.payload}->>'client_id_issued_at')::bigint * 1000 < ${now - UNUSED_CLIENT_MS}`,
+          sql`not exists (select 1 from ${oauthEntries} g where g.model = 'Grant'
+            and g.payload->>'clientId' = ${oauthEntries}.id)`,
+        ),
+      )
+      .returning({ id: oauthEntries.id });
+    return gone.length + unused.length;
   }
 
   async clients(ids: string[]): Promise<Map<string, Payload>> {

@@ -3,9 +3,11 @@
 // dashboard and /mcp read (a tenant's grants, a grant's tenant). Kept in the store, it outlives
 // the process: a second handle on the same store sees the same tokens.
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { and, eq } from "drizzle-orm";
 import { adapterFor, DrizzleOAuthEntries } from "../../src/mcp-auth/entries.ts";
 import { AccountService } from "../../src/services/accounts.ts";
 import type { Store } from "../../src/store/open.ts";
+import { oauthEntries } from "../../src/store/schema.ts";
 import { storeTargets } from "../support/store.ts";
 
 describe.each(storeTargets())("OAuth entries on $name", (target) => {
@@ -88,5 +90,38 @@ describe.each(storeTargets())("OAuth entries on $name", (target) => {
     expect(await tokens.find("at-b")).toMatchObject({ grantId: "g-b" });
     expect(await entries.grantsOfTenant(alice.tenantId)).toEqual([]);
     expect(await entries.grantsOfTenant(bob.tenantId)).toHaveLength(1);
+  });
+
+  test("a registration that never connected is deleted a week on; one that connected is kept", async () => {
+    const clients = adapterFor(entries)("Client");
+    const grants = adapterFor(entries)("Grant");
+    const issued = () => Math.floor(clock / 1000);
+    await clients.upsert("lonely", { client_id: "lonely", client_id_issued_at: issued() }, undefined);
+    await clients.upsert("used", { client_id: "used", client_id_issued_at: issued() }, undefined);
+    await grants.upsert("g-used", { jti: "g-used", accountId: alice.userId, clientId: "used", iat: issued() }, 3600);
+    // Registered before connections were marked: kept while it has a live grant.
+    await clients.upsert("older", { client_id: "older", client_id_issued_at: issued() }, undefined);
+    await grants.upsert(
+      "g-older",
+      { jti: "g-older", accountId: bob.userId, clientId: "older", iat: issued() },
+      30 * 86_400,
+    );
+    await store.db
+      .update(oauthEntries)
+      .set({ lastUsedAt: null })
+      .where(and(eq(oauthEntries.model, "Client"), eq(oauthEntries.id, "older")));
+
+    clock += 6 * 86_400_000;
+    await entries.purgeExpired(clock);
+    expect(await clients.find("lonely")).toBeDefined();
+    // Its connection expired, not its registration.
+    expect(await grants.find("g-used")).toBeUndefined();
+
+    clock += 2 * 86_400_000;
+    // Only the client that never connected.
+    expect(await entries.purgeExpired(clock)).toBe(1);
+    expect(await clients.find("lonely")).toBeUndefined();
+    expect(await clients.find("used")).toMatchObject({ client_id: "used" });
+    expect(await clients.find("older")).toMatchObject({ client_id: "older" });
   });
 });
