@@ -1019,12 +1019,15 @@ export type components = {
          *       "clientUri": null,
          *       "createdAt": 1795000000000,
          *       "lastUsedAt": 1795000360000,
-         *       "expiresAt": 1797592000000
+         *       "expiresAt": 1797592000000,
+         *       "indexes": [
+         *         "docs_*"
+         *       ]
          *     }
          */
         McpConnection: {
             id: string;
-            /** @description The client id the host registered with (RFC 7591). */
+            /** @description The client id the host registered with (RFC 7591), or the URL of its client ID metadata document. */
             clientId: string;
             /** @description The name the host registered under; null when it gave none. Chosen by the host, not checked. */
             clientName: string | null;
@@ -1035,6 +1038,8 @@ export type components = {
             lastUsedAt: components["schemas"]["EpochMillis"] | null;
             /** @description When the connection ends and the host must sign in again. */
             expiresAt: components["schemas"]["EpochMillis"] | null;
+            /** @description The only indexes the host may read, as the person limited it at consent (`*` matches any run of characters); null: every index of the tenant. */
+            indexes: string[] | null;
         };
         McpConnectionList: {
             /** @description Newest first. */

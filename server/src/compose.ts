@@ -403,7 +403,7 @@ export async function composeSift(config: Config, log: Logger): Promise<Sift> {
     },
     extraRoutes: (app) => {
       mcpMethodNotAllowed(app);
-      mountMcpAuth(app, { providers: mcpProviders, config, accounts: bounded.accounts });
+      mountMcpAuth(app, { providers: mcpProviders, connections: mcpConnections, config, accounts: bounded.accounts });
       mountDemo(app, {
         demo: demo ? { serviceName: demo.serviceName, indexName: demo.indexName } : undefined,
         // Other regions hold this node's indexes only with replication.

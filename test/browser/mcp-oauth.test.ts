@@ -128,6 +128,9 @@ test("an MCP host given only the /mcp URL signs in through the browser and searc
   await page.getByRole("heading", { name: "Sift test host" }).waitFor();
   expect(await page.locator("main").textContent()).toContain("Read-only");
   await expectAccessible(page, "consent for an MCP host");
+  // Limited to this tenant's mcp-* indexes (D-399).
+  await tabTo(page, page.getByLabel("Only these indexes (optional)"));
+  await page.keyboard.type("mcp-oauth, mcp-*");
   await activate(page, page.getByRole("button", { name: "Allow" }));
   await page.waitForURL((u) => u.href.startsWith(redirectUrl));
   expect(codes).toHaveLength(1);
@@ -150,6 +153,9 @@ test("an MCP host given only the /mcp URL signs in through the browser and searc
   await page.getByRole("heading", { name: "Connected MCP hosts" }).waitFor();
   const disconnect = page.getByRole("button", { name: "Disconnect Sift test host" });
   await disconnect.waitFor();
+  expect(await page.getByRole("rowheader", { name: /Sift test host/ }).textContent()).toContain(
+    "indexes: mcp-oauth, mcp-*",
+  );
   await expectAccessible(page, "connected MCP hosts");
   await activate(page, disconnect);
   await activate(page, page.getByRole("button", { name: "Disconnect host" }));

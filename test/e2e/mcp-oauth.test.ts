@@ -227,3 +227,67 @@ describe("the consent step", () => {
     expect(back.searchParams.get("error")).toBe("invalid_request");
   });
 });
+
+describe("a connection limited to some indexes", () => {
+  const mcpCall = (accessToken: string, name: string, args: Record<string, unknown>) =>
+    direct.post(
+      "/mcp",
+      { jsonrpc: "2.0", id: 3, method: "tools/call", params: { name, arguments: args } },
+      { key: accessToken, headers: { accept: "application/json, text/event-stream" } },
+    );
+
+  test("reads only the indexes allowed at consent; the dashboard lists the limit", async () => {
+    const clientId = await register("Limited host");
+    const tokens = await oauth.connect(world.a.email, clientId, { indexes: [world.a.publicIndex] });
+    const listed = await listIndexes(tokens.access_token);
+    expect(listed.status, listed.text).toBe(200);
+    expect(JSON.parse(listed.body.result.content[0].text).indexes.map((i: { name: string }) => i.name)).toEqual([
+      world.a.publicIndex,
+    ]);
+    const allowed = await mcpCall(tokens.access_token, "search", { indexName: world.a.publicIndex, phrase: "ams" });
+    expect(allowed.body.result.isError, allowed.text).toBeFalsy();
+    const refused = await mcpCall(tokens.access_token, "search", { indexName: world.a.privateIndex, phrase: "ams" });
+    expect(refused.body.result.isError).toBe(true);
+    expect(refused.body.result.content[0].text).toMatch(/this MCP connection is restricted to the indexes/);
+
+    const connections = await world.a.session.get("/v1/mcp-connections");
+    expectContract(connections);
+    const mine = connections.body.connections.find((c: { clientId: string }) => c.clientId === clientId);
+    expect(mine.indexes).toEqual([world.a.publicIndex]);
+    // A refreshed token keeps the limit: it belongs to the connection, not to one token.
+    const refreshed = await token({
+      grant_type: "refresh_token",
+      refresh_token: tokens.refresh_token,
+      client_id: clientId,
+    });
+    expect(refreshed.status, refreshed.text).toBe(200);
+    const again = await mcpCall(refreshed.body.access_token, "search", {
+      indexName: world.a.privateIndex,
+      phrase: "a",
+    });
+    expect(again.body.result.isError).toBe(true);
+    expect((await world.a.session.delete(`/v1/mcp-connections/${mine.id}`)).status).toBe(204);
+  });
+
+  test("a limit that is not a list of index names is refused, naming it; nothing is connected", async () => {
+    const clientId = await register("Badly limited host");
+    for (const [indexes, field] of [
+      [[], "indexes"],
+      [["no spaces here"], "indexes[0]"],
+      ["docs", "indexes"],
+    ] as const) {
+      const browser = await signedIn(world.a.email);
+      const { uid } = await startAuthorization(browser, clientId);
+      const reply = await browser.post(
+        `/oauth2/interaction/${uid}/confirm`,
+        { indexes },
+        { headers: { origin: base } },
+      );
+      expect(reply.status, reply.text).toBe(400);
+      expect(reply.headers.get("content-type")).toMatch(/problem\+json/);
+      expect(reply.text).toContain(field);
+    }
+    const connections = (await world.a.session.get("/v1/mcp-connections")).body.connections;
+    expect(connections.filter((c: { clientId: string }) => c.clientId === clientId)).toEqual([]);
+  });
+});

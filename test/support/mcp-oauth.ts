@@ -87,11 +87,14 @@ export class McpOAuth {
     });
   }
 
-  /** The whole flow for the user `email`: tokens for a new connection of client `clientId`. */
-  async connect(email: string, clientId: string): Promise<Tokens> {
+  /**
+   * The whole flow for the user `email`: tokens for a new connection of client `clientId`.
+   * `consent`: the body the consent screen posts (`{ indexes }` to limit the connection).
+   */
+  async connect(email: string, clientId: string, consent?: Record<string, unknown>): Promise<Tokens> {
     const browser = await this.signedIn(email);
     const { uid, verifier, state } = await this.startAuthorization(browser, clientId);
-    const confirm = await browser.post(`/oauth2/interaction/${uid}/confirm`, undefined, {
+    const confirm = await browser.post(`/oauth2/interaction/${uid}/confirm`, consent, {
       headers: { origin: this.base },
     });
     expect(confirm.status, confirm.text).toBe(200);

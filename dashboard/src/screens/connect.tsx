@@ -14,15 +14,16 @@ interface Details {
 }
 
 /** The interaction endpoints are the authorization server's, not the API's: plain fetch. */
-async function call<T>(uid: string, what: "details" | "confirm" | "abort"): Promise<T> {
+async function call<T>(uid: string, what: "details" | "confirm" | "abort", body?: unknown): Promise<T> {
   const response = await fetch(`/oauth2/interaction/${encodeURIComponent(uid)}/${what}`, {
     method: what === "details" ? "GET" : "POST",
-    headers: { accept: "application/json" },
+    headers: { accept: "application/json", ...(body ? { "content-type": "application/json" } : {}) },
+    ...(body ? { body: JSON.stringify(body) } : {}),
   });
   // A body that is not JSON leaves the status to report, below.
-  const body = (await response.json().catch(() => ({}))) as { detail?: string } & T;
-  if (!response.ok) throw new Error(body.detail ?? `the server answered ${response.status}`);
-  return body;
+  const answer = (await response.json().catch(() => ({}))) as { detail?: string } & T;
+  if (!response.ok) throw new Error(answer.detail ?? `the server answered ${response.status}`);
+  return answer;
 }
 
 const hostOf = (url: string) => (URL.canParse(url) ? new URL(url).host || url : url);
@@ -31,10 +32,13 @@ export function Connect({ uid }: { uid: string }) {
   const [details, setDetails] = useState<Details | undefined>();
   const load = useAction();
   const decide = useAction();
+  const [limit, setLimit] = useState("");
   useEffect(() => void load.run(async () => setDetails(await call<Details>(uid, "details"))), [uid]);
 
   const answer = async (what: "confirm" | "abort") => {
-    const done = await decide.run(() => call<{ redirectTo: string }>(uid, what));
+    const indexes = limit.split(/[\s,]+/).filter(Boolean);
+    const body = what === "confirm" && indexes.length ? { indexes } : undefined;
+    const done = await decide.run(() => call<{ redirectTo: string }>(uid, what, body));
     if (done) location.assign(done.redirectTo);
   };
 
@@ -70,6 +74,18 @@ export function Connect({ uid }: { uid: string }) {
             </li>
             <li>You can disconnect it at any time under API keys.</li>
           </ul>
+          <div class="field">
+            <label for="connect-indexes">Only these indexes (optional)</label>
+            <p class="hint" id="connect-indexes-hint">
+              Index names the host may read, * as a wildcard, separated by commas; empty: every index.
+            </p>
+            <input
+              id="connect-indexes"
+              aria-describedby="connect-indexes-hint"
+              value={limit}
+              onInput={(e) => setLimit(e.currentTarget.value)}
+            />
+          </div>
           <FormError failure={decide.failure} />
           <div class="actions">
             <button type="button" class="primary" disabled={decide.busy} onClick={() => answer("confirm")}>

@@ -245,7 +245,10 @@ export function Keys() {
                 const name = m.clientName ?? `Unnamed host ${m.clientId.slice(0, 8)}`;
                 return (
                   <tr key={m.id}>
-                    <th scope="row">{name}</th>
+                    <th scope="row">
+                      {name}
+                      {m.indexes && <span class="restrictions">indexes: {m.indexes.join(", ")}</span>}
+                    </th>
                     <td>{formatDate(m.createdAt)}</td>
                     <td>{formatDate(m.lastUsedAt)}</td>
                     <td>{formatDate(m.expiresAt)}</td>

@@ -127,8 +127,9 @@ export function authorizeIndex<T extends IndexAccess>(
   if (cell === "public") {
     if (index?.visibility === "PUBLIC") {
       // A listed name confines a key to its own tenant's indexes (docs/api-keys.md, Restrictions).
-      if (p.kind === "key" && p.indexes && index.tenantId !== p.tenantId) {
-        throw new ForbiddenError(`this API key is restricted to indexes of its own tenant: ${what} is another's`);
+      if ((p.kind === "key" || p.kind === "oauth") && p.indexes && index.tenantId !== p.tenantId) {
+        const who = p.kind === "oauth" ? "this MCP connection" : "this API key";
+        throw new ForbiddenError(`${who} is restricted to indexes of its own tenant: ${what} is another's`);
       }
       return index;
     }

@@ -19,7 +19,15 @@ export type Principal =
    * An MCP host holding an OAuth access token (mcp-auth/): read-only, on /mcp only, for the
    * tenant of the user who consented. `grantId` names the connection the dashboard lists.
    */
-  | { kind: "oauth"; tenantId: string; userId: string; clientId: string; grantId: string };
+  | {
+      kind: "oauth";
+      tenantId: string;
+      userId: string;
+      clientId: string;
+      grantId: string;
+      /** The index patterns the person limited the connection to at consent; null: every index. */
+      indexes?: readonly string[] | null;
+    };
 
 export type KeyPrincipal = Extract<Principal, { kind: "key" }>;
 export type SessionPrincipal = Extract<Principal, { kind: "session" }>;

@@ -22,18 +22,44 @@ export function indexPatternMatches(pattern: string, name: string): boolean {
   return true;
 }
 
-/** True when the caller may reach an index of this name: always, unless its key carries an index list. */
-export function indexAllowed(p: Principal, name: string): boolean {
-  if (p.kind !== "key" || !p.indexes) return true;
-  return p.indexes.some((pattern) => indexPatternMatches(pattern, name));
+/** The index patterns a caller is limited to: a key's list, or an MCP connection's (D-399). */
+function indexListOf(p: Principal): readonly string[] | null {
+  return (p.kind === "key" || p.kind === "oauth") && p.indexes ? p.indexes : null;
 }
 
-/** 403 naming the index when the caller's key is restricted to other indexes. */
+/** True when the caller may reach an index of this name: always, unless it carries an index list. */
+export function indexAllowed(p: Principal, name: string): boolean {
+  const list = indexListOf(p);
+  return !list || list.some((pattern) => indexPatternMatches(pattern, name));
+}
+
+/** 403 naming the index when the caller is restricted to other indexes. */
 export function requireIndexAllowed(p: Principal, name: string): void {
   if (indexAllowed(p, name)) return;
+  const who = p.kind === "oauth" ? "this MCP connection" : "this API key";
   throw new ForbiddenError(
-    `this API key is restricted to the indexes ${(p as { indexes: readonly string[] }).indexes.join(", ")}: index "${name}" is not among them`,
+    `${who} is restricted to the indexes ${indexListOf(p)!.join(", ")}: index "${name}" is not among them`,
   );
+}
+
+/** An index list as a key's or a connection's: 1 to 100 patterns of letters, digits, `_.-` and `*`. */
+export function checkIndexList(indexes: unknown, field = "indexes"): string[] {
+  if (!Array.isArray(indexes) || indexes.length === 0 || indexes.length > 100) {
+    throw InvalidArgumentError.field(field, "must list 1 to 100 index names (`*` matches any run of characters)");
+  }
+  return [
+    ...new Set(
+      indexes.map((pattern, i) => {
+        if (typeof pattern !== "string" || !/^[A-Za-z0-9_.*-]{1,128}$/.test(pattern)) {
+          throw InvalidArgumentError.field(
+            `${field}[${i}]`,
+            "must be an index name of letters, digits, `_`, `.` and `-`, with `*` matching any run of characters",
+          );
+        }
+        return pattern;
+      }),
+    ),
+  ];
 }
 
 /** 403 for a catalog change that is not about one index (services) when the key has an index list. */

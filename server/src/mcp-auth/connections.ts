@@ -4,7 +4,7 @@
 import type { OAuthPrincipal } from "../auth/principal.ts";
 import { NotFoundError, UnauthenticatedError } from "../domain/errors.ts";
 import type { OAuthEntries } from "./entries.ts";
-import type { McpProviders } from "./provider.ts";
+import { type McpProviders, REFRESH_TOKEN_TTL_SECONDS } from "./provider.ts";
 
 export interface McpConnection {
   id: string;
@@ -15,6 +15,7 @@ export interface McpConnection {
   lastUsedAt: number | null;
   /** When the connection ends unless its refresh token is used before (epoch ms). */
   expiresAt: number | null;
+  indexes: string[] | null;
 }
 
 /** Last-use times are written at most this often per connection. */
@@ -54,6 +55,7 @@ export class McpConnections {
       userId: owner.accountId,
       clientId: found.clientId,
       grantId: found.grantId,
+      indexes: owner.indexes,
     };
   }
 
@@ -71,8 +73,14 @@ export class McpConnections {
         createdAt: g.createdAt,
         lastUsedAt: g.lastUsedAt,
         expiresAt: g.expiresAt,
+        indexes: g.indexes,
       };
     });
+  }
+
+  /** Limits a new connection to these index patterns, for as long as it lives (D-399). */
+  limitGrant(grantId: string, indexes: string[]): Promise<void> {
+    return this.entries.limitGrant(grantId, indexes, REFRESH_TOKEN_TTL_SECONDS);
   }
 
   /** Ends a connection of the tenant now: its access and refresh tokens stop working at once. */

@@ -2,6 +2,7 @@
 // provider's adapter, the /mcp token check and the dashboard's connection list share one store.
 // Works on PGlite and PostgreSQL alike (plain Drizzle, no dialect extensions).
 import { and, eq, inArray, isNotNull, lt, or, sql } from "drizzle-orm";
+import { alias } from "drizzle-orm/pg-core";
 import type { Db } from "../store/open.ts";
 import { oauthEntries, users } from "../store/schema.ts";
 
@@ -15,6 +16,8 @@ export interface GrantRow {
   createdAt: number;
   expiresAt: number | null;
   lastUsedAt: number | null;
+  /** The index patterns the connection is limited to; null: every index. */
+  indexes: string[] | null;
 }
 
 export interface OAuthEntries {
@@ -27,8 +30,15 @@ export interface OAuthEntries {
   revokeGrant(grantId: string): Promise<void>;
   /** The live grants of the tenant's users, newest first. */
   grantsOfTenant(tenantId: string): Promise<GrantRow[]>;
-  /** The tenant of a grant's user; undefined when the grant or the user is gone. */
-  tenantOfGrant(grantId: string): Promise<{ tenantId: string; accountId: string } | undefined>;
+  /**
+   * The tenant of a grant's user, and the indexes the connection is limited to (null: every
+   * index); undefined when the grant or the user is gone.
+   */
+  tenantOfGrant(
+    grantId: string,
+  ): Promise<{ tenantId: string; accountId: string; indexes: string[] | null } | undefined>;
+  /** Limits a grant to these index patterns, for as long as the grant lives (D-399). */
+  limitGrant(grantId: string, indexes: string[], expiresInSeconds: number): Promise<void>;
   touchGrant(grantId: string, at: number): Promise<void>;
   /**
    * Deletes what expired, and the registrations of hosts that never connected within
@@ -38,6 +48,11 @@ export interface OAuthEntries {
   /** Registered clients' metadata by id, for naming connections. */
   clients(ids: string[]): Promise<Map<string, Payload>>;
 }
+
+/** Sift's own entry beside a grant: the index patterns its connection is limited to. */
+const GRANT_LIMIT = "SiftGrantLimit";
+const indexesOf = (limit: Payload | null): string[] | null =>
+  Array.isArray(limit?.indexes) ? limit.indexes.map(String) : null;
 
 /** A registered client that has not connected this long after registering is deleted. */
 export const UNUSED_CLIENT_MS = 7 * 24 * 3_600_000;
@@ -109,6 +124,7 @@ export class DrizzleOAuthEntries implements OAuthEntries {
   }
 
   async grantsOfTenant(tenantId: string): Promise<GrantRow[]> {
+    const limit = alias(oauthEntries, "limit_entry");
     const rows = await this.db
       .select({
         id: oauthEntries.id,
@@ -116,9 +132,11 @@ export class DrizzleOAuthEntries implements OAuthEntries {
         payload: oauthEntries.payload,
         expiresAt: oauthEntries.expiresAt,
         lastUsedAt: oauthEntries.lastUsedAt,
+        limit: limit.payload,
       })
       .from(oauthEntries)
       .innerJoin(users, eq(users.id, oauthEntries.accountId))
+      .leftJoin(limit, and(eq(limit.model, GRANT_LIMIT), eq(limit.id, oauthEntries.id)))
       .where(and(eq(oauthEntries.model, "Grant"), eq(users.tenantId, tenantId), live(this.now())));
     return rows
       .map((r) => ({
@@ -129,17 +147,27 @@ export class DrizzleOAuthEntries implements OAuthEntries {
         createdAt: Number(r.payload.iat) * 1000,
         expiresAt: r.expiresAt,
         lastUsedAt: r.lastUsedAt,
+        indexes: indexesOf(r.limit),
       }))
       .sort((a, b) => b.createdAt - a.createdAt);
   }
 
-  async tenantOfGrant(grantId: string): Promise<{ tenantId: string; accountId: string } | undefined> {
+  async tenantOfGrant(
+    grantId: string,
+  ): Promise<{ tenantId: string; accountId: string; indexes: string[] | null } | undefined> {
+    const limit = alias(oauthEntries, "limit_entry");
     const [row] = await this.db
-      .select({ tenantId: users.tenantId, accountId: users.id })
+      .select({ tenantId: users.tenantId, accountId: users.id, limit: limit.payload })
       .from(oauthEntries)
       .innerJoin(users, eq(users.id, oauthEntries.accountId))
+      .leftJoin(limit, and(eq(limit.model, GRANT_LIMIT), eq(limit.id, oauthEntries.id)))
       .where(and(eq(oauthEntries.model, "Grant"), eq(oauthEntries.id, grantId), live(this.now())));
-    return row;
+    return row && { tenantId: row.tenantId, accountId: row.accountId, indexes: indexesOf(row.limit) };
+  }
+
+  async limitGrant(grantId: string, indexes: string[], expiresInSeconds: number): Promise<void> {
+    // Its grantId column makes revoking the grant delete it too (revokeGrant).
+    await this.upsert(GRANT_LIMIT, grantId, { grantId, indexes }, expiresInSeconds);
   }
 
   async touchGrant(grantId: string, at: number): Promise<void> {

@@ -5,10 +5,13 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Context, Hono } from "hono";
 import type { Config } from "../config.ts";
+import { checkIndexList } from "../auth/restrictions.ts";
+import { InvalidArgumentError } from "../domain/errors.ts";
 import { HttpProblem } from "../http/problem.ts";
 import type { AppEnv } from "../http/env.ts";
 import { baseUrlOf } from "../routes/health.ts";
 import type { AccountService } from "../services/accounts.ts";
+import type { McpConnections } from "./connections.ts";
 import { forward, MCP_SCOPE, type McpProviders, OAUTH_PREFIX } from "./provider.ts";
 
 type NodeBindings = { incoming?: IncomingMessage; outgoing?: ServerResponse };
@@ -45,7 +48,12 @@ const expired = () =>
 
 export function mountMcpAuth(
   app: Hono<AppEnv>,
-  deps: { providers: McpProviders; config: Pick<Config, "publicUrl">; accounts: AccountService },
+  deps: {
+    providers: McpProviders;
+    connections: Pick<McpConnections, "limitGrant">;
+    config: Pick<Config, "publicUrl">;
+    accounts: AccountService;
+  },
 ): void {
   const issuerOf = (c: Context<AppEnv>) => baseUrlOf(c, deps.config);
   const providerOf = (c: Context<AppEnv>) => deps.providers.for(issuerOf(c));
@@ -133,6 +141,7 @@ export function mountMcpAuth(
 
   app.post(`${OAUTH_PREFIX}/interaction/:uid/confirm`, async (c) => {
     const { p, provider, incoming, outgoing, interaction, client } = await pending(c);
+    const indexes = await indexLimitOf(c);
     const grant = new provider.Grant({ accountId: p.userId, clientId: client.clientId });
     grant.addResourceScope(`${issuerOf(c)}/mcp`, MCP_SCOPE);
     // Granted as the provider asks: mcp:read for /mcp, and as one of its own scopes too (it is
@@ -141,6 +150,7 @@ export function mountMcpAuth(
     const own = requested.filter((s) => s === "openid" || s === "offline_access" || s === MCP_SCOPE);
     if (own.length) grant.addOIDCScope(own.join(" "));
     const grantId = await grant.save();
+    if (indexes) await deps.connections.limitGrant(grantId, indexes);
     // The dashboard's user is who signs in at the provider, whatever its session remembered.
     const redirectTo = await provider.interactionResult(
       incoming,
@@ -175,4 +185,21 @@ export function mountMcpAuth(
 /** Whether the provider resolved this client from a client ID metadata document (its client_id an https URL). */
 function isMetadataDocumentClient(client: { clientId: string }): boolean {
   return (client as { clientIdMetadataDocument?: boolean }).clientIdMetadataDocument === true;
+}
+
+/**
+ * The consent's optional body `{"indexes": ["docs", "help_*"]}`: the only indexes the connection
+ * may read (D-399). No body, or no `indexes`: every index of the tenant.
+ */
+async function indexLimitOf(c: Context<AppEnv>): Promise<string[] | null> {
+  const text = (await c.req.text()).trim();
+  if (text === "") return null;
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    throw InvalidArgumentError.field("body", "is not valid JSON");
+  }
+  const indexes = (body as { indexes?: unknown } | null)?.indexes;
+  return indexes === undefined || indexes === null ? null : checkIndexList(indexes);
 }

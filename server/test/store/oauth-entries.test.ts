@@ -71,10 +71,19 @@ describe.each(storeTargets())("OAuth entries on $name", (target) => {
         createdAt: iat * 1000,
         expiresAt: clock + 3_600_000,
         lastUsedAt: null,
+        indexes: null,
       },
     ]);
     expect((await entries.clients(["client-1"])).get("client-1")).toMatchObject({ client_name: "Claude" });
-    expect(await entries.tenantOfGrant("g-a")).toEqual({ tenantId: alice.tenantId, accountId: alice.userId });
+    expect(await entries.tenantOfGrant("g-a")).toEqual({
+      tenantId: alice.tenantId,
+      accountId: alice.userId,
+      indexes: null,
+    });
+    // Limited at consent (D-399): what /mcp and the dashboard read.
+    await entries.limitGrant("g-a", ["docs", "help_*"], 3600);
+    expect((await entries.tenantOfGrant("g-a"))?.indexes).toEqual(["docs", "help_*"]);
+    expect((await entries.grantsOfTenant(alice.tenantId))[0]?.indexes).toEqual(["docs", "help_*"]);
     await entries.touchGrant("g-a", clock);
     expect((await entries.grantsOfTenant(alice.tenantId))[0]?.lastUsedAt).toBe(clock);
 
@@ -83,6 +92,7 @@ describe.each(storeTargets())("OAuth entries on $name", (target) => {
     expect(await again.find("AccessToken", "at-a")).toMatchObject({ grantId: "g-a" });
 
     await again.revokeGrant("g-a");
+    expect(await again.find("SiftGrantLimit", "g-a")).toBeUndefined();
     expect(await tokens.find("at-a")).toBeUndefined();
     expect(await refresh.find("rt-a")).toBeUndefined();
     expect(await grants.find("g-a")).toBeUndefined();
