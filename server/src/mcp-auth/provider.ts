@@ -2,9 +2,10 @@
 // The OAuth authorization server for MCP hosts (the MCP authorization specification): panva's
 // oidc-provider, certified by the OpenID Foundation, configured for one resource (this server's
 // /mcp) and one read-only scope. It brings RFC 8414 metadata, dynamic client registration
-// (RFC 7591) and client ID metadata documents, the authorization code flow with PKCE, refresh-token rotation, revocation and
-// resource indicators (RFC 8707); Sift adds the login and consent step (the dashboard's
-// sign-in, then a consent screen) and keeps the provider's state in its own store.
+// (RFC 7591) and client ID metadata documents, the authorization code flow with PKCE,
+// refresh-token rotation, revocation and resource indicators (RFC 8707); Sift adds the login and
+// consent step (the dashboard's sign-in, then a consent screen) and keeps the provider's state in
+// its own store.
 import { createHmac, createPrivateKey } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type Provider from "oidc-provider";
@@ -26,7 +27,7 @@ export interface ProviderOptions {
   secret: Buffer;
   /** A user by id, or undefined when there is none (deleted): only existing users hold grants. */
   userExists(userId: string): Promise<boolean>;
-  /** Hosts whose client metadata documents may be on private or loopback addresses (SIFT_OAUTH_CLIENT_METADATA_PRIVATE_HOSTS). */
+  /** Hosts whose client metadata documents may be on private or loopback addresses (D-397). */
   clientMetadataPrivateHosts?: string[];
   log: Logger;
 }
