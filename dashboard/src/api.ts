@@ -62,6 +62,9 @@ export function progressFetch(onProgress: (sent: number, total: number) => void)
   };
 }
 
+/** Names typed into one field (index patterns, origins), separated by commas or spaces. */
+export const listOf = (text: string) => text.split(/[\s,]+/).filter(Boolean);
+
 export const formatDate = (ms: number | null | undefined) =>
   ms ? new Date(ms).toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short" }) : "never";
 

@@ -2,6 +2,7 @@
 // sends the browser here once the person is signed in to the dashboard; allowing makes a
 // read-only connection to their tenant, and either answer sends the browser back to the host.
 import { useEffect, useState } from "preact/hooks";
+import { listOf } from "../api.ts";
 import { linkTo } from "../router.ts";
 import { FormError, Loading, useAction } from "../ui.tsx";
 
@@ -36,7 +37,7 @@ export function Connect({ uid }: { uid: string }) {
   useEffect(() => void load.run(async () => setDetails(await call<Details>(uid, "details"))), [uid]);
 
   const answer = async (what: "confirm" | "abort") => {
-    const indexes = limit.split(/[\s,]+/).filter(Boolean);
+    const indexes = listOf(limit);
     const body = what === "confirm" && indexes.length ? { indexes } : undefined;
     const done = await decide.run(() => call<{ redirectTo: string }>(uid, what, body));
     if (done) location.assign(done.redirectTo);

@@ -1,7 +1,7 @@
 // API keys: create one (its secret shown this once), list them, revoke with confirmation.
 import type { components } from "@sift/sdk";
 import { useEffect, useState } from "preact/hooks";
-import { formatDate, sift } from "../api.ts";
+import { formatDate, listOf, sift } from "../api.ts";
 import { announce, ConfirmButton, CopyButton, Empty, Field, FormError, Loading, useAction } from "../ui.tsx";
 
 type ApiKey = components["schemas"]["ApiKey"];
@@ -54,12 +54,11 @@ export function Keys() {
           class="inline-form"
           onSubmit={async (e) => {
             e.preventDefault();
-            const list = (text: string) => text.split(/[\s,]+/).filter(Boolean);
             const body = {
               type,
               name,
-              ...(list(indexes).length ? { indexes: list(indexes) } : {}),
-              ...(type === "srh" && list(origins).length ? { referrers: list(origins) } : {}),
+              ...(listOf(indexes).length ? { indexes: listOf(indexes) } : {}),
+              ...(type === "srh" && listOf(origins).length ? { referrers: listOf(origins) } : {}),
               ...(lifetime ? { expiresAt: Date.now() + lifetime * DAY_MS } : {}),
             };
             const made = await create.run(() => sift.apiKeys.create(body));
@@ -190,7 +189,7 @@ export function Keys() {
                   <td>
                     {k.revokedAt ? (
                       `revoked ${formatDate(k.revokedAt)}`
-                    ) : k.expiresAt && k.expiresAt <= Date.now() ? (
+                    ) : expired(k) ? (
                       `expired ${formatDate(k.expiresAt)}`
                     ) : (
                       <ConfirmButton
@@ -278,12 +277,15 @@ export function Keys() {
   );
 }
 
+/** Past its expiry: the server refuses it already, so there is nothing to revoke. */
+const expired = (k: ApiKey) => k.expiresAt !== null && k.expiresAt <= Date.now();
+
 /** What a key is limited to, under its name: sites, indexes, and when it stops working. */
 function restrictionsOf(k: ApiKey): string {
   return [
     k.referrers && `sites: ${k.referrers.join(", ")}`,
     k.indexes && `indexes: ${k.indexes.join(", ")}`,
-    k.expiresAt && `${k.expiresAt <= Date.now() ? "expired" : "expires"} ${formatDate(k.expiresAt)}`,
+    k.expiresAt && `${expired(k) ? "expired" : "expires"} ${formatDate(k.expiresAt)}`,
   ]
     .filter(Boolean)
     .join(" · ");

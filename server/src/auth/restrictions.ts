@@ -42,7 +42,10 @@ export function requireIndexAllowed(p: Principal, name: string): void {
   );
 }
 
-/** An index list as a key's or a connection's: 1 to 100 patterns of letters, digits, `_.-` and `*`. */
+/**
+ * An MCP connection's index list, checked as the contract checks a key's (spec/api-keys.tsp:
+ * `IndexPattern`, 1 to 100 of them): the consent's body is outside the contract.
+ */
 export function checkIndexList(indexes: unknown, field = "indexes"): string[] {
   if (!Array.isArray(indexes) || indexes.length === 0 || indexes.length > 100) {
     throw InvalidArgumentError.field(field, "must list 1 to 100 index names (`*` matches any run of characters)");

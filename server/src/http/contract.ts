@@ -272,7 +272,12 @@ export function fieldProblems(errors: ErrorObject[] | null | undefined, prefix =
 const describe = (problems: FieldProblem[]) =>
   problems.map((p) => `${p.field ? `${p.field} ` : ""}${p.message}`).join("; ");
 
-async function readJsonBody(c: Context, op: ContractOperation, maxBytes: number): Promise<unknown> {
+/**
+ * A request's JSON body, read within `maxBytes` (413 past it), or undefined when it is empty and
+ * not `required`; 415 for another content type, 400 naming the line and column of bad JSON. For
+ * routes outside the contract too (the MCP consent's optional body).
+ */
+export async function readJson(c: Context, maxBytes: number, required = false): Promise<unknown> {
   const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;
   // Read from Node's request stream where there is one: making the web Request that
   // c.req.raw.body needs cost about a tenth of a write's CPU on a replicating node.
@@ -281,7 +286,7 @@ async function readJsonBody(c: Context, op: ContractOperation, maxBytes: number)
       ? await readIncomingLimited(incoming, maxBytes)
       : await readBodyLimited(c.req.raw, maxBytes);
   if (raw.trim() === "") {
-    if (op.jsonBody?.required)
+    if (required)
       throw new InvalidArgumentError("a JSON request body is required", [{ field: "body", message: "is required" }]);
     return undefined;
   }
@@ -400,7 +405,7 @@ export async function validateRequest(
   let body: unknown;
   let itemErrors: (InvalidArgumentError | undefined)[] | undefined;
   if (op.validateBody) {
-    body = await readJsonBody(c, op, maxBodyBytes);
+    body = await readJson(c, maxBodyBytes, op.jsonBody?.required ?? false);
     const itemList = op.items && itemsOf(body, op.items.property);
     const unstorable = findUnstorable(itemList ? { ...(body as object), [op.items!.property]: [] } : body);
     if (unstorable !== null) {

@@ -51,6 +51,9 @@ export interface OAuthEntries {
 
 /** Sift's own entry beside a grant: the index patterns its connection is limited to. */
 const GRANT_LIMIT = "SiftGrantLimit";
+/** A grant's limit entry, left-joined to the grant (`oauthEntries`) where one is read. */
+const limitEntry = alias(oauthEntries, "limit_entry");
+const limitOfGrant = and(eq(limitEntry.model, GRANT_LIMIT), eq(limitEntry.id, oauthEntries.id));
 const indexesOf = (limit: Payload | null): string[] | null =>
   Array.isArray(limit?.indexes) ? limit.indexes.map(String) : null;
 
@@ -124,7 +127,6 @@ export class DrizzleOAuthEntries implements OAuthEntries {
   }
 
   async grantsOfTenant(tenantId: string): Promise<GrantRow[]> {
-    const limit = alias(oauthEntries, "limit_entry");
     const rows = await this.db
       .select({
         id: oauthEntries.id,
@@ -132,11 +134,11 @@ export class DrizzleOAuthEntries implements OAuthEntries {
         payload: oauthEntries.payload,
         expiresAt: oauthEntries.expiresAt,
         lastUsedAt: oauthEntries.lastUsedAt,
-        limit: limit.payload,
+        limit: limitEntry.payload,
       })
       .from(oauthEntries)
       .innerJoin(users, eq(users.id, oauthEntries.accountId))
-      .leftJoin(limit, and(eq(limit.model, GRANT_LIMIT), eq(limit.id, oauthEntries.id)))
+      .leftJoin(limitEntry, limitOfGrant)
       .where(and(eq(oauthEntries.model, "Grant"), eq(users.tenantId, tenantId), live(this.now())));
     return rows
       .map((r) => ({
@@ -155,12 +157,11 @@ export class DrizzleOAuthEntries implements OAuthEntries {
   async tenantOfGrant(
     grantId: string,
   ): Promise<{ tenantId: string; accountId: string; indexes: string[] | null } | undefined> {
-    const limit = alias(oauthEntries, "limit_entry");
     const [row] = await this.db
-      .select({ tenantId: users.tenantId, accountId: users.id, limit: limit.payload })
+      .select({ tenantId: users.tenantId, accountId: users.id, limit: limitEntry.payload })
       .from(oauthEntries)
       .innerJoin(users, eq(users.id, oauthEntries.accountId))
-      .leftJoin(limit, and(eq(limit.model, GRANT_LIMIT), eq(limit.id, oauthEntries.id)))
+      .leftJoin(limitEntry, limitOfGrant)
       .where(and(eq(oauthEntries.model, "Grant"), eq(oauthEntries.id, grantId), live(this.now())));
     return row && { tenantId: row.tenantId, accountId: row.accountId, indexes: indexesOf(row.limit) };
   }

@@ -41,9 +41,28 @@ function signingJwk(secret: Buffer): Record<string, unknown> {
 }
 
 /** A page for errors shown to a person in a browser (a bad authorization request). */
-function errorPage(out: Record<string, string>): string {
+function errorPage(out: Record<string, string>, why: string | undefined): string {
   const html = (s: string) => s.replace(/[&<>"']/g, (ch) => `&#${ch.charCodeAt(0)};`);
-  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>Sign-in failed · Sift</title></head><body><main><h1>The MCP host's sign-in request failed</h1><p>${html(out.error_description ?? out.error ?? "unknown error")}</p><p>Error: <code>${html(out.error ?? "")}</code>. Start the connection again from your MCP host.</p></main></body></html>`;
+  const reason = why ? `<p>Why: ${html(why)}.</p>` : "";
+  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>Sign-in failed · Sift</title></head><body><main><h1>The MCP host's sign-in request failed</h1><p>${html(out.error_description ?? out.error ?? "unknown error")}</p>${reason}<p>Error: <code>${html(out.error ?? "")}</code>. Start the connection again from your MCP host.</p></main></body></html>`;
+}
+
+/**
+ * Why a host's client ID metadata document was refused, from the innermost cause (a status, a
+ * timeout, "hostname resolves to a special-use IP address"): the provider shows only "fetch
+ * failed", and these are about the host's own public document, nothing of Sift's. Other errors
+ * keep their details to the logs.
+ */
+function metadataDocumentReason(error: unknown): string | undefined {
+  const described = error as { error_description?: string; error_detail?: string; cause?: unknown };
+  if (!described?.error_description?.includes("metadata document")) return undefined;
+  let cause: unknown = described.cause;
+  let reason = described.error_detail;
+  for (let depth = 0; cause instanceof Error && depth < 5; depth++, cause = cause.cause) reason = cause.message;
+  if (reason?.includes("special-use IP")) {
+    return `${reason}: a client_id must be an https URL on a public address (an intranet host needs SIFT_OAUTH_CLIENT_METADATA_PRIVATE_HOSTS)`;
+  }
+  return reason;
 }
 
 /**
@@ -164,9 +183,9 @@ export class McpProviders {
       interactions: {
         url: (_ctx: unknown, interaction: { uid: string }) => `${OAUTH_PREFIX}/interaction/${interaction.uid}`,
       },
-      renderError: async (ctx: { type: string; body: string }, out: Record<string, string>) => {
+      renderError: async (ctx: { type: string; body: string }, out: Record<string, string>, error: unknown) => {
         ctx.type = "html";
-        ctx.body = errorPage(out);
+        ctx.body = errorPage(out, metadataDocumentReason(error));
       },
       // Hosts that run in a browser call the token endpoint across origins; the tokens are bound
       // to PKCE and to the host's registration, not to an origin.

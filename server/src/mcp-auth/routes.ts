@@ -6,7 +6,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Context, Hono } from "hono";
 import type { Config } from "../config.ts";
 import { checkIndexList } from "../auth/restrictions.ts";
-import { InvalidArgumentError } from "../domain/errors.ts";
+import { readJson } from "../http/contract.ts";
 import { HttpProblem } from "../http/problem.ts";
 import type { AppEnv } from "../http/env.ts";
 import { baseUrlOf } from "../routes/health.ts";
@@ -51,7 +51,7 @@ export function mountMcpAuth(
   deps: {
     providers: McpProviders;
     connections: Pick<McpConnections, "limitGrant">;
-    config: Pick<Config, "publicUrl">;
+    config: Pick<Config, "publicUrl" | "maxBodyBytes">;
     accounts: AccountService;
   },
 ): void {
@@ -141,7 +141,7 @@ export function mountMcpAuth(
 
   app.post(`${OAUTH_PREFIX}/interaction/:uid/confirm`, async (c) => {
     const { p, provider, incoming, outgoing, interaction, client } = await pending(c);
-    const indexes = await indexLimitOf(c);
+    const indexes = indexLimitOf(await readJson(c, deps.config.maxBodyBytes));
     const grant = new provider.Grant({ accountId: p.userId, clientId: client.clientId });
     grant.addResourceScope(`${issuerOf(c)}/mcp`, MCP_SCOPE);
     // Granted as the provider asks: mcp:read for /mcp, and as one of its own scopes too (it is
@@ -191,15 +191,7 @@ function isMetadataDocumentClient(client: { clientId: string }): boolean {
  * The consent's optional body `{"indexes": ["docs", "help_*"]}`: the only indexes the connection
  * may read (D-399). No body, or no `indexes`: every index of the tenant.
  */
-async function indexLimitOf(c: Context<AppEnv>): Promise<string[] | null> {
-  const text = (await c.req.text()).trim();
-  if (text === "") return null;
-  let body: unknown;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    throw InvalidArgumentError.field("body", "is not valid JSON");
-  }
-  const indexes = (body as { indexes?: unknown } | null)?.indexes;
+function indexLimitOf(body: unknown): string[] | null {
+  const indexes = (body as { indexes?: unknown } | null | undefined)?.indexes;
   return indexes === undefined || indexes === null ? null : checkIndexList(indexes);
 }
